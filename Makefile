@@ -1,0 +1,56 @@
+# The two commands of the README: `make demo` and `make check`. Both install what they need (as root).
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+MESON_OPTS ?=
+
+.PHONY: all deps build build-asan demo check unit unit-asan integration lint golden bench clean fuzz
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+$(BUILD_ASAN)/build.ninja:
+	CC=clang-14 meson setup $(BUILD_ASAN) -Db_sanitize=address,undefined -Db_lundef=false $(MESON_OPTS)
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+build-asan: $(BUILD_ASAN)/build.ninja
+	ninja -C $(BUILD_ASAN)
+
+demo: deps build
+	@scripts/demo.sh $(BUILD)/src/cli/protokube
+
+unit: build
+	meson test -C $(BUILD) --print-errorlogs
+
+unit-asan: build-asan
+	meson test -C $(BUILD_ASAN) --print-errorlogs
+
+lint:
+	@scripts/check-format.sh
+	@scripts/check-banned.sh
+
+integration: build-asan
+	PROTOKUBE_BIN=$(CURDIR)/$(BUILD_ASAN)/src/cli/protokube scripts/run-integration.sh
+
+check: deps
+	@scripts/check.sh
+
+# Regenerate the golden files (spec diagnostics, flags, manifests) from the current build.
+golden: build
+	@scripts/update-golden.sh $(BUILD)/src/cli/protokube
+
+fuzz:
+	CC=clang-14 meson setup build-fuzz -Dfuzzer=true --reconfigure >/dev/null || CC=clang-14 meson setup build-fuzz -Dfuzzer=true
+	ninja -C build-fuzz
+
+bench: build
+	@bench/run.sh $(BUILD)/src/cli/protokube
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) build-fuzz

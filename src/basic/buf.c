@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+void buf_init(Buf *b, size_t max) {
+        *b = (Buf){ .max = max };
+}
+
+void buf_free(Buf *b) {
+        free(b->data);
+        b->data = NULL;
+        b->len = b->alloc = 0;
+}
+
+void buf_reset(Buf *b) {
+        b->len = 0;
+        if (b->data)
+                b->data[0] = 0;
+}
+
+static int buf_reserve(Buf *b, size_t add) {
+        if (add > b->max || b->len > b->max - add)
+                return PK_ETOOBIG;
+        size_t need = b->len + add + 1; /* room for a NUL */
+        if (need <= b->alloc)
+                return 0;
+        size_t n = b->alloc ? b->alloc : 256;
+        while (n < need)
+                n *= 2;
+        uint8_t *d = realloc(b->data, n);
+        if (!d)
+                return -ENOMEM;
+        b->data = d;
+        b->alloc = n;
+        return 0;
+}
+
+int buf_add(Buf *b, const void *data, size_t len) {
+        int r = buf_reserve(b, len);
+        if (r < 0)
+                return r;
+        if (len > 0)
+                memcpy(b->data + b->len, data, len);
+        b->len += len;
+        b->data[b->len] = 0;
+        return 0;
+}
+
+int buf_add_str(Buf *b, const char *s) {
+        return buf_add(b, s, strlen(s));
+}
+
+int buf_printf(Buf *b, const char *format, ...) {
+        va_list ap;
+        char *s;
+        int n;
+
+        va_start(ap, format);
+        n = vasprintf(&s, format, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        int r = buf_add(b, s, (size_t)n);
+        free(s);
+        return r;
+}
+
+char *buf_steal_str(Buf *b) {
+        if (!b->data && buf_reserve(b, 0) < 0)
+                return NULL;
+        char *s = (char *)b->data;
+        s[b->len] = 0;
+        *b = (Buf){ .max = b->max };
+        return s;
+}

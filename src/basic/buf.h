@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* A growable byte buffer with a hard cap (after curl's lib/dynbuf.c): every buffer that holds input from
+ * outside has one, and going past it is an error (-PK_ETOOBIG), never an unbounded allocation. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+typedef struct Buf {
+        uint8_t *data;
+        size_t len;
+        size_t alloc;
+        size_t max;
+} Buf;
+
+void buf_init(Buf *b, size_t max);
+void buf_free(Buf *b);
+void buf_reset(Buf *b);
+int buf_add(Buf *b, const void *data, size_t len);
+int buf_add_str(Buf *b, const char *s);
+int buf_printf(Buf *b, const char *format, ...) _printf_(2, 3);
+/* Hands the NUL-terminated contents to the caller (caller frees); the buffer is empty afterwards. */
+char *buf_steal_str(Buf *b);
+
+static inline void buf_freep(Buf *b) {
+        buf_free(b);
+}
+#define _cleanup_buf_ _cleanup_(buf_freep)

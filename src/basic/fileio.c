@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "string-util.h"
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        for (;;) {
+                if (len + 1 >= cap) {
+                        size_t ncap = cap ? cap * 2 : 4096;
+                        if (ncap > max + 1)
+                                ncap = max + 1;
+                        if (ncap <= len + 1)
+                                return -EFBIG;
+                        char *n = realloc(buf, ncap);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                        cap = ncap;
+                }
+                ssize_t k = read(fd, buf + len, cap - 1 - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t)k;
+        }
+        if (!buf) {
+                buf = strdup("");
+                if (!buf)
+                        return -ENOMEM;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return read_full_fd(fd, max, ret, ret_len);
+}
+
+int loop_write(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                len -= (size_t)k;
+        }
+        return 0;
+}
+
+int fsync_parent_dir(const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fsync(dfd) < 0)
+                return -errno;
+        return 0;
+}
+
+static int file_has_contents(const char *path, const void *data, size_t len, mode_t mode) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_free_ char *old = NULL;
+        struct stat st;
+        size_t old_len;
+
+        if (fd < 0)
+                return 0;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
+            (size_t)st.st_size != len)
+                return 0;
+        if (read_full_fd(fd, len + 1, &old, &old_len) < 0)
+                return 0;
+        return old_len == len && memcmp(old, data, len) == 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, int only_if_changed) {
+        _cleanup_free_ char *copy_dir = strdup(path), *copy_base = strdup(path), *tmp = NULL;
+        int r;
+
+        if (!copy_dir || !copy_base)
+                return -ENOMEM;
+        if (only_if_changed && file_has_contents(path, data, len, mode))
+                return 0;
+        tmp = strjoin(dirname(copy_dir), "/.", basename(copy_base), ".XXXXXX");
+        if (!tmp)
+                return -ENOMEM;
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = loop_write(fd, data, len);
+        if (r >= 0 && fchmod(fd, mode) < 0)
+                r = -errno;
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlink(tmp);
+                return r;
+        }
+        r = fsync_parent_dir(path);
+        return r < 0 ? r : 1;
+}
+
+int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}

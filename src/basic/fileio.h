@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Reads the whole file into a NUL-terminated buffer (caller frees). -EFBIG past max bytes. */
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
+/* Writes data to path atomically: a dotfile temp in the same directory (".<name>.XXXXXX", which kubelet
+ * ignores), fsync, rename over path, fsync the directory. With only_if_changed, a file that already holds
+ * exactly these bytes and mode is not touched (mtime kept). Returns 1 if written, 0 if unchanged. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, int only_if_changed);
+
+/* Writes all of buf to fd, retrying on EINTR and short writes. */
+int loop_write(int fd, const void *buf, size_t len);
+
+/* mkdir -p with mode for each created component. */
+int mkdir_p(const char *path, mode_t mode);
+
+/* fsync the directory containing path. */
+int fsync_parent_dir(const char *path);

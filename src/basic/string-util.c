@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "string-util.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+char *startswith(const char *s, const char *prefix) {
+        size_t l = strlen(prefix);
+        return strncmp(s, prefix, l) == 0 ? (char *)s + l : NULL;
+}
+
+char *endswith(const char *s, const char *suffix) {
+        size_t sl = strlen(s), xl = strlen(suffix);
+        if (xl > sl)
+                return NULL;
+        return memcmp(s + sl - xl, suffix, xl) == 0 ? (char *)s + sl - xl : NULL;
+}
+
+char *strjoin_real(const char *x, ...) {
+        va_list ap;
+        size_t len = 0;
+        char *r, *p;
+
+        va_start(ap, x);
+        for (const char *t = x; t; t = va_arg(ap, const char *))
+                len += strlen(t);
+        va_end(ap);
+        r = malloc(len + 1);
+        if (!r)
+                return NULL;
+        p = r;
+        va_start(ap, x);
+        for (const char *t = x; t; t = va_arg(ap, const char *)) {
+                size_t l = strlen(t);
+                memcpy(p, t, l);
+                p += l;
+        }
+        va_end(ap);
+        *p = 0;
+        return r;
+}
+
+char *strprintf(const char *format, ...) {
+        va_list ap;
+        char *r;
+        int n;
+
+        va_start(ap, format);
+        n = vasprintf(&r, format, ap);
+        va_end(ap);
+        return n < 0 ? NULL : r;
+}
+
+int strextend_printf(char **p, const char *format, ...) {
+        va_list ap;
+        char *add, *n;
+        size_t old;
+
+        va_start(ap, format);
+        int k = vasprintf(&add, format, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        old = *p ? strlen(*p) : 0;
+        n = realloc(*p, old + (size_t)k + 1);
+        if (!n) {
+                free(add);
+                return -ENOMEM;
+        }
+        memcpy(n + old, add, (size_t)k + 1);
+        free(add);
+        *p = n;
+        return 0;
+}
+
+int free_and_strdup(char **p, const char *s) {
+        char *t = NULL;
+        if (s) {
+                t = strdup(s);
+                if (!t)
+                        return -ENOMEM;
+        }
+        free(*p);
+        *p = t;
+        return 0;
+}
+
+bool string_has_cc(const char *s) {
+        for (; *s; s++)
+                if ((unsigned char)*s < ' ' || *s == 0x7f)
+                        return true;
+        return false;
+}
+
+void json_escape_to(FILE *f, const char *s) {
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '"' || c == '\\')
+                        fprintf(f, "\\%c", c);
+                else if (c == '\n')
+                        fputs("\\n", f);
+                else if (c == '\t')
+                        fputs("\\t", f);
+                else if (c < 0x20 || c == 0x7f)
+                        fprintf(f, "\\u%04x", c);
+                else
+                        fputc(c, f);
+        }
+}
+
+size_t string_edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        size_t row[65];
+
+        if (la > 64 || lb > 64)
+                return SIZE_MAX;
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t diag = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t up = row[j];
+                        size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+                        row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+                        diag = up;
+                }
+        }
+        return row[lb];
+}
+
+void erase_and_free(void *p, size_t n) {
+        if (!p)
+                return;
+        explicit_bzero(p, n);
+        free(p);
+}

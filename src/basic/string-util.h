@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "macro.h"
+
+/* Pointer just past prefix in s, or NULL. */
+char *startswith(const char *s, const char *prefix) _pure_;
+char *endswith(const char *s, const char *suffix) _pure_;
+
+/* Newly allocated concatenation of the NULL-terminated arguments; caller frees. NULL on OOM. */
+char *strjoin_real(const char *x, ...) __attribute__((sentinel));
+#define strjoin(...) strjoin_real(__VA_ARGS__, NULL)
+
+/* Newly allocated formatted string; caller frees. NULL on OOM. */
+char *strprintf(const char *format, ...) _printf_(1, 2);
+
+/* Appends to *p (reallocating); returns -ENOMEM on failure, *p unchanged. */
+int strextend_printf(char **p, const char *format, ...) _printf_(2, 3);
+
+/* Replaces *p with a copy of s (or NULL); frees the old value. */
+int free_and_strdup(char **p, const char *s);
+
+/* True if s has control characters (except none allowed); for checking strings from outside. */
+bool string_has_cc(const char *s) _pure_;
+
+/* Writes s to f with JSON string escaping (no quotes). */
+void json_escape_to(FILE *f, const char *s);
+
+/* Levenshtein distance, bounded: for did-you-mean suggestions. */
+size_t string_edit_distance(const char *a, const char *b) _pure_;
+
+/* Overwrites and frees a buffer that held a secret. */
+void erase_and_free(void *p, size_t n);
+
+static inline const char *strnull(const char *s) {
+        return s ? s : "(null)";
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* NULL-terminated string vectors (char **), after systemd's strv.h. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "macro.h"
+
+char **strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+size_t strv_length(char *const *l) _pure_;
+bool strv_contains(char *const *l, const char *s) _pure_;
+/* Appends a copy of s. */
+int strv_extend(char ***l, const char *s);
+/* Appends s itself (takes ownership on success only). */
+int strv_push(char ***l, char *s);
+char **strv_copy(char *const *l);
+void strv_sort(char **l);
+/* Joins with sep; caller frees. NULL on OOM. */
+char *strv_join(char *const *l, const char *sep);
+/* Splits s at every character of seps, dropping empty fields. */
+int strv_split(const char *s, const char *seps, char ***ret);
+bool strv_equal(char *const *a, char *const *b) _pure_;
+
+#define STRV_FOREACH(s, l) for (char **s = (l); s && *s; s++)

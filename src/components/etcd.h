@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The etcd builder: one pod for one member of one etcd cluster (ARCHITECTURE.md, kops conventions). */
+
+#include "spec/spec.h"
+
+typedef struct EtcdMemberAssignment {
+        const char *cluster;    /* etcd cluster name from the spec: "main", "events" */
+        const char *member;     /* this node's member: "a" */
+        char *const *members;   /* all member names in tag order: {"a","b","c",NULL} */
+        const char *mount_path; /* where the member's volume is mounted, e.g. /mnt/master-vol-1 */
+} EtcdMemberAssignment;
+
+/* Renders the etcd static pod manifest (YAML text, caller frees) for the assignment. */
+int etcd_manifest_render(const ClusterSpec *spec, const EtcdMemberAssignment *m, char **ret_yaml);

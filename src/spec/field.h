@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The field table: one row per typed field of the cluster spec. The loader (spec/) reads name, type, offset,
+ * default, range, enum and validation; the flag builder (components/) reads the flag name, the empty value
+ * and the list style. This is kops' struct tags (`json:"x" flag:"y" flag-empty:"z"`) done as data. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/time-util.h"
+
+typedef enum FieldType {
+        FIELD_STRING,      /* char *, NULL = unset */
+        FIELD_BOOL,        /* OptBool */
+        FIELD_INT,         /* OptInt; range in min/max when min < max */
+        FIELD_DURATION,    /* OptDuration; YAML takes Go form ("1m0s", "10s", "250ms") */
+        FIELD_STRV,        /* char **, NULL-terminated; NULL = unset */
+        FIELD_MAP,         /* char ** of alternating key, value; sorted by key; NULL = unset */
+        FIELD_ENUM,        /* OptEnum: index into enum_values */
+        FIELD_STRUCT,      /* nested object described by sub */
+        FIELD_STRUCT_LIST, /* StructList of elements described by sub, each elem_size bytes */
+        _FIELD_TYPE_MAX,
+} FieldType;
+
+typedef struct OptBool {
+        bool set;
+        bool value;
+} OptBool;
+
+typedef struct OptInt {
+        bool set;
+        int64_t value;
+} OptInt;
+
+typedef struct OptDuration {
+        bool set;
+        usec_t value;
+} OptDuration;
+
+typedef struct OptEnum {
+        bool set;
+        int value;
+} OptEnum;
+
+typedef struct StructList {
+        void *items; /* n elements of the field's elem_size */
+        size_t n;
+} StructList;
+
+enum {
+        FIELD_REQUIRED = 1 << 0,    /* missing is an error */
+        FIELD_FLAG_REPEAT = 1 << 1, /* STRV: one --flag=v per element instead of one comma-joined flag */
+        FIELD_NO_FLAG_SORT = 1 << 2,
+};
+
+typedef struct Field Field;
+struct Field {
+        const char *name; /* YAML key (camelCase); NULL ends the table */
+        FieldType type;
+        size_t offset;
+        unsigned flags;
+        const char *flag;               /* command-line flag without "--"; NULL = not emitted as a flag */
+        const char *default_value;      /* applied when absent, parsed as if it were the YAML scalar */
+        const char *empty_value;        /* the flag builder emits nothing when the value renders to this */
+        int64_t min, max;               /* FIELD_INT range, checked when min < max */
+        const char *const *enum_values; /* FIELD_ENUM, NULL-terminated */
+        const Field *sub;               /* FIELD_STRUCT, FIELD_STRUCT_LIST */
+        size_t elem_size;               /* FIELD_STRUCT_LIST */
+        /* Extra validation of a set value; on failure returns < 0 and a message (caller frees). */
+        int (*validate)(const void *value, char **ret_message);
+        const char *help; /* one line for docs and did-you-mean context */
+};
+
+#define FIELD_PTR(obj, f) ((void *)((char *)(obj) + (f)->offset))

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The typed cluster spec (ARCHITECTURE.md, "The cluster spec"). Loaded by spec_load(); every string is
+ * owned by the spec and freed by cluster_spec_free(). */
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "basic/macro.h"
+#include "spec/component-config.h"
+#include "spec/field.h"
+
+typedef enum CloudProvider {
+        CLOUD_LOCAL,
+        CLOUD_AWS,
+        CLOUD_GCE,
+        _CLOUD_MAX,
+        _CLOUD_INVALID = -EINVAL,
+} CloudProvider;
+
+typedef enum DnsProviderKind {
+        DNS_PROVIDER_NONE,
+        DNS_PROVIDER_HOSTS,
+        DNS_PROVIDER_RFC2136,
+        DNS_PROVIDER_ROUTE53,
+        _DNS_PROVIDER_MAX,
+        _DNS_PROVIDER_INVALID = -EINVAL,
+} DnsProviderKind;
+
+typedef struct Rfc2136Spec {
+        char *server;        /* "host:port" or "host" (port 53); IPv6 as "[::1]:53" */
+        char *tsig_key_file; /* BIND key-file syntax; must not be group/world readable */
+        OptDuration timeout; /* per query, default 2s */
+} Rfc2136Spec;
+
+typedef struct HostsSpec {
+        char *file; /* default /etc/hosts */
+} HostsSpec;
+
+typedef struct DnsSpec {
+        OptEnum provider;      /* DnsProviderKind */
+        char *zone;            /* absolute, e.g. "k8s.test."; NULL = found by SOA lookup */
+        char *internal_suffix; /* default internal.<metadata.name> */
+        OptInt ttl;            /* default 60 */
+        Rfc2136Spec rfc2136;
+        HostsSpec hosts;
+} DnsSpec;
+
+typedef struct EtcdClusterSpec {
+        char *name;         /* "main", "events" */
+        char *image;        /* container image */
+        OptInt client_port; /* default 4001 main, 4002 events, else required */
+        OptInt peer_port;   /* default 2380 main, 2381 events, else required */
+        char *tls_dir;      /* NULL = plain http; else ca.crt, server.crt/key, peer.crt/key live there */
+} EtcdClusterSpec;
+
+typedef struct ClusterSpec {
+        char *path; /* file it was loaded from, for messages */
+        char *api_version;
+        char *kind;
+        char *name;    /* metadata.name: the cluster name, DNS names hang off it */
+        OptEnum cloud; /* CloudProvider */
+        DnsSpec dns;
+        StructList etcd_clusters; /* of EtcdClusterSpec */
+        char *kubernetes_version;
+        KubeAPIServerConfig kube_apiserver;
+        KubeControllerManagerConfig kube_controller_manager;
+        KubeSchedulerConfig kube_scheduler;
+        KubeProxyConfig kube_proxy;
+} ClusterSpec;
+
+/* Loads and validates path. On a spec error returns PK_ESPEC and, if ret_errors, every error as
+ * "FILE:LINE:COL: message" (caller frees with strv_free). I/O errors return -errno. */
+int cluster_spec_load(const char *path, ClusterSpec **ret, char ***ret_errors);
+/* Same, from memory; name is used in messages in place of a file name. */
+int cluster_spec_load_string(const char *name, const char *text, size_t len, ClusterSpec **ret,
+                             char ***ret_errors);
+ClusterSpec *cluster_spec_free(ClusterSpec *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ClusterSpec *, cluster_spec_free)
+
+/* Convenience accessors with the defaults applied. */
+static inline const EtcdClusterSpec *cluster_spec_etcd(const ClusterSpec *s, size_t i) {
+        return &((const EtcdClusterSpec *)s->etcd_clusters.items)[i];
+}
+const EtcdClusterSpec *cluster_spec_find_etcd(const ClusterSpec *s, const char *name);
+
+const char *cloud_provider_to_string(CloudProvider p);
+CloudProvider cloud_provider_from_string(const char *s);
+const char *dns_provider_kind_to_string(DnsProviderKind k);
+DnsProviderKind dns_provider_kind_from_string(const char *s);
