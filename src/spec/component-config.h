@@ -22,3 +22,10 @@ typedef struct KubeSchedulerConfig {
 typedef struct KubeProxyConfig {
         char *image;
 } KubeProxyConfig;
+
+/* The field tables (component-config.c), referenced by the spec loader's table for spec.kubeAPIServer etc.
+ */
+extern const Field kube_apiserver_config_fields[];
+extern const Field kube_controller_manager_config_fields[];
+extern const Field kube_scheduler_config_fields[];
+extern const Field kube_proxy_config_fields[];
