@@ -48,3 +48,9 @@ VERB(validate);
 VERB(volumes);
 VERB(dns);
 VERB(pool);
+
+/* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
+ * daemon. Implemented in cli/observe.c. Caller frees. */
+typedef struct ClusterSpec ClusterSpec;
+typedef struct ClusterView ClusterView;
+int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret);

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Writing into kubelet's manifest directory: atomic (dotfile temp + fsync + rename: kubelet ignores
+ * dotfiles), change-only (an unchanged file keeps its mtime), and only files we name (we never
+ * list-and-delete). */
+
+/* Writes text to path (mode 0644). Returns 1 if written, 0 if it already held exactly these bytes. */
+int manifest_write(const char *path, const char *text);
+
+/* Makes link_path a symlink to target, replacing an existing symlink atomically (symlink to a dotfile temp,
+ * then rename). Refuses (-EEXIST) to replace anything that is not a symlink. Returns 1 if changed, 0 if the
+ * link already pointed at target. */
+int manifest_symlink(const char *link_path, const char *target);
+
+/* Removes path if it is a symlink or regular file we wrote; 1 if removed, 0 if absent. */
+int manifest_remove(const char *path);
