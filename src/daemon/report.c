@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "daemon/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/macro.h"
+
+static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
+        [PASS_STAGE_SPEC] = "spec",     [PASS_STAGE_DISCOVER] = "discover", [PASS_STAGE_CLAIM] = "claim",
+        [PASS_STAGE_DEVICE] = "device", [PASS_STAGE_FSCK] = "fsck",         [PASS_STAGE_FORMAT] = "format",
+        [PASS_STAGE_MOUNT] = "mount",   [PASS_STAGE_MANIFEST] = "manifest", [PASS_STAGE_DNS] = "dns",
+};
+
+const char *pass_stage_to_string(PassStage s) {
+        return s >= 0 && s < _PASS_STAGE_MAX ? pass_stage_table[s] : NULL;
+}
+
+/* Seconds; a pass on the local pool takes milliseconds, a format or a slow DNS server seconds. */
+const double pass_duration_buckets[PASS_DURATION_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                              0.25,  0.5,  1,     2.5,  10 };
+
+void pass_report_done(PassReport *r) {
+        free(r->reason);
+        r->reason = NULL;
+}
+
+void pass_report_error(PassReport *r, PassStage stage, int error, const char *reason) {
+        if (stage >= 0 && stage < _PASS_STAGE_MAX && error != PK_EWAITING)
+                r->errors[stage]++;
+        if (r->status == 0 || (r->status == PK_EWAITING && error != PK_EWAITING))
+                r->status = error;
+        if (!r->reason && reason)
+                r->reason = strdup(reason);
+}
+
+void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
+        double secs = (double)r->duration / USEC_PER_SEC;
+
+        m->passes++;
+        for (size_t i = 0; i < PASS_DURATION_BUCKETS; i++)
+                if (secs <= pass_duration_buckets[i])
+                        m->duration_bucket[i]++;
+        m->duration_sum += secs;
+        for (size_t i = 0; i < _PASS_STAGE_MAX; i++)
+                m->errors[i] += r->errors[i];
+        m->volumes_held = r->volumes_held;
+        m->records_published = r->records_published;
+        m->have_pass = true;
+        m->last_status = r->status;
+        if (r->status == 0)
+                m->last_success_realtime = realtime_now;
+        if (r->status < 0 && r->status != PK_EWAITING)
+                m->passes_failed++;
+        snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->reason ? r->reason : "");
+}
+
+int metrics_format(const Metrics *m, Buf *out) {
+        int r = 0;
+
+#define EMIT(...)                                         \
+        do {                                              \
+                if (r >= 0)                               \
+                        r = buf_printf(out, __VA_ARGS__); \
+        } while (0)
+
+        EMIT("# HELP protokube_passes_total Reconcile passes run.\n# TYPE protokube_passes_total counter\n");
+        EMIT("protokube_passes_total %llu\n", (unsigned long long)m->passes);
+        EMIT("# HELP protokube_passes_failed_total Passes that ended in an error.\n"
+             "# TYPE protokube_passes_failed_total counter\n");
+        EMIT("protokube_passes_failed_total %llu\n", (unsigned long long)m->passes_failed);
+        EMIT("# HELP protokube_pass_duration_seconds Duration of a reconcile pass.\n"
+             "# TYPE protokube_pass_duration_seconds histogram\n");
+        for (size_t i = 0; i < PASS_DURATION_BUCKETS; i++)
+                EMIT("protokube_pass_duration_seconds_bucket{le=\"%g\"} %llu\n", pass_duration_buckets[i],
+                     (unsigned long long)m->duration_bucket[i]);
+        EMIT("protokube_pass_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)m->passes);
+        EMIT("protokube_pass_duration_seconds_sum %.6f\n", m->duration_sum);
+        EMIT("protokube_pass_duration_seconds_count %llu\n", (unsigned long long)m->passes);
+        EMIT("# HELP protokube_errors_total Errors by pipeline stage.\n# TYPE protokube_errors_total "
+             "counter\n");
+        for (size_t i = 0; i < _PASS_STAGE_MAX; i++)
+                EMIT("protokube_errors_total{stage=\"%s\"} %llu\n", pass_stage_table[i],
+                     (unsigned long long)m->errors[i]);
+        EMIT("# HELP protokube_volumes_held etcd volumes this node holds and has mounted.\n"
+             "# TYPE protokube_volumes_held gauge\n");
+        EMIT("protokube_volumes_held %u\n", m->volumes_held);
+        EMIT("# HELP protokube_dns_records_published Desired DNS records the provider serves.\n"
+             "# TYPE protokube_dns_records_published gauge\n");
+        EMIT("protokube_dns_records_published %u\n", m->records_published);
+        EMIT("# HELP protokube_last_success_timestamp_seconds Unix time of the last converged pass.\n"
+             "# TYPE protokube_last_success_timestamp_seconds gauge\n");
+        EMIT("protokube_last_success_timestamp_seconds %.3f\n",
+             (double)m->last_success_realtime / USEC_PER_SEC);
+#undef EMIT
+        return r;
+}
+
+int health_status(const Metrics *m, char *body, size_t size) {
+        if (!m->have_pass) {
+                snprintf(body, size, "starting: no pass has finished yet\n");
+                return 503;
+        }
+        if (m->last_status == 0) {
+                snprintf(body, size, "ok\n");
+                return 200;
+        }
+        if (m->last_status == PK_EWAITING) {
+                snprintf(body, size, "converging: %s\n", m->last_reason);
+                return 200;
+        }
+        snprintf(body, size, "error: %s\n",
+                 m->last_reason[0] ? m->last_reason : pk_strerror(m->last_status));
+        return 503;
+}

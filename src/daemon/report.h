@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What one pass reports, and the running totals the daemon exposes on /metrics and /healthz. Pure data and
+ * formatting: no I/O here, so it is unit-testable. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "basic/buf.h"
+#include "basic/time-util.h"
+
+typedef enum PassStage {
+        PASS_STAGE_SPEC,
+        PASS_STAGE_DISCOVER,
+        PASS_STAGE_CLAIM,
+        PASS_STAGE_DEVICE,
+        PASS_STAGE_FSCK,
+        PASS_STAGE_FORMAT,
+        PASS_STAGE_MOUNT,
+        PASS_STAGE_MANIFEST,
+        PASS_STAGE_DNS,
+        _PASS_STAGE_MAX,
+        _PASS_STAGE_INVALID = -22,
+} PassStage;
+
+const char *pass_stage_to_string(PassStage s);
+
+typedef struct PassReport {
+        int status;   /* 0 converged, PK_EWAITING waiting on something outside us, < 0 error */
+        char *reason; /* why not converged / what failed; NULL when converged */
+        usec_t duration;
+        unsigned errors[_PASS_STAGE_MAX]; /* errors by stage during the pass */
+        unsigned volumes_held;
+        unsigned records_published; /* records in the desired set that the provider now serves */
+        unsigned actions_applied;   /* changes made; 0 on a quiet pass */
+} PassReport;
+
+void pass_report_done(PassReport *r);
+/* Records an error of a stage and keeps the first reason. */
+void pass_report_error(PassReport *r, PassStage stage, int error, const char *reason);
+
+#define PASS_DURATION_BUCKETS 10
+extern const double pass_duration_buckets[PASS_DURATION_BUCKETS];
+
+typedef struct Metrics {
+        uint64_t passes;
+        uint64_t passes_failed;
+        uint64_t duration_bucket[PASS_DURATION_BUCKETS]; /* cumulative counts, Prometheus style */
+        double duration_sum;
+        uint64_t errors[_PASS_STAGE_MAX];
+        unsigned volumes_held;
+        unsigned records_published;
+        usec_t last_success_realtime; /* 0 = never */
+        bool have_pass;
+        int last_status;
+        char last_reason[512];
+} Metrics;
+
+void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now);
+/* Prometheus text exposition format 0.0.4. */
+int metrics_format(const Metrics *m, Buf *out);
+/* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise; before the first
+ * pass, 503 "starting". Writes a one-line body. */
+int health_status(const Metrics *m, char *body, size_t size);

@@ -1,0 +1,93 @@
+"""A test network of hosts on one machine: a bridge, one network namespace per host with a veth onto it,
+addresses from TEST-NET-1 (192.0.2.0/24, RFC 5737: never routed), no default route, nothing forwarded to the
+machine's real interfaces. Each host gets /etc/netns/<ns>/resolv.conf (and hosts) so processes started with
+`ip netns exec` resolve through the test DNS server. Everything is removed in close(), even after a failure."""
+
+import os
+import shutil
+import subprocess
+
+BRIDGE_ADDR = "192.0.2.1"
+PREFIX = 24
+
+
+def sh(*argv, check=True):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()}")
+    return p
+
+
+class NetLab:
+    def __init__(self, tag="pk"):
+        # Short names: interface names are limited to 15 characters.
+        self.tag = tag
+        self.bridge = f"{tag}br0"
+        self.hosts = {}  # name -> address
+        self.created_netns_dirs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def start(self, dns_server=BRIDGE_ADDR):
+        self.dns_server = dns_server
+        self.close_stale()
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{BRIDGE_ADDR}/{PREFIX}", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        return self
+
+    def ns(self, name):
+        return f"{self.tag}-{name}"
+
+    def add_host(self, name, addr):
+        ns = self.ns(name)
+        host_if, peer_if = f"{self.tag}v{name}", f"{self.tag}p{name}"
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", peer_if)
+        sh("ip", "link", "set", peer_if, "netns", ns)
+        sh("ip", "link", "set", host_if, "master", self.bridge)
+        sh("ip", "link", "set", host_if, "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", ns, "addr", "add", f"{addr}/{PREFIX}", "dev", peer_if)
+        sh("ip", "-n", ns, "link", "set", peer_if, "up")
+        d = f"/etc/netns/{ns}"
+        os.makedirs(d, exist_ok=True)
+        self.created_netns_dirs.append(d)
+        with open(f"{d}/resolv.conf", "w") as f:
+            # attempts/timeout small: a stopped DNS server must not stall etcd's dials for long.
+            f.write(f"nameserver {self.dns_server}\noptions timeout:1 attempts:1\n")
+        with open(f"{d}/hosts", "w") as f:
+            f.write("127.0.0.1 localhost\n")
+        self.hosts[name] = addr
+        return ns
+
+    def remove_host(self, name):
+        ns = self.ns(name)
+        sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", f"{self.tag}v{name}", check=False)
+        shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
+        self.hosts.pop(name, None)
+
+    def exec_argv(self, name, argv):
+        return ["ip", "netns", "exec", self.ns(name), *argv]
+
+    def close_stale(self):
+        """Removes what an earlier, killed run of the same tag left behind."""
+        out = sh("ip", "netns", "list", check=False).stdout
+        for line in out.splitlines():
+            ns = line.split()[0] if line.strip() else ""
+            if ns.startswith(f"{self.tag}-"):
+                sh("ip", "netns", "del", ns, check=False)
+                shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
+        sh("ip", "link", "del", self.bridge, check=False)
+
+    def close(self):
+        for name in list(self.hosts):
+            self.remove_host(name)
+        sh("ip", "link", "del", self.bridge, check=False)
+        for d in self.created_netns_dirs:
+            shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""A static-pod runner for the end-to-end test, standing in for kubelet on one simulated master.
+
+It watches the node's manifest directory and runs each pod's container command inside the node's network
+namespace, honouring the pod's hostPath volume mounts with bind mounts in a private mount namespace. It
+restarts a pod when its manifest changes or its process exits, and stops it when the manifest goes away or
+its symlink dangles (an unmounted etcd volume). Images are not pulled: a container's command path is mapped
+to a local binary (--substitute /usr/local/bin/etcd=/usr/bin/etcd); pods whose binary is missing are
+reported once and skipped. Bounded: it exits after --max-seconds."""
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+BIND_SCRIPT = r'''
+set -e
+while [ "$1" != "--" ]; do
+    mkdir -p "$2"
+    if [ "$3" = ro ]; then mount --bind -o ro "$1" "$2"; else mount --bind "$1" "$2"; fi
+    shift 3
+done
+shift
+exec "$@"
+'''
+
+
+class Pod:
+    def __init__(self, name, digest, proc, started):
+        self.name, self.digest, self.proc, self.started = name, digest, proc, started
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.subst = dict(s.split("=", 1) for s in args.substitute)
+        self.pods = {}  # manifest file -> Pod
+        self.skipped = set()
+        self.restart_at = {}
+        self.stopping = False
+        os.makedirs(args.log_dir, exist_ok=True)
+        self.events = open(os.path.join(args.log_dir, "podrunner-events.jsonl"), "a", buffering=1)
+
+    def event(self, what, **kw):
+        kw.update(time=time.time(), what=what, node=self.args.netns)
+        self.events.write(json.dumps(kw) + "\n")
+
+    def read_manifests(self):
+        found = {}
+        try:
+            names = sorted(os.listdir(self.args.manifest_dir))
+        except FileNotFoundError:
+            return found
+        for n in names:
+            if n.startswith(".") or not n.endswith(".manifest"):
+                continue
+            path = os.path.join(self.args.manifest_dir, n)
+            try:
+                with open(path, "rb") as f:  # follows the symlink; dangling -> absent
+                    data = f.read()
+            except OSError:
+                continue
+            found[n] = data
+        return found
+
+    def build_argv(self, pod):
+        spec = pod["spec"]
+        c = spec["containers"][0]
+        cmd = list(c.get("command", [])) + list(c.get("args", []))
+        if not cmd:
+            return None, "no command"
+        binary = self.subst.get(cmd[0], cmd[0])
+        if not os.path.exists(binary):
+            return None, f"no binary for {cmd[0]}"
+        cmd[0] = binary
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        binds = []
+        for m in c.get("volumeMounts", []):
+            v = volumes.get(m["name"], {})
+            hp = v.get("hostPath", {})
+            if not hp:
+                continue
+            if hp.get("type") in ("DirectoryOrCreate",):
+                os.makedirs(hp["path"], exist_ok=True)
+            if not os.path.exists(hp["path"]):
+                continue
+            binds += [hp["path"], m["mountPath"], "ro" if m.get("readOnly") else "rw"]
+        argv = ["ip", "netns", "exec", self.args.netns, "unshare", "--mount", "--propagation", "private",
+                "/bin/sh", "-c", BIND_SCRIPT, "sh", *binds, "--", *cmd]
+        return argv, None
+
+    def start(self, fname, data):
+        try:
+            pod = yaml.safe_load(data)
+            name = pod["metadata"]["name"]
+        except Exception as e:  # a manifest kubelet would reject: report and skip
+            self.event("invalid", file=fname, error=str(e))
+            return
+        argv, why = self.build_argv(pod)
+        digest = hashlib.sha256(data).hexdigest()
+        if argv is None:
+            if (fname, digest) not in self.skipped:
+                self.skipped.add((fname, digest))
+                self.event("skipped", pod=name, reason=why)
+            return
+        log = open(os.path.join(self.args.log_dir, f"{name}.log"), "ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        log.close()
+        self.pods[fname] = Pod(name, digest, proc, time.time())
+        self.event("started", pod=name, pid=proc.pid, argv=" ".join(shlex.quote(a) for a in argv[-40:]))
+
+    def stop(self, fname, why):
+        p = self.pods.pop(fname)
+        if p.proc.poll() is None:
+            try:
+                os.killpg(p.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                p.proc.wait(timeout=self.args.grace)
+            except subprocess.TimeoutExpired:
+                # An etcd leader whose peers are gone can take seconds to hand over: escalate.
+                try:
+                    os.killpg(p.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.proc.wait(timeout=10)
+        self.event("stopped", pod=p.name, reason=why, code=p.proc.returncode)
+
+    def sync(self):
+        manifests = self.read_manifests()
+        for fname in list(self.pods):
+            p = self.pods[fname]
+            if fname not in manifests:
+                self.stop(fname, "manifest gone")
+            elif hashlib.sha256(manifests[fname]).hexdigest() != p.digest:
+                self.stop(fname, "manifest changed")
+            elif p.proc.poll() is not None:
+                self.event("exited", pod=p.name, code=p.proc.returncode)
+                self.pods.pop(fname)
+                self.restart_at[fname] = time.time() + self.args.restart_delay
+        for fname, data in manifests.items():
+            if fname in self.pods or time.time() < self.restart_at.get(fname, 0):
+                continue
+            self.start(fname, data)
+
+    def run(self):
+        deadline = time.time() + self.args.max_seconds
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        signal.signal(signal.SIGINT, lambda *_: setattr(self, "stopping", True))
+        self.event("runner-start")
+        while not self.stopping and time.time() < deadline:
+            self.sync()
+            time.sleep(self.args.poll)
+        for fname in list(self.pods):
+            self.stop(fname, "runner stopping")
+        self.event("runner-stop")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--manifest-dir", required=True)
+    ap.add_argument("--netns", required=True)
+    ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--substitute", action="append", default=[])
+    ap.add_argument("--grace", type=float, default=1.0)
+    ap.add_argument("--poll", type=float, default=0.02)
+    ap.add_argument("--restart-delay", type=float, default=0.5)
+    ap.add_argument("--max-seconds", type=float, default=3600)
+    Runner(ap.parse_args()).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

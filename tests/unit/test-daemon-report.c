@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
+#include <sys/socket.h>
+
+#include "basic/errors.h"
+#include "daemon/http-server.h"
+#include "daemon/loop.h"
+#include "daemon/report.h"
+#include "unit-test.h"
+
+static void test_backoff(void **state) {
+        usec_t s = USEC_PER_SEC;
+        assert_int_equal(backoff_delay(s, 10 * s, 1, 0), s);
+        assert_int_equal(backoff_delay(s, 10 * s, 2, 0), 2 * s);
+        assert_int_equal(backoff_delay(s, 10 * s, 3, 0), 4 * s);
+        assert_int_equal(backoff_delay(s, 10 * s, 5, 0), 10 * s);
+        assert_int_equal(backoff_delay(s, 10 * s, 500, 0), 10 * s);
+        /* jitter keeps the delay within [80%, 100%] */
+        usec_t j = backoff_delay(s, 10 * s, 2, 0.999);
+        assert_true(j > 16 * s / 10 && j <= 2 * s);
+}
+
+static void test_metrics_and_health(void **state) {
+        Metrics m = {};
+        char body[600];
+        Buf b;
+
+        assert_int_equal(health_status(&m, body, sizeof(body)), 503);
+        assert_non_null(strstr(body, "starting"));
+
+        PassReport ok = {
+                .status = 0, .duration = 3 * USEC_PER_MSEC, .volumes_held = 2, .records_published = 5
+        };
+        metrics_observe(&m, &ok, 1700000000ULL * USEC_PER_SEC);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+
+        PassReport wait = { .duration = 1 };
+        pass_report_error(&wait, PASS_STAGE_CLAIM, PK_EWAITING, "no free volume for etcd cluster 'main'");
+        metrics_observe(&m, &wait, 0);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "converging: no free volume"));
+        assert_int_equal(m.errors[PASS_STAGE_CLAIM], 0);
+        pass_report_done(&wait);
+
+        PassReport bad = { .duration = 2 * USEC_PER_SEC };
+        pass_report_error(&bad, PASS_STAGE_DNS, PK_ETIMEOUT, "server 127.0.0.1:53 timed out");
+        pass_report_error(&bad, PASS_STAGE_MOUNT, -EIO, "second error keeps the first reason");
+        metrics_observe(&m, &bad, 0);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 503);
+        assert_non_null(strstr(body, "127.0.0.1:53 timed out"));
+        pass_report_done(&bad);
+
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        const char *t = (const char *)b.data;
+        assert_non_null(strstr(t, "protokube_passes_total 3\n"));
+        assert_non_null(strstr(t, "protokube_passes_failed_total 1\n"));
+        assert_non_null(strstr(t, "protokube_errors_total{stage=\"dns\"} 1\n"));
+        assert_non_null(strstr(t, "protokube_errors_total{stage=\"mount\"} 1\n"));
+        assert_non_null(strstr(t, "protokube_pass_duration_seconds_bucket{le=\"0.005\"} 2\n"));
+        assert_non_null(strstr(t, "protokube_pass_duration_seconds_bucket{le=\"+Inf\"} 3\n"));
+        assert_non_null(strstr(t, "protokube_last_success_timestamp_seconds 1700000000.000\n"));
+        buf_free(&b);
+}
+
+static void test_listen_address(void **state) {
+        struct sockaddr_storage sa;
+        unsigned len;
+        assert_int_equal(parse_listen_address("127.0.0.1:9797", &sa, &len), 0);
+        assert_int_equal(sa.ss_family, AF_INET);
+        assert_int_equal(parse_listen_address("[::1]:0", &sa, &len), 0);
+        assert_int_equal(sa.ss_family, AF_INET6);
+        assert_int_equal(parse_listen_address("localhost:80", &sa, &len), -EINVAL);
+        assert_int_equal(parse_listen_address("127.0.0.1", &sa, &len), -EINVAL);
+        assert_int_equal(parse_listen_address("127.0.0.1:99999", &sa, &len), -EINVAL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_backoff),
+                cmocka_unit_test(test_metrics_and_health),
+                cmocka_unit_test(test_listen_address),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
