@@ -73,9 +73,10 @@ int cluster_view_add_member(ClusterView *v, const char *cluster, const char *mem
                 return -ENOMEM;
         v->members = n;
         EtcdMemberHolder *h = &v->members[v->n_members];
-        *h =
-            (EtcdMemberHolder){ .cluster = strdup(cluster), .member = strdup(member), .node = strdup(node) };
-        if (!h->cluster || !h->member || !h->node) {
+        *h = (EtcdMemberHolder){ .cluster = strdup(cluster),
+                                 .member = strdup(member),
+                                 .node = node ? strdup(node) : NULL };
+        if (!h->cluster || !h->member || (node && !h->node)) {
                 free(h->cluster);
                 free(h->member);
                 free(h->node);
@@ -155,8 +156,12 @@ static int parse_members(ClusterView *v, json_t *arr, char **ret_error) {
         json_array_foreach(arr, i, m) {
                 const char *c = json_get_string(m, "cluster"), *mem = json_get_string(m, "member"),
                            *node = json_get_string(m, "node");
-                if (!c || !mem || !node) {
-                        *ret_error = strprintf("members[%zu]: needs strings 'cluster', 'member', 'node'", i);
+                json_t *jn = json_object_get(m, "node");
+                if (!c || !mem || (!node && jn && !json_is_null(jn))) {
+                        *ret_error =
+                            strprintf("members[%zu]: needs strings 'cluster', 'member' and a string "
+                                      "or null 'node'",
+                                      i);
                         return PK_EMALFORMED;
                 }
                 if (cluster_view_add_member(v, c, mem, node) < 0)
@@ -211,9 +216,10 @@ int cluster_view_to_json(const ClusterView *v, char **ret) {
                                                 json_from_strv(v->masters[i].internal_ips), "externalIPs",
                                                 json_from_strv(v->masters[i].external_ips)));
         for (size_t i = 0; i < v->n_members; i++)
-                json_array_append_new(members,
-                                      json_pack("{s:s, s:s, s:s}", "cluster", v->members[i].cluster,
-                                                "member", v->members[i].member, "node", v->members[i].node));
+                json_array_append_new(
+                    members, json_pack("{s:s, s:s, s:o}", "cluster", v->members[i].cluster, "member",
+                                       v->members[i].member, "node",
+                                       v->members[i].node ? json_string(v->members[i].node) : json_null()));
         json_object_set_new(root, "masters", masters);
         json_object_set_new(root, "members", members);
         char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

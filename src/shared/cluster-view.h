@@ -19,7 +19,8 @@ typedef struct MasterNode {
 typedef struct EtcdMemberHolder {
         char *cluster; /* etcd cluster: "main", "events" */
         char *member;  /* "a" */
-        char *node;    /* name of the MasterNode holding the member's volume */
+        char *node;    /* name of the MasterNode holding the member's volume; NULL when nobody holds it
+                        * (every member named in the volume tags is listed, held or not: docs/etcd-dns.md) */
 } EtcdMemberHolder;
 
 typedef struct ClusterView {
@@ -35,12 +36,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ClusterView *, cluster_view_free)
 /* Adds a master (copies the strings; merges IPs if the name exists). */
 int cluster_view_add_master(ClusterView *v, const char *name, char *const *internal_ips,
                             char *const *external_ips);
+/* node may be NULL (member known from the tags, volume not held). */
 int cluster_view_add_member(ClusterView *v, const char *cluster, const char *member, const char *node);
 const MasterNode *cluster_view_find_master(const ClusterView *v, const char *name);
 /* Sorts masters and members into their canonical order. */
 void cluster_view_sort(ClusterView *v);
 
 /* JSON: {"masters":[{"name":..,"internalIPs":[..],"externalIPs":[..]}],"members":[{"cluster":..,
- * "member":..,"node":..}]}. Load returns PK_EMALFORMED with a message (caller frees) on bad input. */
+ * "member":..,"node":..|null}]}. Load returns PK_EMALFORMED with a message (caller frees) on bad input. */
 int cluster_view_from_json(const char *text, size_t len, ClusterView **ret, char **ret_error);
 int cluster_view_to_json(const ClusterView *v, char **ret);

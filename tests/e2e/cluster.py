@@ -1,0 +1,264 @@
+"""The simulated cluster of the end-to-end scenario: a BIND server on the test network serving the cluster
+zone with a TSIG key, one local volume pool, and masters. Each master is a network namespace (netlab) with
+`protokube run` and a static-pod runner (podrunner.py). protokube itself runs in the machine's mount
+namespace, so the volumes it mounts are visible to the pods the runner starts inside the namespace.
+
+Everything started here is tracked and stopped by PID in close(), mounts under the work directory are
+unmounted, and loop devices attached from the pool's images are detached."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+from netlab import BRIDGE_ADDR, NetLab
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CLUSTER = "demo.k8s.test"
+ZONE = "k8s.test"
+SUFFIX = f"internal.{CLUSTER}"
+
+
+def protokube_bin():
+    return os.environ.get("PROTOKUBE_BIN", os.path.join(ROOT, "build", "src", "cli", "protokube"))
+
+
+def run(argv, check=True, timeout=60, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def stop_process(proc, grace=3.0):
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+class Bind:
+    """named serving ZONE on BRIDGE_ADDR:53, dynamic updates allowed with the TSIG key."""
+
+    def __init__(self, workdir):
+        self.dir = os.path.join(workdir, "bind")
+        self.proc = None
+
+    def setup(self):
+        os.makedirs(self.dir, exist_ok=True)
+        key = run(["tsig-keygen", "-a", "hmac-sha256", "protokube-key"]).stdout
+        self.key_file = os.path.join(self.dir, "tsig.key")
+        with open(self.key_file, "w") as f:
+            f.write(key)
+        os.chmod(self.key_file, 0o640)  # named (as nobody) reads it through the group below
+        # protokube insists on a key only its owner can read: give it its own copy.
+        self.client_key_file = os.path.join(os.path.dirname(self.dir), "protokube-tsig.key")
+        with open(self.client_key_file, "w") as f:
+            f.write(key)
+        os.chmod(self.client_key_file, 0o600)
+        with open(os.path.join(self.dir, f"{ZONE}.db"), "w") as f:
+            f.write(f"$TTL 60\n@ IN SOA ns1.{ZONE}. hostmaster.{ZONE}. (1 3600 600 86400 60)\n"
+                    f"  IN NS ns1.{ZONE}.\nns1 IN A {BRIDGE_ADDR}\n"
+                    f"www IN A 192.0.2.200\n")  # a record we do not own: must survive every pass
+        with open(os.path.join(self.dir, "named.conf"), "w") as f:
+            f.write(f'''options {{ directory "{self.dir}"; pid-file "{self.dir}/named.pid";
+  session-keyfile "{self.dir}/session.key"; managed-keys-directory "{self.dir}";
+  listen-on port 53 {{ {BRIDGE_ADDR}; }}; listen-on-v6 {{ none; }};
+  recursion no; dnssec-validation no; notify no; }};
+controls {{ }};
+include "{self.key_file}";
+zone "{ZONE}" {{ type primary; file "{self.dir}/{ZONE}.db";
+  update-policy {{ grant protokube-key zonesub ANY; }}; }};
+''')
+        shutil.chown(self.dir, "nobody", "nogroup")
+        for n in os.listdir(self.dir):
+            shutil.chown(os.path.join(self.dir, n), "nobody", "nogroup")
+
+    def start(self):
+        # As root so it can bind port 53 on the bridge; it drops to nobody itself.
+        self.proc = subprocess.Popen(["/usr/sbin/named", "-g", "-u", "nobody", "-c",
+                                      os.path.join(self.dir, "named.conf")],
+                                     stdout=open(os.path.join(self.dir, "named.log"), "ab"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        for _ in range(100):
+            if self.proc.poll() is not None:
+                raise RuntimeError("named exited; see " + os.path.join(self.dir, "named.log"))
+            p = run(["dig", f"@{BRIDGE_ADDR}", ZONE, "SOA", "+short", "+time=1", "+tries=1"], check=False)
+            if p.returncode == 0 and p.stdout.strip():
+                return
+            time.sleep(0.05)
+        raise RuntimeError("named did not answer within 5 s")
+
+    def stop(self):
+        stop_process(self.proc)
+        self.proc = None
+
+    def lookup(self, name, rtype="A"):
+        p = run(["dig", f"@{BRIDGE_ADDR}", name, rtype, "+short", "+time=1", "+tries=1"], check=False)
+        return sorted(p.stdout.split())
+
+
+class Master:
+    def __init__(self, cluster, name, addr, external):
+        self.cluster, self.name, self.addr, self.external = cluster, name, addr, external
+        self.dir = os.path.join(cluster.workdir, "nodes", name)
+        self.manifests = os.path.join(self.dir, "manifests")
+        self.mnt = os.path.join(self.dir, "mnt")
+        self.logs = os.path.join(self.dir, "logs")
+        for d in (self.manifests, self.mnt, self.logs):
+            os.makedirs(d, exist_ok=True)
+        self.protokube = None
+        self.runner = None
+        self.port_file = os.path.join(self.dir, "listen")
+
+    def node_args(self):
+        return ["--node-name", self.name, "--zone", "z1", "--internal-ip", self.addr, "--external-ip",
+                self.external, "--pool", self.cluster.pool, "--manifest-dir", self.manifests,
+                "--mount-root", self.mnt]
+
+    def start(self, port):
+        self.port = port
+        self.runner = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(HERE, "podrunner.py"), "--manifest-dir", self.manifests,
+             "--netns", self.cluster.lab.ns(self.name), "--log-dir", self.logs,
+             "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "1800"],
+            start_new_session=True)
+        self.protokube = subprocess.Popen(
+            [protokube_bin(), "-c", self.cluster.spec, "--log-format", "json", "run", *self.node_args(),
+             "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
+            start_new_session=True)
+
+    def stop(self):
+        stop_process(self.protokube)
+        stop_process(self.runner, grace=15)
+        self.protokube = self.runner = None
+
+    def unmount_all(self):
+        """What a reboot or a terminated machine does to this node's mounts."""
+        for line in reversed(open("/proc/self/mountinfo").read().splitlines()):
+            mp = line.split()[4]
+            if mp.startswith(self.mnt + "/"):
+                run(["umount", mp], check=False)
+
+    def health(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError as e:
+            return 0, str(e)
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
+            return r.read().decode()
+
+    def log_lines(self):
+        out = []
+        try:
+            with open(os.path.join(self.logs, "protokube.log")) as f:
+                for line in f:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        pass
+        except FileNotFoundError:
+            pass
+        return out
+
+    def runner_events(self):
+        try:
+            with open(os.path.join(self.logs, "podrunner-events.jsonl")) as f:
+                return [json.loads(l) for l in f if l.strip()]
+        except FileNotFoundError:
+            return []
+
+
+class Cluster:
+    def __init__(self, workdir=None, tag="pke"):
+        self.workdir = workdir or tempfile.mkdtemp(prefix="protokube-e2e-")
+        self.pool = os.path.join(self.workdir, "pool")
+        self.spec = os.path.join(self.workdir, "cluster.yaml")
+        self.lab = NetLab(tag)
+        self.bind = Bind(self.workdir)
+        self.masters = {}
+        self.next_port = 19700
+
+    def setup(self, members=("a", "b", "c"), size="64M"):
+        self.lab.start()
+        self.bind.setup()
+        self.bind.start()
+        with open(self.spec, "w") as f:
+            f.write(f"""apiVersion: protokube/v1alpha1
+kind: Cluster
+metadata:
+  name: {CLUSTER}
+spec:
+  cloud: local
+  dns:
+    provider: rfc2136
+    zone: {ZONE}.
+    ttl: 10
+    rfc2136:
+      server: "{BRIDGE_ADDR}:53"
+      tsigKeyFile: {self.bind.client_key_file}
+  etcdClusters:
+    - name: main
+      image: registry.k8s.io/etcd:3.5.16-0
+    - name: events
+      image: registry.k8s.io/etcd:3.5.16-0
+  kubernetesVersion: 1.31.2
+""")
+        allm = ",".join(members)
+        for cl in ("main", "events"):
+            for m in members:
+                run([protokube_bin(), "pool", "create", "--pool", self.pool, "--id", f"vol-{cl}-{m}",
+                     "--size", size, "--zone", "z1", "--tag", f"KubernetesCluster={CLUSTER}",
+                     "--tag", "k8s.io/role/master=1", "--tag", f"k8s.io/etcd/{cl}={m}/{allm}",
+                     "--tag", f"kubernetes.io/cluster/{CLUSTER}=owned"])
+
+    def add_master(self, name, addr, external):
+        self.lab.add_host(name, addr)
+        m = Master(self, name, addr, external)
+        self.masters[name] = m
+        m.start(self.next_port)
+        self.next_port += 1
+        return m
+
+    def run_pool(self, *args):
+        return run([protokube_bin(), "pool", *args, "--pool", self.pool])
+
+    def etcdctl(self, via, endpoints, *args, timeout=10):
+        env = dict(os.environ, ETCDCTL_API="3")
+        argv = self.lab.exec_argv(via, ["etcdctl", f"--endpoints={endpoints}", "--dial-timeout=2s",
+                                        "--command-timeout=4s", *args])
+        return run(argv, check=False, timeout=timeout, env=env)
+
+    def close(self):
+        for m in self.masters.values():
+            m.stop()
+        for m in self.masters.values():
+            m.unmount_all()
+        self.bind.stop()
+        # Detach loop devices backed by this run's pool images.
+        p = run(["losetup", "-J"], check=False)
+        try:
+            for d in json.loads(p.stdout or "{}").get("loopdevices", []):
+                if (d.get("back-file") or "").startswith(self.pool):
+                    run(["losetup", "-d", d["name"]], check=False)
+        except ValueError:
+            pass
+        self.lab.close()
