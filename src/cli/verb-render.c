@@ -1,13 +1,194 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Scaffold: replaced by the verb's real implementation. */
+/* protokube render: the control-plane static pods for the spec, written to --out DIR (atomic, only when
+ * changed, no other file touched) or printed to stdout as one YAML stream. The etcd pods need to know which
+ * member this node is: --etcd-member main=a/a,b,c (the volume tag's value) and --etcd-mount main=/mnt/x. */
 #include <stdio.h>
+#include <string.h>
 
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
 #include "cli/cli.h"
+#include "components/render.h"
+#include "manifest/manifest-dir.h"
+#include "spec/spec.h"
+
+#define MAX_ETCD_CLUSTERS 8
+
+enum {
+        OPT_OUT = 0x2000,
+        OPT_ETCD_MEMBER,
+        OPT_ETCD_MOUNT,
+};
+
+static const struct option render_options[] = {
+        { "out", required_argument, NULL, OPT_OUT },
+        { "etcd-member", required_argument, NULL, OPT_ETCD_MEMBER },
+        { "etcd-mount", required_argument, NULL, OPT_ETCD_MOUNT },
+        {},
+};
+
+typedef struct EtcdArg {
+        char *cluster;
+        char *member;
+        char **members;
+        char *mount;
+} EtcdArg;
+
+typedef struct RenderArgs {
+        const char *out;
+        EtcdArg etcd[MAX_ETCD_CLUSTERS];
+        size_t n_etcd;
+} RenderArgs;
+
+static void render_args_done(RenderArgs *a) {
+        for (size_t i = 0; i < a->n_etcd; i++) {
+                free(a->etcd[i].cluster);
+                free(a->etcd[i].member);
+                strv_free(a->etcd[i].members);
+                free(a->etcd[i].mount);
+        }
+}
+
+static EtcdArg *etcd_arg(RenderArgs *a, const char *cluster, size_t len) {
+        for (size_t i = 0; i < a->n_etcd; i++)
+                if (strlen(a->etcd[i].cluster) == len && strneq(a->etcd[i].cluster, cluster, len))
+                        return &a->etcd[i];
+        if (a->n_etcd >= MAX_ETCD_CLUSTERS || len == 0)
+                return NULL;
+        char *c = strndup(cluster, len);
+        if (!c)
+                return NULL;
+        a->etcd[a->n_etcd] = (EtcdArg){ .cluster = c };
+        return &a->etcd[a->n_etcd++];
+}
+
+/* "main=a/a,b,c": the volume tag k8s.io/etcd/main=a/a,b,c as kops writes it. */
+static int parse_member(RenderArgs *a, const char *arg) {
+        const char *eq = strchr(arg, '='), *slash = eq ? strchr(eq, '/') : NULL;
+        if (!eq || !slash || slash == eq + 1 || strlen(arg) > 1024)
+                return cli_usage_error("render", "invalid --etcd-member '%s' (expected CLUSTER=ME/ALL,...)",
+                                       arg);
+        EtcdArg *e = etcd_arg(a, arg, (size_t)(eq - arg));
+        if (!e)
+                return cli_usage_error("render", "invalid --etcd-member '%s'", arg);
+        if (e->member)
+                return cli_usage_error("render", "--etcd-member given twice for '%s'", e->cluster);
+        e->member = strndup(eq + 1, (size_t)(slash - eq - 1));
+        if (!e->member || strv_split(slash + 1, ",", &e->members) < 0)
+                return log_oom(), -ENOMEM;
+        return 0;
+}
+
+static int parse_mount(RenderArgs *a, const char *arg) {
+        const char *eq = strchr(arg, '=');
+        if (!eq || eq[1] != '/' || strlen(arg) > 4096)
+                return cli_usage_error("render", "invalid --etcd-mount '%s' (expected CLUSTER=/PATH)", arg);
+        EtcdArg *e = etcd_arg(a, arg, (size_t)(eq - arg));
+        if (!e)
+                return cli_usage_error("render", "invalid --etcd-mount '%s'", arg);
+        if (e->mount)
+                return cli_usage_error("render", "--etcd-mount given twice for '%s'", e->cluster);
+        e->mount = strdup(eq + 1);
+        return e->mount ? 0 : (log_oom(), -ENOMEM);
+}
+
+static int render_option(int opt, const char *arg, void *userdata) {
+        RenderArgs *a = userdata;
+        int r;
+        switch (opt) {
+        case OPT_OUT:
+                a->out = arg;
+                return 0;
+        case OPT_ETCD_MEMBER:
+                r = parse_member(a, arg);
+                return r == 0 ? 0 : -EINVAL;
+        case OPT_ETCD_MOUNT:
+                r = parse_mount(a, arg);
+                return r == 0 ? 0 : -EINVAL;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int write_out(const char *dir, const RenderedManifests *m) {
+        int r = mkdir_p(dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create '%s': %m", dir);
+        for (size_t i = 0; i < m->n; i++) {
+                _cleanup_free_ char *path = strjoin(dir, "/", m->items[i].file_name);
+                if (!path)
+                        return log_oom();
+                r = manifest_write(path, m->items[i].text);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to write '%s': %m", path);
+                log_info("%s '%s'", r > 0 ? "Wrote" : "Unchanged", path);
+        }
+        return 0;
+}
+
+static int print_all(const RenderedManifests *m) {
+        for (size_t i = 0; i < m->n; i++)
+                if (printf("%s%s", i > 0 ? "---\n" : "", m->items[i].text) < 0)
+                        return -EIO;
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+static int render_load(CliContext *ctx, ClusterSpec **ret) {
+        _cleanup_strv_free_ char **errors = NULL;
+        int r = cluster_spec_load(ctx->spec_path, ret, &errors);
+        if (r == PK_ESPEC) {
+                STRV_FOREACH (e, errors)
+                        fprintf(stderr, "%s\n", *e);
+                return r;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
+        return 0;
+}
 
 VERB(render) {
-        (void)argc;
-        (void)argv;
-        (void)ctx;
-        fprintf(stderr, "protokube render: not built yet\n");
-        return EXIT_ERROR;
+        _cleanup_(render_args_done) RenderArgs a = {};
+        _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
+        _cleanup_(rendered_manifests_done) RenderedManifests m = {};
+        EtcdMemberAssignment assign[MAX_ETCD_CLUSTERS];
+        const char *failed = NULL;
+
+        int r = cli_parse_options(argc, argv, ctx, render_options, NULL, render_option, &a);
+        if (r < 0)
+                return EXIT_USAGE;
+        if (r < argc)
+                return cli_usage_error("render", "unexpected argument '%s'", argv[r]);
+        if (!ctx->spec_path)
+                return cli_usage_error("render", "no spec given: use -c FILE");
+        for (size_t i = 0; i < a.n_etcd; i++) {
+                if (!a.etcd[i].member)
+                        return cli_usage_error("render", "--etcd-mount for '%s' without --etcd-member",
+                                               a.etcd[i].cluster);
+                if (!a.etcd[i].mount)
+                        return cli_usage_error("render", "--etcd-member for '%s' without --etcd-mount",
+                                               a.etcd[i].cluster);
+                assign[i] = (EtcdMemberAssignment){
+                        .cluster = a.etcd[i].cluster,
+                        .member = a.etcd[i].member,
+                        .members = a.etcd[i].members,
+                        .mount_path = a.etcd[i].mount,
+                };
+        }
+
+        if (render_load(ctx, &spec) < 0)
+                return EXIT_ERROR;
+        r = control_plane_render(spec, assign, a.n_etcd, &m, &failed);
+        if (r == -ENOENT && failed && streq(failed, "etcd")) {
+                log_error("An --etcd-member names an etcd cluster that is not in the spec's etcdClusters.");
+                return EXIT_ERROR;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to render %s: %m", strna(failed));
+                return EXIT_ERROR;
+        }
+        r = a.out ? write_out(a.out, &m) : print_all(&m);
+        return r < 0 ? EXIT_ERROR : EXIT_SUCCESS;
 }

@@ -14,3 +14,15 @@ typedef struct EtcdMemberAssignment {
 
 /* Renders the etcd static pod manifest (YAML text, caller frees) for the assignment. */
 int etcd_manifest_render(const ClusterSpec *spec, const EtcdMemberAssignment *m, char **ret_yaml);
+
+/* The same as a pod model (caller frees). */
+typedef struct Pod Pod;
+int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod **ret);
+
+/* kops naming. The kops cluster name is "etcd" for main and "etcd-<cluster>" for the others; the member
+ * name is "<kops cluster name>-<member>" (etcd-a, etcd-events-a), its DNS name
+ * "<member name>.<internalSuffix>". Caller frees. */
+int etcd_member_name(const char *cluster, const char *member, char **ret);
+int etcd_member_dns_name(const ClusterSpec *spec, const char *cluster, const char *member, char **ret);
+/* "etcd.manifest" for main, "etcd-<cluster>.manifest" otherwise. Caller frees. */
+int etcd_manifest_file_name(const char *cluster, char **ret);

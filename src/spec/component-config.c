@@ -2,28 +2,373 @@
 #include "spec/component-config.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
-/* Scaffold tables; the components room replaces them with the full typed componentconfig. */
+#include "basic/macro.h"
+#include "basic/parse-util.h"
+#include "basic/strv.h"
+
+/* One row per field: YAML key, flag, default. Paths are kops' layout (/srv/kubernetes/<component>/...,
+ * /var/lib/<component>/kubeconfig) so certificates provisioned for kops clusters keep working. List and map
+ * defaults, and defaults that depend on other parts of the spec, are filled by the builders
+ * (src/components/), because the loader applies only scalar defaults. */
+
+/* Values that end up in a manifest are checked here, so a bad one is a spec error with its line, not an
+ * invalid pod the kubelet drops. */
+static int validate_path(const void *value, char **ret_message) {
+        const char *s = *(char *const *)value;
+        if (s[0] == '/' && !strstr(s, "/..") && !strpbrk(s, " \t\n\r"))
+                return 0;
+        *ret_message = strdup("must be an absolute path without '..' or spaces");
+        return -EINVAL;
+}
+
+/* Kubernetes resource.Quantity: a decimal number with an optional binary (Ki..Ei), decimal (n u m k M G T P
+ * E) or exponent suffix: "100m", "512Mi", "1.5", "1e3". */
+static int validate_quantity(const void *value, char **ret_message) {
+        const char *s = *(char *const *)value, *p = s;
+        size_t digits = 0;
+        if (*p == '+' || *p == '-')
+                p++;
+        digits = strspn(p, "0123456789");
+        p += digits;
+        if (*p == '.') {
+                size_t frac = strspn(p + 1, "0123456789");
+                digits += frac;
+                p += 1 + frac;
+        }
+        if (digits > 0 && strlen(s) < 64) {
+                static const char *const suffixes[] = { "",  "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u",
+                                                        "m", "k",  "M",  "G",  "T",  "P",  "E",  NULL };
+                for (size_t i = 0; suffixes[i]; i++)
+                        if (streq(p, suffixes[i]))
+                                return 0;
+                if (*p == 'e' || *p == 'E') {
+                        const char *x = p + 1 + (p[1] == '+' || p[1] == '-');
+                        size_t n = strspn(x, "0123456789");
+                        if (n > 0 && x[n] == 0)
+                                return 0;
+                }
+        }
+        *ret_message = strdup("must be a Kubernetes quantity (e.g. 100m, 512Mi)");
+        return -EINVAL;
+}
+
+/* "address:port" with a port in 1..65535 ("0.0.0.0:10256", "[::]:10256"). */
+static int validate_host_port(const void *value, char **ret_message) {
+        const char *s = *(char *const *)value, *colon = strrchr(s, ':');
+        uint16_t port;
+        if (colon && colon != s && safe_atou16(colon + 1, &port) >= 0 && port > 0)
+                return 0;
+        *ret_message = strdup("must be address:port");
+        return -EINVAL;
+}
+
+/* Lists and maps are joined with ',' (and '=') into one flag, so their elements must not contain them. */
+static int validate_flag_list(const void *value, char **ret_message) {
+        STRV_FOREACH (e, *(char **const *)value)
+                if (isempty(*e) || strchr(*e, ',')) {
+                        *ret_message = strdup("elements must be non-empty and must not contain ','");
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+static int validate_flag_map(const void *value, char **ret_message) {
+        char **l = *(char **const *)value;
+        for (size_t i = 0; l && l[i]; i++)
+                if (isempty(l[i]) || strpbrk(l[i], i % 2 == 0 ? ",=" : ",")) {
+                        *ret_message =
+                            strdup("keys must be non-empty without ',' or '=', values without ','");
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+static int validate_path_list(const void *value, char **ret_message) {
+        STRV_FOREACH (e, *(char **const *)value) {
+                int r = validate_path(e, ret_message);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+#define VALIDATED_STR(T, m, key, fl, def, check, h)                                      \
+        {                                                                                \
+                .name = key, .type = FIELD_STRING, .offset = offsetof(T, m), .flag = fl, \
+                .default_value = def, .validate = check, .help = h                       \
+        }
+#define PATH(T, m, key, fl, def, h)     VALIDATED_STR(T, m, key, fl, def, validate_path, h)
+#define QUANTITY(T, m, key, fl, def, h) VALIDATED_STR(T, m, key, fl, def, validate_quantity, h)
+#define HOSTPORT(T, m, key, fl, def, h) VALIDATED_STR(T, m, key, fl, def, validate_host_port, h)
+
+#define STR(T, m, key, fl, def, h)                                                       \
+        {                                                                                \
+                .name = key, .type = FIELD_STRING, .offset = offsetof(T, m), .flag = fl, \
+                .default_value = def, .help = h                                          \
+        }
+#define BOOL(T, m, key, fl, def, h)                                                    \
+        {                                                                              \
+                .name = key, .type = FIELD_BOOL, .offset = offsetof(T, m), .flag = fl, \
+                .default_value = def, .help = h                                        \
+        }
+#define INT(T, m, key, fl, def, lo, hi, h)                                                                  \
+        {                                                                                                   \
+                .name = key, .type = FIELD_INT, .offset = offsetof(T, m), .flag = fl, .default_value = def, \
+                .min = lo, .max = hi, .help = h                                                             \
+        }
+#define DURATION(T, m, key, fl, def, h)                                                    \
+        {                                                                                  \
+                .name = key, .type = FIELD_DURATION, .offset = offsetof(T, m), .flag = fl, \
+                .default_value = def, .help = h                                            \
+        }
+#define LIST(T, m, key, fl, h)                                                         \
+        {                                                                              \
+                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl, \
+                .validate = validate_flag_list, .help = h                              \
+        }
+#define LIST_REPEAT(T, m, key, fl, h)                                                  \
+        {                                                                              \
+                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl, \
+                .flags = FIELD_FLAG_REPEAT, .validate = validate_path_list, .help = h  \
+        }
+#define MAP(T, m, key, fl, h)                                                         \
+        {                                                                             \
+                .name = key, .type = FIELD_MAP, .offset = offsetof(T, m), .flag = fl, \
+                .validate = validate_flag_map, .help = h                              \
+        }
+#define PORT(T, m, key, fl, def, h) INT(T, m, key, fl, def, 1, 65535, h)
+#define LOG_LEVEL(T)                INT(T, log_level, "logLevel", "v", "2", 0, 10, "klog verbosity")
+#define IMAGE(T)                                                                                     \
+        STR(T, image, "image", NULL, NULL, "container image; default from kubernetesVersion"),       \
+            QUANTITY(T, cpu_request, "cpuRequest", NULL, NULL, "resources.requests.cpu (quantity)"), \
+            QUANTITY(T, memory_request, "memoryRequest", NULL, NULL,                                 \
+                     "resources.requests.memory (quantity)")
+#define FEATURE_GATES(T) \
+        MAP(T, feature_gates, "featureGates", "feature-gates", "feature gates: name -> true|false")
+
+#define A KubeAPIServerConfig
+static const char *const endpoint_reconciler_types[] = { "lease", "none", NULL };
+
 const Field kube_apiserver_config_fields[] = {
-        { .name = "image", .type = FIELD_STRING, .offset = offsetof(KubeAPIServerConfig, image) },
-        { .name = "securePort",
-          .type = FIELD_INT,
-          .offset = offsetof(KubeAPIServerConfig, secure_port),
-          .flag = "secure-port",
-          .default_value = "443",
-          .min = 1,
-          .max = 65535 },
+        IMAGE(A),
+        LOG_LEVEL(A),
+        STR(A, bind_address, "bindAddress", "bind-address", "0.0.0.0", "address to serve HTTPS on"),
+        STR(A, advertise_address, "advertiseAddress", "advertise-address", NULL,
+            "address advertised to members"),
+        PORT(A, secure_port, "securePort", "secure-port", "443", "HTTPS port"),
+        LIST(A, etcd_servers, "etcdServers", "etcd-servers", "etcd URLs; default from etcdClusters main"),
+        LIST(A, etcd_servers_overrides, "etcdServersOverrides", "etcd-servers-overrides",
+             "per-resource etcd servers; default /events#<events cluster>"),
+        PATH(A, etcd_ca_file, "etcdCAFile", "etcd-cafile", NULL, "CA of etcd; default from etcd tlsDir"),
+        PATH(A, etcd_cert_file, "etcdCertFile", "etcd-certfile", NULL, "client certificate for etcd"),
+        PATH(A, etcd_key_file, "etcdKeyFile", "etcd-keyfile", NULL, "client key for etcd"),
+        STR(A, storage_backend, "storageBackend", "storage-backend", "etcd3", "storage backend"),
+        STR(A, service_cluster_ip_range, "serviceClusterIPRange", "service-cluster-ip-range",
+            "100.64.0.0/13", "CIDR of service cluster IPs"),
+        STR(A, service_node_port_range, "serviceNodePortRange", "service-node-port-range", NULL,
+            "port range of NodePort services"),
+        STR(A, authorization_mode, "authorizationMode", "authorization-mode", "Node,RBAC",
+            "comma-separated authorizers"),
+        LIST(A, enable_admission_plugins, "enableAdmissionPlugins", "enable-admission-plugins",
+             "admission plugins to enable; default kops' list"),
+        LIST(A, disable_admission_plugins, "disableAdmissionPlugins", "disable-admission-plugins",
+             "admission plugins to disable"),
+        PATH(A, tls_cert_file, "tlsCertFile", "tls-cert-file", "/srv/kubernetes/kube-apiserver/server.crt",
+             "serving certificate"),
+        PATH(A, tls_private_key_file, "tlsPrivateKeyFile", "tls-private-key-file",
+             "/srv/kubernetes/kube-apiserver/server.key", "serving key"),
+        LIST(A, tls_cipher_suites, "tlsCipherSuites", "tls-cipher-suites", "allowed TLS cipher suites"),
+        STR(A, tls_min_version, "tlsMinVersion", "tls-min-version", NULL, "VersionTLS12 | VersionTLS13"),
+        PATH(A, client_ca_file, "clientCAFile", "client-ca-file", "/srv/kubernetes/ca.crt",
+             "CA of client certificates"),
+        PATH(A, kubelet_client_certificate, "kubeletClientCertificate", "kubelet-client-certificate",
+             "/srv/kubernetes/kube-apiserver/kubelet-api.crt", "client certificate for kubelets"),
+        PATH(A, kubelet_client_key, "kubeletClientKey", "kubelet-client-key",
+             "/srv/kubernetes/kube-apiserver/kubelet-api.key", "client key for kubelets"),
+        PATH(A, kubelet_certificate_authority, "kubeletCertificateAuthority",
+             "kubelet-certificate-authority", NULL, "CA of kubelet serving certificates"),
+        LIST(A, kubelet_preferred_address_types, "kubeletPreferredAddressTypes",
+             "kubelet-preferred-address-types", "default InternalIP,Hostname,ExternalIP"),
+        LIST_REPEAT(A, service_account_key_file, "serviceAccountKeyFile", "service-account-key-file",
+                    "public keys of service-account tokens (one flag each)"),
+        PATH(A, service_account_signing_key_file, "serviceAccountSigningKeyFile",
+             "service-account-signing-key-file", "/srv/kubernetes/kube-apiserver/service-account.key",
+             "key that signs service-account tokens"),
+        STR(A, service_account_issuer, "serviceAccountIssuer", "service-account-issuer", NULL,
+            "default https://api.internal.<cluster>"),
+        STR(A, service_account_jwks_uri, "serviceAccountJWKSURI", "service-account-jwks-uri", NULL,
+            "JWKS URI in the discovery document"),
+        LIST(A, api_audiences, "apiAudiences", "api-audiences", "default kubernetes.svc.default"),
+        STR(A, audit_log_path, "auditLogPath", "audit-log-path", NULL, "audit log file; - for stdout"),
+        INT(A, audit_log_max_age, "auditLogMaxAge", "audit-log-maxage", NULL, 0, 100000, "days to keep"),
+        INT(A, audit_log_max_backups, "auditLogMaxBackups", "audit-log-maxbackup", NULL, 0, 100000,
+            "files to keep"),
+        INT(A, audit_log_max_size, "auditLogMaxSize", "audit-log-maxsize", NULL, 0, 100000, "MB per file"),
+        PATH(A, audit_policy_file, "auditPolicyFile", "audit-policy-file", NULL, "audit policy"),
+        PATH(A, audit_webhook_config_file, "auditWebhookConfigFile", "audit-webhook-config-file", NULL,
+             "audit webhook kubeconfig"),
+        STR(A, oidc_issuer_url, "oidcIssuerURL", "oidc-issuer-url", NULL, "OIDC issuer (https)"),
+        STR(A, oidc_client_id, "oidcClientID", "oidc-client-id", NULL, "OIDC client ID"),
+        STR(A, oidc_username_claim, "oidcUsernameClaim", "oidc-username-claim", NULL,
+            "JWT claim for the user"),
+        STR(A, oidc_username_prefix, "oidcUsernamePrefix", "oidc-username-prefix", NULL, "user name prefix"),
+        STR(A, oidc_groups_claim, "oidcGroupsClaim", "oidc-groups-claim", NULL, "JWT claim for groups"),
+        STR(A, oidc_groups_prefix, "oidcGroupsPrefix", "oidc-groups-prefix", NULL, "group name prefix"),
+        PATH(A, oidc_ca_file, "oidcCAFile", "oidc-ca-file", NULL, "CA of the OIDC issuer"),
+        BOOL(A, allow_privileged, "allowPrivileged", "allow-privileged", "true",
+             "allow privileged containers"),
+        BOOL(A, anonymous_auth, "anonymousAuth", "anonymous-auth", NULL,
+             "anonymous requests (the kubelet's /livez probe needs them)"),
+        BOOL(A, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof"),
+        LIST(A, requestheader_username_headers, "requestheaderUsernameHeaders",
+             "requestheader-username-headers", "default X-Remote-User"),
+        LIST(A, requestheader_group_headers, "requestheaderGroupHeaders", "requestheader-group-headers",
+             "default X-Remote-Group"),
+        LIST(A, requestheader_extra_headers_prefix, "requestheaderExtraHeaderPrefixes",
+             "requestheader-extra-headers-prefix", "default X-Remote-Extra-"),
+        PATH(A, requestheader_client_ca_file, "requestheaderClientCAFile", "requestheader-client-ca-file",
+             "/srv/kubernetes/kube-apiserver/apiserver-aggregator-ca.crt", "CA of the front proxy"),
+        LIST(A, requestheader_allowed_names, "requestheaderAllowedNames", "requestheader-allowed-names",
+             "default aggregator"),
+        PATH(A, proxy_client_cert_file, "proxyClientCertFile", "proxy-client-cert-file",
+             "/srv/kubernetes/kube-apiserver/apiserver-aggregator.crt", "front-proxy client certificate"),
+        PATH(A, proxy_client_key_file, "proxyClientKeyFile", "proxy-client-key-file",
+             "/srv/kubernetes/kube-apiserver/apiserver-aggregator.key", "front-proxy client key"),
+        BOOL(A, enable_aggregator_routing, "enableAggregatorRouting", "enable-aggregator-routing", NULL,
+             "route aggregated API requests to endpoints"),
+        PATH(A, encryption_provider_config, "encryptionProviderConfig", "encryption-provider-config", NULL,
+             "encryption at rest configuration"),
+        FEATURE_GATES(A),
+        MAP(A, runtime_config, "runtimeConfig", "runtime-config", "API groups: group/version -> true|false"),
+        DURATION(A, event_ttl, "eventTTL", "event-ttl", NULL, "how long events are kept"),
+        DURATION(A, request_timeout, "requestTimeout", "request-timeout", NULL, "default request timeout"),
+        INT(A, min_request_timeout, "minRequestTimeout", "min-request-timeout", NULL, 0, 86400,
+            "minimum watch timeout, seconds"),
+        INT(A, max_requests_inflight, "maxRequestsInflight", "max-requests-inflight", NULL, 0, 1000000,
+            "non-mutating requests in flight"),
+        INT(A, max_mutating_requests_inflight, "maxMutatingRequestsInflight",
+            "max-mutating-requests-inflight", NULL, 0, 1000000, "mutating requests in flight"),
+        { .name = "endpointReconcilerType",
+          .type = FIELD_ENUM,
+          .offset = offsetof(A, endpoint_reconciler_type),
+          .flag = "endpoint-reconciler-type",
+          .enum_values = endpoint_reconciler_types,
+          .help = "lease | none" },
         {},
 };
+#undef A
+
+#define C KubeControllerManagerConfig
 const Field kube_controller_manager_config_fields[] = {
-        { .name = "image", .type = FIELD_STRING, .offset = offsetof(KubeControllerManagerConfig, image) },
+        IMAGE(C),
+        LOG_LEVEL(C),
+        PATH(C, kubeconfig, "kubeconfig", "kubeconfig", "/var/lib/kube-controller-manager/kubeconfig",
+             "kubeconfig to reach the API server"),
+        PATH(C, authentication_kubeconfig, "authenticationKubeconfig", "authentication-kubeconfig",
+             "/var/lib/kube-controller-manager/kubeconfig", "kubeconfig for TokenReview"),
+        PATH(C, authorization_kubeconfig, "authorizationKubeconfig", "authorization-kubeconfig",
+             "/var/lib/kube-controller-manager/kubeconfig", "kubeconfig for SubjectAccessReview"),
+        STR(C, bind_address, "bindAddress", "bind-address", "127.0.0.1", "address of the HTTPS endpoint"),
+        PORT(C, secure_port, "securePort", "secure-port", "10257", "HTTPS port (health, metrics)"),
+        STR(C, cluster_name, "clusterName", "cluster-name", NULL, "default metadata.name"),
+        STR(C, cluster_cidr, "clusterCIDR", "cluster-cidr", "100.96.0.0/11", "CIDR of pods"),
+        BOOL(C, allocate_node_cidrs, "allocateNodeCIDRs", "allocate-node-cidrs", "true",
+             "allocate pod CIDRs to nodes"),
+        BOOL(C, configure_cloud_routes, "configureCloudRoutes", "configure-cloud-routes", NULL,
+             "program cloud routes for pod CIDRs"),
+        STR(C, service_cluster_ip_range, "serviceClusterIPRange", "service-cluster-ip-range", NULL,
+            "default kubeAPIServer.serviceClusterIPRange"),
+        PATH(C, cluster_signing_cert_file, "clusterSigningCertFile", "cluster-signing-cert-file",
+             "/srv/kubernetes/kube-controller-manager/ca.crt", "CA certificate that signs CSRs"),
+        PATH(C, cluster_signing_key_file, "clusterSigningKeyFile", "cluster-signing-key-file",
+             "/srv/kubernetes/kube-controller-manager/ca.key", "CA key that signs CSRs"),
+        PATH(C, root_ca_file, "rootCAFile", "root-ca-file", "/srv/kubernetes/ca.crt",
+             "CA put into service-account secrets"),
+        PATH(C, service_account_private_key_file, "serviceAccountPrivateKeyFile",
+             "service-account-private-key-file",
+             "/srv/kubernetes/kube-controller-manager/service-account.key",
+             "key that signs legacy service-account tokens"),
+        BOOL(C, use_service_account_credentials, "useServiceAccountCredentials",
+             "use-service-account-credentials", "true", "one service account per controller"),
+        BOOL(C, leader_elect, "leaderElect", "leader-elect", "true", "leader election among masters"),
+        BOOL(C, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof"),
+        LIST(C, controllers, "controllers", "controllers", "controllers to run (* = defaults)"),
+        FEATURE_GATES(C),
+        DURATION(C, node_monitor_grace_period, "nodeMonitorGracePeriod", "node-monitor-grace-period", NULL,
+                 "time before an unresponsive node is NotReady"),
+        DURATION(C, node_monitor_period, "nodeMonitorPeriod", "node-monitor-period", NULL,
+                 "node status sync period"),
+        DURATION(C, horizontal_pod_autoscaler_sync_period, "horizontalPodAutoscalerSyncPeriod",
+                 "horizontal-pod-autoscaler-sync-period", NULL, "HPA sync period"),
+        DURATION(C, attach_detach_reconcile_sync_period, "attachDetachReconcileSyncPeriod",
+                 "attach-detach-reconcile-sync-period", NULL, "volume attach/detach reconcile period"),
+        INT(C, terminated_pod_gc_threshold, "terminatedPodGCThreshold", "terminated-pod-gc-threshold", NULL,
+            0, 10000000, "terminated pods kept before GC"),
+        INT(C, concurrent_deployment_syncs, "concurrentDeploymentSyncs", "concurrent-deployment-syncs", NULL,
+            1, 10000, "deployments synced concurrently"),
+        INT(C, concurrent_service_syncs, "concurrentServiceSyncs", "concurrent-service-syncs", NULL, 1,
+            10000, "services synced concurrently"),
+        INT(C, kube_api_qps, "kubeAPIQPS", "kube-api-qps", NULL, 1, 100000, "API QPS"),
+        INT(C, kube_api_burst, "kubeAPIBurst", "kube-api-burst", NULL, 1, 100000, "API burst"),
         {},
 };
+#undef C
+
+#define S KubeSchedulerConfig
 const Field kube_scheduler_config_fields[] = {
-        { .name = "image", .type = FIELD_STRING, .offset = offsetof(KubeSchedulerConfig, image) },
+        IMAGE(S),
+        LOG_LEVEL(S),
+        PATH(S, kubeconfig, "kubeconfig", "kubeconfig", "/var/lib/kube-scheduler/kubeconfig",
+             "kubeconfig to reach the API server"),
+        PATH(S, authentication_kubeconfig, "authenticationKubeconfig", "authentication-kubeconfig",
+             "/var/lib/kube-scheduler/kubeconfig", "kubeconfig for TokenReview"),
+        PATH(S, authorization_kubeconfig, "authorizationKubeconfig", "authorization-kubeconfig",
+             "/var/lib/kube-scheduler/kubeconfig", "kubeconfig for SubjectAccessReview"),
+        STR(S, bind_address, "bindAddress", "bind-address", "127.0.0.1", "address of the HTTPS endpoint"),
+        PORT(S, secure_port, "securePort", "secure-port", "10259", "HTTPS port (health, metrics)"),
+        BOOL(S, leader_elect, "leaderElect", "leader-elect", "true", "leader election among masters"),
+        BOOL(S, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof"),
+        PATH(S, config, "config", "config", NULL, "KubeSchedulerConfiguration file"),
+        FEATURE_GATES(S),
         {},
 };
+#undef S
+
+#define P KubeProxyConfig
+static const char *const proxy_modes[] = { "iptables", "ipvs", "nftables", NULL };
+
 const Field kube_proxy_config_fields[] = {
-        { .name = "image", .type = FIELD_STRING, .offset = offsetof(KubeProxyConfig, image) },
+        BOOL(P, enabled, "enabled", NULL, "true", "render the kube-proxy static pod"),
+        IMAGE(P),
+        LOG_LEVEL(P),
+        PATH(P, kubeconfig, "kubeconfig", "kubeconfig", "/var/lib/kube-proxy/kubeconfig",
+             "kubeconfig to reach the API server"),
+        STR(P, hostname_override, "hostnameOverride", "hostname-override", NULL, "node name to use"),
+        STR(P, bind_address, "bindAddress", "bind-address", NULL, "address to serve on"),
+        STR(P, cluster_cidr, "clusterCIDR", "cluster-cidr", NULL,
+            "default kubeControllerManager.clusterCIDR"),
+        { .name = "proxyMode",
+          .type = FIELD_ENUM,
+          .offset = offsetof(P, proxy_mode),
+          .flag = "proxy-mode",
+          .enum_values = proxy_modes,
+          .help = "iptables | ipvs | nftables" },
+        HOSTPORT(P, metrics_bind_address, "metricsBindAddress", "metrics-bind-address", NULL,
+                 "address:port of /metrics"),
+        HOSTPORT(P, healthz_bind_address, "healthzBindAddress", "healthz-bind-address", NULL,
+                 "address:port of /healthz (default 0.0.0.0:10256)"),
+        INT(P, conntrack_max_per_core, "conntrackMaxPerCore", "conntrack-max-per-core", NULL, 0, 100000000,
+            "conntrack entries per core"),
+        INT(P, conntrack_min, "conntrackMin", "conntrack-min", NULL, 0, 100000000,
+            "minimum conntrack entries"),
+        STR(P, ipvs_scheduler, "ipvsScheduler", "ipvs-scheduler", NULL, "IPVS scheduler (rr, lc, ...)"),
+        LIST(P, ipvs_exclude_cidrs, "ipvsExcludeCIDRs", "ipvs-exclude-cidrs", "CIDRs IPVS leaves alone"),
+        LIST(P, nodeport_addresses, "nodePortAddresses", "nodeport-addresses", "CIDRs that serve NodePorts"),
+        INT(P, oom_score_adj, "oomScoreAdj", "oom-score-adj", NULL, -1000, 1000, "OOM score adjustment"),
+        FEATURE_GATES(P),
         {},
 };
+#undef P

@@ -2,25 +2,159 @@
 #pragma once
 
 /* Typed componentconfig for the control-plane components; each struct has a field table
- * (component-config.c) that carries the YAML key and the command-line flag of every field. */
+ * (component-config.c) that carries the YAML key (kops' name where kops has one) and the command-line flag
+ * of every field. Strings and lists are owned by the ClusterSpec. Values the builders derive from the rest
+ * of the spec (etcd servers, images, the service-account issuer ...) are filled at build time when unset;
+ * docs/components.md lists every key. */
 
 #include "spec/field.h"
 
 typedef struct KubeAPIServerConfig {
-        char *image;
+        char *image;       /* default registry.k8s.io/kube-apiserver:v<kubernetesVersion> */
+        char *cpu_request; /* resources.requests.cpu */
+        char *memory_request;
+        OptInt log_level;
+        char *bind_address;
+        char *advertise_address;
         OptInt secure_port;
+        char **etcd_servers;           /* default from etcdClusters (main) */
+        char **etcd_servers_overrides; /* default /events#... from the other etcd clusters */
+        char *etcd_ca_file;
+        char *etcd_cert_file;
+        char *etcd_key_file;
+        char *storage_backend;
+        char *service_cluster_ip_range;
+        char *service_node_port_range;
+        char *authorization_mode;
+        char **enable_admission_plugins;
+        char **disable_admission_plugins;
+        char *tls_cert_file;
+        char *tls_private_key_file;
+        char **tls_cipher_suites;
+        char *tls_min_version;
+        char *client_ca_file;
+        char *kubelet_client_certificate;
+        char *kubelet_client_key;
+        char *kubelet_certificate_authority;
+        char **kubelet_preferred_address_types;
+        char **service_account_key_file; /* repeated flag */
+        char *service_account_signing_key_file;
+        char *service_account_issuer;
+        char *service_account_jwks_uri;
+        char **api_audiences;
+        char *audit_log_path;
+        OptInt audit_log_max_age;
+        OptInt audit_log_max_backups;
+        OptInt audit_log_max_size;
+        char *audit_policy_file;
+        char *audit_webhook_config_file;
+        char *oidc_issuer_url;
+        char *oidc_client_id;
+        char *oidc_username_claim;
+        char *oidc_username_prefix;
+        char *oidc_groups_claim;
+        char *oidc_groups_prefix;
+        char *oidc_ca_file;
+        OptBool allow_privileged;
+        OptBool anonymous_auth;
+        OptBool enable_profiling;
+        char **requestheader_username_headers;
+        char **requestheader_group_headers;
+        char **requestheader_extra_headers_prefix;
+        char *requestheader_client_ca_file;
+        char **requestheader_allowed_names;
+        char *proxy_client_cert_file;
+        char *proxy_client_key_file;
+        OptBool enable_aggregator_routing;
+        char *encryption_provider_config;
+        char **feature_gates;  /* map */
+        char **runtime_config; /* map */
+        OptDuration event_ttl;
+        OptDuration request_timeout;
+        OptInt min_request_timeout;
+        OptInt max_requests_inflight;
+        OptInt max_mutating_requests_inflight;
+        OptEnum endpoint_reconciler_type;
 } KubeAPIServerConfig;
 
 typedef struct KubeControllerManagerConfig {
         char *image;
+        char *cpu_request;
+        char *memory_request;
+        OptInt log_level;
+        char *kubeconfig;
+        char *authentication_kubeconfig;
+        char *authorization_kubeconfig;
+        char *bind_address;
+        OptInt secure_port;
+        char *cluster_name; /* default metadata.name */
+        char *cluster_cidr;
+        OptBool allocate_node_cidrs;
+        OptBool configure_cloud_routes;
+        char *service_cluster_ip_range; /* default kubeAPIServer.serviceClusterIPRange */
+        char *cluster_signing_cert_file;
+        char *cluster_signing_key_file;
+        char *root_ca_file;
+        char *service_account_private_key_file;
+        OptBool use_service_account_credentials;
+        OptBool leader_elect;
+        OptBool enable_profiling;
+        char **controllers;
+        char **feature_gates; /* map */
+        OptDuration node_monitor_grace_period;
+        OptDuration node_monitor_period;
+        OptDuration horizontal_pod_autoscaler_sync_period;
+        OptDuration attach_detach_reconcile_sync_period;
+        OptInt terminated_pod_gc_threshold;
+        OptInt concurrent_deployment_syncs;
+        OptInt concurrent_service_syncs;
+        OptInt kube_api_qps;
+        OptInt kube_api_burst;
 } KubeControllerManagerConfig;
 
 typedef struct KubeSchedulerConfig {
         char *image;
+        char *cpu_request;
+        char *memory_request;
+        OptInt log_level;
+        char *kubeconfig;
+        char *authentication_kubeconfig;
+        char *authorization_kubeconfig;
+        char *bind_address;
+        OptInt secure_port;
+        OptBool leader_elect;
+        OptBool enable_profiling;
+        char *config;
+        char **feature_gates; /* map */
 } KubeSchedulerConfig;
 
+typedef enum ProxyMode {
+        PROXY_MODE_IPTABLES,
+        PROXY_MODE_IPVS,
+        PROXY_MODE_NFTABLES,
+        _PROXY_MODE_MAX,
+} ProxyMode;
+
 typedef struct KubeProxyConfig {
+        OptBool enabled; /* default true; false renders no kube-proxy manifest */
         char *image;
+        char *cpu_request;
+        char *memory_request;
+        OptInt log_level;
+        char *kubeconfig;
+        char *hostname_override;
+        char *bind_address;
+        char *cluster_cidr; /* default kubeControllerManager.clusterCIDR */
+        OptEnum proxy_mode; /* ProxyMode */
+        char *metrics_bind_address;
+        char *healthz_bind_address;
+        OptInt conntrack_max_per_core;
+        OptInt conntrack_min;
+        char *ipvs_scheduler;
+        char **ipvs_exclude_cidrs;
+        char **nodeport_addresses;
+        OptInt oom_score_adj;
+        char **feature_gates; /* map */
 } KubeProxyConfig;
 
 /* The field tables (component-config.c), referenced by the spec loader's table for spec.kubeAPIServer etc.

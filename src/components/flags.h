@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The flag builder: a field table walked over a typed struct gives the component's command-line flags,
+ * following kops' pkg/flagbuilder so flags read the same as on kops clusters:
+ *   - an unset optional (OptBool/OptInt/OptDuration/OptEnum with !set) or a NULL string/list/map emits
+ *     nothing, and so does an empty string or empty list;
+ *   - a value that renders to the field's empty_value emits nothing;
+ *   - bools and ints are emitted explicitly when set ("--anonymous-auth=false");
+ *   - durations in Go form ("--event-ttl=1h0m0s");
+ *   - maps as one "--flag=k1=v1,k2=v2", sorted by key (FIELD_NO_FLAG_SORT keeps the given order);
+ *   - string lists comma-joined, or one "--flag=v" per element with FIELD_FLAG_REPEAT;
+ *   - nested FIELD_STRUCT fields are walked; FIELD_STRUCT_LIST has no flag form and is skipped;
+ *   - the whole list is sorted as strings, so the order never depends on the table. */
+
+#include "spec/field.h"
+
+/* Appends the flags of obj (described by fields) to *l, unsorted. */
+int flags_append(const Field *fields, const void *obj, char ***l);
+
+/* The sorted flags of obj; *ret is a NULL-terminated list (caller frees with strv_free), possibly empty. */
+int flags_build(const Field *fields, const void *obj, char ***ret);
+
+/* Applies the table's scalar defaults (string, bool, int, duration, enum; nested structs too) to the unset
+ * fields of obj, which must be a scratch copy: strings are aliased from the table, never to be freed. The
+ * loader already does this for loaded specs; builders do it again so specs made in code behave the same. */
+int flags_fill_defaults(const Field *fields, void *obj);

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "spec/spec-check.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/parse-util.h"
+#include "basic/string-util.h"
+
+#define SPEC_API_VERSION  "protokube/v1alpha1"
+#define SPEC_KIND         "Cluster"
+#define PATH_MAX_LEN      4096U
+#define ETCD_CLUSTERS_MAX 16U
+
+static int fail(char **ret_message, const char *format, ...) _printf_(2, 3);
+static int fail(char **ret_message, const char *format, ...) {
+        va_list ap;
+        char *m = NULL;
+
+        va_start(ap, format);
+        if (vasprintf(&m, format, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        if (ret_message)
+                *ret_message = m;
+        else
+                free(m);
+        return -EINVAL;
+}
+
+static const char *string_of(const void *value) {
+        return *(const char *const *)value;
+}
+
+int spec_check_api_version(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+
+        if (streq(s, SPEC_API_VERSION))
+                return 0;
+        return fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s), SPEC_API_VERSION);
+}
+
+int spec_check_kind(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+
+        if (streq(s, SPEC_KIND))
+                return 0;
+        return fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s), SPEC_KIND);
+}
+
+static bool label_is_valid(const char *s, size_t n) {
+        if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+bool spec_dns_name_is_valid(const char *s) {
+        size_t len = strlen(s);
+
+        if (len == 0 || len > 253)
+                return false;
+        for (const char *p = s;;) {
+                const char *dot = strchr(p, '.');
+                size_t n = dot ? (size_t)(dot - p) : strlen(p);
+                if (!label_is_valid(p, n))
+                        return false;
+                if (!dot)
+                        return true;
+                p = dot + 1;
+        }
+}
+
+bool spec_dns_name_in_zone(const char *name, const char *zone) {
+        size_t zl = strlen(zone), nl = strlen(name);
+
+        if (zl > 0 && zone[zl - 1] == '.')
+                zl--;
+        if (nl > 0 && name[nl - 1] == '.')
+                nl--;
+        if (zl == 0)
+                return true; /* the root zone holds every name */
+        if (nl < zl || strncasecmp(name + nl - zl, zone, zl) != 0)
+                return false;
+        return nl == zl || name[nl - zl - 1] == '.';
+}
+
+int spec_check_dns_name(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+
+        if (endswith(s, "."))
+                return fail(ret_message, "%s must not end with a dot", spec_echo(b, s));
+        if (!spec_dns_name_is_valid(s))
+                return fail(
+                    ret_message,
+                    "%s is not a valid DNS name (lowercase letters, digits and '-', labels of 1 to 63 "
+                    "characters separated by dots)",
+                    spec_echo(b, s));
+        return 0;
+}
+
+int spec_check_dns_label(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+
+        if (!label_is_valid(s, strlen(s)) || strlen(s) > 32)
+                return fail(
+                    ret_message,
+                    "%s is not a valid name (1 to 32 lowercase letters, digits and '-', not starting "
+                    "or ending with '-')",
+                    spec_echo(b, s));
+        return 0;
+}
+
+int spec_check_zone(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+        size_t len = strlen(s);
+
+        if (len == 0 || s[len - 1] != '.')
+                return fail(ret_message, "%s must be absolute (end with a dot), e.g. '%s.'", spec_echo(b, s),
+                            len > 0 && len < 64 ? s : "k8s.test");
+        _cleanup_free_ char *name = strndup(s, len - 1);
+        if (!name)
+                return -ENOMEM;
+        if (!spec_dns_name_is_valid(name))
+                return fail(ret_message, "%s is not a valid DNS zone name", spec_echo(b, s));
+        return 0;
+}
+
+int spec_check_absolute_path(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+
+        if (s[0] != '/' || strlen(s) > PATH_MAX_LEN)
+                return fail(ret_message, "%s is not an absolute path", spec_echo(b, s));
+        return 0;
+}
+
+/* "host", "host:port", "[v6]" or "[v6]:port"; host is an IP address or a DNS name. */
+int spec_check_server(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value), *port = NULL;
+        _cleanup_free_ char *host = NULL;
+        unsigned char addr[16];
+
+        if (s[0] == '[') {
+                const char *close = strchr(s, ']');
+                if (!close || (close[1] && close[1] != ':'))
+                        return fail(ret_message, "%s is not host, host:port or [IPv6]:port",
+                                    spec_echo(b, s));
+                host = strndup(s + 1, close - s - 1);
+                if (!host)
+                        return -ENOMEM;
+                if (inet_pton(AF_INET6, host, addr) != 1)
+                        return fail(ret_message, "%s holds no valid IPv6 address", spec_echo(b, s));
+                port = close[1] ? close + 2 : NULL;
+        } else {
+                const char *colon = strchr(s, ':');
+                if (colon && strchr(colon + 1, ':'))
+                        return fail(ret_message, "%s: write an IPv6 address as [address]:port",
+                                    spec_echo(b, s));
+                host = colon ? strndup(s, colon - s) : strdup(s);
+                if (!host)
+                        return -ENOMEM;
+                if (inet_pton(AF_INET, host, addr) != 1 && !spec_dns_name_is_valid(host))
+                        return fail(ret_message, "%s holds no valid IPv4 address or host name",
+                                    spec_echo(b, s));
+                port = colon ? colon + 1 : NULL;
+        }
+        if (port) {
+                uint16_t p;
+                if (strspn(port, "0123456789") != strlen(port) || safe_atou16(port, &p) < 0 || p == 0)
+                        return fail(ret_message, "%s has an invalid port (1..65535)", spec_echo(b, s));
+        }
+        return 0;
+}
+
+int spec_check_timeout(const void *value, char **ret_message) {
+        const OptDuration *d = value;
+
+        if (d->value == 0 || d->value > 60 * USEC_PER_SEC)
+                return fail(ret_message, "must be more than 0s and at most 1m0s");
+        return 0;
+}
+
+int spec_check_image(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+
+        if (isempty(s) || strlen(s) > 255 || strpbrk(s, " \t"))
+                return fail(ret_message, "%s is not a container image reference", spec_echo(b, s));
+        return 0;
+}
+
+static bool is_number(const char *s, size_t n) {
+        return n >= 1 && n <= 6 && strspn(s, "0123456789") >= n;
+}
+
+/* MAJOR.MINOR.PATCH with an optional leading 'v' and pre-release ("-rc.1"), as Kubernetes tags releases. */
+int spec_check_version(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value), *p = s;
+
+        if (*p == 'v')
+                p++;
+        for (int part = 0; part < 3; part++) {
+                size_t n = strspn(p, "0123456789");
+                if (!is_number(p, n))
+                        goto bad;
+                p += n;
+                if (part < 2) {
+                        if (*p != '.')
+                                goto bad;
+                        p++;
+                }
+        }
+        if (*p == 0)
+                return 0;
+        if (*p == '-' && p[1] &&
+            strspn(p + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+                strlen(p + 1))
+                return 0;
+bad:
+        return fail(ret_message, "%s is not a Kubernetes version like 1.31.2", spec_echo(b, s));
+}
+
+/* ---- cross-field rules ---- */
+
+/* The deepest node along the keys (NULL-terminated), for placing an error; root if none exists. */
+static const YamlNode *node_at(const YamlNode *root, ...) {
+        const YamlNode *n = root;
+        va_list ap;
+
+        va_start(ap, root);
+        for (const char *k; (k = va_arg(ap, const char *));) {
+                const YamlNode *c = yaml_tree_get(n, k);
+                if (!c || yaml_tree_is_null(c))
+                        break;
+                n = c;
+        }
+        va_end(ap);
+        return n;
+}
+
+static const YamlNode *etcd_node(const YamlNode *root, size_t i, const char *key) {
+        const YamlNode *list = yaml_tree_get(yaml_tree_get(root, "spec"), "etcdClusters");
+        const YamlNode *item = yaml_tree_item(list, i);
+        const YamlNode *v = key ? yaml_tree_get(item, key) : NULL;
+
+        return v ?: item ?: list ?: root;
+}
+
+static int check_dns(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        DnsSpec *d = &s->dns;
+        bool name_ok = s->name && spec_dns_name_is_valid(s->name);
+        DnsProviderKind provider = d->provider.set ? (DnsProviderKind)d->provider.value : DNS_PROVIDER_NONE;
+
+        if (!d->internal_suffix && name_ok) {
+                d->internal_suffix = strjoin("internal.", s->name);
+                if (!d->internal_suffix)
+                        return -ENOMEM;
+                if (!spec_dns_name_is_valid(d->internal_suffix))
+                        spec_errors_add_at(errs, node_at(root, "metadata", "name", NULL),
+                                           "metadata.name: too long for the default spec.dns.internalSuffix "
+                                           "'internal.<name>'");
+        }
+        if (provider == DNS_PROVIDER_HOSTS && !d->hosts.file) {
+                d->hosts.file = strdup("/etc/hosts");
+                if (!d->hosts.file)
+                        return -ENOMEM;
+        }
+        if (provider == DNS_PROVIDER_RFC2136) {
+                const YamlNode *at = node_at(root, "spec", "dns", "rfc2136", NULL);
+                if (!d->rfc2136.server)
+                        spec_errors_add_at(
+                            errs, at, "spec.dns.rfc2136.server: required when spec.dns.provider is rfc2136");
+                if (!d->rfc2136.tsig_key_file)
+                        spec_errors_add_at(errs, at,
+                                           "spec.dns.rfc2136.tsigKeyFile: required when "
+                                           "spec.dns.provider is rfc2136");
+        }
+        if (d->zone && spec_check_zone(&d->zone, NULL) >= 0) {
+                char b[SPEC_ECHO_MAX], z[SPEC_ECHO_MAX];
+                if (name_ok && !spec_dns_name_in_zone(s->name, d->zone))
+                        spec_errors_add_at(errs, node_at(root, "spec", "dns", "zone", NULL),
+                                           "spec.dns.zone: cluster name %s is not inside zone %s",
+                                           spec_echo(b, s->name), spec_echo(z, d->zone));
+                const YamlNode *suffix =
+                    yaml_tree_get(yaml_tree_get(yaml_tree_get(root, "spec"), "dns"), "internalSuffix");
+                if (suffix && d->internal_suffix && spec_dns_name_is_valid(d->internal_suffix) &&
+                    !spec_dns_name_in_zone(d->internal_suffix, d->zone))
+                        spec_errors_add_at(errs, suffix, "spec.dns.internalSuffix: %s is not inside zone %s",
+                                           spec_echo(b, d->internal_suffix), spec_echo(z, d->zone));
+        }
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        int64_t client_port, peer_port;
+} etcd_defaults[] = {
+        /* kops' ports (ARCHITECTURE.md, "Conventions kept from kops"). */
+        { "main", 4001, 2380 },
+        { "events", 4002, 2381 },
+};
+
+static void etcd_apply_port_defaults(EtcdClusterSpec *e, size_t i, const YamlNode *root, SpecErrors *errs) {
+        char b[SPEC_ECHO_MAX];
+
+        for (size_t k = 0; k < ELEMENTSOF(etcd_defaults); k++) {
+                if (!streq(e->name, etcd_defaults[k].name))
+                        continue;
+                if (!e->client_port.set)
+                        e->client_port = (OptInt){ .set = true, .value = etcd_defaults[k].client_port };
+                if (!e->peer_port.set)
+                        e->peer_port = (OptInt){ .set = true, .value = etcd_defaults[k].peer_port };
+                return;
+        }
+        if (!e->client_port.set)
+                spec_errors_add_at(
+                    errs, etcd_node(root, i, NULL),
+                    "spec.etcdClusters[%zu].clientPort: required for etcd cluster %s (only main "
+                    "and events have default ports)",
+                    i, spec_echo(b, e->name));
+        if (!e->peer_port.set)
+                spec_errors_add_at(
+                    errs, etcd_node(root, i, NULL),
+                    "spec.etcdClusters[%zu].peerPort: required for etcd cluster %s (only main and "
+                    "events have default ports)",
+                    i, spec_echo(b, e->name));
+}
+
+typedef struct PortUse {
+        int64_t port;
+        size_t cluster;
+        const char *key;
+} PortUse;
+
+static void etcd_check_ports(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        PortUse used[2 * ETCD_CLUSTERS_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->etcd_clusters.n && n + 2 <= ELEMENTSOF(used); i++) {
+                const EtcdClusterSpec *e = cluster_spec_etcd(s, i);
+                const PortUse mine[] = {
+                        { e->client_port.value, i, "clientPort" },
+                        { e->peer_port.value, i, "peerPort" },
+                };
+                const OptInt *set[] = { &e->client_port, &e->peer_port };
+                for (size_t k = 0; k < ELEMENTSOF(mine); k++) {
+                        if (!set[k]->set)
+                                continue;
+                        for (size_t j = 0; j < n; j++)
+                                if (used[j].port == mine[k].port) {
+                                        spec_errors_add_at(
+                                            errs, etcd_node(root, i, mine[k].key),
+                                            "spec.etcdClusters[%zu].%s: port %lld is already used "
+                                            "by spec.etcdClusters[%zu].%s",
+                                            i, mine[k].key, (long long)mine[k].port, used[j].cluster,
+                                            used[j].key);
+                                        break;
+                                }
+                        used[n++] = mine[k];
+                }
+        }
+}
+
+static int check_etcd(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        const YamlNode *list = node_at(root, "spec", "etcdClusters", NULL);
+        bool has_main = false, names_ok = true;
+        char b[SPEC_ECHO_MAX];
+
+        if (!s->etcd_clusters.items)
+                return 0; /* absent or not a sequence: already reported */
+        if (s->etcd_clusters.n == 0) {
+                spec_errors_add_at(errs, list, "spec.etcdClusters: at least one etcd cluster is required");
+                return 0;
+        }
+        /* The checks below compare clusters pairwise; a real cluster has two or three. */
+        if (s->etcd_clusters.n > ETCD_CLUSTERS_MAX) {
+                spec_errors_add_at(errs, list, "spec.etcdClusters: at most %u etcd clusters are supported",
+                                   ETCD_CLUSTERS_MAX);
+                return 0;
+        }
+        for (size_t i = 0; i < s->etcd_clusters.n; i++) {
+                EtcdClusterSpec *e = &((EtcdClusterSpec *)s->etcd_clusters.items)[i];
+                /* A missing or invalid name is reported already; more about it would be noise. */
+                if (!e->name || spec_check_dns_label(&e->name, NULL) < 0) {
+                        names_ok = false;
+                        continue;
+                }
+                has_main = has_main || streq(e->name, "main");
+                bool dup = false;
+                for (size_t j = 0; j < i && !dup; j++) {
+                        const EtcdClusterSpec *o = cluster_spec_etcd(s, j);
+                        if (o->name && streq(o->name, e->name)) {
+                                const YamlNode *first = etcd_node(root, j, "name");
+                                spec_errors_add_at(errs, etcd_node(root, i, "name"),
+                                                   "spec.etcdClusters[%zu].name: duplicate etcd cluster %s "
+                                                   "(first at %u:%u)",
+                                                   i, spec_echo(b, e->name), first->line, first->column);
+                                dup = true;
+                        }
+                }
+                if (!dup)
+                        etcd_apply_port_defaults(e, i, root, errs);
+        }
+        if (!has_main && names_ok)
+                spec_errors_add_at(
+                    errs, list,
+                    "spec.etcdClusters: an etcd cluster named 'main' is required (the API server "
+                    "stores the cluster state there)");
+        etcd_check_ports(s, root, errs);
+        return 0;
+}
+
+int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        int r;
+
+        /* Kubernetes tags releases "v1.31.2"; keep the bare form so every user formats it one way. */
+        if (s->kubernetes_version && s->kubernetes_version[0] == 'v')
+                memmove(s->kubernetes_version, s->kubernetes_version + 1, strlen(s->kubernetes_version));
+        r = check_dns(s, root, errs);
+        if (r < 0)
+                return r;
+        return check_etcd(s, root, errs);
+}

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "spec/spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "shared/yaml-tree.h"
+#include "spec/field-load.h"
+#include "spec/spec-check.h"
+
+static const char *const cloud_provider_table[_CLOUD_MAX + 1] = {
+        [CLOUD_LOCAL] = "local",
+        [CLOUD_AWS] = "aws",
+        [CLOUD_GCE] = "gce",
+};
+
+static const char *const dns_provider_kind_table[_DNS_PROVIDER_MAX + 1] = {
+        [DNS_PROVIDER_NONE] = "none",
+        [DNS_PROVIDER_HOSTS] = "hosts",
+        [DNS_PROVIDER_RFC2136] = "rfc2136",
+        [DNS_PROVIDER_ROUTE53] = "route53",
+};
+
+static int lookup(const char *const *table, int n, const char *s) {
+        for (int i = 0; s && i < n; i++)
+                if (streq(table[i], s))
+                        return i;
+        return -EINVAL;
+}
+
+const char *cloud_provider_to_string(CloudProvider p) {
+        return p >= 0 && p < _CLOUD_MAX ? cloud_provider_table[p] : NULL;
+}
+
+CloudProvider cloud_provider_from_string(const char *s) {
+        return (CloudProvider)lookup(cloud_provider_table, _CLOUD_MAX, s);
+}
+
+const char *dns_provider_kind_to_string(DnsProviderKind k) {
+        return k >= 0 && k < _DNS_PROVIDER_MAX ? dns_provider_kind_table[k] : NULL;
+}
+
+DnsProviderKind dns_provider_kind_from_string(const char *s) {
+        return (DnsProviderKind)lookup(dns_provider_kind_table, _DNS_PROVIDER_MAX, s);
+}
+
+/* ---- the tables ---- */
+
+static const Field rfc2136_fields[] = {
+        { .name = "server",
+          .type = FIELD_STRING,
+          .offset = offsetof(Rfc2136Spec, server),
+          .validate = spec_check_server,
+          .help = "DNS server for UPDATEs: host, host:port or [v6]:port (port 53 by default)" },
+        { .name = "tsigKeyFile",
+          .type = FIELD_STRING,
+          .offset = offsetof(Rfc2136Spec, tsig_key_file),
+          .validate = spec_check_absolute_path,
+          .help = "TSIG key in BIND key-file syntax (tsig-keygen output)" },
+        { .name = "timeout",
+          .type = FIELD_DURATION,
+          .offset = offsetof(Rfc2136Spec, timeout),
+          .default_value = "2s",
+          .validate = spec_check_timeout,
+          .help = "per query" },
+        {},
+};
+
+static const Field hosts_fields[] = {
+        { .name = "file",
+          .type = FIELD_STRING,
+          .offset = offsetof(HostsSpec, file),
+          .validate = spec_check_absolute_path,
+          .help = "hosts file to keep the records in (default /etc/hosts)" },
+        {},
+};
+
+static const Field dns_fields[] = {
+        { .name = "provider",
+          .type = FIELD_ENUM,
+          .offset = offsetof(DnsSpec, provider),
+          .default_value = "none",
+          .enum_values = dns_provider_kind_table,
+          .help = "where discovery records are published" },
+        { .name = "zone",
+          .type = FIELD_STRING,
+          .offset = offsetof(DnsSpec, zone),
+          .validate = spec_check_zone,
+          .help = "absolute zone name (trailing dot); found by SOA lookup when absent" },
+        { .name = "internalSuffix",
+          .type = FIELD_STRING,
+          .offset = offsetof(DnsSpec, internal_suffix),
+          .validate = spec_check_dns_name,
+          .help = "suffix of the internal names (default internal.<metadata.name>)" },
+        { .name = "ttl",
+          .type = FIELD_INT,
+          .offset = offsetof(DnsSpec, ttl),
+          .default_value = "60",
+          .min = 1,
+          .max = 86400,
+          .help = "TTL of published records, seconds" },
+        { .name = "rfc2136",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(DnsSpec, rfc2136),
+          .sub = rfc2136_fields,
+          .help = "settings of the rfc2136 provider" },
+        { .name = "hosts",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(DnsSpec, hosts),
+          .sub = hosts_fields,
+          .help = "settings of the hosts provider" },
+        {},
+};
+
+static const Field etcd_cluster_fields[] = {
+        { .name = "name",
+          .type = FIELD_STRING,
+          .offset = offsetof(EtcdClusterSpec, name),
+          .flags = FIELD_REQUIRED,
+          .validate = spec_check_dns_label,
+          .help = "main, events, or another DNS label" },
+        { .name = "image",
+          .type = FIELD_STRING,
+          .offset = offsetof(EtcdClusterSpec, image),
+          .flags = FIELD_REQUIRED,
+          .validate = spec_check_image,
+          .help = "etcd container image" },
+        { .name = "clientPort",
+          .type = FIELD_INT,
+          .offset = offsetof(EtcdClusterSpec, client_port),
+          .min = 1,
+          .max = 65535,
+          .help = "default 4001 for main, 4002 for events" },
+        { .name = "peerPort",
+          .type = FIELD_INT,
+          .offset = offsetof(EtcdClusterSpec, peer_port),
+          .min = 1,
+          .max = 65535,
+          .help = "default 2380 for main, 2381 for events" },
+        { .name = "tlsDir",
+          .type = FIELD_STRING,
+          .offset = offsetof(EtcdClusterSpec, tls_dir),
+          .validate = spec_check_absolute_path,
+          .help = "directory with ca.crt, server.crt/key, peer.crt/key; absent = plain http" },
+        {},
+};
+
+static const Field spec_fields[] = {
+        { .name = "cloud",
+          .type = FIELD_ENUM,
+          .offset = offsetof(ClusterSpec, cloud),
+          .default_value = "local",
+          .enum_values = cloud_provider_table,
+          .help = "volume and identity provider" },
+        { .name = "dns",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, dns),
+          .sub = dns_fields,
+          .help = "discovery records" },
+        { .name = "etcdClusters",
+          .type = FIELD_STRUCT_LIST,
+          .offset = offsetof(ClusterSpec, etcd_clusters),
+          .flags = FIELD_REQUIRED,
+          .sub = etcd_cluster_fields,
+          .elem_size = sizeof(EtcdClusterSpec),
+          .help = "etcd clusters; members come from the volume tags" },
+        { .name = "kubernetesVersion",
+          .type = FIELD_STRING,
+          .offset = offsetof(ClusterSpec, kubernetes_version),
+          .flags = FIELD_REQUIRED,
+          .validate = spec_check_version,
+          .help = "e.g. 1.31.2 (a leading v is dropped)" },
+        { .name = "kubeAPIServer",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, kube_apiserver),
+          .sub = kube_apiserver_config_fields },
+        { .name = "kubeControllerManager",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, kube_controller_manager),
+          .sub = kube_controller_manager_config_fields },
+        { .name = "kubeScheduler",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, kube_scheduler),
+          .sub = kube_scheduler_config_fields },
+        { .name = "kubeProxy",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, kube_proxy),
+          .sub = kube_proxy_config_fields },
+        {},
+};
+
+/* metadata and spec are YAML levels but not C levels: their fields live directly in ClusterSpec, so these
+ * two rows have offset 0 and their sub tables use offsets into ClusterSpec. */
+static const Field metadata_fields[] = {
+        { .name = "name",
+          .type = FIELD_STRING,
+          .offset = offsetof(ClusterSpec, name),
+          .flags = FIELD_REQUIRED,
+          .validate = spec_check_dns_name,
+          .help = "cluster name; DNS names hang off it" },
+        {},
+};
+
+static const Field cluster_fields[] = {
+        { .name = "apiVersion",
+          .type = FIELD_STRING,
+          .offset = offsetof(ClusterSpec, api_version),
+          .flags = FIELD_REQUIRED,
+          .validate = spec_check_api_version },
+        { .name = "kind",
+          .type = FIELD_STRING,
+          .offset = offsetof(ClusterSpec, kind),
+          .flags = FIELD_REQUIRED,
+          .validate = spec_check_kind },
+        { .name = "metadata",
+          .type = FIELD_STRUCT,
+          .offset = 0,
+          .flags = FIELD_REQUIRED,
+          .sub = metadata_fields },
+        { .name = "spec", .type = FIELD_STRUCT, .offset = 0, .flags = FIELD_REQUIRED, .sub = spec_fields },
+        {},
+};
+
+const Field *cluster_spec_fields(void) {
+        return cluster_fields;
+}
+
+/* ---- load ---- */
+
+ClusterSpec *cluster_spec_free(ClusterSpec *s) {
+        if (!s)
+                return NULL;
+        field_table_free(cluster_fields, s);
+        free(s->path);
+        free(s);
+        return NULL;
+}
+
+const EtcdClusterSpec *cluster_spec_find_etcd(const ClusterSpec *s, const char *name) {
+        for (size_t i = 0; s && name && i < s->etcd_clusters.n; i++) {
+                const EtcdClusterSpec *e = cluster_spec_etcd(s, i);
+                if (e->name && streq(e->name, name))
+                        return e;
+        }
+        return NULL;
+}
+
+static int errors_only(const char *name, unsigned line, unsigned column, const char *message,
+                       char ***ret_errors) {
+        SpecErrors errs = {};
+        char **l = NULL;
+
+        spec_errors_add(&errs, line, column, "%s", message);
+        if (spec_errors_finish(&errs, name, &l) < 0)
+                return -ENOMEM;
+        if (ret_errors)
+                *ret_errors = l;
+        else
+                strv_free(l);
+        return PK_ESPEC;
+}
+
+static int yaml_error(const char *name, const char *yaml_message, char ***ret_errors) {
+        unsigned line = 1, column = 1;
+        int consumed = 0;
+
+        /* yaml-tree says "LINE:COL: message". */
+        if (sscanf(yaml_message, "%u:%u: %n", &line, &column, &consumed) < 2 || consumed == 0)
+                return errors_only(name, 1, 1, yaml_message, ret_errors);
+        return errors_only(name, line, column, yaml_message + consumed, ret_errors);
+}
+
+int cluster_spec_load_string(const char *name, const char *text, size_t len, ClusterSpec **ret,
+                             char ***ret_errors) {
+        _cleanup_(yaml_tree_freep) YamlNode *root = NULL;
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = NULL;
+        _cleanup_free_ char *yaml_message = NULL;
+        SpecErrors errs = {};
+        int r;
+
+        if (!name || (!text && len > 0))
+                return -EINVAL;
+        r = yaml_tree_parse(text ?: "", len, 0, &root, &yaml_message);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return yaml_error(name, yaml_message ?: "malformed YAML", ret_errors);
+        if (!root || yaml_tree_is_null(root))
+                return errors_only(name, 1, 1, "empty document, expected a Cluster mapping", ret_errors);
+        if (root->kind != YAML_TREE_MAPPING) {
+                _cleanup_free_ char *m =
+                    strprintf("expected a Cluster mapping, got %s", yaml_tree_describe(root));
+                return m ? errors_only(name, root->line, root->column, m, ret_errors) : -ENOMEM;
+        }
+
+        s = new0(ClusterSpec, 1);
+        if (!s)
+                return -ENOMEM;
+        s->path = strdup(name);
+        if (!s->path)
+                return -ENOMEM;
+        r = field_table_load(cluster_fields, s, root, "", &errs);
+        if (r >= 0)
+                r = spec_check_cluster(s, root, &errs);
+        if (r < 0 || errs.oom) {
+                spec_errors_clear(&errs);
+                return -ENOMEM;
+        }
+        if (errs.n > 0) {
+                char **l = NULL;
+                if (spec_errors_finish(&errs, name, &l) < 0)
+                        return -ENOMEM;
+                if (ret_errors)
+                        *ret_errors = l;
+                else
+                        strv_free(l);
+                return PK_ESPEC;
+        }
+        spec_errors_clear(&errs);
+        if (ret)
+                *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int cluster_spec_load(const char *path, ClusterSpec **ret, char ***ret_errors) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        r = read_full_file(path, YAML_TREE_MAX_INPUT, &text, &len);
+        if (r == -EFBIG)
+                return errors_only(path, 1, 1, "file is larger than 1 MiB", ret_errors);
+        if (r < 0)
+                return r;
+        return cluster_spec_load_string(path, text, len, ret, ret_errors);
+}

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "components/control-plane.h"
+#include "components/etcd.h"
+#include "components/render.h"
+#include "shared/pod.h"
+#include "unit-test.h"
+
+static EtcdClusterSpec test_etcd[] = {
+        { .name = "main", .image = "registry.k8s.io/etcd:3.5.16-0" },
+        { .name = "events", .tls_dir = "/etc/kubernetes/pki/etcd-events/" },
+        { .name = "cilium" },
+};
+
+static ClusterSpec test_spec(void) {
+        return (ClusterSpec){
+                .name = "demo.k8s.test",
+                .kubernetes_version = "1.31.2",
+                .etcd_clusters = { test_etcd, ELEMENTSOF(test_etcd) },
+        };
+}
+
+static char *abc[] = { "a", "b", "c", NULL };
+
+static const PodContainer *only_container(const Pod *pod) {
+        assert_int_equal(pod->n_containers, 1);
+        return &pod->containers[0];
+}
+
+static bool has_arg(const PodContainer *c, const char *arg) {
+        return strv_contains(c->command, arg);
+}
+
+static const char *volume_path(const Pod *pod, const char *name) {
+        for (size_t i = 0; i < pod->n_volumes; i++)
+                if (streq(pod->volumes[i].name, name))
+                        return pod->volumes[i].host_path;
+        return NULL;
+}
+
+static void test_etcd_main(void **state) {
+        ClusterSpec s = test_spec();
+        EtcdMemberAssignment m = { "main", "b", abc, "/mnt/master-vol-1" };
+        _cleanup_(pod_freep) Pod *pod = NULL;
+
+        assert_int_equal(etcd_pod_build(&s, &m, &pod), 0);
+        assert_string_equal(pod->name, "etcd-server");
+        assert_string_equal(pod->namespace, "kube-system");
+        assert_true(pod->host_network);
+        assert_string_equal(pod->priority_class_name, "system-cluster-critical");
+        const PodContainer *c = only_container(pod);
+        assert_string_equal(c->image, "registry.k8s.io/etcd:3.5.16-0");
+        assert_string_equal(c->command[0], "/usr/local/bin/etcd");
+        /* the flags after the binary are sorted */
+        for (size_t i = 2; c->command[i]; i++)
+                assert_true(strcmp(c->command[i - 1], c->command[i]) < 0);
+        assert_true(has_arg(c, "--name=etcd-b"));
+        assert_true(has_arg(c, "--data-dir=/var/etcd/data"));
+        assert_true(has_arg(c, "--listen-client-urls=http://0.0.0.0:4001"));
+        assert_true(has_arg(c, "--listen-peer-urls=http://0.0.0.0:2380"));
+        assert_true(has_arg(c, "--advertise-client-urls=http://etcd-b.internal.demo.k8s.test:4001"));
+        assert_true(has_arg(c, "--initial-advertise-peer-urls=http://etcd-b.internal.demo.k8s.test:2380"));
+        assert_true(has_arg(c, "--initial-cluster=etcd-a=http://etcd-a.internal.demo.k8s.test:2380,"
+                               "etcd-b=http://etcd-b.internal.demo.k8s.test:2380,"
+                               "etcd-c=http://etcd-c.internal.demo.k8s.test:2380"));
+        assert_true(has_arg(c, "--initial-cluster-state=new"));
+        assert_true(has_arg(c, "--initial-cluster-token=etcd-cluster-token-etcd"));
+        for (size_t i = 0; c->command[i]; i++)
+                assert_null(strstr(c->command[i], "https"));
+        assert_string_equal(volume_path(pod, "etcd-data"), "/mnt/master-vol-1/var/etcd/data");
+        assert_string_equal(pod->volumes[0].host_path_type, "DirectoryOrCreate");
+        assert_true(c->liveness_probe.set);
+        assert_int_equal(c->liveness_probe.http_get.port, 4001);
+        assert_string_equal(c->liveness_probe.http_get.path, "/health");
+        assert_string_equal(c->liveness_probe.http_get.scheme, "HTTP");
+}
+
+static void test_etcd_events_tls(void **state) {
+        ClusterSpec s = test_spec();
+        s.dns.internal_suffix = "int.example.";
+        char *members[] = { "c", "a", NULL }; /* tag order is kept */
+        EtcdMemberAssignment m = { "events", "a", members, "/mnt/master-vol-2/" };
+        _cleanup_(pod_freep) Pod *pod = NULL;
+
+        assert_int_equal(etcd_pod_build(&s, &m, &pod), 0);
+        assert_string_equal(pod->name, "etcd-server-events");
+        const PodContainer *c = only_container(pod);
+        assert_string_equal(c->image, "registry.k8s.io/etcd:3.5.16-0");
+        assert_true(has_arg(c, "--name=etcd-events-a"));
+        assert_true(has_arg(c, "--data-dir=/var/etcd/data-events"));
+        assert_true(has_arg(c, "--listen-client-urls=https://0.0.0.0:4002"));
+        assert_true(has_arg(c, "--advertise-client-urls=https://etcd-events-a.int.example:4002"));
+        assert_true(has_arg(c, "--initial-cluster=etcd-events-c=https://etcd-events-c.int.example:2381,"
+                               "etcd-events-a=https://etcd-events-a.int.example:2381"));
+        assert_true(has_arg(c, "--initial-cluster-token=etcd-cluster-token-etcd-events"));
+        assert_true(has_arg(c, "--trusted-ca-file=/etc/kubernetes/pki/etcd-events/ca.crt"));
+        assert_true(has_arg(c, "--cert-file=/etc/kubernetes/pki/etcd-events/server.crt"));
+        assert_true(has_arg(c, "--key-file=/etc/kubernetes/pki/etcd-events/server.key"));
+        assert_true(has_arg(c, "--peer-cert-file=/etc/kubernetes/pki/etcd-events/peer.crt"));
+        assert_true(has_arg(c, "--peer-key-file=/etc/kubernetes/pki/etcd-events/peer.key"));
+        assert_true(has_arg(c, "--client-cert-auth=true"));
+        assert_true(has_arg(c, "--peer-client-cert-auth=true"));
+        assert_string_equal(volume_path(pod, "etcd-data"), "/mnt/master-vol-2/var/etcd/data-events");
+        assert_non_null(volume_path(pod, "etcd-tls"));
+        /* the probe goes to the plain-http loopback metrics listener */
+        assert_true(has_arg(c, "--listen-metrics-urls=http://127.0.0.1:8082"));
+        assert_int_equal(c->liveness_probe.http_get.port, 8082);
+}
+
+static void test_etcd_render_yaml(void **state) {
+        ClusterSpec s = test_spec();
+        EtcdMemberAssignment m = { "main", "a", abc, "/mnt/v" };
+        _cleanup_free_ char *y1 = NULL, *y2 = NULL;
+
+        assert_int_equal(etcd_manifest_render(&s, &m, &y1), 0);
+        assert_int_equal(etcd_manifest_render(&s, &m, &y2), 0);
+        assert_string_equal(y1, y2);
+        assert_true(strncmp(y1, "apiVersion: v1\nkind: Pod\n", 25) == 0);
+        assert_non_null(strstr(y1, "\n    - /usr/local/bin/etcd\n    - --advertise-client-urls="));
+        assert_non_null(strstr(y1, "\n  hostNetwork: true\n"));
+}
+
+static void test_etcd_invalid(void **state) {
+        ClusterSpec s = test_spec();
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        char *dup[] = { "a", "b", "a", NULL };
+        char *bad[] = { "a", "B_", NULL };
+        char *none[] = { NULL };
+
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "main", "d", abc, "/mnt/v" }, &pod),
+                         -EINVAL);
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "main", "a", dup, "/mnt/v" }, &pod),
+                         -EINVAL);
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "main", "a", bad, "/mnt/v" }, &pod),
+                         -EINVAL);
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "main", "a", none, "/mnt/v" }, &pod),
+                         -EINVAL);
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "main", "a", abc, "mnt/v" }, &pod),
+                         -EINVAL);
+        assert_int_equal(
+            etcd_pod_build(&s, &(EtcdMemberAssignment){ "main", "a", abc, "/mnt/../etc" }, &pod), -EINVAL);
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "nope", "a", abc, "/mnt/v" }, &pod),
+                         -ENOENT);
+        /* a cluster other than main/events needs its ports in the spec */
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "cilium", "a", abc, "/mnt/v" }, &pod),
+                         -EINVAL);
+        test_etcd[2].client_port = (OptInt){ true, 4003 };
+        test_etcd[2].peer_port = (OptInt){ true, 2382 };
+        assert_int_equal(etcd_pod_build(&s, &(EtcdMemberAssignment){ "cilium", "a", abc, "/mnt/v" }, &pod),
+                         0);
+        assert_true(has_arg(only_container(pod), "--listen-client-urls=http://0.0.0.0:4003"));
+        assert_true(has_arg(only_container(pod), "--data-dir=/var/etcd/data-cilium"));
+        test_etcd[2].client_port = (OptInt){};
+        test_etcd[2].peer_port = (OptInt){};
+}
+
+static void test_etcd_names(void **state) {
+        ClusterSpec s = test_spec();
+        _cleanup_free_ char *a = NULL, *b = NULL, *f1 = NULL, *f2 = NULL;
+        assert_int_equal(etcd_member_dns_name(&s, "main", "a", &a), 0);
+        assert_string_equal(a, "etcd-a.internal.demo.k8s.test");
+        assert_int_equal(etcd_member_dns_name(&s, "events", "a", &b), 0);
+        assert_string_equal(b, "etcd-events-a.internal.demo.k8s.test");
+        assert_int_equal(etcd_manifest_file_name("main", &f1), 0);
+        assert_string_equal(f1, "etcd.manifest");
+        assert_int_equal(etcd_manifest_file_name("events", &f2), 0);
+        assert_string_equal(f2, "etcd-events.manifest");
+}
+
+static const char *volume_type(const Pod *pod, const char *path) {
+        for (size_t i = 0; i < pod->n_volumes; i++)
+                if (streq(pod->volumes[i].host_path, path))
+                        return strempty(pod->volumes[i].host_path_type);
+        return NULL;
+}
+
+static bool mounted_at(const PodContainer *c, const char *path, bool read_only) {
+        for (size_t i = 0; i < c->n_volume_mounts; i++)
+                if (streq(c->volume_mounts[i].mount_path, path))
+                        return c->volume_mounts[i].read_only == read_only;
+        return false;
+}
+
+/* command = go-runner + its arguments + the binary + the flags, and the flags are the builder's flags */
+static void assert_go_runner(const PodContainer *c, const char *name, char **flags) {
+        char log[128], bin[128];
+        snprintf(log, sizeof(log), "--log-file=/var/log/%s.log", name);
+        snprintf(bin, sizeof(bin), "/usr/local/bin/%s", name);
+        assert_string_equal(c->command[0], "/go-runner");
+        assert_string_equal(c->command[1], log);
+        assert_string_equal(c->command[2], "--also-stdout");
+        assert_string_equal(c->command[3], bin);
+        assert_true(strv_equal(c->command + 4, flags));
+}
+
+static void test_kube_apiserver_defaults(void **state) {
+        ClusterSpec s = test_spec();
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_strv_free_ char **flags = NULL;
+
+        assert_int_equal(kube_apiserver_flags(&s, &flags), 0);
+        assert_int_equal(kube_apiserver_pod_build(&s, &pod), 0);
+        const PodContainer *c = only_container(pod);
+        assert_go_runner(c, "kube-apiserver", flags);
+        assert_string_equal(pod->name, "kube-apiserver");
+        assert_string_equal(pod->priority_class_name, "system-cluster-critical");
+        assert_string_equal(c->image, "registry.k8s.io/kube-apiserver:v1.31.2");
+        assert_true(strv_contains(flags, "--etcd-servers=http://127.0.0.1:4001"));
+        /* events has tlsDir in the test spec */
+        assert_true(strv_contains(flags, "--etcd-servers-overrides=/events#https://127.0.0.1:4002"));
+        assert_true(strv_contains(flags, "--secure-port=443"));
+        assert_true(strv_contains(flags, "--authorization-mode=Node,RBAC"));
+        assert_true(strv_contains(flags, "--service-account-issuer=https://api.internal.demo.k8s.test"));
+        assert_true(strv_contains(flags, "--allow-privileged=true"));
+        assert_true(strv_contains(flags, "--v=2"));
+        assert_true(strv_contains(flags, "--tls-cert-file=/srv/kubernetes/kube-apiserver/server.crt"));
+        assert_false(strv_contains(flags, "--etcd-cafile=/etc/kubernetes/pki/etcd-events/ca.crt"));
+        for (size_t i = 1; flags[i]; i++)
+                assert_true(strcmp(flags[i - 1], flags[i]) < 0);
+        assert_true(c->liveness_probe.set);
+        assert_string_equal(c->liveness_probe.http_get.path, "/livez");
+        assert_string_equal(c->liveness_probe.http_get.scheme, "HTTPS");
+        assert_string_equal(c->liveness_probe.http_get.host, "127.0.0.1");
+        assert_int_equal(c->liveness_probe.http_get.port, 443);
+        assert_string_equal(c->readiness_probe.http_get.path, "/readyz");
+        assert_int_equal(c->ports[0].container_port, 443);
+        assert_string_equal(volume_type(pod, "/var/log/kube-apiserver.log"), "FileOrCreate");
+        assert_true(mounted_at(c, "/var/log/kube-apiserver.log", false));
+        assert_true(mounted_at(c, "/srv/kubernetes", true));
+        assert_string_equal(c->requests[0], "cpu");
+        assert_string_equal(c->requests[1], "150m");
+}
+
+static void test_kube_apiserver_config(void **state) {
+        ClusterSpec s = test_spec();
+        char *gates[] = { "B", "false", "A", "true", NULL };
+        char *servers[] = { "https://10.0.0.1:2379", NULL };
+        char *keys[] = { "/keys/a.pub", "/etc/k/b.pub", NULL };
+        s.kubernetes_version = "v1.30.0";
+        s.kube_apiserver = (KubeAPIServerConfig){
+                .image = "example.com/apiserver:dev",
+                .secure_port = { true, 6443 },
+                .log_level = { true, 0 },
+                .anonymous_auth = { true, false },
+                .etcd_servers = servers,
+                .feature_gates = gates,
+                .event_ttl = { true, 3 * 3600 * USEC_PER_SEC },
+                .service_account_key_file = keys,
+                .audit_log_path = "/var/log/audit/kube.log",
+                .oidc_issuer_url = "https://dex",
+        };
+        test_etcd[0].tls_dir = "/pki/etcd";
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_strv_free_ char **flags = NULL;
+        assert_int_equal(kube_apiserver_flags(&s, &flags), 0);
+        assert_int_equal(kube_apiserver_pod_build(&s, &pod), 0);
+        test_etcd[0].tls_dir = NULL;
+
+        const PodContainer *c = only_container(pod);
+        assert_string_equal(c->image, "example.com/apiserver:dev");
+        assert_true(strv_contains(flags, "--etcd-servers=https://10.0.0.1:2379"));
+        assert_true(strv_contains(flags, "--etcd-cafile=/pki/etcd/ca.crt"));
+        assert_true(strv_contains(flags, "--etcd-certfile=/pki/etcd/server.crt"));
+        assert_true(strv_contains(flags, "--feature-gates=A=true,B=false"));
+        assert_true(strv_contains(flags, "--event-ttl=3h0m0s"));
+        assert_true(strv_contains(flags, "--anonymous-auth=false"));
+        assert_true(strv_contains(flags, "--v=0"));
+        assert_true(strv_contains(flags, "--secure-port=6443"));
+        assert_true(strv_contains(flags, "--service-account-key-file=/keys/a.pub"));
+        assert_true(strv_contains(flags, "--service-account-key-file=/etc/k/b.pub"));
+        assert_true(strv_contains(flags, "--oidc-issuer-url=https://dex"));
+        assert_int_equal(c->liveness_probe.http_get.port, 6443);
+        /* every file's directory is mounted read-only, the audit log directory writable */
+        assert_true(mounted_at(c, "/keys", true));
+        assert_true(mounted_at(c, "/etc/k", true));
+        assert_true(mounted_at(c, "/pki/etcd", true));
+        assert_true(mounted_at(c, "/var/log/audit", false));
+        /* the spec itself is not modified by defaulting */
+        assert_null(s.kube_apiserver.storage_backend);
+        assert_null(s.kube_apiserver.enable_admission_plugins);
+}
+
+static void test_kube_controller_manager(void **state) {
+        ClusterSpec s = test_spec();
+        s.kube_apiserver.service_cluster_ip_range = "10.32.0.0/16";
+        s.kube_controller_manager.node_monitor_grace_period = (OptDuration){ true, 40 * USEC_PER_SEC };
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_strv_free_ char **flags = NULL;
+        assert_int_equal(kube_controller_manager_flags(&s, &flags), 0);
+        assert_int_equal(kube_controller_manager_pod_build(&s, &pod), 0);
+        const PodContainer *c = only_container(pod);
+        assert_go_runner(c, "kube-controller-manager", flags);
+        assert_string_equal(c->image, "registry.k8s.io/kube-controller-manager:v1.31.2");
+        assert_true(strv_contains(flags, "--cluster-name=demo.k8s.test"));
+        assert_true(strv_contains(flags, "--service-cluster-ip-range=10.32.0.0/16"));
+        assert_true(strv_contains(flags, "--cluster-cidr=100.96.0.0/11"));
+        assert_true(strv_contains(flags, "--kubeconfig=/var/lib/kube-controller-manager/kubeconfig"));
+        assert_true(strv_contains(flags, "--node-monitor-grace-period=40s"));
+        assert_true(strv_contains(flags, "--leader-elect=true"));
+        assert_string_equal(c->liveness_probe.http_get.path, "/healthz");
+        assert_int_equal(c->liveness_probe.http_get.port, 10257);
+        assert_string_equal(c->liveness_probe.http_get.scheme, "HTTPS");
+        assert_true(mounted_at(c, "/var/lib/kube-controller-manager", true));
+        assert_string_equal(pod->priority_class_name, "system-cluster-critical");
+}
+
+static void test_kube_scheduler(void **state) {
+        ClusterSpec s = test_spec();
+        s.kube_scheduler.secure_port = (OptInt){ true, 11259 };
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_strv_free_ char **flags = NULL;
+        assert_int_equal(kube_scheduler_flags(&s, &flags), 0);
+        assert_int_equal(kube_scheduler_pod_build(&s, &pod), 0);
+        const PodContainer *c = only_container(pod);
+        assert_go_runner(c, "kube-scheduler", flags);
+        assert_true(strv_contains(flags, "--secure-port=11259"));
+        assert_true(strv_contains(flags, "--kubeconfig=/var/lib/kube-scheduler/kubeconfig"));
+        assert_int_equal(c->liveness_probe.http_get.port, 11259);
+        assert_string_equal(c->liveness_probe.http_get.path, "/healthz");
+        assert_true(mounted_at(c, "/var/lib/kube-scheduler", true));
+}
+
+static void test_kube_proxy(void **state) {
+        ClusterSpec s = test_spec();
+        s.kube_controller_manager.cluster_cidr = "10.200.0.0/16";
+        s.kube_proxy.proxy_mode = (OptEnum){ true, PROXY_MODE_IPVS };
+        s.kube_proxy.healthz_bind_address = "0.0.0.0:10266";
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_strv_free_ char **flags = NULL;
+        assert_int_equal(kube_proxy_flags(&s, &flags), 0);
+        assert_int_equal(kube_proxy_pod_build(&s, &pod), 0);
+        const PodContainer *c = only_container(pod);
+        assert_go_runner(c, "kube-proxy", flags);
+        assert_string_equal(pod->priority_class_name, "system-node-critical");
+        assert_true(c->privileged);
+        assert_true(strv_contains(flags, "--cluster-cidr=10.200.0.0/16"));
+        assert_true(strv_contains(flags, "--proxy-mode=ipvs"));
+        assert_int_equal(c->liveness_probe.http_get.port, 10266);
+        assert_string_equal(c->liveness_probe.http_get.scheme, "HTTP");
+        assert_true(mounted_at(c, "/run/xtables.lock", false));
+        assert_true(mounted_at(c, "/lib/modules", true));
+
+        s.kube_proxy.healthz_bind_address = "no-port";
+        Pod *bad = NULL;
+        assert_int_equal(kube_proxy_pod_build(&s, &bad), -EINVAL);
+        s.kube_proxy.enabled = (OptBool){ true, false };
+        assert_int_equal(kube_proxy_pod_build(&s, &bad), 0);
+        assert_null(bad);
+}
+
+static void test_render_set(void **state) {
+        ClusterSpec s = test_spec();
+        EtcdMemberAssignment m[] = { { "main", "a", abc, "/mnt/a" }, { "events", "a", abc, "/mnt/b" } };
+        _cleanup_(rendered_manifests_done) RenderedManifests r = {};
+        const char *failed = NULL;
+        static const char *const names[] = { "kube-apiserver.manifest", "kube-controller-manager.manifest",
+                                             "kube-scheduler.manifest", "kube-proxy.manifest",
+                                             "etcd.manifest",           "etcd-events.manifest" };
+        assert_int_equal(control_plane_render(&s, m, 2, &r, &failed), 0);
+        assert_int_equal(r.n, ELEMENTSOF(names));
+        for (size_t i = 0; i < r.n; i++)
+                assert_string_equal(r.items[i].file_name, names[i]);
+
+        /* two assignments for one cluster, or none in the spec: an error naming etcd */
+        RenderedManifests r2 = {};
+        EtcdMemberAssignment twice[] = { m[0], m[0] };
+        assert_int_equal(control_plane_render(&s, twice, 2, &r2, &failed), -EEXIST);
+        assert_string_equal(failed, "etcd");
+        s.kubernetes_version = "1.31 2";
+        assert_int_equal(control_plane_render(&s, NULL, 0, &r2, &failed), -EINVAL);
+        assert_string_equal(failed, "kube-apiserver");
+}
+
+/* The flags for examples/cluster.yaml, from the C builders, match tests/golden/flags (which
+ * scripts/update-golden-manifests.sh extracts from the rendered manifests). */
+static void compare_golden(const char *component, char **flags) {
+        _cleanup_free_ char *path = strprintf("%s/tests/golden/flags/%s.flags", SRCDIR, component);
+        _cleanup_free_ char *want = NULL, *got = strv_join(flags, "\n");
+        assert_int_equal(read_full_file(path, 1 << 20, &want, NULL), 0);
+        assert_non_null(got);
+        assert_true(strextend_printf(&got, "\n") >= 0);
+        if (!streq(got, want))
+                fail_msg("%s: flags differ from %s:\n%s", component, path, got);
+}
+
+static void test_golden_flags(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = NULL;
+        _cleanup_strv_free_ char **errors = NULL;
+        assert_int_equal(cluster_spec_load(SRCDIR "/examples/cluster.yaml", &s, &errors), 0);
+        static const struct {
+                const char *name;
+                int (*flags)(const ClusterSpec *spec, char ***ret);
+        } c[] = {
+                { "kube-apiserver", kube_apiserver_flags },
+                { "kube-controller-manager", kube_controller_manager_flags },
+                { "kube-scheduler", kube_scheduler_flags },
+                { "kube-proxy", kube_proxy_flags },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(c); i++) {
+                _cleanup_strv_free_ char **flags = NULL;
+                assert_int_equal(c[i].flags(s, &flags), 0);
+                compare_golden(c[i].name, flags);
+        }
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        assert_int_equal(etcd_pod_build(s, &(EtcdMemberAssignment){ "main", "b", abc, "/mnt/x" }, &pod), 0);
+        compare_golden("etcd", pod->containers[0].command + 1);
+}
+
+/* Values that reach a manifest or a joined flag are checked when the spec is loaded. */
+static void test_config_validation(void **state) {
+        static const char base[] =
+            "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: a.k8s.test}\n"
+            "spec:\n  cloud: local\n  dns: {provider: none}\n"
+            "  etcdClusters: [{name: main, image: x}]\n  kubernetesVersion: 1.31.2\n";
+        static const struct {
+                const char *yaml, *error;
+        } cases[] = {
+                { "  kubeAPIServer: {cpuRequest: lots}\n",
+                  "spec.kubeAPIServer.cpuRequest: must be a Kubernetes" },
+                { "  kubeAPIServer: {memoryRequest: 1.2.3}\n", "spec.kubeAPIServer.memoryRequest: must be" },
+                { "  kubeAPIServer: {tlsCertFile: rel/x.crt}\n",
+                  "spec.kubeAPIServer.tlsCertFile: must be an absolute" },
+                { "  kubeAPIServer: {serviceAccountKeyFile: [/a, ../b]}\n",
+                  "serviceAccountKeyFile: must be an abs" },
+                { "  kubeAPIServer: {apiAudiences: [\"a,b\"]}\n",
+                  "spec.kubeAPIServer.apiAudiences: elements" },
+                { "  kubeAPIServer: {featureGates: {\"A=B\": \"true\"}}\n",
+                  "spec.kubeAPIServer.featureGates: keys" },
+                { "  kubeAPIServer: {securePort: 70000}\n", "spec.kubeAPIServer.securePort" },
+                { "  kubeControllerManager: {kubeconfig: /x/../y}\n",
+                  "kubeControllerManager.kubeconfig: must" },
+                { "  kubeProxy: {healthzBindAddress: nope}\n",
+                  "spec.kubeProxy.healthzBindAddress: must be address" },
+                { "  kubeProxy: {proxyMode: userspace}\n", "spec.kubeProxy.proxyMode" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *text = strjoin(base, cases[i].yaml);
+                _cleanup_(cluster_spec_freep) ClusterSpec *s = NULL;
+                _cleanup_strv_free_ char **errors = NULL;
+                assert_non_null(text);
+                assert_int_equal(cluster_spec_load_string("t.yaml", text, strlen(text), &s, &errors),
+                                 PK_ESPEC);
+                assert_int_equal(strv_length(errors), 1);
+                if (!strstr(errors[0], cases[i].error))
+                        fail_msg("case %zu: '%s' does not contain '%s'", i, errors[0], cases[i].error);
+        }
+        _cleanup_free_ char *ok =
+            strjoin(base, "  kubeAPIServer: {cpuRequest: 1e3, memoryRequest: 512Mi}\n");
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = NULL;
+        assert_int_equal(cluster_spec_load_string("t.yaml", ok, strlen(ok), &s, NULL), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_etcd_main),
+                cmocka_unit_test(test_etcd_events_tls),
+                cmocka_unit_test(test_etcd_render_yaml),
+                cmocka_unit_test(test_etcd_invalid),
+                cmocka_unit_test(test_etcd_names),
+                cmocka_unit_test(test_kube_apiserver_defaults),
+                cmocka_unit_test(test_kube_apiserver_config),
+                cmocka_unit_test(test_kube_controller_manager),
+                cmocka_unit_test(test_kube_scheduler),
+                cmocka_unit_test(test_kube_proxy),
+                cmocka_unit_test(test_render_set),
+                cmocka_unit_test(test_golden_flags),
+                cmocka_unit_test(test_config_validation),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
