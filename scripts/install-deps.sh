@@ -9,10 +9,11 @@ PACKAGES=(
         libcurl4-openssl-dev libssl-dev libyaml-dev libjansson-dev libexpat1-dev libblkid-dev libmount-dev
         libmicrohttpd-dev libsystemd-dev
         # unit tests and oracles
-        libcmocka-dev libldns-dev python3-pytest python3-dnspython python3-botocore
+        libcmocka-dev libldns-dev python3-pytest python3-dnspython python3-botocore python3-yaml
         # the real components the integration tests run
         bind9 bind9-dnsutils knot knot-dnsutils etcd-server etcd-client prometheus
         e2fsprogs util-linux fdisk cryptsetup-bin lvm2 mdadm iproute2 procps psmisc
+        xfsprogs
 )
 
 missing=()
@@ -45,4 +46,9 @@ done
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -f $top/tests/k8s/package.json && ! -d $top/tests/k8s/node_modules ]]; then
         (cd "$top/tests/k8s" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The AWS SigV4 test suite that tests/unit/test-aws-sigv4.c replays (pinned by tests/aws-suite/package-lock.json).
+if [[ -f $top/tests/aws-suite/package.json && ! -d $top/tests/aws-suite/node_modules ]]; then
+        (cd "$top/tests/aws-suite" && npm ci --no-audit --no-fund --loglevel=error)
 fi

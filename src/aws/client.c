@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "aws/client.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "aws/sigv4.h"
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "shared/http.h"
+
+#define CREDENTIALS_RENEW_MARGIN (5 * 60 * USEC_PER_SEC)
+#define ERROR_TEXT_MAX           512
+
+struct AwsClient {
+        char *region;
+        char *endpoints[_AWS_SERVICE_MAX];
+        bool imds_disabled;
+        AwsImds *imds;
+        AwsCredentials *creds;
+        bool creds_fixed; /* set by the caller: never looked up again */
+        unsigned max_attempts;
+        usec_t backoff_base, backoff_max;
+        usec_t call_timeout, exchange_timeout;
+        unsigned retries;
+        char *error;
+        char *error_code;
+};
+
+static const char *const service_names[_AWS_SERVICE_MAX] = {
+        [AWS_SERVICE_EC2] = "ec2",
+        [AWS_SERVICE_ROUTE53] = "route53",
+};
+
+/* The SDKs' service-specific endpoint variables (AWS SDKs and Tools Reference, "Service-specific
+ * endpoints"). */
+static const char *const service_endpoint_env[_AWS_SERVICE_MAX] = {
+        [AWS_SERVICE_EC2] = "AWS_ENDPOINT_URL_EC2",
+        [AWS_SERVICE_ROUTE53] = "AWS_ENDPOINT_URL_ROUTE_53",
+};
+
+const char *aws_service_to_string(AwsService s) {
+        return s >= 0 && s < _AWS_SERVICE_MAX ? service_names[s] : NULL;
+}
+
+AwsClient *aws_client_free(AwsClient *c) {
+        if (!c)
+                return NULL;
+        free(c->region);
+        for (size_t i = 0; i < _AWS_SERVICE_MAX; i++)
+                free(c->endpoints[i]);
+        aws_imds_free(c->imds);
+        aws_credentials_free(c->creds);
+        free(c->error);
+        free(c->error_code);
+        free(c);
+        return NULL;
+}
+
+static bool endpoint_ok(const char *e) {
+        return (startswith(e, "http://") || startswith(e, "https://")) && !string_has_cc(e) &&
+               strlen(e) < 1024 && !strpbrk(e, "?# ");
+}
+
+static int copy_endpoint(const char *e, char **ret) {
+        if (!endpoint_ok(e))
+                return -EINVAL;
+        char *s = strdup(e);
+        if (!s)
+                return -ENOMEM;
+        size_t l = strlen(s);
+        while (l > 0 && s[l - 1] == '/')
+                s[--l] = 0;
+        *ret = s;
+        return 0;
+}
+
+static int region_ok(const char *r) {
+        return !isempty(r) && strlen(r) <= 64 && !strpbrk(r, "/ \t\r\n.:@");
+}
+
+int aws_client_new(AwsClient **ret) {
+        _cleanup_(aws_client_freep) AwsClient *c = new0(AwsClient, 1);
+        const char *region, *common = getenv("AWS_ENDPOINT_URL"), *dis = getenv("AWS_EC2_METADATA_DISABLED");
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        c->max_attempts = 8;
+        c->backoff_base = 200 * USEC_PER_MSEC;
+        c->backoff_max = 20 * USEC_PER_SEC;
+        c->call_timeout = 120 * USEC_PER_SEC;
+        c->exchange_timeout = 30 * USEC_PER_SEC;
+        c->imds_disabled = dis && strcasecmp(dis, "true") == 0;
+
+        region = getenv("AWS_REGION");
+        if (isempty(region))
+                region = getenv("AWS_DEFAULT_REGION");
+        if (!isempty(region)) {
+                if (!region_ok(region))
+                        return -EINVAL;
+                c->region = strdup(region);
+                if (!c->region)
+                        return -ENOMEM;
+        }
+        for (AwsService s = 0; s < _AWS_SERVICE_MAX; s++) {
+                const char *e = getenv(service_endpoint_env[s]);
+                if (isempty(e))
+                        e = common;
+                if (isempty(e))
+                        continue; /* the public endpoint, once the region is known */
+                r = copy_endpoint(e, &c->endpoints[s]);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+void aws_client_set_credentials(AwsClient *c, AwsCredentials *creds) {
+        aws_credentials_free(c->creds);
+        c->creds = creds;
+        c->creds_fixed = true;
+}
+
+void aws_client_set_retry(AwsClient *c, unsigned max_attempts, usec_t base, usec_t max) {
+        c->max_attempts = MAX(max_attempts, 1U);
+        c->backoff_base = base;
+        c->backoff_max = MAX(max, base);
+}
+
+void aws_client_set_timeouts(AwsClient *c, usec_t call, usec_t exchange) {
+        c->call_timeout = call;
+        c->exchange_timeout = exchange;
+}
+
+const char *aws_client_error(const AwsClient *c) {
+        return c->error;
+}
+
+const char *aws_client_error_code(const AwsClient *c) {
+        return c->error_code;
+}
+
+unsigned aws_client_retries(const AwsClient *c) {
+        return c->retries;
+}
+
+/* Takes msg (may be NULL on OOM). */
+static void client_set_error(AwsClient *c, char *msg, const char *code) {
+        free(c->error);
+        c->error = msg;
+        free(c->error_code);
+        c->error_code = code ? strdup(code) : NULL;
+}
+
+void aws_client_set_errorf(AwsClient *c, const char *format, ...) {
+        va_list ap;
+        char *m = NULL;
+        va_start(ap, format);
+        if (vasprintf(&m, format, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        client_set_error(c, m, NULL);
+}
+
+int aws_client_imds(AwsClient *c, AwsImds **ret) {
+        if (c->imds_disabled)
+                return -ENXIO;
+        if (!c->imds) {
+                int r = aws_imds_new(NULL, &c->imds);
+                if (r < 0)
+                        return r;
+        }
+        *ret = c->imds;
+        return 0;
+}
+
+int aws_client_region(AwsClient *c, const char **ret) {
+        AwsImds *m;
+        char *err = NULL;
+        if (!c->region) {
+                int r = aws_client_imds(c, &m);
+                if (r < 0) {
+                        client_set_error(c, strdup("no region: AWS_REGION is not set and IMDS is disabled"),
+                                         NULL);
+                        return r;
+                }
+                r = aws_imds_region(m, &c->region, &err);
+                if (r < 0) {
+                        client_set_error(c,
+                                         strprintf("no region: AWS_REGION is not set and IMDS failed: %s",
+                                                   err ?: pk_strerror(r)),
+                                         NULL);
+                        free(err);
+                        return r;
+                }
+        }
+        *ret = c->region;
+        return 0;
+}
+
+int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret) {
+        const char *region;
+        if (svc < 0 || svc >= _AWS_SERVICE_MAX)
+                return -EINVAL;
+        if (!c->endpoints[svc]) {
+                if (svc == AWS_SERVICE_ROUTE53)
+                        c->endpoints[svc] = strdup("https://route53.amazonaws.com");
+                else {
+                        int r = aws_client_region(c, &region);
+                        if (r < 0)
+                                return r;
+                        c->endpoints[svc] =
+                            strprintf("https://%s.%s.amazonaws.com", service_names[svc], region);
+                }
+                if (!c->endpoints[svc])
+                        return -ENOMEM;
+        }
+        *ret = c->endpoints[svc];
+        return 0;
+}
+
+static int credentials_lookup(AwsClient *c) {
+        AwsCredentials *creds = NULL;
+        char *err = NULL;
+        AwsImds *m;
+        int r;
+
+        r = aws_credentials_from_env(&creds);
+        if (r == -ENOENT)
+                r = aws_credentials_from_file(NULL, NULL, &creds);
+        if (r == -ENOENT) {
+                r = aws_client_imds(c, &m);
+                if (r == -ENXIO) {
+                        client_set_error(c,
+                                         strdup("no AWS credentials: none in the environment or the shared "
+                                                "credentials file, and IMDS is disabled"),
+                                         NULL);
+                        return -ENOKEY;
+                }
+                if (r >= 0)
+                        r = aws_imds_role_credentials(m, &creds, &err);
+                if (r < 0) {
+                        client_set_error(
+                            c,
+                            strprintf("no AWS credentials: none in the environment or the shared "
+                                      "credentials file, and the instance role failed: %s",
+                                      err ?: pk_strerror(r)),
+                            NULL);
+                        free(err);
+                        return r;
+                }
+        } else if (r < 0) {
+                client_set_error(c, strprintf("AWS shared credentials file: %s", pk_strerror(r)), NULL);
+                return r;
+        }
+        aws_credentials_free(c->creds);
+        c->creds = creds;
+        return 0;
+}
+
+int aws_client_credentials(AwsClient *c, const AwsCredentials **ret) {
+        if (!c->creds || (!c->creds_fixed && aws_credentials_expiring(c->creds, CREDENTIALS_RENEW_MARGIN))) {
+                if (c->creds_fixed)
+                        return -ENOKEY;
+                int r = credentials_lookup(c);
+                /* Still-valid role credentials beat a failed renewal: the next call tries again. */
+                if (r < 0 && !(c->creds && !aws_credentials_expiring(c->creds, 0)))
+                        return r;
+        }
+        *ret = c->creds;
+        return 0;
+}
+
+/* The Host header for an endpoint URL: the authority without userinfo and without a default port. */
+static char *endpoint_host(const char *url, const char **ret_prefix) {
+        bool https = startswith(url, "https://");
+        const char *a = url + (https ? 8 : 7), *e = strchrnul(a, '/');
+        size_t l = (size_t)(e - a);
+        *ret_prefix = e;
+        if (https && l > 4 && memcmp(e - 4, ":443", 4) == 0)
+                l -= 4;
+        else if (!https && l > 3 && memcmp(e - 3, ":80", 3) == 0)
+                l -= 3;
+        return memchr(a, '@', l) ? NULL : strndup(a, l);
+}
+
+/* Route53 is a global service: it signs with us-east-1 whatever the caller's region (AWS General Reference,
+ * "Route 53 endpoints"). */
+static int signing_region(AwsClient *c, AwsService svc, const char **ret) {
+        if (svc == AWS_SERVICE_ROUTE53) {
+                *ret = "us-east-1";
+                return 0;
+        }
+        return aws_client_region(c, ret);
+}
+
+typedef struct PreparedCall {
+        char *url;
+        char *headers[5];
+        size_t n_headers;
+} PreparedCall;
+
+static void prepared_call_done(PreparedCall *p) {
+        free(p->url);
+        for (size_t i = 0; i < p->n_headers; i++)
+                if (p->headers[i])
+                        erase_and_free(p->headers[i], strlen(p->headers[i]));
+        *p = (PreparedCall){};
+}
+
+static int call_prepare(AwsClient *c, const AwsCall *call, PreparedCall *ret) {
+        const AwsCredentials *creds;
+        const char *endpoint, *region, *prefix;
+        AwsSigV4Result sig;
+        int r;
+
+        r = aws_client_endpoint(c, call->service, &endpoint);
+        if (r >= 0)
+                r = signing_region(c, call->service, &region);
+        if (r >= 0)
+                r = aws_client_credentials(c, &creds);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *host = endpoint_host(endpoint, &prefix);
+        _cleanup_free_ char *path = strjoin(prefix, call->path);
+        if (!host || !path)
+                return -ENOMEM;
+
+        AwsHeader ct[] = { { "Content-Type", call->content_type } };
+        AwsSigV4Request req = {
+                .method = call->method,
+                .host = host,
+                .path = path,
+                .query = call->query,
+                .headers = ct,
+                .n_headers = call->content_type ? 1 : 0,
+                .body = call->body,
+                .body_len = call->body_len,
+                .region = region,
+                .service = service_names[call->service],
+        };
+        r = aws_sigv4_sign(&req, creds, &sig);
+        if (r < 0)
+                return r;
+
+        PreparedCall p = {};
+        p.url = strprintf("%s%s%s%s", endpoint, call->path, isempty(call->query) ? "" : "?",
+                          strempty(call->query));
+        p.headers[p.n_headers++] = strjoin("Authorization: ", sig.authorization);
+        p.headers[p.n_headers++] = strjoin("X-Amz-Date: ", sig.amz_date);
+        if (call->content_type)
+                p.headers[p.n_headers++] = strjoin("Content-Type: ", call->content_type);
+        if (creds->session_token)
+                p.headers[p.n_headers++] = strjoin("X-Amz-Security-Token: ", creds->session_token);
+        aws_sigv4_result_done(&sig);
+        bool oom = !p.url;
+        for (size_t i = 0; i < p.n_headers; i++)
+                oom = oom || !p.headers[i];
+        if (oom) {
+                prepared_call_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+/* Server text goes into our messages: keep it printable and short. */
+static char *sanitize(const char *s) {
+        if (!s)
+                return NULL;
+        size_t l = MIN(strlen(s), (size_t)ERROR_TEXT_MAX);
+        char *d = strndup(s, l);
+        for (char *p = d; p && *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        *p = ' ';
+        return d;
+}
+
+/* EC2: <Response><Errors><Error><Code/><Message/></Error></Errors><RequestID/></Response>;
+ * Route53: <ErrorResponse><Error><Type/><Code/><Message/></Error><RequestId/></ErrorResponse>. */
+void aws_error_document_parse(const void *data, size_t len, char **ret_code, char **ret_message,
+                              char **ret_id) {
+        _cleanup_(xml_node_freep) XmlNode *doc = NULL;
+        *ret_code = *ret_message = *ret_id = NULL;
+        if (len == 0 || xml_parse(data, len, &doc) < 0)
+                return;
+        XmlNode *err = xml_path(doc, "Errors/Error") ?: xml_child(doc, "Error");
+        if (!err && streq(doc->name, "Error"))
+                err = doc;
+        if (err) {
+                *ret_code = sanitize(xml_path_text(err, "Code"));
+                *ret_message = sanitize(xml_path_text(err, "Message"));
+        }
+        *ret_id = sanitize(xml_path_text(doc, "RequestID") ?: xml_path_text(doc, "RequestId"));
+}
+
+/* Throttling and server-side failures: worth another try after a pause. */
+static bool code_is_retryable(const char *code) {
+        static const char *const codes[] = {
+                "RequestLimitExceeded",
+                "Throttling",
+                "ThrottlingException",
+                "ThrottledException",
+                "RequestThrottled",
+                "TooManyRequestsException",
+                "PriorRequestNotComplete",
+                "SlowDown",
+                "RequestThrottledException",
+                "EC2ThrottledException",
+                "ServiceUnavailable",
+                "InternalError",
+                "Unavailable",
+        };
+        for (size_t i = 0; code && i < ELEMENTSOF(codes); i++)
+                if (streq(code, codes[i]))
+                        return true;
+        return false;
+}
+
+static usec_t backoff_delay(const AwsClient *c, unsigned attempt) {
+        usec_t cap = c->backoff_base;
+        for (unsigned i = 0; i < attempt && cap < c->backoff_max; i++)
+                cap *= 2;
+        cap = MIN(cap, c->backoff_max);
+        uint64_t x = 0;
+        if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+                x = now(CLOCK_MONOTONIC) * 6364136223846793005ULL;
+        return cap ? x % (cap + 1) : 0;
+}
+
+static void sleep_usec(usec_t u) {
+        struct timespec ts;
+        usec_to_timespec(u, &ts);
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+                ;
+}
+
+typedef enum Outcome {
+        OUTCOME_DONE,
+        OUTCOME_RETRY,
+        OUTCOME_FAIL,
+} Outcome;
+
+/* Judges one answer: 2xx is done, throttling and 5xx retry, anything else fails with the server's words. */
+static Outcome judge_response(AwsClient *c, const AwsCall *call, const HttpResponse *resp, int *ret_r) {
+        if (resp->status >= 200 && resp->status < 300) {
+                *ret_r = 0;
+                return OUTCOME_DONE;
+        }
+        _cleanup_free_ char *code = NULL, *msg = NULL, *id = NULL;
+        aws_error_document_parse(resp->body, resp->body_len, &code, &msg, &id);
+        if (!id) {
+                _cleanup_free_ char *h = http_response_header(resp, "x-amzn-RequestId");
+                id = sanitize(h);
+        }
+        client_set_error(c,
+                         strprintf("%s %s: %s: %s (HTTP %ld, request id %s)", service_names[call->service],
+                                   call->operation, code ?: "UnknownError", msg ?: "no error message",
+                                   resp->status, id ?: "none"),
+                         code);
+        *ret_r = PK_ECLOUD;
+        if (resp->status >= 500 || resp->status == 429 || code_is_retryable(code))
+                return OUTCOME_RETRY;
+        return OUTCOME_FAIL;
+}
+
+/* A connection that failed or broke may succeed on the next try; a bad URL or OOM will not. */
+static bool transport_error_retryable(int r) {
+        return r == PK_ETIMEOUT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EIO;
+}
+
+static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, XmlNode **ret,
+                     Outcome *ret_outcome) {
+        PreparedCall p;
+        HttpResponse resp;
+        char *err = NULL;
+        usec_t t = now(CLOCK_MONOTONIC);
+        int r;
+
+        r = call_prepare(c, call, &p);
+        if (r < 0) {
+                if (!c->error)
+                        client_set_error(c,
+                                         strprintf("%s %s: cannot sign the request: %s",
+                                                   service_names[call->service], call->operation,
+                                                   pk_strerror(r)),
+                                         NULL);
+                *ret_outcome = OUTCOME_FAIL;
+                return r;
+        }
+        HttpRequest hr = {
+                .method = call->method,
+                .url = p.url,
+                .headers = (const char *const *)p.headers,
+                .n_headers = p.n_headers,
+                .body = call->body,
+                .body_len = call->body_len,
+                .timeout = MAX(MIN(c->exchange_timeout, deadline > t ? deadline - t : 0), USEC_PER_MSEC),
+                .max_response = AWS_RESPONSE_MAX,
+        };
+        r = http_request(&hr, &resp, &err);
+        prepared_call_done(&p);
+        if (r < 0) {
+                client_set_error(c,
+                                 strprintf("%s %s: %s", service_names[call->service], call->operation,
+                                           err ?: pk_strerror(r)),
+                                 NULL);
+                free(err);
+                *ret_outcome = transport_error_retryable(r) ? OUTCOME_RETRY : OUTCOME_FAIL;
+                return r;
+        }
+        *ret_outcome = judge_response(c, call, &resp, &r);
+        if (*ret_outcome == OUTCOME_DONE) {
+                XmlNode *doc = NULL;
+                if (resp.body_len > 0) {
+                        r = xml_parse(resp.body, resp.body_len, &doc);
+                        if (r < 0)
+                                client_set_error(
+                                    c,
+                                    strprintf("%s %s: unparsable response (HTTP %ld, %zu bytes): %s",
+                                              service_names[call->service], call->operation, resp.status,
+                                              resp.body_len, pk_strerror(r)),
+                                    NULL);
+                }
+                if (r >= 0)
+                        *ret = doc;
+                else
+                        *ret_outcome = OUTCOME_FAIL;
+        }
+        http_response_done(&resp);
+        return r;
+}
+
+int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + c->call_timeout;
+        Outcome o;
+        int r;
+
+        if (!call || call->service < 0 || call->service >= _AWS_SERVICE_MAX || isempty(call->operation) ||
+            isempty(call->method) || isempty(call->path))
+                return -EINVAL;
+        for (unsigned attempt = 0;; attempt++) {
+                client_set_error(c, NULL, NULL);
+                r = send_once(c, call, deadline, ret, &o);
+                if (o == OUTCOME_DONE)
+                        return 0;
+                if (o == OUTCOME_FAIL)
+                        return r;
+                if (attempt + 1 >= c->max_attempts) {
+                        strextend_printf(&c->error, " (gave up after %u attempts)", attempt + 1);
+                        return r;
+                }
+                usec_t delay = backoff_delay(c, attempt), t = now(CLOCK_MONOTONIC);
+                if (t + delay >= deadline) {
+                        strextend_printf(&c->error, " (gave up at the call's deadline after %u attempts)",
+                                         attempt + 1);
+                        return PK_ETIMEOUT;
+                }
+                sleep_usec(delay);
+                c->retries++;
+        }
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The shared part of every AWS call: endpoints, region, the credential chain, signing, sending, retrying and
+ * turning error documents into messages. Service calls live in aws/ec2.h and aws/route53.h. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "aws/credentials.h"
+#include "aws/imds.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "shared/xml.h"
+
+typedef enum AwsService {
+        AWS_SERVICE_EC2,
+        AWS_SERVICE_ROUTE53,
+        _AWS_SERVICE_MAX,
+        _AWS_SERVICE_INVALID = -EINVAL,
+} AwsService;
+
+/* Responses are read into memory up to this size; DescribeVolumes pages of 500 volumes stay far below. */
+#define AWS_RESPONSE_MAX (16U * 1024 * 1024)
+
+typedef struct AwsClient AwsClient;
+
+/* Reads the environment the way the AWS SDKs do: AWS_REGION (then AWS_DEFAULT_REGION, then IMDS on first
+ * use), AWS_ENDPOINT_URL_EC2 / AWS_ENDPOINT_URL_ROUTE_53, then AWS_ENDPOINT_URL, then the public endpoints;
+ * AWS_EC2_METADATA_SERVICE_ENDPOINT; AWS_EC2_METADATA_DISABLED=true turns IMDS off. Credentials are looked
+ * up on first use (aws_client_credentials). */
+int aws_client_new(AwsClient **ret);
+AwsClient *aws_client_free(AwsClient *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(AwsClient *, aws_client_free);
+
+/* Uses these credentials instead of the chain (takes ownership). */
+void aws_client_set_credentials(AwsClient *c, AwsCredentials *creds);
+/* Retry policy: at most max_attempts tries; before try n+1 a random delay in [0, min(max, base * 2^n)]
+ * ("full jitter"). The defaults are 8, 200 ms, 20 s. */
+void aws_client_set_retry(AwsClient *c, unsigned max_attempts, usec_t base, usec_t max);
+/* Deadline for one whole call including retries (default 2 min), and for each HTTP exchange (default 30 s).
+ */
+void aws_client_set_timeouts(AwsClient *c, usec_t call, usec_t exchange);
+
+/* The message of the last failed call ("ec2 DescribeVolumes: SignatureDoesNotMatch: ... (HTTP 403, request
+ * id ...)"), or NULL. Never holds a secret. Valid until the next call. */
+const char *aws_client_error(const AwsClient *c);
+/* The AWS error code of the last failed call ("VolumeInUse"), or NULL. */
+const char *aws_client_error_code(const AwsClient *c);
+/* For the service modules: replaces the last error message. */
+void aws_client_set_errorf(AwsClient *c, const char *format, ...) _printf_(2, 3);
+/* How many retries the client has made since it was created (for tests and metrics). */
+unsigned aws_client_retries(const AwsClient *c);
+
+/* The region: AWS_REGION / AWS_DEFAULT_REGION, else the instance's region from IMDS. */
+int aws_client_region(AwsClient *c, const char **ret);
+/* The metadata client (created on first use); -ENXIO when AWS_EC2_METADATA_DISABLED. */
+int aws_client_imds(AwsClient *c, AwsImds **ret);
+/* The credential chain: environment, shared credentials file, instance role; role credentials are renewed 5
+ * minutes before they expire. */
+int aws_client_credentials(AwsClient *c, const AwsCredentials **ret);
+/* The endpoint base URL for svc, without a trailing slash. */
+int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret);
+
+typedef struct AwsCall {
+        AwsService service;
+        const char *operation; /* "DescribeVolumes": for messages */
+        const char *method;
+        const char *path;  /* already encoded */
+        const char *query; /* already encoded; NULL for none */
+        const char *content_type;
+        const void *body;
+        size_t body_len;
+} AwsCall;
+
+/* Signs and sends call, retrying throttling, 5xx and transport errors with backoff. 2xx: *ret gets the
+ * parsed XML document (caller frees; an empty body gives a NULL document). Otherwise PK_ECLOUD (the error
+ * document's Code/Message/RequestID in aws_client_error()), PK_EMALFORMED for an unparsable answer,
+ * PK_ETIMEOUT when the call's deadline passed, PK_ETOOBIG past AWS_RESPONSE_MAX. */
+int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret);
+
+/* Code, Message and RequestID (EC2) / RequestId (Route 53) of an error document, each sanitized and capped,
+ * or NULL when absent. Callers free the three strings. */
+void aws_error_document_parse(const void *data, size_t len, char **ret_code, char **ret_message,
+                              char **ret_id);
+
+const char *aws_service_to_string(AwsService s) _pure_;

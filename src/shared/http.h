@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* One HTTP exchange over libcurl: bounded in time and in response size, http/https only, no redirects. It
+ * never signs (CURLOPT_AWS_SIGV4 in curl 7.88 is buggy: callers sign with aws/sigv4.h). */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "basic/time-util.h"
+
+#define HTTP_RESPONSE_MAX_DEFAULT (8U * 1024 * 1024)
+#define HTTP_HEADERS_MAX          (64U * 1024)
+
+typedef struct HttpRequest {
+        const char *method; /* "GET", "PUT", "POST", "DELETE" */
+        const char *url;
+        const char *const *headers; /* "Name: value" lines */
+        size_t n_headers;
+        const void *body;
+        size_t body_len;
+        usec_t timeout;         /* whole exchange; 0 = 30 s */
+        usec_t connect_timeout; /* 0 = 5 s */
+        size_t max_response;    /* body cap; 0 = HTTP_RESPONSE_MAX_DEFAULT */
+        bool no_proxy;          /* never through a proxy (the instance metadata service) */
+} HttpRequest;
+
+typedef struct HttpResponse {
+        long status;
+        char *body; /* NUL-terminated, body_len bytes */
+        size_t body_len;
+        char *headers; /* raw header block of the final response, "Name: value\r\n" lines */
+} HttpResponse;
+
+void http_response_done(HttpResponse *r);
+
+/* Performs the request. Any HTTP status is success (>= 0): the caller judges it. Failures: PK_ETIMEOUT,
+ * PK_ETOOBIG (body past the cap), -ECONNREFUSED, -EHOSTUNREACH, -EINVAL (bad URL, header with a line break),
+ * -EIO (other transport errors). On failure *ret_error (when not NULL) gets a message for the caller to
+ * print (caller frees); it holds the URL and curl's error, never a header value. */
+int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error);
+
+/* Value of the first response header named name (case-insensitive), newly allocated; NULL when absent. */
+char *http_response_header(const HttpResponse *r, const char *name);

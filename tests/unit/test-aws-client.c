@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The AWS client against the loopback double (tests/fakes/aws/server.py), which checks every signature with
+ * botocore. Each test starts a fresh double unless AWS_DOUBLE_URL names one (tests/integration/
+ * test_aws_client.py starts it with a by-id directory, as root, for the loop-device attach test). */
+#include "unit-test.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "aws/client.h"
+#include "aws/ec2.h"
+#include "aws/route53.h"
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
+#include "shared/http.h"
+
+#define PYTHON      "/usr/bin/python3"
+#define DOUBLE      SRCDIR "/tests/fakes/aws/server.py"
+#define TEST_AKID   "AKIDEXAMPLE"
+#define TEST_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+#define SELF_ID     "i-0123456789abcdef0"
+
+extern char **environ;
+
+typedef struct Double {
+        pid_t pid;
+        char dir[64];
+        char url[64];
+} Double;
+
+static Double dbl;
+
+static void msleep(unsigned ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static void double_post(const char *path, const char *json) {
+        _cleanup_free_ char *url = strjoin(dbl.url, path);
+        const char *hdr[] = { "Content-Type: application/json" };
+        HttpRequest req = { .method = "POST",
+                            .url = url,
+                            .headers = hdr,
+                            .n_headers = 1,
+                            .body = json,
+                            .body_len = strlen(json),
+                            .timeout = 10 * USEC_PER_SEC };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        assert_int_equal(resp.status, 200);
+        http_response_done(&resp);
+}
+
+static json_int_t double_counter(const char *name);
+
+static int double_start(void **state) {
+        const char *ext = getenv("AWS_DOUBLE_URL");
+        char home[128];
+        if (ext) {
+                snprintf(dbl.url, sizeof(dbl.url), "%s", ext);
+                dbl.pid = 0;
+        } else {
+                snprintf(dbl.dir, sizeof(dbl.dir), "/tmp/pk-awsdouble-XXXXXX");
+                assert_non_null(mkdtemp(dbl.dir));
+                _cleanup_free_ char *port_file = strjoin(dbl.dir, "/port");
+                char *argv[] = { (char *)PYTHON, (char *)DOUBLE, (char *)"--port-file", port_file, NULL };
+                assert_int_equal(posix_spawn(&dbl.pid, PYTHON, NULL, NULL, argv, environ), 0);
+                _cleanup_free_ char *port = NULL;
+                /* The double binds port 0 and writes the port once it listens: up to 15 s. */
+                for (unsigned i = 0; i < 300 && read_full_file(port_file, 64, &port, NULL) < 0; i++)
+                        msleep(50);
+                assert_non_null(port);
+                snprintf(dbl.url, sizeof(dbl.url), "http://127.0.0.1:%s", port);
+        }
+        /* A clean environment: the double's endpoints, no region (IMDS tells it), known keys. */
+        snprintf(home, sizeof(home), "/tmp/pk-awshome-%d", (int)getpid());
+        (void)mkdir(home, 0700); /* empty: no ~/.aws/credentials of the machine's user leaks in */
+        setenv("HOME", home, 1);
+        setenv("AWS_ENDPOINT_URL", dbl.url, 1);
+        setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", dbl.url, 1);
+        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+        unsetenv("AWS_SESSION_TOKEN");
+        unsetenv("AWS_REGION");
+        unsetenv("AWS_DEFAULT_REGION");
+        unsetenv("AWS_PROFILE");
+        unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+        unsetenv("AWS_ENDPOINT_URL_EC2");
+        unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
+        unsetenv("AWS_EC2_METADATA_DISABLED");
+        return 0;
+}
+
+static int double_stop(void **state) {
+        if (dbl.pid > 0) {
+                int status;
+                kill(dbl.pid, SIGTERM);
+                /* Bounded: 5 s for a clean exit, then SIGKILL. */
+                for (unsigned i = 0; i < 100 && waitpid(dbl.pid, &status, WNOHANG) == 0; i++)
+                        msleep(50);
+                if (waitpid(dbl.pid, &status, WNOHANG) == 0) {
+                        kill(dbl.pid, SIGKILL);
+                        waitpid(dbl.pid, &status, 0);
+                }
+                _cleanup_free_ char *pf = strjoin(dbl.dir, "/port");
+                unlink(pf);
+                rmdir(dbl.dir);
+        } else
+                double_post("/_double/cleanup", "{}");
+        dbl.pid = 0;
+        _cleanup_free_ char *home = strprintf("/tmp/pk-awshome-%d", (int)getpid());
+        (void)rmdir(home);
+        return 0;
+}
+
+static json_int_t double_counter(const char *name) {
+        _cleanup_free_ char *url = strjoin(dbl.url, "/_double/state");
+        HttpRequest req = {
+                .method = "GET", .url = url, .timeout = 10 * USEC_PER_SEC, .max_response = 64U * 1024 * 1024
+        };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        json_t *j = json_loads(resp.body, 0, NULL);
+        assert_non_null(j);
+        json_int_t v = json_integer_value(json_object_get(json_object_get(j, "counters"), name));
+        json_decref(j);
+        http_response_done(&resp);
+        return v;
+}
+
+static AwsClient *client_new(void) {
+        AwsClient *c = NULL;
+        assert_int_equal(aws_client_new(&c), 0);
+        /* Fast backoff so storms pass quickly; still full jitter. */
+        aws_client_set_retry(c, 8, 2 * USEC_PER_MSEC, 40 * USEC_PER_MSEC);
+        return c;
+}
+
+static void test_describe_self_region_from_imds(void **state) {
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsInstance self;
+        const char *region;
+        int r = aws_ec2_describe_self(c, &self);
+        if (r < 0)
+                fail_msg("describe self: %s", aws_client_error(c));
+        assert_string_equal(self.instance_id, SELF_ID);
+        assert_string_equal(self.availability_zone, "us-east-1a");
+        assert_string_equal(self.private_ip, "10.0.0.5");
+        assert_string_equal(self.public_ip, "54.0.0.5");
+        assert_string_equal(self.root_device_name, "/dev/xvda");
+        assert_string_equal(aws_tags_get(self.tags, self.n_tags, "KubernetesCluster"), "test.example.com");
+        assert_non_null(self.block_devices);
+        assert_string_equal(self.block_devices[0], "/dev/xvda");
+        assert_int_equal(aws_client_region(c, &region), 0);
+        assert_string_equal(region, "us-east-1");
+        aws_instance_done(&self);
+}
+
+static void test_region_and_endpoint_env(void **state) {
+        setenv("AWS_REGION", "eu-west-2", 1);
+        setenv("AWS_ENDPOINT_URL_EC2", "http://127.0.0.1:1/ec2/", 1);
+        unsetenv("AWS_ENDPOINT_URL");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *region, *ep;
+        assert_int_equal(aws_client_region(c, &region), 0);
+        assert_string_equal(region, "eu-west-2");
+        assert_int_equal(aws_client_endpoint(c, AWS_SERVICE_EC2, &ep), 0);
+        assert_string_equal(ep, "http://127.0.0.1:1/ec2");
+        assert_int_equal(aws_client_endpoint(c, AWS_SERVICE_ROUTE53, &ep), 0);
+        assert_string_equal(ep, "https://route53.amazonaws.com");
+        setenv("AWS_REGION", "bad/region", 1);
+        AwsClient *bad = NULL;
+        assert_int_equal(aws_client_new(&bad), -EINVAL);
+        unsetenv("AWS_REGION");
+        unsetenv("AWS_ENDPOINT_URL_EC2");
+        unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
+        setenv("AWS_ENDPOINT_URL", dbl.url, 1);
+}
+
+/* The wrong secret must give AWS's SignatureDoesNotMatch, name the request, never echo the secret, and never
+ * be retried (a client error). */
+static void test_wrong_secret(void **state) {
+        setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-0123456789", 1);
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        json_int_t before = double_counter("requests");
+        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, NULL, &v, &n), PK_ECLOUD);
+        const char *msg = aws_client_error(c);
+        print_message("error: %s\n", msg);
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "ec2 DescribeVolumes: SignatureDoesNotMatch: The request signature"));
+        assert_non_null(strstr(msg, "HTTP 403, request id "));
+        assert_null(strstr(msg, "wrong-secret"));
+        assert_string_equal(aws_client_error_code(c), "SignatureDoesNotMatch");
+        assert_int_equal(aws_client_retries(c), 0);
+        assert_int_equal(double_counter("requests"), before + 1);
+        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+}
+
+static void test_unknown_key(void **state) {
+        setenv("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN", 1);
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsHostedZone *z = NULL;
+        size_t n = 0;
+        assert_int_equal(aws_route53_find_zones(c, "k8s.test.", &z, &n), PK_ECLOUD);
+        print_message("error: %s\n", aws_client_error(c));
+        assert_string_equal(aws_client_error_code(c), "InvalidClientTokenId");
+        assert_non_null(strstr(aws_client_error(c), "route53 ListHostedZonesByName: InvalidClientTokenId"));
+        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+}
+
+static void test_shared_credentials_file(void **state) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s/creds", dbl.dir[0] ? dbl.dir : "/tmp");
+        const char *ini =
+            "# comment\n[default]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = x\n\n"
+            "[pk]\naws_access_key_id=AKIDFILE\r\naws_secret_access_key = file/secret+key=\n"
+            "aws_session_token = FILETOKEN\n";
+        assert_true(write_file_atomic(path, ini, strlen(ini), 0600, 0) >= 0);
+        double_post(
+            "/_double/config",
+            "{\"keys\": {\"AKIDFILE\": {\"secret\": \"file/secret+key=\", \"token\": \"FILETOKEN\"}}}");
+        unsetenv("AWS_ACCESS_KEY_ID");
+        unsetenv("AWS_SECRET_ACCESS_KEY");
+        setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+        setenv("AWS_PROFILE", "pk", 1);
+
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const AwsCredentials *creds;
+        assert_int_equal(aws_client_credentials(c, &creds), 0);
+        assert_string_equal(creds->source, "shared-credentials-file");
+        assert_string_equal(creds->access_key_id, "AKIDFILE");
+        AwsInstance *inst = NULL;
+        size_t n = 0;
+        int r = aws_ec2_describe_instances(c, NULL, 0, NULL, &inst, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 1);
+        aws_instances_free(inst, n);
+
+        /* A profile that is not in the file: the chain goes on to the instance role. */
+        setenv("AWS_PROFILE", "absent", 1);
+        _cleanup_(aws_client_freep) AwsClient *c2 = client_new();
+        assert_int_equal(aws_client_credentials(c2, &creds), 0);
+        assert_string_equal(creds->source, "imds");
+        unlink(path);
+        unsetenv("AWS_PROFILE");
+        unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+}
+
+/* Instance role credentials through IMDSv2, renewed before they expire, and a token renewed after a 401. */
+static void test_imds_role_credentials(void **state) {
+        unsetenv("AWS_ACCESS_KEY_ID");
+        unsetenv("AWS_SECRET_ACCESS_KEY");
+        setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+        /* 200 s is inside the 5-minute renewal margin: every call fetches fresh credentials. */
+        double_post("/_double/config", "{\"role\": {\"ttl\": 200}}");
+        json_int_t fetches = double_counter("role_fetches"), puts = double_counter("imds_token_puts");
+
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsInstance self;
+        int r = aws_ec2_describe_self(c, &self);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        aws_instance_done(&self);
+        const AwsCredentials *creds;
+        assert_int_equal(aws_client_credentials(c, &creds), 0);
+        assert_string_equal(creds->source, "imds");
+        assert_non_null(creds->session_token);
+        assert_true(double_counter("role_fetches") >= fetches + 2);
+        assert_int_equal(double_counter("imds_token_puts"), puts + 1);
+
+        /* Long-lived role credentials are kept. */
+        double_post("/_double/config", "{\"role\": {\"ttl\": 21600}}");
+        _cleanup_(aws_client_freep) AwsClient *c2 = client_new();
+        assert_int_equal(aws_client_credentials(c2, &creds), 0);
+        fetches = double_counter("role_fetches");
+        for (unsigned i = 0; i < 3; i++)
+                assert_int_equal(aws_client_credentials(c2, &creds), 0);
+        assert_int_equal(double_counter("role_fetches"), fetches);
+
+        /* Tokens the service forgets after 1 s: the next GET gets 401, and the client asks for a new token.
+         */
+        double_post("/_double/config", "{\"imds_token_ttl_override\": 1}");
+        _cleanup_(aws_imds_freep) AwsImds *m = NULL;
+        char *id = NULL;
+        assert_int_equal(aws_imds_new(NULL, &m), 0);
+        assert_int_equal(aws_imds_get(m, "meta-data/instance-id", &id, NULL), 0);
+        free(id);
+        msleep(1200);
+        puts = double_counter("imds_token_puts");
+        assert_int_equal(aws_imds_get(m, "meta-data/instance-id", &id, NULL), 0);
+        assert_string_equal(id, SELF_ID);
+        free(id);
+        assert_int_equal(double_counter("imds_token_puts"), puts + 1);
+        assert_int_equal(aws_imds_get(m, "meta-data/no-such-thing", &id, NULL), -ENOENT);
+        double_post("/_double/config", "{\"imds_token_ttl_override\": null}");
+
+        unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+}
+
+static void test_no_credentials_anywhere(void **state) {
+        unsetenv("AWS_ACCESS_KEY_ID");
+        setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+        setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const AwsCredentials *creds;
+        assert_int_equal(aws_client_credentials(c, &creds), -ENOKEY);
+        assert_non_null(strstr(aws_client_error(c), "no AWS credentials"));
+        unsetenv("AWS_EC2_METADATA_DISABLED");
+        unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+}
+
+static void test_pagination_10000(void **state) {
+        double_post(
+            "/_double/config",
+            "{\"generate_volumes\": {\"count\": 10000, \"tags\": {\"KubernetesCluster\": \"big.k8s.test\", "
+            "\"k8s.io/etcd/main\": \"{i}/a,b,c\"}}, \"volumes\": [{\"id\": \"vol-other\", \"tags\": "
+            "{\"KubernetesCluster\": \"other\"}}]}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *cluster[] = { "big.k8s.test", NULL }, *keys[] = { "k8s.io/etcd/main", NULL };
+        AwsFilter f[] = { { "tag:KubernetesCluster", cluster }, { "tag-key", keys } };
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        json_int_t before = double_counter("requests");
+        int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 10000);
+        /* 500 per page: 20 pages, each a signed request. */
+        assert_int_equal(double_counter("requests"), before + 20);
+        for (size_t i = 1; i < n; i++)
+                assert_true(strcmp(v[i - 1].volume_id, v[i].volume_id) < 0);
+        assert_string_equal(aws_tags_get(v[1234].tags, v[1234].n_tags, "k8s.io/etcd/main"), "1234/a,b,c");
+        assert_string_equal(v[0].state, "available");
+        aws_volumes_free(v, n);
+}
+
+static void test_filter_encoding(void **state) {
+        double_post(
+            "/_double/config",
+            "{\"volumes\": [{\"id\": \"vol-enc1\", \"az\": \"us-east-1b\", \"tags\": {\"k8s.io/role/ma "
+            "ster\": "
+            "\"a b+c=d/é ሴ\"}}, {\"id\": \"vol-enc2\", \"az\": \"us-east-1b\", \"tags\": {\"k8s.io/role/ma "
+            "ster\": \"a b c\"}}]}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *vals[] = { "a b+c=d/é ሴ", NULL }, *az[] = { "us-east-1b", NULL };
+        AwsFilter f[] = { { "tag:k8s.io/role/ma ster", vals }, { "availability-zone", az } };
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 1);
+        assert_string_equal(v[0].volume_id, "vol-enc1");
+        aws_volumes_free(v, n);
+
+        /* By id, without MaxResults (EC2 refuses the combination). */
+        const char *ids[] = { "vol-enc2", "vol-enc1", NULL };
+        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n), 0);
+        assert_int_equal(n, 2);
+        aws_volumes_free(v, n);
+}
+
+static void test_throttling_storm(void **state) {
+        double_post(
+            "/_double/config",
+            "{\"generate_volumes\": {\"count\": 2000, \"tags\": {\"KubernetesCluster\": \"storm\"}}, "
+            "\"faults\": {\"throttle_pattern\": [3, 4], \"error500\": 2}}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *cluster[] = { "storm", NULL };
+        /* Three of every four requests throttled, and two 500s that may land on the fourth: up to 12 tries.
+         */
+        aws_client_set_retry(c, 12, 2 * USEC_PER_MSEC, 40 * USEC_PER_MSEC);
+        AwsFilter f[] = { { "tag:KubernetesCluster", cluster } };
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        json_int_t throttled = double_counter("throttled");
+        int r = aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 2000);
+        aws_volumes_free(v, n);
+        print_message("retries: %u\n", aws_client_retries(c));
+        assert_true(double_counter("throttled") - throttled >= 9);
+        assert_true(aws_client_retries(c) >= 9);
+
+        /* Route 53 throttles with HTTP 400 "Throttling": retried as well. */
+        double_post("/_double/config", "{\"zones\": [{\"id\": \"ZSTORM\", \"name\": \"storm.test\"}]}");
+        AwsHostedZone *z = NULL;
+        assert_int_equal(aws_route53_find_zones(c, "storm.test", &z, &n), 0);
+        assert_int_equal(n, 1);
+        aws_hosted_zones_free(z, n);
+
+        /* A storm that outlasts the attempts: the last error, and how often we tried. */
+        double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": null, \"throttle\": 100}}");
+        aws_client_set_retry(c, 3, USEC_PER_MSEC, 2 * USEC_PER_MSEC);
+        assert_int_equal(aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n), PK_ECLOUD);
+        print_message("error: %s\n", aws_client_error(c));
+        assert_non_null(strstr(aws_client_error(c), "RequestLimitExceeded"));
+        assert_non_null(strstr(aws_client_error(c), "gave up after 3 attempts"));
+        double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
+}
+
+static void test_client_errors_not_retried(void **state) {
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        json_int_t before = double_counter("requests");
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-nope", SELF_ID, "/dev/xvdf"), PK_ECLOUD);
+        print_message("error: %s\n", aws_client_error(c));
+        assert_string_equal(aws_client_error_code(c), "InvalidVolume.NotFound");
+        assert_non_null(strstr(aws_client_error(c), "ec2 AttachVolume: InvalidVolume.NotFound: The volume"));
+        assert_int_equal(aws_client_retries(c), 0);
+        assert_int_equal(double_counter("requests"), before + 1);
+}
+
+static void test_malformed_and_slow(void **state) {
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        const char *ids[] = { "vol-x", NULL };
+        double_post("/_double/config", "{\"faults\": {\"garbage\": 1}}");
+        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n), PK_EMALFORMED);
+        print_message("error: %s\n", aws_client_error(c));
+        assert_non_null(strstr(aws_client_error(c), "unparsable response"));
+
+        /* A slow answer past the exchange timeout is retried. */
+        double_post("/_double/config",
+                    "{\"volumes\": [{\"id\": \"vol-slow\"}], \"faults\": {\"slow_seconds\": 2, "
+                    "\"slow_count\": 1}}");
+        aws_client_set_timeouts(c, 20 * USEC_PER_SEC, 500 * USEC_PER_MSEC);
+        const char *slow[] = { "vol-slow", NULL };
+        unsigned retries = aws_client_retries(c);
+        int r = aws_ec2_describe_volumes(c, NULL, 0, slow, &v, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 1);
+        aws_volumes_free(v, n);
+        assert_int_equal(aws_client_retries(c), retries + 1);
+}
+
+static void test_attach_and_wait(void **state) {
+        double_post(
+            "/_double/config",
+            "{\"volumes\": [{\"id\": \"vol-att1\"}, {\"id\": \"vol-att2\"}, {\"id\": \"vol-far\", \"az\": "
+            "\"us-east-1c\"}], \"instances\": {\"i-other\": {\"az\": \"us-east-1a\", \"private_ip\": "
+            "\"10.0.0.6\"}}, \"faults\": {\"attach_stuck_polls\": 3}}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        char *dev = NULL;
+        int r = aws_ec2_attach_volume(c, "vol-att1", SELF_ID, "/dev/xvdf");
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        json_int_t before = double_counter("requests");
+        r = aws_ec2_wait_attached(c, "vol-att1", SELF_ID, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC, &dev);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_string_equal(dev, "/dev/xvdf");
+        free(dev);
+        /* attaching for 3 polls, attached on the 4th */
+        assert_int_equal(double_counter("requests"), before + 4);
+
+        /* The same device name twice on one instance, a volume in use, another zone: client errors. */
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", SELF_ID, "/dev/xvdf"), PK_ECLOUD);
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att1", "i-other", "/dev/xvdg"), PK_ECLOUD);
+        assert_string_equal(aws_client_error_code(c), "VolumeInUse");
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-far", SELF_ID, "/dev/xvdh"), PK_ECLOUD);
+        assert_string_equal(aws_client_error_code(c), "InvalidVolume.ZoneMismatch");
+
+        /* Held by another instance: a conflict, at once. */
+        assert_int_equal(
+            aws_ec2_wait_attached(c, "vol-att1", "i-other", USEC_PER_SEC, 10 * USEC_PER_MSEC, NULL),
+            PK_ECONFLICT);
+
+        /* Stuck in "attaching": the deadline ends the wait. */
+        double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 100000}}");
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", "i-other", "/dev/xvdf"), 0);
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(
+            aws_ec2_wait_attached(c, "vol-att2", "i-other", 300 * USEC_PER_MSEC, 20 * USEC_PER_MSEC, NULL),
+            PK_ETIMEOUT);
+        assert_true(now(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        print_message("error: %s\n", aws_client_error(c));
+        double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 0}}");
+}
+
+/* Run by tests/integration/test_aws_client.py as root: the double backs the volume with an image file and
+ * links it in a by-id directory, as a Nitro instance would. */
+static void test_attach_loop_device(void **state) {
+        const char *byid = getenv("AWS_DOUBLE_BYID_DIR"), *image = getenv("AWS_DOUBLE_IMAGE");
+        if (!byid || !image) {
+                print_message("not run here: tests/integration/test_aws_client.py runs it as root\n");
+                skip();
+        }
+        _cleanup_free_ char *cfg =
+            strprintf("{\"byid_dir\": \"%s\", \"volumes\": [{\"id\": \"vol-0abc123loop\", "
+                      "\"image\": \"%s\"}]}",
+                      byid, image);
+        double_post("/_double/config", cfg);
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        char *dev = NULL;
+        int r = aws_ec2_attach_volume(c, "vol-0abc123loop", SELF_ID, "/dev/xvdk");
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(aws_ec2_wait_attached(c, "vol-0abc123loop", SELF_ID, 10 * USEC_PER_SEC,
+                                               10 * USEC_PER_MSEC, &dev),
+                         0);
+        free(dev);
+        _cleanup_free_ char *link = strjoin(byid, "/nvme-Amazon_Elastic_Block_Store_vol0abc123loop");
+        struct stat st;
+        assert_int_equal(stat(link, &st), 0);
+        assert_true(S_ISBLK(st.st_mode));
+        print_message("by-id link -> block device %u:%u\n", major(st.st_rdev), minor(st.st_rdev));
+}
+
+static void test_route53(void **state) {
+        double_post(
+            "/_double/config",
+            "{\"zones\": [{\"id\": \"ZPRIV\", \"name\": \"k8s.test\", \"private\": true}, {\"id\": "
+            "\"ZPUB1\", \"name\": \"k8s.test.\"}, {\"id\": \"ZSUB\", \"name\": \"a.k8s.test\"}, {\"id\": "
+            "\"ZZZ\", \"name\": \"zzz.test\"}], \"faults\": {\"insync_after_polls\": 2}}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsHostedZone *z = NULL;
+        size_t n = 0;
+        int r = aws_route53_find_zones(c, "K8S.test", &z, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 2);
+        assert_string_equal(z[0].name, "k8s.test.");
+        assert_true(z[0].private_zone != z[1].private_zone);
+        aws_hosted_zones_free(z, n);
+
+        const char *api[] = { "10.0.0.5", "10.0.0.6", NULL },
+                   *txt[] = { "\"owner=<protokube> & co\"", NULL };
+        AwsRecordChange ch[] = {
+                { AWS_RECORD_UPSERT, "api.internal.k8s.test.", "A", 60, api },
+                { AWS_RECORD_UPSERT, "owner.k8s.test.", "TXT", 60, txt },
+        };
+        char *cid = NULL;
+        r = aws_route53_change(c, "ZPUB1", ch, ELEMENTSOF(ch), &cid);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_non_null(cid);
+        r = aws_route53_wait_insync(c, cid, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        free(cid);
+
+        AwsRecordSet *s = NULL;
+        assert_int_equal(aws_route53_list_record_sets(c, "ZPUB1", NULL, &s, &n), 0);
+        bool found_api = false, found_txt = false;
+        for (size_t i = 0; i < n; i++) {
+                if (streq(s[i].name, "api.internal.k8s.test.") && streq(s[i].type, "A")) {
+                        found_api = true;
+                        assert_int_equal(s[i].ttl, 60);
+                        assert_string_equal(s[i].values[0], "10.0.0.5");
+                        assert_string_equal(s[i].values[1], "10.0.0.6");
+                        assert_null(s[i].values[2]);
+                }
+                if (streq(s[i].name, "owner.k8s.test.") && streq(s[i].type, "TXT")) {
+                        found_txt = true;
+                        assert_string_equal(s[i].values[0], "\"owner=<protokube> & co\"");
+                }
+        }
+        assert_true(found_api && found_txt);
+        aws_record_sets_free(s, n);
+
+        /* DELETE must match what is there: the whole batch fails, atomically. */
+        const char *wrong[] = { "10.0.0.5", NULL };
+        AwsRecordChange del[] = {
+                { AWS_RECORD_DELETE, "owner.k8s.test.", "TXT", 60, txt },
+                { AWS_RECORD_DELETE, "api.internal.k8s.test.", "A", 60, wrong },
+        };
+        assert_int_equal(aws_route53_change(c, "ZPUB1", del, 2, NULL), PK_ECLOUD);
+        print_message("error: %s\n", aws_client_error(c));
+        assert_string_equal(aws_client_error_code(c), "InvalidChangeBatch");
+        del[1].values = api;
+        assert_int_equal(aws_route53_change(c, "ZPUB1", del, 2, NULL), 0);
+        assert_int_equal(aws_route53_list_record_sets(c, "ZPUB1", NULL, &s, &n), 0);
+        assert_int_equal(n, 2); /* SOA and NS */
+        aws_record_sets_free(s, n);
+
+        assert_int_equal(aws_route53_change(c, "ZNOPE", ch, 1, NULL), PK_ECLOUD);
+        assert_string_equal(aws_client_error_code(c), "NoSuchHostedZone");
+
+        /* A change that never gets INSYNC within the deadline. */
+        double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 100000}}");
+        assert_int_equal(aws_route53_change(c, "ZPUB1", ch, 1, &cid), 0);
+        assert_int_equal(aws_route53_wait_insync(c, cid, 200 * USEC_PER_MSEC, 20 * USEC_PER_MSEC),
+                         PK_ETIMEOUT);
+        free(cid);
+        double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 1}}");
+}
+
+static void test_route53_pagination(void **state) {
+        _cleanup_free_ char *cfg =
+            strdup("{\"zones\": [{\"id\": \"ZBIG\", \"name\": \"big.test\", \"records\": [");
+        for (unsigned i = 0; i < 700; i++)
+                assert_int_equal(
+                    strextend_printf(&cfg,
+                                     "%s{\"name\": \"h%u.big.test\", \"type\": \"A\", \"ttl\": 60, "
+                                     "\"values\": [\"10.1.%u.%u\"]}",
+                                     i ? "," : "", i, i / 256, i % 256),
+                    0);
+        assert_int_equal(strextend_printf(&cfg, "]}]}"), 0);
+        double_post("/_double/config", cfg);
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        AwsRecordSet *s = NULL;
+        size_t n = 0;
+        json_int_t before = double_counter("requests");
+        int r = aws_route53_list_record_sets(c, "ZBIG", NULL, &s, &n);
+        if (r < 0)
+                fail_msg("%s", aws_client_error(c));
+        assert_int_equal(n, 702);
+        assert_int_equal(double_counter("requests"), before + 3); /* 300 per page */
+        aws_record_sets_free(s, n);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_describe_self_region_from_imds, double_start,
+                                                double_stop),
+                cmocka_unit_test_setup_teardown(test_region_and_endpoint_env, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_wrong_secret, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_unknown_key, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_shared_credentials_file, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_imds_role_credentials, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_no_credentials_anywhere, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_pagination_10000, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_filter_encoding, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_throttling_storm, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_client_errors_not_retried, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_malformed_and_slow, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_attach_and_wait, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_attach_loop_device, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_route53, double_start, double_stop),
+                cmocka_unit_test_setup_teardown(test_route53_pagination, double_start, double_stop),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

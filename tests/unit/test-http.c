@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* http_request against a one-shot loopback server forked by the test: caps, timeouts, refusals. */
+#include "unit-test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
+#include "shared/http.h"
+
+typedef struct OneShot {
+        pid_t pid;
+        char url[64];
+} OneShot;
+
+/* Serves one connection: reads the request head, then writes reply (or nothing for NULL, holding the
+ * connection open until killed). The child dies by alarm after 10 s in any case. */
+static void oneshot_start(OneShot *o, const char *reply, size_t reply_len) {
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t l = sizeof(a);
+        assert_true(s >= 0);
+        assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(s, 1), 0);
+        assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
+        snprintf(o->url, sizeof(o->url), "http://127.0.0.1:%u/path", ntohs(a.sin_port));
+        o->pid = fork();
+        assert_true(o->pid >= 0);
+        if (o->pid == 0) {
+                alarm(10);
+                int c = accept(s, NULL, NULL);
+                char buf[4096];
+                size_t got = 0;
+                while (c >= 0 && got < sizeof(buf) - 1) {
+                        ssize_t k = read(c, buf + got, sizeof(buf) - 1 - got);
+                        if (k <= 0)
+                                break;
+                        got += (size_t)k;
+                        buf[got] = 0;
+                        if (strstr(buf, "\r\n\r\n"))
+                                break;
+                }
+                if (reply)
+                        (void)loop_write(c, reply, reply_len);
+                else
+                        pause();
+                _exit(0);
+        }
+        close(s);
+}
+
+static void oneshot_stop(OneShot *o) {
+        int status;
+        kill(o->pid, SIGKILL);
+        waitpid(o->pid, &status, 0);
+}
+
+static void test_ok_and_headers(void **state) {
+        OneShot o;
+        const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Amzn-RequestId: abc-1 \r\n"
+                            "Connection: close\r\n\r\nhello";
+        oneshot_start(&o, reply, strlen(reply));
+        const char *hdr[] = { "X-Test: 1" };
+        HttpRequest req = { .method = "GET", .url = o.url, .headers = hdr, .n_headers = 1 };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        assert_int_equal(resp.status, 200);
+        assert_int_equal(resp.body_len, 5);
+        assert_string_equal(resp.body, "hello");
+        _cleanup_free_ char *id = http_response_header(&resp, "x-amzn-requestid");
+        assert_string_equal(id, "abc-1");
+        assert_null(http_response_header(&resp, "X-Missing"));
+        http_response_done(&resp);
+        oneshot_stop(&o);
+}
+
+static void test_cap(void **state) {
+        OneShot o;
+        _cleanup_free_ char *reply =
+            strdup("HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n");
+        for (unsigned i = 0; i < 64; i++)
+                assert_int_equal(strextend_printf(&reply, "%064u", i), 0);
+        oneshot_start(&o, reply, strlen(reply));
+        HttpRequest req = { .method = "GET", .url = o.url, .max_response = 1000 };
+        HttpResponse resp;
+        char *err = NULL;
+        assert_int_equal(http_request(&req, &resp, &err), PK_ETOOBIG);
+        assert_non_null(strstr(err, "size cap"));
+        free(err);
+        oneshot_stop(&o);
+}
+
+static void test_timeout(void **state) {
+        OneShot o;
+        oneshot_start(&o, NULL, 0);
+        HttpRequest req = {
+                .method = "POST", .url = o.url, .body = "x", .body_len = 1, .timeout = 300 * USEC_PER_MSEC
+        };
+        HttpResponse resp;
+        char *err = NULL;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(http_request(&req, &resp, &err), PK_ETIMEOUT);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        assert_true(t1.tv_sec - t0.tv_sec < 3);
+        free(err);
+        oneshot_stop(&o);
+}
+
+static void test_refused_and_invalid(void **state) {
+        OneShot o;
+        const char *reply = "HTTP/1.1 204 No Content\r\n\r\n";
+        oneshot_start(&o, reply, strlen(reply));
+        oneshot_stop(&o); /* nothing listens on that port any more */
+        HttpRequest req = { .method = "GET", .url = o.url };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), -ECONNREFUSED);
+
+        const char *bad[] = { "X-Evil: a\r\nInjected: 1" };
+        req.headers = bad;
+        req.n_headers = 1;
+        assert_int_equal(http_request(&req, &resp, NULL), -EINVAL);
+        HttpRequest file = { .method = "GET", .url = "file:///etc/passwd" };
+        assert_int_equal(http_request(&file, &resp, NULL), -EINVAL);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ok_and_headers),
+                cmocka_unit_test(test_cap),
+                cmocka_unit_test(test_timeout),
+                cmocka_unit_test(test_refused_and_invalid),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
