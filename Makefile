@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan demo check unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan demo render-demo check unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -24,6 +24,9 @@ build-asan: $(BUILD_ASAN)/build.ninja
 
 demo: deps build
 	@scripts/demo.sh $(BUILD)/src/cli/protokube
+
+render-demo: build
+	@scripts/render-demo.sh $(BUILD)/src/cli/protokube
 
 unit: build
 	meson test -C $(BUILD) --print-errorlogs

@@ -12,7 +12,7 @@ PACKAGES=(
         libcmocka-dev libldns-dev python3-pytest python3-dnspython python3-botocore python3-yaml
         # the real components the integration tests run
         bind9 bind9-dnsutils knot knot-dnsutils etcd-server etcd-client prometheus
-        e2fsprogs util-linux fdisk cryptsetup-bin lvm2 mdadm iproute2 procps psmisc
+        e2fsprogs util-linux fdisk cryptsetup-bin lvm2 mdadm iproute2 procps psmisc curl
         xfsprogs
 )
 

@@ -54,3 +54,7 @@ VERB(pool);
 typedef struct ClusterSpec ClusterSpec;
 typedef struct ClusterView ClusterView;
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret);
+
+/* The node-local settings as the daemon layer takes them (verb-run.c). */
+#include "daemon/pass.h"
+NodeSettings cli_node_settings(const CliContext *ctx);

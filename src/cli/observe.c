@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Scaffold: the lead wires this to the volume provider once src/volumes/ exists. */
-#include "basic/log.h"
 #include "cli/cli.h"
+#include "cli/verb-volumes.h"
 
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret) {
-        (void)ctx;
-        (void)spec;
-        (void)ret;
-        return log_error_errno(-EOPNOTSUPP,
-                               "Observing the cluster needs the volume provider (not wired yet).");
+        return volumes_cli_observe_view(ctx, spec, ret);
 }

@@ -95,7 +95,7 @@ int cli_parse_options(int argc, char **argv, CliContext *ctx, const struct optio
         for (size_t i = 0; i < ELEMENTSOF(node_options) && n < ELEMENTSOF(all) - 1; i++)
                 all[n++] = node_options[i];
         all[n] = (struct option){};
-        snprintf(shorts, sizeof(shorts), "+c:%s", shortopts ? shortopts : "");
+        snprintf(shorts, sizeof(shorts), "c:%s", shortopts ? shortopts : "");
 
         optind = 0; /* full reinitialisation of getopt for the verb's argv */
         opterr = 0;

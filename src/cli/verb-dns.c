@@ -1,13 +1,140 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Scaffold: replaced by the verb's real implementation. */
+/* protokube dns [--view FILE]: print the desired discovery records.
+ * protokube dns sync [--view FILE]: publish them once through the spec's provider. */
 #include <stdio.h>
+#include <string.h>
 
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
 #include "cli/cli.h"
+#include "dns/dns-provider.h"
+#include "dns/dns-records.h"
+#include "dns/dns-wire.h"
+#include "shared/cluster-view.h"
+#include "spec/spec.h"
+
+#define VIEW_FILE_MAX (4 * 1024 * 1024)
+
+enum { OPT_VIEW = 0x2000 };
+
+typedef struct DnsArgs {
+        const char *view_path;
+} DnsArgs;
+
+static int on_option(int opt, const char *arg, void *userdata) {
+        DnsArgs *a = userdata;
+        if (opt == OPT_VIEW) {
+                a->view_path = arg;
+                return 0;
+        }
+        cli_usage_error("dns", "unknown option");
+        return -EINVAL;
+}
+
+static int load_view(CliContext *ctx, const ClusterSpec *spec, const char *path, ClusterView **ret) {
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t len;
+        int r;
+
+        if (!path)
+                return cli_observe_view(ctx, spec, ret);
+        r = read_full_file(path, VIEW_FILE_MAX, &text, &len);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read view '%s': %m", path);
+        r = cluster_view_from_json(text, len, ret, &error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load view '%s': %s", path,
+                                       error ? error : pk_strerror(r));
+        return 0;
+}
+
+static void print_changes(const DnsRRsetList *changes, const char *provider) {
+        char tb[16];
+        if (changes->n == 0) {
+                printf("no changes (%s)\n", provider);
+                return;
+        }
+        for (size_t i = 0; i < changes->n; i++) {
+                const DnsRRset *s = &changes->items[i];
+                const char *type = dns_type_to_string(s->type, tb);
+                if (dns_rrset_size(s) == 0) {
+                        printf("delete\t%s\t%s\n", s->name, type);
+                        continue;
+                }
+                _cleanup_free_ char *addrs = strv_join(s->addresses, " ");
+                printf("replace\t%s\t%u\tIN\t%s\t%s\n", s->name, s->ttl, type, strna(addrs));
+        }
+        printf("%zu RRset(s) changed (%s)\n", changes->n, provider);
+}
 
 VERB(dns) {
-        (void)argc;
-        (void)argv;
-        (void)ctx;
-        fprintf(stderr, "protokube dns: not built yet\n");
-        return EXIT_ERROR;
+        static const struct option options[] = {
+                { "view", required_argument, NULL, OPT_VIEW },
+                {},
+        };
+        _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        _cleanup_strv_free_ char **errors = NULL;
+        _cleanup_rrset_list_ DnsRRsetList desired = {};
+        _cleanup_free_ char *error = NULL;
+        DnsArgs args = {};
+        bool sync = false;
+        int r;
+
+        r = cli_parse_options(argc, argv, ctx, options, "", on_option, &args);
+        if (r < 0)
+                return EXIT_USAGE;
+        if (r < argc) {
+                if (!streq(argv[r], "sync"))
+                        return cli_usage_error("dns", "unknown subcommand '%s' (expected 'sync')", argv[r]);
+                sync = true;
+                /* Options may follow the subcommand too: "dns sync --view FILE". */
+                int k = cli_parse_options(argc - r, argv + r, ctx, options, "", on_option, &args);
+                if (k < 0)
+                        return EXIT_USAGE;
+                r += k;
+        }
+        if (r < argc)
+                return cli_usage_error("dns", "unexpected argument '%s'", argv[r]);
+        if (!ctx->spec_path)
+                return cli_usage_error("dns", "no spec given (-c FILE)");
+
+        r = cluster_spec_load(ctx->spec_path, &spec, &errors);
+        if (r < 0) {
+                STRV_FOREACH (e, errors)
+                        fprintf(stderr, "%s\n", *e);
+                if (!errors)
+                        log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
+                return EXIT_ERROR;
+        }
+        if (load_view(ctx, spec, args.view_path, &view) < 0)
+                return EXIT_ERROR;
+        r = dns_desired_records(spec, view, &desired, &error);
+        if (r < 0) {
+                log_error_errno(r, "Failed to compute the desired records: %s",
+                                error ? error : pk_strerror(r));
+                return EXIT_ERROR;
+        }
+        if (!sync) {
+                dns_rrsets_print(&desired, false, stdout);
+                return EXIT_CONVERGED;
+        }
+        _cleanup_rrset_list_ DnsRRsetList changes = {};
+        const char *provider = NULL;
+        free(error);
+        error = NULL;
+        r = dns_publish(spec, view, false, &changes, &provider, &error);
+        if (r < 0) {
+                log_error_errno(r, "DNS sync failed: %s", error ? error : pk_strerror(r));
+                return EXIT_ERROR;
+        }
+        if (streq(provider, "none")) {
+                printf("dns.provider is none: nothing to publish\n");
+                return EXIT_CONVERGED;
+        }
+        print_changes(&changes, provider);
+        return EXIT_CONVERGED;
 }

@@ -1,13 +1,38 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Scaffold: replaced by the verb's real implementation. */
+/* protokube once: one pass. Exit 0 converged, 1 error, 2 usage, 3 not converged yet (waiting). */
 #include <stdio.h>
 
+#include "basic/errors.h"
+#include "basic/log.h"
 #include "cli/cli.h"
+#include "daemon/pass.h"
 
 VERB(once) {
-        (void)argc;
-        (void)argv;
-        (void)ctx;
-        fprintf(stderr, "protokube once: not built yet\n");
-        return EXIT_ERROR;
+        _cleanup_(pass_freep) Pass *pass = NULL;
+        PassReport rep = {};
+        int r;
+
+        r = cli_parse_options(argc, argv, ctx, NULL, NULL, NULL, NULL);
+        if (r < 0)
+                return EXIT_USAGE;
+        if (r < argc)
+                return cli_usage_error("once", "unexpected argument '%s'", argv[r]);
+        if (!ctx->spec_path)
+                return cli_usage_error("once", "needs the cluster spec (-c FILE or PROTOKUBE_CONFIG)");
+        NodeSettings node = cli_node_settings(ctx);
+        if (pass_new(ctx->spec_path, &node, &pass) < 0)
+                return EXIT_ERROR;
+        usec_t start = now(CLOCK_MONOTONIC);
+        pass_run(pass, &rep);
+        double ms = (double)(now(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC;
+        r = rep.status;
+        if (r == 0)
+                log_info("Converged in %.1f ms: %u volume(s) held, %u record(s) published, %u change(s).",
+                         ms, rep.volumes_held, rep.records_published, rep.actions_applied);
+        else if (r == PK_EWAITING)
+                log_info("Not converged yet after %.1f ms: %s.", ms, strna(rep.reason));
+        else
+                log_error("Pass failed after %.1f ms: %s.", ms, strna(rep.reason));
+        pass_report_done(&rep);
+        return r == 0 ? EXIT_CONVERGED : r == PK_EWAITING ? EXIT_NOT_CONVERGED : EXIT_ERROR;
 }

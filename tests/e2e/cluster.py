@@ -13,9 +13,14 @@ import signal
 import subprocess
 import tempfile
 import time
-import urllib.request
 
-from netlab import BRIDGE_ADDR, NetLab
+from netlab import NetLab
+
+# This machine's sandbox rejects traffic from its own (root) network namespace to the test network, while
+# traffic between namespaces on the bridge passes. So every party of the simulation lives in a namespace of
+# its own: the DNS server in host "dns", and each master's protokube joins its node's network namespace
+# (nsenter --net) while staying in the machine's mount namespace, where its mounts must be.
+DNS_ADDR = "198.18.42.53"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -50,10 +55,12 @@ def stop_process(proc, grace=3.0):
 
 
 class Bind:
-    """named serving ZONE on BRIDGE_ADDR:53, dynamic updates allowed with the TSIG key."""
+    """named serving ZONE on DNS_ADDR:53 in the test network's host "dns", dynamic updates allowed with the
+    TSIG key."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, lab):
         self.dir = os.path.join(workdir, "bind")
+        self.lab = lab
         self.proc = None
 
     def setup(self):
@@ -70,12 +77,12 @@ class Bind:
         os.chmod(self.client_key_file, 0o600)
         with open(os.path.join(self.dir, f"{ZONE}.db"), "w") as f:
             f.write(f"$TTL 60\n@ IN SOA ns1.{ZONE}. hostmaster.{ZONE}. (1 3600 600 86400 60)\n"
-                    f"  IN NS ns1.{ZONE}.\nns1 IN A {BRIDGE_ADDR}\n"
-                    f"www IN A 192.0.2.200\n")  # a record we do not own: must survive every pass
+                    f"  IN NS ns1.{ZONE}.\nns1 IN A {DNS_ADDR}\n"
+                    f"www IN A 198.18.42.200\n")  # a record we do not own: must survive every pass
         with open(os.path.join(self.dir, "named.conf"), "w") as f:
             f.write(f'''options {{ directory "{self.dir}"; pid-file "{self.dir}/named.pid";
   session-keyfile "{self.dir}/session.key"; managed-keys-directory "{self.dir}";
-  listen-on port 53 {{ {BRIDGE_ADDR}; }}; listen-on-v6 {{ none; }};
+  listen-on port 53 {{ {DNS_ADDR}; }}; listen-on-v6 {{ none; }};
   recursion no; dnssec-validation no; notify no; }};
 controls {{ }};
 include "{self.key_file}";
@@ -87,15 +94,16 @@ zone "{ZONE}" {{ type primary; file "{self.dir}/{ZONE}.db";
             shutil.chown(os.path.join(self.dir, n), "nobody", "nogroup")
 
     def start(self):
-        # As root so it can bind port 53 on the bridge; it drops to nobody itself.
-        self.proc = subprocess.Popen(["/usr/sbin/named", "-g", "-u", "nobody", "-c",
-                                      os.path.join(self.dir, "named.conf")],
+        # As root so it can bind port 53; it drops to nobody itself.
+        self.proc = subprocess.Popen(self.lab.exec_argv("dns", ["/usr/sbin/named", "-g", "-u", "nobody", "-c",
+                                                                os.path.join(self.dir, "named.conf")]),
                                      stdout=open(os.path.join(self.dir, "named.log"), "ab"),
                                      stderr=subprocess.STDOUT, start_new_session=True)
         for _ in range(100):
             if self.proc.poll() is not None:
                 raise RuntimeError("named exited; see " + os.path.join(self.dir, "named.log"))
-            p = run(["dig", f"@{BRIDGE_ADDR}", ZONE, "SOA", "+short", "+time=1", "+tries=1"], check=False)
+            p = run(self.lab.exec_argv("dns", ["dig", f"@{DNS_ADDR}", ZONE, "SOA", "+short", "+time=1",
+                                               "+tries=1"]), check=False)
             if p.returncode == 0 and p.stdout.strip():
                 return
             time.sleep(0.05)
@@ -106,13 +114,14 @@ zone "{ZONE}" {{ type primary; file "{self.dir}/{ZONE}.db";
         self.proc = None
 
     def lookup(self, name, rtype="A"):
-        p = run(["dig", f"@{BRIDGE_ADDR}", name, rtype, "+short", "+time=1", "+tries=1"], check=False)
+        p = run(self.lab.exec_argv("dns", ["dig", f"@{DNS_ADDR}", name, rtype, "+short", "+time=1",
+                                           "+tries=1"]), check=False)
         return sorted(p.stdout.split())
 
 
 class Master:
-    def __init__(self, cluster, name, addr, external):
-        self.cluster, self.name, self.addr, self.external = cluster, name, addr, external
+    def __init__(self, cluster, name, addr, external, zone):
+        self.cluster, self.name, self.addr, self.external, self.zone = cluster, name, addr, external, zone
         self.dir = os.path.join(cluster.workdir, "nodes", name)
         self.manifests = os.path.join(self.dir, "manifests")
         self.mnt = os.path.join(self.dir, "mnt")
@@ -124,7 +133,7 @@ class Master:
         self.port_file = os.path.join(self.dir, "listen")
 
     def node_args(self):
-        return ["--node-name", self.name, "--zone", "z1", "--internal-ip", self.addr, "--external-ip",
+        return ["--node-name", self.name, "--zone", self.zone, "--internal-ip", self.addr, "--external-ip",
                 self.external, "--pool", self.cluster.pool, "--manifest-dir", self.manifests,
                 "--mount-root", self.mnt]
 
@@ -136,7 +145,7 @@ class Master:
              "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "1800"],
             start_new_session=True)
         self.protokube = subprocess.Popen(
-            [protokube_bin(), "-c", self.cluster.spec, "--log-format", "json", "run", *self.node_args(),
+            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.cluster.spec, "--log-format", "json", "run", *self.node_args(),
              "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
             start_new_session=True)
@@ -153,18 +162,18 @@ class Master:
             if mp.startswith(self.mnt + "/"):
                 run(["umount", mp], check=False)
 
+    def http_get(self, path):
+        """GETs from protokube's health server, which listens on the node's own loopback."""
+        p = run(self.cluster.lab.exec_argv(self.name, ["curl", "-s", "-m", "2", "-w", "\n%{http_code}",
+                                                       f"http://127.0.0.1:{self.port}{path}"]), check=False)
+        body, _, code = p.stdout.rpartition("\n")
+        return int(code or 0), body
+
     def health(self):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError as e:
-            return 0, str(e)
+        return self.http_get("/healthz")
 
     def metrics(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
-            return r.read().decode()
+        return self.http_get("/metrics")[1]
 
     def log_lines(self):
         out = []
@@ -190,15 +199,27 @@ class Master:
 class Cluster:
     def __init__(self, workdir=None, tag="pke"):
         self.workdir = workdir or tempfile.mkdtemp(prefix="protokube-e2e-")
+        os.chmod(self.workdir, 0o755)  # named reads its config after dropping to nobody
         self.pool = os.path.join(self.workdir, "pool")
         self.spec = os.path.join(self.workdir, "cluster.yaml")
         self.lab = NetLab(tag)
-        self.bind = Bind(self.workdir)
+        self.bind = Bind(self.workdir, self.lab)
         self.masters = {}
         self.next_port = 19700
+        self.shared = False
 
-    def setup(self, members=("a", "b", "c"), size="64M"):
-        self.lab.start()
+    def share_mounts(self):
+        """A real master's root is a shared mount (systemd makes it so; kubelet relies on it): what protokube
+        mounts or unmounts reaches the pods' mount namespaces. This machine's root is private, so the work
+        directory is made a shared mount of its own for the run."""
+        run(["mount", "--bind", self.workdir, self.workdir])
+        self.shared = True
+        run(["mount", "--make-rshared", self.workdir])
+
+    def setup(self, members=("a", "b", "c"), size="256M"):
+        self.share_mounts()
+        self.lab.start(dns_server=DNS_ADDR)
+        self.lab.add_host("dns", DNS_ADDR)
         self.bind.setup()
         self.bind.start()
         with open(self.spec, "w") as f:
@@ -213,7 +234,7 @@ spec:
     zone: {ZONE}.
     ttl: 10
     rfc2136:
-      server: "{BRIDGE_ADDR}:53"
+      server: "{DNS_ADDR}:53"
       tsigKeyFile: {self.bind.client_key_file}
   etcdClusters:
     - name: main
@@ -226,17 +247,20 @@ spec:
         for cl in ("main", "events"):
             for m in members:
                 run([protokube_bin(), "pool", "create", "--pool", self.pool, "--id", f"vol-{cl}-{m}",
-                     "--size", size, "--zone", "z1", "--tag", f"KubernetesCluster={CLUSTER}",
+                     "--size", size, "--zone", f"zone-{m}", "--tag", f"KubernetesCluster={CLUSTER}",
                      "--tag", "k8s.io/role/master=1", "--tag", f"k8s.io/etcd/{cl}={m}/{allm}",
                      "--tag", f"kubernetes.io/cluster/{CLUSTER}=owned"])
 
-    def add_master(self, name, addr, external):
+    def add_master(self, name, addr, external, zone):
         self.lab.add_host(name, addr)
-        m = Master(self, name, addr, external)
+        m = Master(self, name, addr, external, zone)
         self.masters[name] = m
         m.start(self.next_port)
         self.next_port += 1
         return m
+
+    def run_in(self, host, argv, timeout=10):
+        return run(self.lab.exec_argv(host, argv), check=False, timeout=timeout)
 
     def run_pool(self, *args):
         return run([protokube_bin(), "pool", *args, "--pool", self.pool])
@@ -262,3 +286,5 @@ spec:
         except ValueError:
             pass
         self.lab.close()
+        if self.shared:
+            run(["umount", "-R", self.workdir], check=False)

@@ -1,13 +1,14 @@
 """A test network of hosts on one machine: a bridge, one network namespace per host with a veth onto it,
-addresses from TEST-NET-1 (192.0.2.0/24, RFC 5737: never routed), no default route, nothing forwarded to the
-machine's real interfaces. Each host gets /etc/netns/<ns>/resolv.conf (and hosts) so processes started with
+addresses from 198.18.42.0/24 (RFC 2544's benchmarking range; not TEST-NET-1: this machine's own eth0 lives on
+192.0.2.0/24), no default route, nothing forwarded to the machine's real interfaces. The bridge itself holds
+198.18.42.1 so that any packet for the test range from the machine stays on the bridge, never on eth0. Each host gets /etc/netns/<ns>/resolv.conf (and hosts) so processes started with
 `ip netns exec` resolve through the test DNS server. Everything is removed in close(), even after a failure."""
 
 import os
 import shutil
 import subprocess
 
-BRIDGE_ADDR = "192.0.2.1"
+BRIDGE_ADDR = "198.18.42.1"
 PREFIX = 24
 
 
@@ -35,7 +36,10 @@ class NetLab:
     def start(self, dns_server=BRIDGE_ADDR):
         self.dns_server = dns_server
         self.close_stale()
-        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        # Our test bridge only: frames between the hosts stay L2 and skip the machine's netfilter rules
+        # (with br_netfilter loaded, bridged DNS queries were dropped there).
+        sh("ip", "link", "add", self.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
+           "nf_call_arptables", "0")
         sh("ip", "addr", "add", f"{BRIDGE_ADDR}/{PREFIX}", "dev", self.bridge)
         sh("ip", "link", "set", self.bridge, "up")
         return self

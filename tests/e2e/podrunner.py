@@ -2,7 +2,9 @@
 """A static-pod runner for the end-to-end test, standing in for kubelet on one simulated master.
 
 It watches the node's manifest directory and runs each pod's container command inside the node's network
-namespace, honouring the pod's hostPath volume mounts with bind mounts in a private mount namespace. It
+namespace, honouring the pod's hostPath volume mounts with bind mounts in a mount namespace of its own (a slave of the
+machine's, like kubelet's HostToContainer propagation: an unmount on the host reaches the pod, so a pod never
+keeps another node's volume busy). It
 restarts a pod when its manifest changes or its process exits, and stops it when the manifest goes away or
 its symlink dangles (an unmounted etcd volume). Images are not pulled: a container's command path is mapped
 to a local binary (--substitute /usr/local/bin/etcd=/usr/bin/etcd); pods whose binary is missing are
@@ -92,7 +94,7 @@ class Runner:
             if not os.path.exists(hp["path"]):
                 continue
             binds += [hp["path"], m["mountPath"], "ro" if m.get("readOnly") else "rw"]
-        argv = ["ip", "netns", "exec", self.args.netns, "unshare", "--mount", "--propagation", "private",
+        argv = ["ip", "netns", "exec", self.args.netns, "unshare", "--mount", "--propagation", "slave",
                 "/bin/sh", "-c", BIND_SCRIPT, "sh", *binds, "--", *cmd]
         return argv, None
 

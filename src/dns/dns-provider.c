@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "dns/dns-provider.h"
+
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "shared/cluster-view.h"
+#include "spec/spec.h"
+
+extern const DnsProvider dns_provider_route53; /* dns-route53.c */
+static const DnsProvider *const providers[] = {
+        &dns_provider_hosts,
+        &dns_provider_rfc2136,
+        &dns_provider_route53,
+};
+
+const DnsProvider *dns_provider_find(const char *name) {
+        if (!name)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(providers); i++)
+                if (streq(providers[i]->name, name))
+                        return providers[i];
+        return NULL;
+}
+
+int dns_sync(const DnsProvider *p, DnsProviderState *s, const DnsRRsetList *desired, bool dry_run,
+             DnsRRsetList *ret_changes, char **ret_error) {
+        _cleanup_rrset_list_ DnsRRsetList current = {}, changes = {};
+        int r;
+
+        r = p->read(s, desired, &current, ret_error);
+        if (r < 0)
+                return r;
+        r = dns_rrsets_diff(desired, &current, p->tracks_ttl, &changes);
+        if (r < 0)
+                return r;
+        /* Nothing differs: send nothing, so a converged cluster costs one read per pass. */
+        if (changes.n > 0 && !dry_run) {
+                r = p->apply(s, &changes, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        if (ret_changes) {
+                *ret_changes = changes;
+                changes = (DnsRRsetList){};
+        }
+        return 0;
+}
+
+int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
+                const char **ret_provider, char **ret_error) {
+        _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
+        _cleanup_free_ char *error = NULL;
+        DnsProviderState *state = NULL;
+        int kind = spec->dns.provider.set ? spec->dns.provider.value : DNS_PROVIDER_NONE;
+        const char *name = dns_provider_kind_to_string(kind);
+        int r;
+
+        if (ret_provider)
+                *ret_provider = name ? name : "?";
+        if (kind == DNS_PROVIDER_NONE) {
+                if (ret_changes)
+                        *ret_changes = (DnsRRsetList){};
+                return 0;
+        }
+        const DnsProvider *p = dns_provider_find(name);
+        if (!p) {
+                *ret_error = strprintf("DNS provider '%s' is not available in this build", strna(name));
+                return -EOPNOTSUPP;
+        }
+        if (view->n_masters == 0 && view->n_members == 0) {
+                *ret_error = strdup("the view has no masters and no etcd members; refusing to remove every "
+                                    "record");
+                return PK_EWAITING;
+        }
+        r = dns_desired_records(spec, view, &desired, &error);
+        if (r < 0) {
+                *ret_error =
+                    strprintf("cannot compute the desired records: %s", error ? error : pk_strerror(r));
+                return r;
+        }
+        r = p->open(spec, &state, &error);
+        if (r < 0) {
+                *ret_error = strprintf("cannot set up DNS provider '%s': %s", p->name,
+                                       error ? error : pk_strerror(r));
+                return r;
+        }
+        r = dns_sync(p, state, &desired, dry_run, &changes, &error);
+        p->close(state);
+        if (r < 0) {
+                *ret_error = strprintf("DNS provider '%s': %s", p->name, error ? error : pk_strerror(r));
+                return r;
+        }
+        if (ret_changes) {
+                *ret_changes = changes;
+                changes = (DnsRRsetList){};
+        }
+        return 0;
+}

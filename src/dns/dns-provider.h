@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* A DNS provider: reads the current RRsets of owned names and applies a batch of replacements. Providers
+ * are static const tables found by name (ARCHITECTURE.md); their state is opaque outside their file.
+ * Errors come back as codes plus a message (caller frees) naming what failed; providers never log. */
+
+#include <stdbool.h>
+
+#include "dns/dns-records.h"
+
+typedef struct ClusterSpec ClusterSpec;
+typedef struct DnsProviderState DnsProviderState;
+
+typedef struct DnsProvider {
+        const char *name;
+        bool tracks_ttl; /* false: the provider stores no TTL (hosts), so TTLs are not compared */
+        int (*open)(const ClusterSpec *spec, DnsProviderState **ret, char **ret_error);
+        void (*close)(DnsProviderState *s);
+        /* Fills ret with the current RRset for each (name, type) of owned (their addresses are ignored);
+         * an RRset the provider does not have comes back empty. */
+        int (*read)(DnsProviderState *s, const DnsRRsetList *owned, DnsRRsetList *ret, char **ret_error);
+        /* Replaces each RRset of changes as a whole; an empty one deletes that type at that name. The
+         * batch is applied completely or, where a part fails, the error says which. */
+        int (*apply)(DnsProviderState *s, const DnsRRsetList *changes, char **ret_error);
+} DnsProvider;
+
+extern const DnsProvider dns_provider_hosts;
+extern const DnsProvider dns_provider_rfc2136;
+
+/* NULL for an unknown name (or "none"). */
+const DnsProvider *dns_provider_find(const char *name);
+
+/* One publication: read the owned names' current RRsets, replace those that differ from desired in one
+ * batch (none with dry_run). ret_changes (optional) gets what was (or would be) replaced; empty: nothing to
+ * do, nothing was sent. */
+int dns_sync(const DnsProvider *p, DnsProviderState *s, const DnsRRsetList *desired, bool dry_run,
+             DnsRRsetList *ret_changes, char **ret_error);
+
+/* Everything a pass does for DNS, for the CLI and the daemon: the desired set from spec and view, the
+ * spec's provider opened, synced (or only compared, with dry_run), closed. *ret_provider is the provider's
+ * name ("none": nothing to do, returns 0). An empty view (no masters, no members) is refused (PK_EWAITING):
+ * an empty observation is likelier a failure than a cluster without masters, and must not wipe the records.
+ * Errors come with a message (caller frees) naming the provider, server, zone and cause. */
+typedef struct ClusterView ClusterView;
+int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
+                const char **ret_provider, char **ret_error);

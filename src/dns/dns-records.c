@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "dns/dns-records.h"
+
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "dns/dns-wire.h"
+#include "shared/cluster-view.h"
+#include "spec/spec.h"
+
+void dns_rrset_list_done(DnsRRsetList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].name);
+                strv_free(l->items[i].addresses);
+        }
+        free(l->items);
+        *l = (DnsRRsetList){};
+}
+
+DnsRRset *dns_rrset_list_find(const DnsRRsetList *l, const char *name, uint16_t type) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].type == type && streq(l->items[i].name, name))
+                        return &l->items[i];
+        return NULL;
+}
+
+int dns_rrset_list_get(DnsRRsetList *l, const char *name, uint16_t type, uint32_t ttl, DnsRRset **ret) {
+        _cleanup_free_ char *canonical = NULL;
+        int r = dns_name_normalize(name, &canonical);
+        if (r < 0)
+                return r;
+        DnsRRset *s = dns_rrset_list_find(l, canonical, type);
+        if (!s) {
+                DnsRRset *n = realloc(l->items, sizeof(DnsRRset) * (l->n + 1));
+                if (!n)
+                        return -ENOMEM;
+                l->items = n;
+                s = &l->items[l->n++];
+                *s = (DnsRRset){ .name = TAKE_PTR(canonical), .type = type, .ttl = ttl };
+        }
+        if (ret)
+                *ret = s;
+        return 0;
+}
+
+static int address_compare(const char *a, const char *b) {
+        uint8_t ba[16], bb[16];
+        size_t la, lb;
+        if (dns_address_parse(a, ba, &la) < 0 || dns_address_parse(b, bb, &lb) < 0)
+                return strcmp(a, b);
+        if (la != lb)
+                return la < lb ? -1 : 1;
+        return memcmp(ba, bb, la);
+}
+
+int dns_rrset_add_address(DnsRRset *s, const char *address) {
+        char canonical[46];
+        uint16_t type;
+        int r = dns_address_normalize(address, canonical, &type);
+        if (r < 0)
+                return r;
+        if (type != s->type)
+                return -EINVAL;
+        if (strv_contains(s->addresses, canonical))
+                return 0;
+        r = strv_extend(&s->addresses, canonical);
+        if (r < 0)
+                return r;
+        /* Insertion sort by address: lists are a handful of masters. */
+        size_t n = strv_length(s->addresses);
+        for (size_t i = n - 1; i > 0 && address_compare(s->addresses[i - 1], s->addresses[i]) > 0; i--) {
+                char *t = s->addresses[i];
+                s->addresses[i] = s->addresses[i - 1];
+                s->addresses[i - 1] = t;
+        }
+        return 0;
+}
+
+int dns_rrset_list_add_address(DnsRRsetList *l, const char *name, uint32_t ttl, const char *address) {
+        uint8_t b[16];
+        size_t len;
+        DnsRRset *s;
+        int type = dns_address_parse(address, b, &len);
+        if (type < 0)
+                return type;
+        int r = dns_rrset_list_get(l, name, (uint16_t)type, ttl, &s);
+        if (r < 0)
+                return r;
+        return dns_rrset_add_address(s, address);
+}
+
+int dns_rrset_list_copy_entry(DnsRRsetList *l, const DnsRRset *s) {
+        DnsRRset *t;
+        int r = dns_rrset_list_get(l, s->name, s->type, s->ttl, &t);
+        if (r < 0)
+                return r;
+        t->ttl = s->ttl;
+        for (char **a = s->addresses; a && *a; a++) {
+                r = dns_rrset_add_address(t, *a);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int rrset_compare(const void *a, const void *b) {
+        const DnsRRset *x = a, *y = b;
+        int c = strcmp(x->name, y->name);
+        if (c != 0)
+                return c;
+        return x->type < y->type ? -1 : x->type > y->type;
+}
+
+void dns_rrset_list_sort(DnsRRsetList *l) {
+        if (l->n > 1)
+                qsort(l->items, l->n, sizeof(DnsRRset), rrset_compare);
+}
+
+bool dns_rrset_equal(const DnsRRset *a, const DnsRRset *b, bool compare_ttl) {
+        if (!streq(a->name, b->name) || a->type != b->type)
+                return false;
+        size_t n = dns_rrset_size(a);
+        if (n != dns_rrset_size(b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!streq(a->addresses[i], b->addresses[i]))
+                        return false;
+        /* An empty RRset has no TTL to compare. */
+        return !compare_ttl || n == 0 || a->ttl == b->ttl;
+}
+
+static bool strv_isempty(char *const *l) {
+        return !l || !l[0];
+}
+
+static bool spec_has_etcd_cluster(const ClusterSpec *spec, const char *name) {
+        const EtcdClusterSpec *items = spec->etcd_clusters.items;
+        if (spec->etcd_clusters.n == 0)
+                return true;
+        for (size_t i = 0; i < spec->etcd_clusters.n; i++)
+                if (items[i].name && streq(items[i].name, name))
+                        return true;
+        return false;
+}
+
+/* Ensures both an A and an AAAA RRset exist for name (owned, possibly empty), then adds ips. */
+static int add_owned(DnsRRsetList *l, const char *name, uint32_t ttl, char *const *ips, const char *node,
+                     char **ret_error) {
+        int r = dns_rrset_list_get(l, name, DNS_TYPE_A, ttl, NULL);
+        if (r >= 0)
+                r = dns_rrset_list_get(l, name, DNS_TYPE_AAAA, ttl, NULL);
+        if (r == PK_EMALFORMED) {
+                *ret_error = strprintf("'%s' is not a valid DNS name", name);
+                return r;
+        }
+        if (r < 0)
+                return r;
+        STRV_FOREACH (ip, (char **)ips) {
+                r = dns_rrset_list_add_address(l, name, ttl, *ip);
+                if (r == PK_EMALFORMED) {
+                        *ret_error = strprintf("node '%s' has an invalid IP address '%s'", strna(node), *ip);
+                        return r;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_members(const ClusterSpec *spec, const ClusterView *view, const char *suffix, uint32_t ttl,
+                       DnsRRsetList *l, char **ret_error) {
+        for (size_t i = 0; i < view->n_members; i++) {
+                const EtcdMemberHolder *h = &view->members[i];
+                _cleanup_free_ char *name = NULL;
+                if (!h->cluster || !h->member || !spec_has_etcd_cluster(spec, h->cluster))
+                        continue;
+                /* kops' names: etcd-<m> for main, etcd-<cluster>-<m> for the others. */
+                if (streq(h->cluster, "main"))
+                        name = strjoin("etcd-", h->member, ".", suffix);
+                else
+                        name = strjoin("etcd-", h->cluster, "-", h->member, ".", suffix);
+                if (!name)
+                        return -ENOMEM;
+                const MasterNode *m = h->node ? cluster_view_find_master(view, h->node) : NULL;
+                int r;
+                if (m && !strv_isempty(m->internal_ips))
+                        r = add_owned(l, name, ttl, m->internal_ips, h->node, ret_error);
+                else {
+                        /* Unheld (or held by a node we know no address of): the placeholder, so the name
+                         * never answers NXDOMAIN (docs/etcd-dns.md). */
+                        char *placeholder[] = { (char *)DNS_PLACEHOLDER_ADDRESS, NULL };
+                        r = add_owned(l, name, MIN(ttl, (uint32_t)DNS_PLACEHOLDER_TTL), placeholder, h->node,
+                                      ret_error);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
+                        char **ret_error) {
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        _cleanup_free_ char *suffix_default = NULL, *api_internal = NULL, *api_external = NULL;
+        char *error = NULL;
+        int r;
+
+        if (!spec->name) {
+                *ret_error = strdup("the spec has no cluster name (metadata.name)");
+                return PK_ESPEC;
+        }
+        int64_t ttl = spec->dns.ttl.set ? spec->dns.ttl.value : DNS_TTL_DEFAULT;
+        if (ttl < 0 || ttl > INT32_MAX) {
+                *ret_error = strprintf("dns.ttl %lld is out of range", (long long)ttl);
+                return PK_ESPEC;
+        }
+        const char *suffix = spec->dns.internal_suffix;
+        if (!suffix) {
+                suffix_default = strjoin("internal.", spec->name);
+                if (!suffix_default)
+                        return -ENOMEM;
+                suffix = suffix_default;
+        }
+        api_internal = strjoin("api.", suffix);
+        api_external = strjoin("api.", spec->name);
+        if (!api_internal || !api_external)
+                return -ENOMEM;
+
+        r = add_members(spec, view, suffix, (uint32_t)ttl, &l, &error);
+        if (r >= 0)
+                r = add_owned(&l, api_internal, (uint32_t)ttl, NULL, NULL, &error);
+        if (r >= 0)
+                r = add_owned(&l, api_external, (uint32_t)ttl, NULL, NULL, &error);
+        for (size_t i = 0; r >= 0 && i < view->n_masters; i++) {
+                const MasterNode *m = &view->masters[i];
+                r = add_owned(&l, api_internal, (uint32_t)ttl, m->internal_ips, m->name, &error);
+                if (r >= 0)
+                        r = add_owned(&l, api_external, (uint32_t)ttl, m->external_ips, m->name, &error);
+        }
+        if (r < 0) {
+                *ret_error = error;
+                return r;
+        }
+        dns_rrset_list_sort(&l);
+        *ret = l;
+        l = (DnsRRsetList){};
+        return 0;
+}
+
+int dns_rrsets_diff(const DnsRRsetList *desired, const DnsRRsetList *current, bool compare_ttl,
+                    DnsRRsetList *ret) {
+        _cleanup_rrset_list_ DnsRRsetList changes = {};
+        for (size_t i = 0; i < desired->n; i++) {
+                const DnsRRset *d = &desired->items[i];
+                const DnsRRset *c = dns_rrset_list_find(current, d->name, d->type);
+                /* Nothing known for it counts as empty. */
+                if (c ? dns_rrset_equal(d, c, compare_ttl) : dns_rrset_size(d) == 0)
+                        continue;
+                int r = dns_rrset_list_copy_entry(&changes, d);
+                if (r < 0)
+                        return r;
+        }
+        dns_rrset_list_sort(&changes);
+        *ret = changes;
+        changes = (DnsRRsetList){};
+        return 0;
+}
+
+void dns_rrsets_print(const DnsRRsetList *l, bool show_empty, FILE *f) {
+        char tb[16];
+        for (size_t i = 0; i < l->n; i++) {
+                const DnsRRset *s = &l->items[i];
+                const char *type = dns_type_to_string(s->type, tb);
+                if (dns_rrset_size(s) == 0 && show_empty)
+                        fprintf(f, "%s\t%u\tIN\t%s\t(none)\n", s->name, s->ttl, type);
+                for (char **a = s->addresses; a && *a; a++)
+                        fprintf(f, "%s\t%u\tIN\t%s\t%s\n", s->name, s->ttl, type, *a);
+        }
+}

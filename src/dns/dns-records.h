@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The record model and the desired record set: a pure function of the spec and the cluster view
+ * (ARCHITECTURE.md, "Who knows the masters"). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "basic/macro.h"
+
+typedef struct ClusterSpec ClusterSpec;
+typedef struct ClusterView ClusterView;
+
+#define DNS_TTL_DEFAULT 60
+/* A member whose volume nobody holds still gets a name, pointing here, so that no resolver can cache an
+ * NXDOMAIN for it (docs/etcd-dns.md): TEST-NET-3 (RFC 5737, never routed), with a short TTL, as kops did. */
+#define DNS_PLACEHOLDER_ADDRESS "203.0.113.123"
+#define DNS_PLACEHOLDER_TTL     10
+
+/* All the records of one (name, type): A or AAAA. An empty address list means "no records": the RRset is
+ * deleted when published. */
+typedef struct DnsRRset {
+        char *name; /* canonical: lowercase, final dot */
+        uint16_t type;
+        uint32_t ttl;
+        char **addresses; /* canonical literals, sorted by address, unique; NULL when empty */
+} DnsRRset;
+
+typedef struct DnsRRsetList {
+        DnsRRset *items; /* sorted by name, then type, once dns_rrset_list_sort() ran */
+        size_t n;
+} DnsRRsetList;
+
+void dns_rrset_list_done(DnsRRsetList *l);
+static inline void dns_rrset_list_donep(DnsRRsetList *l) {
+        dns_rrset_list_done(l);
+}
+#define _cleanup_rrset_list_ _cleanup_(dns_rrset_list_donep)
+
+static inline size_t dns_rrset_size(const DnsRRset *s) {
+        size_t n = 0;
+        for (char **a = s->addresses; a && *a; a++)
+                n++;
+        return n;
+}
+
+/* Adds an RRset for (name, type) with no addresses, or returns the one already there. name is
+ * normalized; PK_EMALFORMED for a bad name. */
+int dns_rrset_list_get(DnsRRsetList *l, const char *name, uint16_t type, uint32_t ttl, DnsRRset **ret);
+/* Finds (name, type); name must be canonical. */
+DnsRRset *dns_rrset_list_find(const DnsRRsetList *l, const char *name, uint16_t type);
+/* Adds an address literal to the list's RRset of the address's family at name (A or AAAA), keeping it
+ * sorted and unique. PK_EMALFORMED for something that is no address. */
+int dns_rrset_list_add_address(DnsRRsetList *l, const char *name, uint32_t ttl, const char *address);
+/* Adds an address to one RRset (whose type must match the address family). */
+int dns_rrset_add_address(DnsRRset *s, const char *address);
+int dns_rrset_list_copy_entry(DnsRRsetList *l, const DnsRRset *s);
+void dns_rrset_list_sort(DnsRRsetList *l);
+bool dns_rrset_equal(const DnsRRset *a, const DnsRRset *b, bool compare_ttl);
+
+/* The record set protokube owns for the cluster: for each owned name both an A and an AAAA RRset, either
+ * possibly empty. Names:
+ *   etcd-<m>.<internalSuffix>            (etcd cluster "main") -> internal IPs of the member's holder
+ *   etcd-<cluster>-<m>.<internalSuffix>  (other etcd clusters, e.g. etcd-events-a)
+ *                                        (a member nobody holds, or whose holder has no internal IP:
+ *                                        DNS_PLACEHOLDER_ADDRESS with TTL min(10, ttl))
+ *   api.<internalSuffix>                 -> internal IPs of all masters
+ *   api.<cluster name>                   -> external IPs of all masters (empty when none has one)
+ * Only members of etcd clusters the spec names are included (all of them when it names none). On a bad
+ * IP or name in the view, PK_EMALFORMED and a message (caller frees). */
+int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
+                        char **ret_error);
+
+/* The replacements that turn current into desired: each desired RRset that differs (addresses; and TTL
+ * when compare_ttl and the set is not empty). current holds what the provider has for the same names. */
+int dns_rrsets_diff(const DnsRRsetList *desired, const DnsRRsetList *current, bool compare_ttl,
+                    DnsRRsetList *ret);
+
+/* One line per record, zone-file-like: "NAME\tTTL\tIN\tTYPE\tADDRESS", in list order; empty RRsets print
+ * nothing, or "NAME\tTTL\tIN\tTYPE\t(none)" with show_empty. */
+void dns_rrsets_print(const DnsRRsetList *l, bool show_empty, FILE *f);

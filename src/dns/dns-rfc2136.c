@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The rfc2136 provider: reads owned names by querying the primary server, writes them with one TSIG-signed
+ * DNS UPDATE per zone per pass (RFC 2136, RFC 8945). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "dns/dns-provider.h"
+#include "dns/dns-transport.h"
+#include "dns/dns-tsig.h"
+#include "dns/dns-update.h"
+#include "dns/dns-wire.h"
+#include "spec/spec.h"
+
+#define RFC2136_TIMEOUT_DEFAULT (2 * USEC_PER_SEC)
+#define RFC2136_ATTEMPTS        3
+#define RFC2136_BACKOFF_FIRST   (200 * USEC_PER_MSEC)
+
+struct DnsProviderState {
+        DnsServer server;
+        TsigKey
+            *key; /* NULL: unsigned (a server accepting that is misconfigured, but it is the user's call) */
+        usec_t timeout;
+        char *zone;        /* from the spec; NULL: found by SOA lookup */
+        char **zone_cache; /* alternating name, zone */
+};
+
+static int rfc2136_open(const ClusterSpec *spec, DnsProviderState **ret, char **ret_error) {
+        const Rfc2136Spec *rs = &spec->dns.rfc2136;
+        DnsProviderState *s;
+        int r;
+
+        s = new0(DnsProviderState, 1);
+        if (!s)
+                return -ENOMEM;
+        s->timeout = rs->timeout.set && rs->timeout.value > 0 ? rs->timeout.value : RFC2136_TIMEOUT_DEFAULT;
+        if (!rs->server || dns_server_parse(rs->server, &s->server) < 0) {
+                *ret_error = rs->server ? strprintf("dns.rfc2136.server '%s' is not an address[:port] (a "
+                                                    "literal IPv4 or [IPv6] address)",
+                                                    rs->server)
+                                        : strdup("dns.rfc2136.server is required for the rfc2136 provider");
+                r = PK_ESPEC;
+                goto fail;
+        }
+        if (spec->dns.zone) {
+                r = dns_name_normalize(spec->dns.zone, &s->zone);
+                if (r < 0) {
+                        *ret_error = strprintf("dns.zone '%s' is not a valid DNS name", spec->dns.zone);
+                        r = PK_ESPEC;
+                        goto fail;
+                }
+        }
+        if (rs->tsig_key_file) {
+                r = tsig_key_load_file(rs->tsig_key_file, &s->key, ret_error);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = s;
+        return 0;
+fail:
+        free(s->zone);
+        free(s);
+        return r;
+}
+
+static void rfc2136_close(DnsProviderState *s) {
+        if (!s)
+                return;
+        tsig_key_free(s->key);
+        free(s->zone);
+        strv_free(s->zone_cache);
+        free(s);
+}
+
+static void backoff_sleep(unsigned attempt) {
+        usec_t u = RFC2136_BACKOFF_FIRST << attempt;
+        struct timespec ts;
+        usec_to_timespec(u, &ts);
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+/* Why a server rejected us, in words a user can act on. */
+static char *describe_rcode(const DnsProviderState *s, unsigned rcode, const TsigVerdict *v) {
+        char b1[16], b2[16];
+        const char *name = dns_rcode_to_string(rcode, b1);
+        if (v && v->present && v->server_error != 0) {
+                const char *hint = v->server_error == DNS_RCODE_BADSIG
+                                       ? "the server does not accept our signature: wrong secret?"
+                                   : v->server_error == DNS_RCODE_BADKEY
+                                       ? "the server does not know key or algorithm"
+                                   : v->server_error == DNS_RCODE_BADTIME
+                                       ? "our clock and the server's differ by more than the fudge"
+                                       : "TSIG rejected";
+                return strprintf("%s, TSIG error %s (key '%s': %s)", name,
+                                 dns_rcode_to_string(v->server_error, b2), s->key ? s->key->name : "-",
+                                 hint);
+        }
+        switch (rcode) {
+        case DNS_RCODE_REFUSED:
+                return strprintf("%s (the server does not serve this zone, or does not let %s change it)",
+                                 name, s->key ? "our key" : "unsigned requests");
+        case DNS_RCODE_NOTAUTH:
+                return strprintf("%s (the server is not authoritative for the zone, or rejected our key)",
+                                 name);
+        case DNS_RCODE_NOTZONE:
+                return strprintf("%s (a name is outside the zone)", name);
+        case DNS_RCODE_SERVFAIL:
+                return strprintf("%s (the server failed to process the request)", name);
+        default:
+                return strdup(name);
+        }
+}
+
+/* RFC 8945 §5.3: the answer must carry a valid TSIG over our request's MAC. */
+static int verify_answer(DnsProviderState *s, const uint8_t *answer, size_t len, const uint8_t *mac,
+                         size_t mac_len, const char *what, char **ret_error) {
+        TsigVerdict v = {};
+        char b[16];
+        int r = tsig_verify(answer, len, s->key, mac, mac_len, 0, &v);
+        if (r >= 0)
+                return 0;
+        if (r != PK_ETSIG) {
+                *ret_error = strprintf("%s at %s failed: malformed response", what, s->server.text);
+                return r;
+        }
+        unsigned rcode = len >= 4 ? answer[3] & 0xf : 0;
+        if (v.present && v.server_error != 0) {
+                _cleanup_free_ char *d = describe_rcode(s, rcode, &v);
+                *ret_error = strprintf("%s at %s failed: %s", what, s->server.text, strna(d));
+        } else if (!v.present && rcode != DNS_RCODE_NOERROR) {
+                /* Servers answer some errors unsigned (Knot: REFUSED for a zone it does not serve). The
+                 * answer is not trusted for data, but its rcode is the best cause we have. */
+                _cleanup_free_ char *d = describe_rcode(s, rcode, NULL);
+                *ret_error = strprintf("%s at %s failed: %s; the answer was not signed", what,
+                                       s->server.text, strna(d));
+                return PK_EDNS_RCODE;
+        } else if (!v.present)
+                *ret_error = strprintf("%s at %s failed: the response (%s) is not signed with our key '%s'",
+                                       what, s->server.text, dns_rcode_to_string(rcode, b), s->key->name);
+        else
+                *ret_error = strprintf("%s at %s failed: the response's TSIG does not verify (%s)", what,
+                                       s->server.text, dns_rcode_to_string(v.error, b));
+        return PK_ETSIG;
+}
+
+/* Signs (when there is a key), sends, verifies the TSIG of the answer. Retries timeouts and SERVFAIL with
+ * backoff, so one exchange takes at most RFC2136_ATTEMPTS * timeout + the backoff. A fresh ID and time
+ * for every attempt. what: e.g. "UPDATE of zone 'k8s.test.'", for messages. */
+static int client_exchange(DnsProviderState *s, const DnsWriter *msg, const char *what, DnsMessage **ret,
+                           char **ret_error) {
+        usec_t start = now(CLOCK_MONOTONIC);
+        int r = 0;
+
+        for (unsigned attempt = 0; attempt < RFC2136_ATTEMPTS; attempt++) {
+                _cleanup_buf_ Buf q;
+                _cleanup_free_ uint8_t *answer = NULL;
+                _cleanup_(dns_message_freep) DnsMessage *m = NULL;
+                uint8_t mac[CRYPTO_HMAC_MAX];
+                size_t mac_len = 0, len;
+
+                if (attempt > 0)
+                        backoff_sleep(attempt - 1);
+                buf_init(&q, DNS_MESSAGE_MAX);
+                r = buf_add(&q, msg->buf.data, msg->buf.len);
+                if (r < 0)
+                        return r;
+                uint16_t id = dns_random_id();
+                q.data[0] = (uint8_t)(id >> 8);
+                q.data[1] = (uint8_t)id;
+                if (s->key) {
+                        r = tsig_sign(&q, s->key, TSIG_FUDGE_DEFAULT, mac, &mac_len);
+                        if (r < 0)
+                                return r;
+                }
+                r = dns_exchange(&s->server, q.data, q.len, s->timeout, &answer, &len, NULL);
+                if (r == PK_ETIMEOUT || r == -ECONNRESET || r == -ECONNREFUSED || r == -EPIPE)
+                        continue;
+                if (r < 0) {
+                        *ret_error = strprintf("%s at %s failed: %s", what, s->server.text, pk_strerror(r));
+                        return r;
+                }
+                if (s->key) {
+                        r = verify_answer(s, answer, len, mac, mac_len, what, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                r = dns_message_parse(answer, len, &m);
+                if (r < 0) {
+                        *ret_error = strprintf("%s at %s failed: malformed response", what, s->server.text);
+                        return r;
+                }
+                if (dns_message_rcode(m) == DNS_RCODE_SERVFAIL && attempt + 1 < RFC2136_ATTEMPTS) {
+                        r = PK_EDNS_RCODE;
+                        continue;
+                }
+                *ret = TAKE_PTR(m);
+                return 0;
+        }
+        char b1[GO_DURATION_MAX], b2[GO_DURATION_MAX];
+        if (r == PK_EDNS_RCODE)
+                *ret_error = strprintf("%s at %s failed: SERVFAIL (%u attempts)", what, s->server.text,
+                                       RFC2136_ATTEMPTS);
+        else
+                *ret_error = strprintf("%s at %s failed: no response within %s (%u attempts in %s%s)", what,
+                                       s->server.text, format_go_duration(b1, s->timeout), RFC2136_ATTEMPTS,
+                                       format_go_duration(b2, now(CLOCK_MONOTONIC) - start),
+                                       r == -ECONNREFUSED ? ", connection refused" : "");
+        return r == PK_EDNS_RCODE ? PK_EDNS_RCODE : PK_ETIMEOUT;
+}
+
+static int client_query(DnsProviderState *s, const char *name, uint16_t type, const char *what,
+                        DnsMessage **ret, char **ret_error) {
+        _cleanup_(dns_writer_freep) DnsWriter w;
+        dns_writer_init(&w);
+        int r = dns_query_build(0, name, type, &w);
+        if (r < 0) {
+                *ret_error = strprintf("cannot build a query for '%s'", name);
+                return r;
+        }
+        _cleanup_(dns_message_freep) DnsMessage *m = NULL;
+        r = client_exchange(s, &w, what, &m, ret_error);
+        if (r < 0)
+                return r;
+        /* The answer must be to our question (RFC 5452 §4.2), not just carry our ID. */
+        if (m->counts[DNS_SECTION_QUESTION] != 1 || m->rrs[0].type != type ||
+            !dns_name_equal(m->rrs[0].name, name)) {
+                *ret_error =
+                    strprintf("%s at %s failed: the answer is for another question", what, s->server.text);
+                return PK_EMALFORMED;
+        }
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+/* The SOA owner that answers for name, from the answer (the zone apex itself) or the authority section
+ * (a negative answer within the zone, RFC 2308 §3). */
+static const char *soa_owner(const DnsMessage *m, const char *name) {
+        for (size_t i = 0; i < m->n_rrs; i++) {
+                const DnsRR *rr = &m->rrs[i];
+                if (rr->type != DNS_TYPE_SOA || rr->section == DNS_SECTION_QUESTION)
+                        continue;
+                if (rr->section == DNS_SECTION_ANSWER && dns_name_equal(rr->name, name))
+                        return rr->name;
+                if (rr->section == DNS_SECTION_AUTHORITY && dns_name_in_zone(name, rr->name))
+                        return rr->name;
+        }
+        return NULL;
+}
+
+static int find_zone_by_soa(DnsProviderState *s, const char *name, char **ret, char **ret_error) {
+        uint8_t wire[DNS_WIRE_NAME_MAX];
+        size_t len;
+        int r = dns_name_to_wire(name, wire, &len);
+        if (r < 0)
+                return r;
+        /* Walk up one label at a time; the name has at most 127 labels, and the root is never our zone. */
+        const char *candidate = name;
+        for (size_t i = 0; wire[i] != 0; i += 1 + wire[i]) {
+                _cleanup_(dns_message_freep) DnsMessage *m = NULL;
+                _cleanup_free_ char *what =
+                    strprintf("SOA query for '%s' (finding the zone of '%s')", candidate, name);
+                if (!what)
+                        return -ENOMEM;
+                r = client_query(s, candidate, DNS_TYPE_SOA, what, &m, ret_error);
+                if (r < 0)
+                        return r;
+                unsigned rcode = dns_message_rcode(m);
+                const char *owner = rcode == DNS_RCODE_NOERROR || rcode == DNS_RCODE_NXDOMAIN
+                                        ? soa_owner(m, candidate)
+                                        : NULL;
+                if (owner)
+                        return dns_name_normalize(owner, ret);
+                candidate = strchr(candidate, '.');
+                if (!candidate || streq(candidate, ".") || candidate[1] == 0)
+                        break;
+                candidate++;
+        }
+        *ret_error =
+            strprintf("no zone containing '%s' found at %s (set dns.zone, or check that the server is "
+                      "authoritative for it)",
+                      name, s->server.text);
+        return PK_EDNS_RCODE;
+}
+
+static int client_zone(DnsProviderState *s, const char *name, const char **ret, char **ret_error) {
+        if (s->zone) {
+                if (!dns_name_in_zone(name, s->zone)) {
+                        *ret_error = strprintf("'%s' is outside dns.zone '%s'", name, s->zone);
+                        return PK_ESPEC;
+                }
+                *ret = s->zone;
+                return 0;
+        }
+        for (size_t i = 0; s->zone_cache && s->zone_cache[i]; i += 2)
+                if (streq(s->zone_cache[i], name)) {
+                        *ret = s->zone_cache[i + 1];
+                        return 0;
+                }
+        _cleanup_free_ char *zone = NULL;
+        int r = find_zone_by_soa(s, name, &zone, ret_error);
+        if (r < 0)
+                return r;
+        if (strv_extend(&s->zone_cache, name) < 0 || strv_extend(&s->zone_cache, zone) < 0)
+                return -ENOMEM;
+        *ret = s->zone_cache[strv_length(s->zone_cache) - 1];
+        return 0;
+}
+
+static int read_rrset(DnsProviderState *s, const DnsRRset *owned, const char *zone, DnsRRsetList *l,
+                      char **ret_error) {
+        _cleanup_(dns_message_freep) DnsMessage *m = NULL;
+        _cleanup_free_ char *what = NULL;
+        char tb[16];
+        DnsRRset *cur;
+        int r;
+
+        what = strprintf("query for '%s' %s (zone '%s')", owned->name, dns_type_to_string(owned->type, tb),
+                         zone);
+        if (!what)
+                return -ENOMEM;
+        r = client_query(s, owned->name, owned->type, what, &m, ret_error);
+        if (r < 0)
+                return r;
+        unsigned rcode = dns_message_rcode(m);
+        if (rcode != DNS_RCODE_NOERROR && rcode != DNS_RCODE_NXDOMAIN) {
+                _cleanup_free_ char *d = describe_rcode(s, rcode, NULL);
+                *ret_error = strprintf("%s at %s failed: %s", what, s->server.text, strna(d));
+                return PK_EDNS_RCODE;
+        }
+        r = dns_rrset_list_get(l, owned->name, owned->type, 0, &cur);
+        if (r < 0)
+                return r;
+        bool first = true;
+        for (size_t i = 0; i < m->n_rrs; i++) {
+                const DnsRR *rr = &m->rrs[i];
+                char a[46];
+                if (rr->section != DNS_SECTION_ANSWER || rr->type != owned->type ||
+                    rr->class != DNS_CLASS_IN || !dns_name_equal(rr->name, owned->name))
+                        continue;
+                r = dns_rr_address(m, rr, a);
+                if (r < 0) {
+                        *ret_error =
+                            strprintf("%s at %s failed: malformed address record", what, s->server.text);
+                        return r;
+                }
+                r = dns_rrset_add_address(cur, a);
+                if (r < 0)
+                        return r;
+                /* All RRs of an RRset share a TTL (RFC 2181 §5.2); take the smallest if not. */
+                cur->ttl = first ? rr->ttl : MIN(cur->ttl, rr->ttl);
+                first = false;
+        }
+        return 0;
+}
+
+static int rfc2136_read(DnsProviderState *s, const DnsRRsetList *owned, DnsRRsetList *ret,
+                        char **ret_error) {
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        /* Zones may have changed since the last pass (a delegation added): look them up again. */
+        s->zone_cache = strv_free(s->zone_cache);
+        for (size_t i = 0; i < owned->n; i++) {
+                const char *zone;
+                int r = client_zone(s, owned->items[i].name, &zone, ret_error);
+                if (r >= 0)
+                        r = read_rrset(s, &owned->items[i], zone, &l, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        dns_rrset_list_sort(&l);
+        *ret = l;
+        l = (DnsRRsetList){};
+        return 0;
+}
+
+static int apply_zone(DnsProviderState *s, const char *zone, const DnsRRsetList *changes, char **ret_error) {
+        _cleanup_(dns_message_freep) DnsMessage *m = NULL;
+        _cleanup_free_ char *what = NULL;
+        DnsUpdate u;
+        int r;
+
+        r = dns_update_build(0, zone, changes, &u);
+        if (r < 0) {
+                *ret_error = strprintf("cannot build the UPDATE for zone '%s': %s", zone, pk_strerror(r));
+                return r;
+        }
+        what = strprintf("DNS UPDATE of zone '%s'", zone);
+        if (!what) {
+                dns_update_done(&u);
+                return -ENOMEM;
+        }
+        r = client_exchange(s, &u.w, what, &m, ret_error);
+        dns_update_done(&u);
+        if (r < 0)
+                return r;
+        if (dns_message_rcode(m) != DNS_RCODE_NOERROR) {
+                _cleanup_free_ char *d = describe_rcode(s, dns_message_rcode(m), NULL);
+                *ret_error = strprintf("%s at %s failed: %s", what, s->server.text, strna(d));
+                return PK_EDNS_RCODE;
+        }
+        return 0;
+}
+
+/* One UPDATE per zone. A zone that fails does not stop the others; the first error is returned and every
+ * error is in the message. */
+static int rfc2136_apply(DnsProviderState *s, const DnsRRsetList *changes, char **ret_error) {
+        _cleanup_strv_free_ char **zones = NULL, **errors = NULL;
+        int first = 0;
+
+        for (size_t i = 0; i < changes->n; i++) {
+                const char *zone;
+                char *e = NULL;
+                int r = client_zone(s, changes->items[i].name, &zone, &e);
+                if (r < 0) {
+                        if (e && strv_push(&errors, e) < 0)
+                                free(e);
+                        first = first ?: r;
+                        continue;
+                }
+                if (!strv_contains(zones, zone) && strv_extend(&zones, zone) < 0)
+                        return -ENOMEM;
+        }
+        STRV_FOREACH (z, zones) {
+                _cleanup_rrset_list_ DnsRRsetList part = {};
+                char *e = NULL;
+                int r = 0;
+                /* Only the names whose zone this is: with a delegated child zone on the same server, a name
+                 * below the cut is "in" the parent too, and the parent would answer NOTZONE. */
+                for (size_t i = 0; r >= 0 && i < changes->n; i++) {
+                        const char *zone;
+                        if (client_zone(s, changes->items[i].name, &zone, &e) >= 0 && streq(zone, *z))
+                                r = dns_rrset_list_copy_entry(&part, &changes->items[i]);
+                        free(e);
+                        e = NULL;
+                }
+                if (r < 0)
+                        return r;
+                r = apply_zone(s, *z, &part, &e);
+                if (r < 0) {
+                        if (e && strv_push(&errors, e) < 0)
+                                free(e);
+                        first = first ?: r;
+                }
+        }
+        if (first < 0)
+                *ret_error = strv_join(errors, "; ");
+        return first;
+}
+
+const DnsProvider dns_provider_rfc2136 = {
+        .name = "rfc2136",
+        .tracks_ttl = true,
+        .open = rfc2136_open,
+        .close = rfc2136_close,
+        .read = rfc2136_read,
+        .apply = rfc2136_apply,
+};

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* One DNS exchange with a server: UDP, falling back to TCP when the answer is truncated (RFC 1035 §4.2.1,
+ * RFC 7766 §5) or the message is too big for UDP. Every wait has a deadline. No logging. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "basic/time-util.h"
+
+typedef struct DnsServer {
+        struct sockaddr_storage addr;
+        socklen_t addr_len;
+        char text[64]; /* "127.0.0.1:15353", "[::1]:53", for messages */
+} DnsServer;
+
+/* "192.0.2.1:53", "192.0.2.1" (port 53), "[2001:db8::1]:53", "2001:db8::1". Only address literals: a name
+ * would need a resolver lookup, which has no deadline. -EINVAL otherwise. */
+int dns_server_parse(const char *s, DnsServer *ret);
+
+/* Sends query and waits until timeout for the response with the same ID (other datagrams are ignored).
+ * PK_ETIMEOUT when none arrives; PK_ETOOBIG past 64 KiB. Caller frees *ret. ret_tcp tells which transport
+ * answered. */
+int dns_exchange(const DnsServer *server, const uint8_t *query, size_t len, usec_t timeout, uint8_t **ret,
+                 size_t *ret_len, bool *ret_tcp);
+
+/* A random 16-bit message ID (RFC 5452 §4.3: IDs must not be guessable). */
+uint16_t dns_random_id(void);

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "volumes/volume-tags.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+
+void etcd_tag_done(EtcdTag *t) {
+        free(t->cluster);
+        free(t->member);
+        strv_free(t->members);
+        *t = (EtcdTag){};
+}
+
+/* Member and etcd cluster names end up in DNS labels (etcd-<member>.<internalSuffix>), so they follow
+ * RFC 1123 labels: [a-z0-9-], 1-63, no leading or trailing '-'. */
+static bool name_valid(const char *s, size_t len) {
+        if (len == 0 || len > VOLUME_NAME_MAX || s[0] == '-' || s[len - 1] == '-')
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+                        return false;
+        }
+        return true;
+}
+
+static int fail(char **ret_error, const char *why) {
+        if (ret_error)
+                *ret_error = strdup(why);
+        return PK_EMALFORMED;
+}
+
+/* Splits "a,b,c" into names, each valid and unique. Empty fields ("a,,b", "a,") are errors. */
+static int parse_members(const char *s, char ***ret, char **ret_error) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (const char *p = s;;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                if (!name_valid(p, len))
+                        return fail(ret_error, "member names must be 1-63 characters of [a-z0-9-]");
+                _cleanup_free_ char *name = strndup(p, len);
+                if (!name)
+                        return -ENOMEM;
+                if (strv_contains(l, name))
+                        return fail(ret_error, "member listed twice");
+                if (strv_length(l) >= 64)
+                        return fail(ret_error, "more than 64 members");
+                if (strv_push(&l, name) < 0)
+                        return -ENOMEM;
+                name = NULL;
+                if (!comma)
+                        break;
+                p = comma + 1;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int etcd_tag_parse(const char *key, const char *value, EtcdTag *ret, char **ret_error) {
+        _cleanup_strv_free_ char **members = NULL;
+        const char *cluster = startswith(key, VOLUME_TAG_ETCD_PREFIX);
+        int r;
+
+        if (!cluster || !name_valid(cluster, strlen(cluster)))
+                return fail(ret_error, "etcd cluster name must be 1-63 characters of [a-z0-9-]");
+        const char *slash = value ? strchr(value, '/') : NULL;
+        if (!slash)
+                return fail(ret_error, "value must be <me>/<member>,<member>...");
+        size_t me_len = (size_t)(slash - value);
+        if (!name_valid(value, me_len))
+                return fail(ret_error, "member name must be 1-63 characters of [a-z0-9-]");
+        r = parse_members(slash + 1, &members, ret_error);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *me = strndup(value, me_len), *c = strdup(cluster);
+        if (!me || !c)
+                return -ENOMEM;
+        if (!strv_contains(members, me))
+                return fail(ret_error, "this volume's member is not in the member list");
+        *ret = (EtcdTag){ .cluster = TAKE_PTR(c), .member = TAKE_PTR(me), .members = TAKE_PTR(members) };
+        return 0;
+}
+
+void volume_eligibility_done(VolumeEligibility *e) {
+        free(e->reason);
+        etcd_tag_done(&e->etcd);
+        *e = (VolumeEligibility){};
+}
+
+static int ineligible(VolumeEligibility *ret, bool malformed, char *reason) {
+        if (!reason)
+                return -ENOMEM;
+        ret->eligible = false;
+        ret->malformed = malformed;
+        ret->reason = reason;
+        return 0;
+}
+
+int volume_classify(const Volume *v, const char *cluster, const char *zone, char *const *etcd_clusters,
+                    VolumeEligibility *ret) {
+        VolumeEligibility e = {};
+        const char *etcd_key = NULL, *etcd_value = NULL;
+        int r;
+
+        *ret = e;
+        const char *c = volume_tag(v, VOLUME_TAG_CLUSTER);
+        if (cluster && (!c || !streq(c, cluster)))
+                return ineligible(ret, false, strprintf("not tagged %s=%s", VOLUME_TAG_CLUSTER, cluster));
+        if (!volume_tag(v, VOLUME_TAG_ROLE_MASTER))
+                return ineligible(ret, false, strprintf("no %s tag", VOLUME_TAG_ROLE_MASTER));
+        if (zone && (!v->zone || !streq(v->zone, zone)))
+                return ineligible(ret, false,
+                                  strprintf("in zone '%s', this node is in '%s'", strna(v->zone), zone));
+        for (char **t = v->tags; t && t[0] && t[1]; t += 2) {
+                if (!startswith(t[0], VOLUME_TAG_ETCD_PREFIX))
+                        continue;
+                if (etcd_key)
+                        return ineligible(ret, true,
+                                          strprintf("more than one %s* tag ('%s', '%s')",
+                                                    VOLUME_TAG_ETCD_PREFIX, etcd_key, t[0]));
+                etcd_key = t[0];
+                etcd_value = t[1];
+        }
+        if (!etcd_key)
+                return ineligible(ret, false, strprintf("no %s<cluster> tag", VOLUME_TAG_ETCD_PREFIX));
+        _cleanup_free_ char *why = NULL;
+        r = etcd_tag_parse(etcd_key, etcd_value, &e.etcd, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return ineligible(ret, true,
+                                  strprintf("malformed tag '%s=%s': %s", etcd_key, etcd_value, why));
+        if (etcd_clusters && !strv_contains(etcd_clusters, e.etcd.cluster)) {
+                r = ineligible(ret, false,
+                               strprintf("etcd cluster '%s' is not in the spec", e.etcd.cluster));
+                ret->etcd = e.etcd;
+                return r;
+        }
+        e.eligible = true;
+        *ret = e;
+        return 0;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "volumes/volume.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/string-util.h"
+#include "basic/strv.h"
+
+void node_identity_done(NodeIdentity *n) {
+        free(n->name);
+        free(n->zone);
+        strv_free(n->internal_ips);
+        strv_free(n->external_ips);
+        *n = (NodeIdentity){};
+}
+
+static int strv_copy_or_empty(char *const *l, char ***ret) {
+        char **c = l ? strv_copy(l) : calloc(1, sizeof(char *));
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+static int strdup_or_null(const char *s, char **ret) {
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int node_identity_copy(const NodeIdentity *src, NodeIdentity *ret) {
+        NodeIdentity n = {};
+        if (strdup_or_null(src->name, &n.name) < 0 || strdup_or_null(src->zone, &n.zone) < 0 ||
+            strv_copy_or_empty(src->internal_ips, &n.internal_ips) < 0 ||
+            strv_copy_or_empty(src->external_ips, &n.external_ips) < 0) {
+                node_identity_done(&n);
+                return -ENOMEM;
+        }
+        *ret = n;
+        return 0;
+}
+
+void volume_done(Volume *v) {
+        free(v->id);
+        free(v->zone);
+        strv_free(v->tags);
+        free(v->attachment.node);
+        strv_free(v->attachment.internal_ips);
+        strv_free(v->attachment.external_ips);
+        free(v->attachment.device);
+        *v = (Volume){};
+}
+
+void volume_list_done(VolumeList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                volume_done(&l->items[i]);
+        free(l->items);
+        strv_free(l->warnings);
+        *l = (VolumeList){};
+}
+
+int volume_copy(const Volume *src, Volume *ret) {
+        Volume v = { .size = src->size };
+        if (strdup_or_null(src->id, &v.id) < 0 || strdup_or_null(src->zone, &v.zone) < 0 ||
+            strv_copy_or_empty(src->tags, &v.tags) < 0 ||
+            strdup_or_null(src->attachment.node, &v.attachment.node) < 0 ||
+            strv_copy_or_empty(src->attachment.internal_ips, &v.attachment.internal_ips) < 0 ||
+            strv_copy_or_empty(src->attachment.external_ips, &v.attachment.external_ips) < 0 ||
+            strdup_or_null(src->attachment.device, &v.attachment.device) < 0) {
+                volume_done(&v);
+                return -ENOMEM;
+        }
+        *ret = v;
+        return 0;
+}
+
+const char *volume_tag(const Volume *v, const char *key) {
+        for (char **t = v->tags; t && t[0] && t[1]; t += 2)
+                if (streq(t[0], key))
+                        return t[1];
+        return NULL;
+}
+
+int volume_set_tag(Volume *v, const char *key, const char *value) {
+        size_t n = strv_length(v->tags), i;
+        for (i = 0; i + 1 < n; i += 2) {
+                int c = strcmp(v->tags[i], key);
+                if (c == 0)
+                        return free_and_strdup(&v->tags[i + 1], value);
+                if (c > 0)
+                        break;
+        }
+        char **t = realloc(v->tags, sizeof(char *) * (n + 3));
+        if (!t)
+                return -ENOMEM;
+        v->tags = t;
+        char *k = strdup(key), *val = strdup(value);
+        if (!k || !val) {
+                free(k);
+                free(val);
+                t[n] = NULL;
+                return -ENOMEM;
+        }
+        memmove(t + i + 2, t + i, sizeof(char *) * (n - i));
+        t[i] = k;
+        t[i + 1] = val;
+        t[n + 2] = NULL;
+        return 0;
+}
+
+int volume_list_append(VolumeList *l, const Volume *v) {
+        Volume *n = realloc(l->items, sizeof(Volume) * (l->n + 1));
+        if (!n)
+                return -ENOMEM;
+        l->items = n;
+        int r = volume_copy(v, &l->items[l->n]);
+        if (r < 0)
+                return r;
+        l->n++;
+        return 0;
+}
+
+static int cmp_volume(const void *a, const void *b) {
+        return strcmp(((const Volume *)a)->id, ((const Volume *)b)->id);
+}
+
+void volume_list_sort(VolumeList *l) {
+        if (l->n > 1)
+                qsort(l->items, l->n, sizeof(Volume), cmp_volume);
+}
+
+static const VolumeProviderVTable *const providers[] = {
+        &volume_provider_local,
+};
+
+const VolumeProviderVTable *volume_provider_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(providers); i++)
+                if (streq(providers[i]->name, name))
+                        return providers[i];
+        return NULL;
+}
+
+int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret) {
+        VolumeProvider *p = new0(VolumeProvider, 1);
+        if (!p)
+                return -ENOMEM;
+        p->vtable = vt;
+        p->state = state;
+        *ret = p;
+        return 0;
+}
+
+int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret) {
+        const VolumeProviderVTable *vt = volume_provider_find(name);
+        void *state = NULL;
+        if (!vt)
+                return -EOPNOTSUPP;
+        int r = vt->open(cfg, &state);
+        if (r < 0)
+                return r;
+        r = volume_provider_new(vt, state, ret);
+        if (r < 0)
+                vt->close(state);
+        return r;
+}
+
+VolumeProvider *volume_provider_free(VolumeProvider *p) {
+        if (!p)
+                return NULL;
+        if (p->vtable && p->vtable->close)
+                p->vtable->close(p->state);
+        free(p);
+        return NULL;
+}

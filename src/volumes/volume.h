@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Volumes as a cloud's volume service shows them, and the provider interface (ARCHITECTURE.md, layers):
+ * a static const vtable per provider (local pool here, AWS EBS later), found by name. Everything a
+ * provider returns is plain data owned by the caller. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+
+typedef struct NodeIdentity {
+        char *name;          /* node name (instance id on a cloud) */
+        char *zone;          /* availability zone */
+        char **internal_ips; /* NULL-terminated, may be empty */
+        char **external_ips;
+} NodeIdentity;
+
+void node_identity_done(NodeIdentity *n);
+int node_identity_copy(const NodeIdentity *src, NodeIdentity *ret);
+
+typedef struct VolumeAttachment {
+        char *node; /* NULL: not attached */
+        char **internal_ips;
+        char **external_ips;
+        char *device; /* as the provider recorded it; informational, resolution goes by identity */
+} VolumeAttachment;
+
+typedef struct Volume {
+        char *id;
+        char *zone;
+        uint64_t size;
+        char **tags; /* alternating key, value; sorted by key, keys unique */
+        VolumeAttachment attachment;
+} Volume;
+
+typedef struct VolumeList {
+        Volume *items;
+        size_t n;
+        char **warnings; /* volumes the provider could not read ("id: why"), NULL if none */
+} VolumeList;
+
+void volume_done(Volume *v);
+void volume_list_done(VolumeList *l);
+int volume_copy(const Volume *src, Volume *ret);
+/* Value of tag key, or NULL. */
+const char *volume_tag(const Volume *v, const char *key);
+/* Sets tag key (replacing a previous value), keeping the tags sorted. */
+int volume_set_tag(Volume *v, const char *key, const char *value);
+/* Appends a copy of v to l. */
+int volume_list_append(VolumeList *l, const Volume *v);
+/* Sorts by id. */
+void volume_list_sort(VolumeList *l);
+
+/* Node-local settings handed to a provider (the CLI's --pool, --node-name, ...). NULL = detect. */
+typedef struct VolumeProviderConfig {
+        const char *pool_dir; /* local */
+        const char *node_name;
+        const char *zone;
+        const char *internal_ip;
+        const char *external_ip;
+        usec_t lock_timeout; /* how long to wait for the pool lock; 0 = default (10s) */
+} VolumeProviderConfig;
+
+typedef struct VolumeProviderVTable {
+        const char *name;
+        int (*open)(const VolumeProviderConfig *cfg, void **ret_state);
+        void (*close)(void *state);
+        /* Who am I: name, zone, IPs. */
+        int (*node_identity)(void *state, NodeIdentity *ret);
+        /* Volumes tagged KubernetesCluster=cluster (NULL: all) in zone (NULL: every zone). */
+        int (*list_volumes)(void *state, const char *cluster, const char *zone, VolumeList *ret);
+        /* Attach volume id to node, compare-and-set: PK_ECONFLICT if another node holds it. Idempotent:
+         * attaching a volume this node already holds makes sure its device exists. */
+        int (*attach)(void *state, const char *id, const NodeIdentity *node);
+        /* The block device of volume id attached here, by identity (never guessed from a name):
+         * 1 and path + device number, 0 if not (yet) present. */
+        int (*resolve_device)(void *state, const char *id, char **ret_path, dev_t *ret_devnum);
+        /* Detach; node NULL detaches whoever holds it, else PK_ECONFLICT if another node holds it. */
+        int (*detach)(void *state, const char *id, const char *node);
+} VolumeProviderVTable;
+
+typedef struct VolumeProvider {
+        const VolumeProviderVTable *vtable;
+        void *state;
+} VolumeProvider;
+
+extern const VolumeProviderVTable volume_provider_local;
+
+const VolumeProviderVTable *volume_provider_find(const char *name);
+/* Opens the named provider; caller frees with volume_provider_free(). */
+int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret);
+/* Wraps an existing vtable + state (tests); takes state. */
+int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret);
+VolumeProvider *volume_provider_free(VolumeProvider *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VolumeProvider *, volume_provider_free)

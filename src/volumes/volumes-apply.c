@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Apply: run the planned actions. Each is idempotent and safe to repeat after a crash at any point:
+ * claims are compare-and-set, mounts are checked against mountinfo first, files are written atomically,
+ * and nothing is ever formatted unless libblkid proves the device blank. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "manifest/manifest-dir.h"
+#include "shared/blockdev.h"
+#include "shared/mount-util.h"
+#include "shared/spawn.h"
+#include "volumes/volumes.h"
+
+#define PASS_ROUNDS_MAX      16 /* re-plans after lost claims; each round some node wins a claim */
+#define DEVICE_TIMEOUT       (30 * USEC_PER_SEC)
+#define CHILD_TIMEOUT        (10 * 60 * USEC_PER_SEC)
+#define CHILD_OUTPUT_MAX     (16U * 1024U)
+#define DEVICE_POLL_INTERVAL (50 * USEC_PER_MSEC)
+
+typedef struct ApplyContext {
+        VolumeProvider *provider;
+        const VolumesPassConfig *cfg;
+        const PassInput *in;
+        const PassPlan *plan;
+        /* per volume, filled as the actions run */
+        char **devices;
+        dev_t *devnums;
+        bool *failed;
+        VolumesPassResult *result;
+} ApplyContext;
+
+_printf_(4, 5) static void report(const VolumesPassConfig *cfg, int level, int error, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        if (!cfg->report)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        cfg->report(cfg->report_userdata, level, error, msg ?: "(out of memory)");
+}
+
+/* Child output goes to the report line by line, so a multi-line mkfs message stays readable. */
+static void report_output(const VolumesPassConfig *cfg, const char *tool, const SpawnResult *res) {
+        _cleanup_strv_free_ char **lines = NULL;
+        if (!res->output || strv_split(res->output, "\n", &lines) < 0)
+                return;
+        STRV_FOREACH (l, lines)
+                report(cfg, LOG_LEVEL_INFO, 0, "%s: %s", tool, *l);
+        if (res->truncated)
+                report(cfg, LOG_LEVEL_INFO, 0, "%s: (output truncated)", tool);
+}
+
+static int run_tool(const ApplyContext *c, char *const argv[], int *ret_status) {
+        SpawnResult res = {};
+        usec_t timeout = c->cfg->child_timeout ?: CHILD_TIMEOUT;
+        int r = spawn_run(argv, timeout, CHILD_OUTPUT_MAX, &res);
+        if (r < 0 && r != PK_ETIMEOUT)
+                return r;
+        report_output(c->cfg, argv[0], &res);
+        int status = res.exit_status;
+        spawn_result_done(&res);
+        if (r == PK_ETIMEOUT)
+                return r;
+        *ret_status = status;
+        return 0;
+}
+
+static int action_wait_device(ApplyContext *c, size_t i) {
+        const Volume *v = &c->in->volumes[i];
+        usec_t deadline = now(CLOCK_MONOTONIC) + (c->cfg->device_timeout ?: DEVICE_TIMEOUT);
+
+        for (;;) {
+                _cleanup_free_ char *path = NULL;
+                dev_t devnum;
+                int r = c->provider->vtable->resolve_device(c->provider->state, v->id, &path, &devnum);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        free(c->devices[i]);
+                        c->devices[i] = TAKE_PTR(path);
+                        c->devnums[i] = devnum;
+                        return 0;
+                }
+                if (now(CLOCK_MONOTONIC) >= deadline)
+                        return PK_ETIMEOUT;
+                usleep(DEVICE_POLL_INTERVAL);
+        }
+}
+
+static int ensure_device(ApplyContext *c, size_t i) {
+        return c->devices[i] ? 0 : action_wait_device(c, i);
+}
+
+static bool is_ext(const char *fstype) {
+        return fstype && (streq(fstype, "ext2") || streq(fstype, "ext3") || streq(fstype, "ext4"));
+}
+
+/* `fsck -a` semantics with e2fsck -p: 0 clean, 1 errors corrected, 2 corrected (reboot advised for a
+ * root fs, irrelevant here); 4 and above: left uncorrected or worse, this volume stops (e2fsck(8)). */
+static int action_fsck(ApplyContext *c, size_t i) {
+        _cleanup_free_ char *fstype = NULL;
+        int r = ensure_device(c, i), status;
+        if (r < 0)
+                return r;
+        r = blockdev_probe_fstype(c->devices[i], &fstype);
+        if (r < 0)
+                return r;
+        if (!is_ext(fstype))
+                return 0; /* blank (formatted below) or a filesystem without an fsck -p equivalent */
+        char *argv[] = { (char *)"e2fsck", (char *)"-p", c->devices[i], NULL };
+        r = run_tool(c, argv, &status);
+        if (r < 0)
+                return r;
+        if (status >= 4) {
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ECHILD, "e2fsck -p '%s' (volume '%s') exited %d",
+                       c->devices[i], c->in->volumes[i].id, status);
+                return PK_ECHILD;
+        }
+        if (status != 0)
+                report(c->cfg, LOG_LEVEL_WARNING, 0, "e2fsck -p corrected errors on '%s' (volume '%s')",
+                       c->devices[i], c->in->volumes[i].id);
+        else
+                report(c->cfg, LOG_LEVEL_INFO, 0, "Checked '%s' (volume '%s'): clean", c->devices[i],
+                       c->in->volumes[i].id);
+        return 0;
+}
+
+/* 1 if the device is mounted on path, 0 if nothing is, -EBUSY if something else is. */
+static int mount_state(const char *path, dev_t devnum) {
+        dev_t mounted;
+        int r = mount_find_target(path, &mounted, NULL);
+        if (r <= 0)
+                return r;
+        return mounted == devnum ? 1 : -EBUSY;
+}
+
+static int format_blank(ApplyContext *c, size_t i) {
+        _cleanup_free_ char *what = NULL;
+        const char *dev = c->devices[i];
+        int status;
+        int r = blockdev_probe_signature(dev, &what);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
+                       "Volume '%s' (%s) does not mount and holds a '%s' signature: not formatting it, "
+                       "leaving it "
+                       "alone",
+                       c->in->volumes[i].id, dev, what);
+                return PK_ENOTBLANK;
+        }
+        report(c->cfg, LOG_LEVEL_INFO, 0, "Volume '%s' (%s) is blank: creating an ext4 filesystem",
+               c->in->volumes[i].id, dev);
+        /* no -F: mkfs.ext4 itself refuses a device that is in use or holds something */
+        char *argv[] = {
+                (char *)"mkfs.ext4", (char *)"-q", (char *)"-L", (char *)"etcd", (char *)dev, NULL
+        };
+        r = run_tool(c, argv, &status);
+        if (r < 0)
+                return r;
+        if (status != 0) {
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ECHILD, "mkfs.ext4 '%s' exited %d", dev, status);
+                return PK_ECHILD;
+        }
+        c->result->n_changes++;
+        return 0;
+}
+
+/* Mount first; only a failed mount AND a provably blank device lead to mkfs (ARCHITECTURE.md). */
+static int action_mount(ApplyContext *c, size_t i) {
+        _cleanup_free_ char *path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id), *msg = NULL;
+        int r = ensure_device(c, i);
+        if (r < 0)
+                return r;
+        if (!path)
+                return -ENOMEM;
+        r = mount_state(path, c->devnums[i]);
+        if (r == -EBUSY) {
+                report(c->cfg, LOG_LEVEL_ERROR, r, "Another device is mounted on '%s'", path);
+                return r;
+        }
+        if (r != 0)
+                return r;
+        r = mkdir_p(path, 0755);
+        if (r < 0)
+                return r;
+        r = mount_block_device(c->devices[i], path, NULL, NULL, &msg);
+        if (r < 0) {
+                report(c->cfg, LOG_LEVEL_INFO, r,
+                       "Mounting '%s' on '%s' failed (%s): checking whether it is blank", c->devices[i],
+                       path, strna(msg));
+                r = format_blank(c, i);
+                if (r < 0)
+                        return r;
+                free(msg);
+                msg = NULL;
+                r = mount_block_device(c->devices[i], path, "ext4", NULL, &msg);
+                if (r < 0) {
+                        report(c->cfg, LOG_LEVEL_ERROR, r, "Mounting '%s' on '%s' failed: %s", c->devices[i],
+                               path, strna(msg));
+                        return r;
+                }
+        }
+        report(c->cfg, LOG_LEVEL_INFO, 0, "Mounted volume '%s' (%s) on '%s'", c->in->volumes[i].id,
+               c->devices[i], path);
+        return 0;
+}
+
+static int action_manifest(ApplyContext *c, size_t i, bool link) {
+        const VolumeEligibility *e = &c->plan->eligibility[i];
+        _cleanup_free_ char *mount_path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id);
+        _cleanup_free_ char *file = NULL, *yaml = NULL, *lpath = NULL;
+        int r = ensure_device(c, i);
+        if (r < 0)
+                return r;
+        if (!mount_path)
+                return -ENOMEM;
+        /* Never write under an unmounted mount point: the file would land on the root filesystem and a
+         * link to it could start an etcd with an empty data dir. */
+        r = mount_state(mount_path, c->devnums[i]);
+        if (r == 0)
+                r = -ENOTCONN;
+        if (r < 0)
+                return r;
+        file = volume_manifest_path(mount_path, e->etcd.cluster);
+        if (!file)
+                return -ENOMEM;
+        if (link) {
+                lpath = volume_manifest_link(c->cfg->manifest_dir, e->etcd.cluster);
+                if (!lpath)
+                        return -ENOMEM;
+                r = mkdir_p(c->cfg->manifest_dir, 0755);
+                if (r >= 0)
+                        r = manifest_symlink(lpath, file);
+        } else {
+                r = c->cfg->render(c->cfg->render_userdata, e->etcd.cluster, e->etcd.member, e->etcd.members,
+                                   mount_path, &yaml);
+                if (r < 0)
+                        return r;
+                _cleanup_free_ char *dir = strjoin(mount_path, "/k8s.io/manifests");
+                if (!dir)
+                        return -ENOMEM;
+                r = mkdir_p(dir, 0755);
+                if (r >= 0)
+                        r = manifest_write(file, yaml);
+        }
+        if (r > 0)
+                report(c->cfg, LOG_LEVEL_INFO, 0, "%s '%s'", link ? "Linked" : "Wrote", link ? lpath : file);
+        return r < 0 ? r : 0;
+}
+
+static int run_action(ApplyContext *c, const PlanAction *a) {
+        const Volume *v = &c->in->volumes[a->volume];
+        int r;
+
+        switch (a->type) {
+        case ACTION_CLAIM:
+        case ACTION_ATTACH:
+                r = c->provider->vtable->attach(c->provider->state, v->id, c->in->node);
+                if (r >= 0 && a->type == ACTION_CLAIM)
+                        report(c->cfg, LOG_LEVEL_INFO, 0, "Claimed volume '%s' (etcd %s member %s)", v->id,
+                               c->plan->eligibility[a->volume].etcd.cluster,
+                               c->plan->eligibility[a->volume].etcd.member);
+                return r;
+        case ACTION_WAIT_DEVICE:
+                return action_wait_device(c, a->volume);
+        case ACTION_FSCK:
+                return action_fsck(c, a->volume);
+        case ACTION_MOUNT:
+                return action_mount(c, a->volume);
+        case ACTION_WRITE_MANIFEST:
+                return action_manifest(c, a->volume, false);
+        case ACTION_LINK_MANIFEST:
+                return action_manifest(c, a->volume, true);
+        default:
+                return -EINVAL;
+        }
+}
+
+/* Runs the plan's actions; a volume whose action fails is skipped for the rest of the pass. Returns 1
+ * when a claim was lost (the caller re-reads and plans again), 0 otherwise. */
+static int apply_plan(ApplyContext *c) {
+        for (size_t k = 0; k < c->plan->n_actions; k++) {
+                const PlanAction *a = &c->plan->actions[k];
+                const Volume *v = &c->in->volumes[a->volume];
+                if (c->failed[a->volume])
+                        continue;
+                int r = run_action(c, a);
+                if (r == PK_ECONFLICT && a->type == ACTION_CLAIM) {
+                        report(c->cfg, LOG_LEVEL_INFO, 0,
+                               "Volume '%s' was claimed by another node first; choosing again", v->id);
+                        return 1;
+                }
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        c->failed[a->volume] = true;
+                        c->result->n_errors++;
+                        report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s failed: %s", v->id,
+                               action_type_to_string(a->type), pk_strerror(r));
+                        continue;
+                }
+                c->result->n_changes++;
+        }
+        return 0;
+}
+
+static void report_plan_notes(const VolumesPassConfig *cfg, const PassInput *in, const PassPlan *plan) {
+        for (size_t i = 0; i < plan->n_volumes; i++)
+                if (plan->eligibility[i].malformed)
+                        report(cfg, LOG_LEVEL_WARNING, PK_EMALFORMED, "Volume '%s' is not eligible: %s",
+                               in->volumes[i].id, plan->eligibility[i].reason);
+        for (size_t k = 0; k < plan->n_selections; k++) {
+                const PlanSelection *s = &plan->selections[k];
+                if (s->state == SELECTION_ERROR)
+                        report(cfg, LOG_LEVEL_ERROR, -EBUSY, "etcd cluster '%s': %s", s->etcd_cluster,
+                               s->note);
+                else if (s->note)
+                        report(cfg, s->state == SELECTION_WAITING ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, 0,
+                               "etcd cluster '%s': %s", s->etcd_cluster, s->note);
+        }
+}
+
+/* interrupted: the plan's actions did not all run (claims kept being lost), so planned work counts as
+ * waiting, not ready. */
+static void tally(const PassPlan *plan, const bool *failed, bool interrupted, VolumesPassResult *res) {
+        res->n_ready = res->n_waiting = 0;
+        for (size_t k = 0; k < plan->n_selections; k++) {
+                const PlanSelection *s = &plan->selections[k];
+                if (s->state == SELECTION_WAITING ||
+                    (interrupted && s->state == SELECTION_ACTIONS && !failed[s->volume]))
+                        res->n_waiting++;
+                else if (s->state == SELECTION_ERROR)
+                        res->n_errors++;
+                else if (!failed[s->volume])
+                        res->n_ready++;
+        }
+}
+
+static void free_devices(char **devices, size_t n) {
+        for (size_t i = 0; devices && i < n; i++)
+                free(devices[i]);
+        free(devices);
+}
+
+/* One round: observe, plan, apply. 1 = a claim was lost, plan again. */
+static int pass_round(VolumeProvider *p, const VolumesPassConfig *cfg, bool last, VolumesPassResult *res) {
+        VolumesObservation o = {};
+        PassPlan plan = {};
+        PassInput in;
+        int r;
+
+        r = volumes_observe(p, cfg, &o);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (w, o.volumes.warnings)
+                report(cfg, LOG_LEVEL_WARNING, PK_EMALFORMED, "Unreadable volume: %s", *w);
+        volumes_pass_input(cfg, &o, &in);
+        r = pass_plan(&in, &plan);
+        if (r < 0) {
+                volumes_observation_done(&o);
+                return r;
+        }
+        ApplyContext c = {
+                .provider = p,
+                .cfg = cfg,
+                .in = &in,
+                .plan = &plan,
+                .result = res,
+                .devices = new0(char *, o.volumes.n),
+                .devnums = new0(dev_t, o.volumes.n),
+                .failed = new0(bool, o.volumes.n),
+        };
+        if (!c.devices || !c.devnums || !c.failed)
+                r = -ENOMEM;
+        else {
+                res->n_errors = 0;
+                r = apply_plan(&c);
+                if (r == 0 || (r > 0 && last)) {
+                        report_plan_notes(cfg, &in, &plan);
+                        tally(&plan, c.failed, r > 0, res);
+                }
+        }
+        free_devices(c.devices, o.volumes.n);
+        free(c.devnums);
+        free(c.failed);
+        pass_plan_done(&plan);
+        volumes_observation_done(&o);
+        return r;
+}
+
+int volumes_pass(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesPassResult *ret) {
+        VolumesPassResult res = {};
+        for (unsigned round = 0; round < PASS_ROUNDS_MAX; round++) {
+                bool last = round + 1 == PASS_ROUNDS_MAX;
+                int r = pass_round(p, cfg, last, &res);
+                if (r < 0)
+                        return r;
+                if (r == 0 || last)
+                        break;
+        }
+        *ret = res;
+        return 0;
+}

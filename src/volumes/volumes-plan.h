@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The volume part of a pass, as a PURE function (ARCHITECTURE.md, "One pass, in one direction"):
+ * (desired etcd clusters, this node, the volumes the provider lists, what was observed on this node) ->
+ * which volume this node uses for each etcd cluster and the ordered actions to get there. No I/O here:
+ * unit tests drive it with tables. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "volumes/volume-tags.h"
+#include "volumes/volume.h"
+
+typedef enum MountState {
+        MOUNT_STATE_NONE,  /* nothing mounted on <mount-root>/master-<id> */
+        MOUNT_STATE_OURS,  /* the volume's device is mounted there */
+        MOUNT_STATE_OTHER, /* another device is mounted there: an error, never "fixed" by us */
+        _MOUNT_STATE_MAX,
+        _MOUNT_STATE_INVALID = -EINVAL,
+} MountState;
+
+/* What this node saw about a volume it holds (zeroes for the others). */
+typedef struct VolumeObserved {
+        bool device_present;   /* attached here and its block device resolved by identity */
+        MountState mount;      /* at <mount-root>/master-<id> */
+        bool manifest_current; /* the manifest on the volume holds exactly the rendered text */
+        bool link_current;     /* the manifest-dir symlink points at it */
+} VolumeObserved;
+
+typedef struct PassInput {
+        const char *cluster;        /* KubernetesCluster tag value */
+        char *const *etcd_clusters; /* from the spec, in spec order; "main" goes first regardless */
+        const NodeIdentity *node;
+        const Volume *volumes; /* as listed by the provider (any order) */
+        size_t n_volumes;
+        const VolumeObserved *observed; /* parallel to volumes; NULL = nothing observed */
+        bool manifests;                 /* plan step 7 (writing the etcd manifests) */
+} PassInput;
+
+typedef enum ActionType {
+        ACTION_CLAIM,          /* compare-and-set attach of a free volume to this node */
+        ACTION_ATTACH,         /* already ours, device missing: attach again (idempotent) */
+        ACTION_WAIT_DEVICE,    /* bounded wait for the device to appear */
+        ACTION_FSCK,           /* e2fsck -p on an ext filesystem; exit >= 4 stops this volume */
+        ACTION_MOUNT,          /* mount; only if that fails and blkid proves it blank: mkfs.ext4, mount */
+        ACTION_WRITE_MANIFEST, /* <mount>/k8s.io/manifests/etcd[-<cluster>].manifest */
+        ACTION_LINK_MANIFEST,  /* <manifest-dir>/etcd[-<cluster>].manifest -> the file on the volume */
+        _ACTION_TYPE_MAX,
+        _ACTION_TYPE_INVALID = -EINVAL,
+} ActionType;
+
+const char *action_type_to_string(ActionType t);
+
+typedef struct PlanAction {
+        ActionType type;
+        size_t volume;    /* index into PassInput.volumes */
+        size_t selection; /* index into PassPlan.selections */
+} PlanAction;
+
+typedef enum SelectionState {
+        SELECTION_READY,   /* held, mounted, manifests in place: nothing to do */
+        SELECTION_ACTIONS, /* held or claimable, actions planned */
+        SELECTION_WAITING, /* no volume of this etcd cluster is free for this node */
+        SELECTION_ERROR,   /* held but stuck (e.g. another device on its mount point) */
+        _SELECTION_STATE_MAX,
+        _SELECTION_STATE_INVALID = -EINVAL,
+} SelectionState;
+
+typedef struct PlanSelection {
+        const char *etcd_cluster; /* points into PassInput.etcd_clusters */
+        SelectionState state;
+        size_t volume; /* index into PassInput.volumes, SIZE_MAX when none */
+        char *note;    /* why waiting / error; NULL otherwise */
+} PlanSelection;
+
+typedef struct PassPlan {
+        VolumeEligibility *eligibility; /* parallel to PassInput.volumes */
+        size_t n_volumes;
+        PlanSelection *selections; /* one per etcd cluster, main first */
+        size_t n_selections;
+        PlanAction *actions; /* ordered */
+        size_t n_actions;
+} PassPlan;
+
+void pass_plan_done(PassPlan *p);
+
+/* Eligibility of every volume, the selection for each etcd cluster, the ordered actions. Selection:
+ * a volume this node holds wins (at most one per etcd cluster: a second one held is ignored with a
+ * note); otherwise the free eligible volumes of that etcd cluster ordered by (member, id) and the first
+ * is claimed. Deterministic; exclusivity between nodes comes from the compare-and-set claim (the loser
+ * re-reads and plans again). -ENOMEM only. */
+int pass_plan(const PassInput *in, PassPlan *ret);
+
+/* True when every selection is READY. */
+bool pass_plan_converged(const PassPlan *p);

@@ -1,0 +1,327 @@
+# The master-volume pipeline on real loop devices (issue 3): claim, safe format, mount, manifests;
+# idempotence; remount without reformat; release-node handover; signatures that must never be formatted.
+import os
+import struct
+import zlib
+
+import pytest
+
+from conftest import need_root, protokube_bin
+from loopdev import MIB, VolEnv, loop_of, mounts_under, run
+
+
+@pytest.fixture
+def env():
+    need_root()
+    e = VolEnv(protokube_bin())
+    yield e
+    errors = e.cleanup()
+    assert not errors, errors
+
+
+def fs_uuid(dev_or_file):
+    return run("blkid", "-p", "-s", "UUID", "-o", "value", dev_or_file, check=False).stdout.strip()
+
+
+def fs_type(dev_or_file):
+    return run("blkid", "-p", "-s", "TYPE", "-o", "value", dev_or_file, check=False).stdout.strip()
+
+
+def check_manifests(env, node, main_vol, events_vol):
+    md = env.manifest_dir(node)
+    for name, vol, cluster in (("etcd.manifest", main_vol, "main"), ("etcd-events.manifest", events_vol, "events")):
+        link = os.path.join(md, name)
+        target = os.path.join(env.mount_path(node, vol), "k8s.io", "manifests", name)
+        assert os.path.islink(link), link
+        assert os.readlink(link) == target
+        with open(link) as f:
+            text = f.read()
+        # the manifest on the volume is the etcd pod for this member, with its data on this volume
+        assert "kind: Pod" in text
+        assert ("etcd-server-events" if cluster == "events" else "etcd-server") in text
+        assert env.mount_path(node, vol) in text
+
+
+def test_one_node_claim_format_mount(env):
+    env.standard_pool()
+    p = env.pk("once", "n1", check=0)
+    assert "blank: creating an ext4 filesystem" in p.stderr
+    holders = env.holders()
+    assert holders == {"main-a": "n1", "events-a": "n1", "main-b": None, "main-c": None,
+                       "events-b": None, "events-c": None}
+    for vol in ("main-a", "events-a"):
+        dev = loop_of(env.image(vol))
+        assert dev, f"no loop device for {vol}"
+        assert env.meta(vol)["attachment"]["device"] == dev
+        assert env.meta(vol)["attachment"]["internalIPs"] == ["10.0.0.%d" % (sum(map(ord, "n1")) % 250 + 1)]
+        assert fs_type(dev) == "ext4"
+        assert env.mount_path("n1", vol) in mounts_under(env.mount_root("n1"))
+    check_manifests(env, "n1", "main-a", "events-a")
+
+    # data written now must survive everything below
+    for vol in ("main-a", "events-a"):
+        with open(os.path.join(env.mount_path("n1", vol), "marker"), "w") as f:
+            f.write("data of " + vol)
+    uuids = {vol: fs_uuid(loop_of(env.image(vol))) for vol in ("main-a", "events-a")}
+    mtime = os.lstat(os.path.join(env.mount_path("n1", "main-a"), "k8s.io/manifests/etcd.manifest")).st_mtime_ns
+
+    # a second pass changes nothing
+    p = env.pk("once", "n1", check=0)
+    assert "0 change(s)" in p.stderr, p.stderr
+    assert "Claimed" not in p.stderr and "Mounted" not in p.stderr and "ext4 filesystem" not in p.stderr
+    assert os.lstat(os.path.join(env.mount_path("n1", "main-a"), "k8s.io/manifests/etcd.manifest")).st_mtime_ns == mtime
+    p = env.pk("plan", "n1", check=0)
+    assert "nothing to do" in p.stdout, p.stdout
+
+    # unmount (a reboot would also drop the loop devices): the same volumes come back, not reformatted
+    env.umount_node("n1")
+    assert env.pk("plan", "n1", check=0).stdout.count("mount ") >= 2
+    p = env.pk("once", "n1", check=0)
+    assert "ext4 filesystem" not in p.stderr
+    for vol in ("main-a", "events-a"):
+        with open(os.path.join(env.mount_path("n1", vol), "marker")) as f:
+            assert f.read() == "data of " + vol
+        assert fs_uuid(loop_of(env.image(vol))) == uuids[vol]
+    check_manifests(env, "n1", "main-a", "events-a")
+
+    # loop devices gone too (as after a reboot): attach again, same data
+    env.umount_node("n1")
+    for vol in ("main-a", "events-a"):
+        run("losetup", "-d", loop_of(env.image(vol)))
+    p = env.pk("once", "n1", check=0)
+    assert "ext4 filesystem" not in p.stderr
+    for vol in ("main-a", "events-a"):
+        with open(os.path.join(env.mount_path("n1", vol), "marker")) as f:
+            assert f.read() == "data of " + vol
+
+
+def test_volumes_and_plan_output(env):
+    env.standard_pool()
+    env.create("main-x", "main", "x", ["x"], zone="z2")
+    env.create("main-bad", "main", "a", ["b", "c"])  # member not in its own list: malformed
+    p = env.pk("plan", "n1", check=0)
+    lines = p.stdout.splitlines()
+    assert "1. claim main-a" in lines
+    assert any(l.startswith("6. link-manifest main-a ") for l in lines), p.stdout
+    assert env.holders()["main-a"] is None, "plan must change nothing"
+    assert mounts_under(env.base) == []
+    p = env.pk("volumes", "n1", check=0)
+    out = p.stdout
+    assert "main-x" in out and "in zone 'z2'" in out
+    assert "malformed tag 'k8s.io/etcd/main=a/b,c'" in out
+    env.pk("once", "n1", check=0)
+    out = env.pk("volumes", "n1", check=0).stdout
+    row = [l for l in out.splitlines() if l.startswith("main-a ")][0]
+    assert " n1 " in row and "/dev/loop" in row and "mounted" in row and row.rstrip().endswith("yes")
+    # the warning for the malformed volume names it
+    p = env.pk("once", "n1", check=0)
+    assert "Volume 'main-bad' is not eligible: malformed tag" in p.stderr
+
+
+def test_release_node_handover(env):
+    env.standard_pool()
+    env.pk("once", "n1", check=0)
+    for vol in ("main-a", "events-a"):
+        with open(os.path.join(env.mount_path("n1", vol), "marker"), "w") as f:
+            f.write("kept " + vol)
+    # a mounted volume is not detached behind the filesystem's back
+    p = env.pool_cmd("detach", "main-a", check=1)
+    assert "busy" in p.stderr.lower(), p.stderr
+    # n1 dies: its mounts are gone, then the pool releases what it held
+    env.umount_node("n1")
+    env.pool_cmd("release-node", "n1")
+    assert env.holders()["main-a"] is None and env.holders()["events-a"] is None
+    assert loop_of(env.image("main-a")) is None
+    env.pk("once", "n2", check=0)
+    holders = env.holders()
+    assert holders["main-a"] == "n2" and holders["events-a"] == "n2"
+    for vol in ("main-a", "events-a"):
+        with open(os.path.join(env.mount_path("n2", vol), "marker")) as f:
+            assert f.read() == "kept " + vol
+    check_manifests(env, "n2", "main-a", "events-a")
+    # n1 comes back: it must not touch n2's volumes; it takes the next members
+    env.pk("once", "n1", check=0)
+    holders = env.holders()
+    assert holders["main-b"] == "n1" and holders["events-b"] == "n1" and holders["main-a"] == "n2"
+
+
+def test_waiting_exit_code(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    env.pk("once", "n1", check=0)
+    p = env.pk("once", "n2", check=3)
+    assert "no free volume of etcd cluster 'main'" in p.stderr
+    p = env.pk("once", "n3", zone="z9", check=3)
+
+
+def md_superblock_v12(size_sectors):
+    """An md RAID1 v1.2 superblock (at 4 KiB), for kernels without the md driver where mdadm --create
+    cannot run. Layout and checksum as the kernel's struct mdp_superblock_1 / calc_sb_1_csum()."""
+    max_dev = 2
+    sb = bytearray(256 + 2 * max_dev)
+    struct.pack_into("<IIII", sb, 0, 0xA92B4EFC, 1, 0, 0)          # magic, major, feature_map, pad0
+    sb[16:32] = bytes(range(1, 17))                                  # set_uuid
+    sb[32:45] = b"pk-test:0\0\0\0\0"                                 # set_name
+    struct.pack_into("<QIIQIIIIII", sb, 64, 1700000000, 1, 0, size_sectors - 2048, 0, 2, 0, 0, 0, 0)
+    struct.pack_into("<QQQQI", sb, 128, 2048, size_sectors - 2048, 8, 0, 0)  # data_offset/size, super_offset
+    struct.pack_into("<QQ", sb, 192, 1700000000, 1)                  # utime, events
+    struct.pack_into("<Q", sb, 208, 0xFFFFFFFFFFFFFFFF)               # resync_offset
+    struct.pack_into("<I", sb, 220, max_dev)                         # max_dev
+    struct.pack_into("<HH", sb, 256, 0, 1)                           # dev_roles
+    csum = sum(struct.unpack_from("<%dI" % (len(sb) // 4), sb))
+    csum = (csum & 0xFFFFFFFF) + (csum >> 32)
+    struct.pack_into("<I", sb, 216, csum & 0xFFFFFFFF)
+    return bytes(sb)
+
+
+def make_signature(env, kind, dev):
+    """Puts a kind of signature on dev with the Debian tool for it. Returns blkid's TYPE (or PTTYPE)."""
+    if kind == "ext4":
+        run("mkfs.ext4", "-q", dev)
+        return "ext4"
+    if kind == "xfs":
+        run("mkfs.xfs", "-q", dev)
+        return "xfs"
+    if kind == "gpt":
+        run("sfdisk", "-q", dev, input="label: gpt\n,8M,L\n")
+        return "gpt"
+    if kind == "luks":
+        key = os.path.join(env.base, "luks.key")
+        with open(key, "w") as f:
+            f.write("not-a-secret")
+        run("cryptsetup", "luksFormat", "--batch-mode", "--type", "luks2", "--pbkdf", "pbkdf2",
+            "--pbkdf-force-iterations", "1000", "--key-file", key, dev)
+        return "crypto_LUKS"
+    if kind == "lvm":
+        # --devices: lvm looks at this device only, never at the host's disks
+        run("pvcreate", "-q", "--devices", dev, dev)
+        return "LVM2_member"
+    if kind == "swap":
+        run("mkswap", dev)
+        return "swap"
+    if kind == "mdadm":
+        if os.path.exists("/proc/mdstat"):
+            run("mdadm", "--create", "/dev/md/pktest", "--run", "--level=1", "--raid-devices=2",
+                "--metadata=1.2", dev, "missing")
+            run("mdadm", "--stop", "/dev/md/pktest")
+        else:
+            size = int(run("blockdev", "--getsz", dev).stdout)
+            with open(dev, "r+b") as f:
+                f.seek(4096)
+                f.write(md_superblock_v12(size))
+        return "linux_raid_member"
+    raise AssertionError(kind)
+
+
+def head_hash(dev):
+    with open(dev, "rb") as f:
+        return zlib.crc32(f.read(4 * MIB))
+
+
+@pytest.mark.parametrize("kind", ["gpt", "luks", "lvm", "swap", "mdadm"])
+def test_signature_never_formatted(env, kind):
+    dev = env.new_loop("sig-" + kind)
+    want = make_signature(env, kind, dev)
+    probe = run("blkid", "-p", "-o", "export", dev, check=False).stdout
+    assert f"TYPE={want}" in probe or f"PTTYPE={want}" in probe, probe
+    before = head_hash(dev)
+    env.pool_cmd("add-device", dev, "--id", "sig", "--zone", "z1", "--tag", "KubernetesCluster=demo.k8s.test",
+                 "--tag", "k8s.io/role/master=1", "--tag", "k8s.io/etcd/main=a/a")
+    for _ in range(2):  # and again: a later pass does not give in either
+        p = env.pk("once", "n1")
+        assert p.returncode == 1, p.stderr
+        assert "not formatting it" in p.stderr and want in p.stderr, p.stderr
+        assert "ext4 filesystem" not in p.stderr
+    assert head_hash(dev) == before
+    assert mounts_under(env.base) == []
+    assert env.holders()["sig"] == "n1"  # claimed, reported, left alone
+    probe = run("blkid", "-p", "-o", "export", dev, check=False).stdout
+    assert f"TYPE={want}" in probe or f"PTTYPE={want}" in probe, probe
+
+
+@pytest.mark.parametrize("kind", ["ext4", "xfs"])
+def test_existing_filesystem_used_not_formatted(env, kind):
+    dev = env.new_loop("fs-" + kind, size=(320 if kind == "xfs" else 32) * MIB)  # xfs: 300 MiB minimum
+    make_signature(env, kind, dev)
+    mnt = os.path.join(env.base, "prep")
+    os.mkdir(mnt)
+    run("mount", dev, mnt)
+    with open(os.path.join(mnt, "existing"), "w") as f:
+        f.write("old data")
+    run("umount", mnt)
+    uuid = fs_uuid(dev)
+    env.pool_cmd("add-device", dev, "--id", "fs", "--zone", "z1", "--tag", "KubernetesCluster=demo.k8s.test",
+                 "--tag", "k8s.io/role/master=1", "--tag", "k8s.io/etcd/main=a/a")
+    env.create("events-a", "events", "a", ["a"])
+    p = env.pk("once", "n1", check=0)
+    assert fs_uuid(dev) == uuid and fs_type(dev) == kind
+    with open(os.path.join(env.mount_path("n1", "fs"), "existing")) as f:
+        assert f.read() == "old data"
+    # an ext4 volume goes through e2fsck -p before mounting, its output in the log
+    assert (f"e2fsck: {dev}: clean" in p.stderr) == (kind == "ext4"), p.stderr
+    env.umount_node("n1")
+    env.pk("once", "n1", check=0)
+    assert fs_uuid(dev) == uuid
+
+
+def test_image_with_filesystem_not_reformatted(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    run("mkfs.ext4", "-q", "-F", env.image("main-a"))  # -F: a regular file, not a device
+    uuid = fs_uuid(env.image("main-a"))
+    p = env.pk("once", "n1", check=0)
+    assert fs_uuid(env.image("main-a")) == uuid
+    assert p.stderr.count("ext4 filesystem") == 1  # only events-a was blank
+
+
+def test_other_device_on_mount_point(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    other = env.new_loop("other")
+    run("mkfs.ext4", "-q", other)
+    target = env.mount_path("n1", "main-a")
+    os.makedirs(target)
+    run("mount", other, target)
+    p = env.pk("once", "n1", check=1)
+    assert "another device is mounted" in p.stderr.lower() or "Another device" in p.stderr, p.stderr
+    # events is independent of main's trouble
+    assert env.mount_path("n1", "events-a") in mounts_under(env.mount_root("n1"))
+    assert not os.path.exists(os.path.join(env.manifest_dir("n1"), "etcd.manifest"))
+
+
+def test_pool_cli(env):
+    p = env.pool_cmd("create", "--size", "8M", "--zone", "z1", "--tag", "a=b")
+    vid = p.stdout.strip()
+    assert vid.startswith("vol-")
+    env.pool_cmd("create", "--id", vid, "--size", "8M", "--zone", "z1", check=1)
+    env.pool_cmd("create", "--id", "x", "--size", "8M", check=2)      # no zone
+    env.pool_cmd("create", "--id", "x", "--zone", "z", "--tag", "nokey", check=2)
+    out = env.pool_cmd("list").stdout
+    assert vid in out and "a=b" in out
+    with open(os.path.join(env.pool, "broken.json"), "w") as f:
+        f.write('{"version":1,"id":"broken","zone":"z1","size":1,"image":"broken.img","bogus":1}')
+    p = env.pool_cmd("list")
+    assert "broken.json" in p.stderr and "unknown key 'bogus'" in p.stderr
+    env.pool_cmd("detach", vid)
+    env.pool_cmd("detach", "nope", check=1)
+    env.pool_cmd("release-node", "n1")
+    env.pool_cmd("frobnicate", check=2)
+
+
+def test_fsck_failure_stops_only_that_volume(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    img = env.image("main-a")
+    run("mkfs.ext4", "-q", "-F", img)
+    # damage e2fsck -p will not repair on its own (exit 4: "RUN fsck MANUALLY")
+    run("debugfs", "-w", "-R", "clri <2>", img)
+    run("debugfs", "-w", "-R", "ssv state 0", img)
+    uuid = fs_uuid(img)
+    p = env.pk("once", "n1", check=1)
+    assert "e2fsck -p" in p.stderr and "exited 4" in p.stderr, p.stderr
+    assert env.mount_path("n1", "main-a") not in mounts_under(env.mount_root("n1"))
+    assert fs_uuid(img) == uuid  # not reformatted
+    # the events volume went on regardless
+    assert env.mount_path("n1", "events-a") in mounts_under(env.mount_root("n1"))
+    assert os.path.islink(os.path.join(env.manifest_dir("n1"), "etcd-events.manifest"))
+    assert not os.path.lexists(os.path.join(env.manifest_dir("n1"), "etcd.manifest"))

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The desired record set (a pure function of spec and view), the diff, the hosts-file block. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "dns/dns-hosts.h"
+#include "dns/dns-provider.h"
+#include "dns/dns-records.h"
+#include "dns/dns-wire.h"
+#include "shared/cluster-view.h"
+#include "spec/spec.h"
+#include "unit-test.h"
+
+static EtcdClusterSpec etcd_clusters[] = { { .name = (char *)"main" }, { .name = (char *)"events" } };
+
+static ClusterSpec make_spec(void) {
+        return (ClusterSpec){
+                .name = (char *)"demo.k8s.test",
+                .dns = { .ttl = { true, 30 } },
+                .etcd_clusters = { etcd_clusters, ELEMENTSOF(etcd_clusters) },
+        };
+}
+
+static ClusterView *make_view(void) {
+        ClusterView *v = new0(ClusterView, 1);
+        char *m1_int[] = { (char *)"10.0.0.1", NULL }, *m1_ext[] = { (char *)"203.0.113.1", NULL };
+        char *m2_int[] = { (char *)"fd00::0002", (char *)"10.0.0.10", NULL };
+        assert_non_null(v);
+        assert_int_equal(cluster_view_add_master(v, "m2", m2_int, NULL), 0);
+        assert_int_equal(cluster_view_add_master(v, "m1", m1_int, m1_ext), 0);
+        assert_int_equal(cluster_view_add_member(v, "main", "a", "m1"), 0);
+        assert_int_equal(cluster_view_add_member(v, "main", "b", "m2"), 0);
+        assert_int_equal(cluster_view_add_member(v, "events", "a", "m1"), 0);
+        assert_int_equal(cluster_view_add_member(v, "other", "a", "m1"), 0);  /* not in the spec */
+        assert_int_equal(cluster_view_add_member(v, "main", "c", "gone"), 0); /* holder unknown */
+        assert_int_equal(cluster_view_add_member(v, "main", "d", NULL), 0);   /* nobody holds it */
+        cluster_view_sort(v);
+        return v;
+}
+
+static char *print_to_string(const DnsRRsetList *l, bool show_empty) {
+        char *s = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&s, &n);
+        assert_non_null(f);
+        dns_rrsets_print(l, show_empty, f);
+        fclose(f);
+        return s;
+}
+
+static void test_desired(void **state) {
+        _cleanup_(cluster_view_freep) ClusterView *v = make_view();
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        _cleanup_free_ char *error = NULL, *text = NULL, *all = NULL;
+        ClusterSpec spec = make_spec();
+
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), 0);
+        text = print_to_string(&l, false);
+        assert_string_equal(text, "api.demo.k8s.test.\t30\tIN\tA\t203.0.113.1\n"
+                                  "api.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.1\n"
+                                  "api.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.10\n"
+                                  "api.internal.demo.k8s.test.\t30\tIN\tAAAA\tfd00::2\n"
+                                  "etcd-a.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.1\n"
+                                  "etcd-b.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.10\n"
+                                  "etcd-b.internal.demo.k8s.test.\t30\tIN\tAAAA\tfd00::2\n"
+                                  "etcd-c.internal.demo.k8s.test.\t10\tIN\tA\t203.0.113.123\n"
+                                  "etcd-d.internal.demo.k8s.test.\t10\tIN\tA\t203.0.113.123\n"
+                                  "etcd-events-a.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.1\n");
+        /* Every owned name has both types, possibly empty: those are deleted when published. */
+        all = print_to_string(&l, true);
+        assert_non_null(strstr(all, "api.demo.k8s.test.\t30\tIN\tAAAA\t(none)\n"));
+        assert_non_null(strstr(all, "etcd-c.internal.demo.k8s.test.\t10\tIN\tAAAA\t(none)\n"));
+        assert_null(strstr(all, "etcd-other"));
+        assert_int_equal(l.n, 14);
+
+        /* Pure: the same input gives the same output, and the input order does not matter. */
+        _cleanup_rrset_list_ DnsRRsetList again = {};
+        assert_int_equal(dns_desired_records(&spec, v, &again, &error), 0);
+        _cleanup_free_ char *text2 = print_to_string(&again, true);
+        assert_string_equal(all, text2);
+}
+
+static void test_desired_defaults_and_errors(void **state) {
+        _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        _cleanup_free_ char *error = NULL;
+        ClusterSpec spec = make_spec();
+        char *ips[] = { (char *)"10.0.0.1", NULL }, *bad[] = { (char *)"10.0.0.300", NULL };
+
+        spec.dns.ttl.set = false;
+        spec.dns.internal_suffix = (char *)"Int.Example.";
+        spec.etcd_clusters.n = 0; /* no clusters named: every member counts */
+        assert_int_equal(cluster_view_add_master(v, "m1", ips, NULL), 0);
+        assert_int_equal(cluster_view_add_member(v, "other", "x", "m1"), 0);
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), 0);
+        assert_non_null(dns_rrset_list_find(&l, "api.int.example.", DNS_TYPE_A));
+        DnsRRset *s = dns_rrset_list_find(&l, "etcd-other-x.int.example.", DNS_TYPE_A);
+        assert_non_null(s);
+        assert_int_equal(s->ttl, DNS_TTL_DEFAULT);
+        dns_rrset_list_done(&l);
+
+        assert_int_equal(cluster_view_add_master(v, "m2", bad, NULL), 0);
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_EMALFORMED);
+        assert_non_null(strstr(error, "'m2'"));
+        assert_non_null(strstr(error, "10.0.0.300"));
+        free(error);
+        error = NULL;
+
+        spec.dns.internal_suffix = (char *)"bad..suffix";
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_EMALFORMED);
+        free(error);
+        error = NULL;
+        spec.dns.internal_suffix = NULL;
+        spec.dns.ttl = (OptInt){ true, -1 };
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_ESPEC);
+}
+
+static void test_diff(void **state) {
+        _cleanup_rrset_list_ DnsRRsetList desired = {}, current = {}, changes = {};
+        assert_int_equal(dns_rrset_list_add_address(&desired, "a.test", 60, "10.0.0.1"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&desired, "a.test", 60, "10.0.0.2"), 0);
+        assert_int_equal(dns_rrset_list_get(&desired, "a.test", DNS_TYPE_AAAA, 60, NULL), 0);
+        assert_int_equal(dns_rrset_list_add_address(&desired, "b.test", 60, "10.0.0.3"), 0);
+        assert_int_equal(dns_rrset_list_get(&desired, "c.test", DNS_TYPE_A, 60, NULL), 0);
+        dns_rrset_list_sort(&desired);
+
+        /* Current: a.test same addresses in another order; b.test other TTL; c.test has a stale record. */
+        assert_int_equal(dns_rrset_list_add_address(&current, "A.TEST.", 60, "10.0.0.2"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&current, "a.test", 60, "10.0.0.1"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&current, "b.test", 300, "10.0.0.3"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&current, "c.test", 60, "10.9.9.9"), 0);
+        assert_int_equal(dns_rrsets_diff(&desired, &current, true, &changes), 0);
+        assert_int_equal(changes.n, 2);
+        assert_string_equal(changes.items[0].name, "b.test.");
+        assert_string_equal(changes.items[1].name, "c.test.");
+        assert_int_equal(dns_rrset_size(&changes.items[1]), 0);
+        dns_rrset_list_done(&changes);
+        /* A provider without TTLs sees only c.test. */
+        assert_int_equal(dns_rrsets_diff(&desired, &current, false, &changes), 0);
+        assert_int_equal(changes.n, 1);
+        dns_rrset_list_done(&changes);
+        /* Converged: nothing. */
+        assert_int_equal(dns_rrsets_diff(&desired, &desired, true, &changes), 0);
+        assert_int_equal(changes.n, 0);
+}
+
+static void test_address_order(void **state) {
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        assert_int_equal(dns_rrset_list_add_address(&l, "x", 1, "10.0.0.9"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&l, "x", 1, "10.0.0.10"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&l, "x", 1, "9.0.0.1"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&l, "x", 1, "10.0.0.9"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&l, "x", 1, "not-an-ip"), PK_EMALFORMED);
+        DnsRRset *s = dns_rrset_list_find(&l, "x.", DNS_TYPE_A);
+        assert_int_equal(dns_rrset_size(s), 3);
+        assert_string_equal(s->addresses[0], "9.0.0.1");
+        assert_string_equal(s->addresses[1], "10.0.0.9");
+        assert_string_equal(s->addresses[2], "10.0.0.10");
+}
+
+static const char FOREIGN_HEAD[] =
+    "127.0.0.1\tlocalhost\n# keep   this   spacing\n::1 localhost ip6-localhost";
+static const char FOREIGN_TAIL[] = "192.0.2.7 tail.example\n";
+
+static void test_hosts_roundtrip(void **state) {
+        _cleanup_(hosts_file_done) HostsFile h = {}, h2 = {};
+        _cleanup_rrset_list_ DnsRRsetList entries = {};
+        _cleanup_free_ char *error = NULL, *block = NULL, *text = NULL, *text2 = NULL, *block2 = NULL;
+        size_t block_len, len, len2, block2_len;
+
+        assert_int_equal(hosts_file_parse(FOREIGN_HEAD, strlen(FOREIGN_HEAD), &h, &error), 0);
+        assert_int_equal(h.block_len, 0);
+        assert_int_equal(dns_rrset_list_add_address(&entries, "etcd-b.internal.c", 0, "10.0.0.2"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&entries, "api.internal.c", 0, "10.0.0.2"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&entries, "api.internal.c", 0, "10.0.0.1"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&entries, "api.internal.c", 0, "fd00::1"), 0);
+        assert_int_equal(hosts_block_render(&entries, &block, &block_len), 0);
+        assert_string_equal(block, HOSTS_BEGIN_MARKER "\n"
+                                                      "10.0.0.1\tapi.internal.c\n"
+                                                      "10.0.0.2\tapi.internal.c etcd-b.internal.c\n"
+                                                      "fd00::1\tapi.internal.c\n" HOSTS_END_MARKER "\n");
+        assert_int_equal(hosts_file_render(&h, block, block_len, &text, &len), 0);
+        /* The foreign text is a byte-exact prefix; a newline was added since its last line had none. */
+        assert_memory_equal(text, FOREIGN_HEAD, strlen(FOREIGN_HEAD));
+        assert_int_equal(text[strlen(FOREIGN_HEAD)], '\n');
+
+        /* Add foreign text after the block; parse again: the block reads back, both sides are kept. */
+        _cleanup_free_ char *full = strjoin(text, FOREIGN_TAIL);
+        assert_int_equal(hosts_file_parse(full, strlen(full), &h2, &error), 0);
+        assert_int_equal(h2.after_len, strlen(FOREIGN_TAIL));
+        assert_int_equal(h2.n_invalid, 0);
+        assert_int_equal(hosts_block_render(&h2.entries, &block2, &block2_len), 0);
+        assert_string_equal(block2, block);
+        assert_int_equal(h2.block_len, block_len);
+        assert_int_equal(hosts_file_render(&h2, block2, block2_len, &text2, &len2), 0);
+        assert_string_equal(text2, full);
+}
+
+static void test_hosts_malformed(void **state) {
+        static const char *const bad[] = {
+                HOSTS_BEGIN_MARKER "\n1.2.3.4 a\n",
+                HOSTS_END_MARKER "\n",
+                HOSTS_BEGIN_MARKER "\n" HOSTS_BEGIN_MARKER "\n" HOSTS_END_MARKER "\n",
+                HOSTS_BEGIN_MARKER "\n" HOSTS_END_MARKER "\n" HOSTS_BEGIN_MARKER "\n" HOSTS_END_MARKER "\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_(hosts_file_done) HostsFile h = {};
+                _cleanup_free_ char *error = NULL;
+                assert_int_equal(hosts_file_parse(bad[i], strlen(bad[i]), &h, &error), PK_EMALFORMED);
+                assert_non_null(error);
+        }
+        /* Junk inside our block is counted (and dropped by the next rewrite), not fatal. */
+        const char *junk = HOSTS_BEGIN_MARKER "  \r\nnot-an-ip x\n10.0.0.1\n# c\n\n10.0.0.1 ok.test # "
+                                              "c\n10.0.0.2 bad..name\n" HOSTS_END_MARKER;
+        _cleanup_(hosts_file_done) HostsFile h = {};
+        _cleanup_free_ char *error = NULL;
+        assert_int_equal(hosts_file_parse(junk, strlen(junk), &h, &error), 0);
+        assert_int_equal(h.n_invalid, 3);
+        assert_int_equal(h.entries.n, 1);
+        assert_string_equal(h.entries.items[0].name, "ok.test.");
+        assert_int_equal(h.after_len, 0);
+}
+
+/* The hosts provider through its interface: sync, re-sync without a write, change, ownership. */
+static void test_hosts_provider(void **state) {
+        char path[] = "/tmp/test-dns-hosts-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        static const char text[] = "127.0.0.1 localhost\n";
+        FILE *f = fopen(path, "we");
+        fputs(text, f);
+        fclose(f);
+
+        ClusterSpec spec = make_spec();
+        spec.dns.hosts.file = path;
+        _cleanup_(cluster_view_freep) ClusterView *v = make_view();
+        _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
+        _cleanup_free_ char *error = NULL;
+        DnsProviderState *s = NULL;
+        const DnsProvider *p = dns_provider_find("hosts");
+
+        assert_non_null(p);
+        assert_null(dns_provider_find("none"));
+        assert_int_equal(dns_desired_records(&spec, v, &desired, &error), 0);
+        assert_int_equal(p->open(&spec, &s, &error), 0);
+        assert_int_equal(dns_sync(p, s, &desired, false, &changes, &error), 0);
+        assert_int_equal(changes.n, 9);
+        dns_rrset_list_done(&changes);
+        assert_int_equal(dns_sync(p, s, &desired, false, &changes, &error), 0);
+        assert_int_equal(changes.n, 0);
+        p->close(s);
+
+        _cleanup_free_ char *after = NULL;
+        size_t len;
+        assert_int_equal(read_full_file(path, 1 << 20, &after, &len), 0);
+        assert_memory_equal(after, text, strlen(text));
+        assert_non_null(
+            strstr(after, "10.0.0.10\tapi.internal.demo.k8s.test etcd-b.internal.demo.k8s.test\n"));
+        unlink(path);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_desired),
+                cmocka_unit_test(test_desired_defaults_and_errors),
+                cmocka_unit_test(test_diff),
+                cmocka_unit_test(test_address_order),
+                cmocka_unit_test(test_hosts_roundtrip),
+                cmocka_unit_test(test_hosts_malformed),
+                cmocka_unit_test(test_hosts_provider),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

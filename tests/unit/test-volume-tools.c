@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The shared wrappers the volume pipeline uses: posix_spawn with capture, cap and deadline; libblkid
+ * blank/signature probing (on regular files, so no root is needed). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "shared/blockdev.h"
+#include "shared/spawn.h"
+#include "unit-test.h"
+
+static void test_spawn_status_and_output(void **state) {
+        char *argv[] = { (char *)"sh", (char *)"-c", (char *)"echo out; echo err >&2; exit 3", NULL };
+        SpawnResult r = {};
+        assert_int_equal(spawn_run(argv, 10 * USEC_PER_SEC, 1024, &r), 0);
+        assert_int_equal(r.exit_status, 3);
+        assert_int_equal(r.term_signal, 0);
+        assert_non_null(strstr(r.output, "out\n"));
+        assert_non_null(strstr(r.output, "err\n"));
+        assert_false(r.truncated);
+        spawn_result_done(&r);
+}
+
+static void test_spawn_cap(void **state) {
+        char *argv[] = { (char *)"head", (char *)"-c", (char *)"100000", (char *)"/dev/zero", NULL };
+        SpawnResult r = {};
+        assert_int_equal(spawn_run(argv, 10 * USEC_PER_SEC, 1000, &r), 0);
+        assert_int_equal(r.exit_status, 0); /* the rest was read and dropped: the child never blocked */
+        assert_int_equal(r.output_len, 1000);
+        assert_true(r.truncated);
+        spawn_result_done(&r);
+}
+
+static void test_spawn_deadline(void **state) {
+        char *argv[] = { (char *)"sleep", (char *)"10", NULL };
+        SpawnResult r = {};
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(spawn_run(argv, 100 * USEC_PER_MSEC, 1000, &r), PK_ETIMEOUT);
+        assert_true(now(CLOCK_MONOTONIC) - t0 < 5 * USEC_PER_SEC);
+        assert_int_equal(r.term_signal, 9);
+        spawn_result_done(&r);
+}
+
+static void test_spawn_missing(void **state) {
+        char *argv[] = { (char *)"/nonexistent/pk-tool", NULL };
+        SpawnResult r = {};
+        assert_int_equal(spawn_run(argv, USEC_PER_SEC, 1000, &r), -ENOENT);
+}
+
+static char *scratch(size_t size) {
+        char tmpl[] = "/tmp/pk-blkid-XXXXXX";
+        int fd = mkstemp(tmpl);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)size), 0);
+        close(fd);
+        return strdup(tmpl);
+}
+
+static void put(const char *path, off_t off, const void *data, size_t len) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, data, len, off), (ssize_t)len);
+        close(fd);
+}
+
+static void test_probe_blank_and_swap(void **state) {
+        char *f = scratch(4 << 20);
+        char *what = NULL, *fstype = NULL;
+        assert_int_equal(blockdev_probe_signature(f, &what), 0);
+        assert_null(what);
+        assert_int_equal(blockdev_probe_fstype(f, &fstype), 0);
+        assert_null(fstype);
+        /* a swap signature as mkswap writes it: version 1 and last_page after 1 KiB of boot bits, the
+         * magic at the end of the first 4 KiB page */
+        unsigned char v1[8] = { 1, 0, 0, 0, 0xff, 0x03, 0, 0 };
+        put(f, 1024, v1, sizeof(v1));
+        put(f, 4096 - 10, "SWAPSPACE2", 10);
+        assert_int_equal(blockdev_probe_signature(f, &what), 1);
+        assert_string_equal(what, "swap");
+        free(what);
+        /* swap is a signature, not a filesystem to mount */
+        assert_int_equal(blockdev_probe_fstype(f, &fstype), 0);
+        assert_null(fstype);
+        unlink(f);
+        free(f);
+}
+
+static void test_probe_dos_partition_table(void **state) {
+        char *f = scratch(4 << 20);
+        char *what = NULL;
+        /* one MBR partition entry (type 0x83 at LBA 2048) and the 0x55AA boot signature */
+        unsigned char entry[16] = { 0, 0, 0, 0, 0x83, 0, 0, 0, 0x00, 0x08, 0, 0, 0x00, 0x10, 0, 0 };
+        put(f, 446, entry, sizeof(entry));
+        put(f, 510, "\x55\xaa", 2);
+        assert_int_equal(blockdev_probe_signature(f, &what), 1);
+        assert_string_equal(what, "dos");
+        free(what);
+        unlink(f);
+        free(f);
+}
+
+static void test_devnum(void **state) {
+        dev_t d;
+        assert_int_equal(blockdev_get_devnum("/dev/null", &d), -ENOTBLK);
+        assert_int_equal(blockdev_get_devnum("/nonexistent-pk", &d), -ENOENT);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_spawn_status_and_output),
+                cmocka_unit_test(test_spawn_cap),
+                cmocka_unit_test(test_spawn_deadline),
+                cmocka_unit_test(test_spawn_missing),
+                cmocka_unit_test(test_probe_blank_and_swap),
+                cmocka_unit_test(test_probe_dos_partition_table),
+                cmocka_unit_test(test_devnum),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
