@@ -455,6 +455,21 @@ int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *insta
         return r;
 }
 
+int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *instance_id) {
+        _cleanup_free_ char *body = NULL;
+        _cleanup_(xml_node_freep) XmlNode *doc = NULL;
+        if (!ec2_id_ok(volume_id) || (instance_id && !ec2_id_ok(instance_id)))
+                return -EINVAL;
+        int r = form_new("DetachVolume", &body);
+        if (r >= 0)
+                r = form_add(&body, "VolumeId", volume_id);
+        if (r >= 0 && instance_id)
+                r = form_add(&body, "InstanceId", instance_id);
+        if (r >= 0)
+                r = ec2_call(c, "DetachVolume", body, &doc);
+        return r;
+}
+
 static void sleep_for(usec_t u) {
         struct timespec ts;
         usec_to_timespec(u, &ts);

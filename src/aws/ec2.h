@@ -93,6 +93,10 @@ int aws_ec2_parse_instances(const void *data, size_t len, AwsInstance **ret, siz
 /* AttachVolume. EC2 answers at once with state "attaching"; wait with aws_ec2_wait_attached(). */
 int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *instance_id, const char *device);
 
+/* DetachVolume of volume_id from instance_id (NULL: whoever holds it). EC2 answers at once with state
+ * "detaching"; the volume is free once DescribeVolumes shows no attachment. */
+int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *instance_id);
+
 /* Polls DescribeVolumes every interval until volume_id is "attached" to instance_id. Returns 0 (and the
  * device name EC2 reports in *ret_device, caller frees; may be NULL), PK_ECONFLICT when it is attached to
  * another instance, PK_ETIMEOUT after timeout. */

@@ -11,6 +11,7 @@
 #include "basic/strv.h"
 #include "components/etcd.h"
 #include "components/render.h"
+#include "daemon/loop.h"
 #include "dns/dns-provider.h"
 #include "dns/dns-wire.h"
 #include "manifest/manifest-dir.h"
@@ -65,8 +66,14 @@ static int open_provider(const ClusterSpec *spec, const NodeSettings *node, Volu
                 .external_ip = node->external_ip,
         };
         int r = volume_provider_open(strna(cloud), &pc, ret);
-        if (r < 0)
+        if (r < 0) {
+                const VolumeProviderVTable *vt = volume_provider_find(strna(cloud));
+                const char *detail = vt && vt->last_error ? vt->last_error(NULL) : NULL;
+                if (detail)
+                        return log_error_errno(r, "Failed to open the '%s' volume provider: %s",
+                                               strna(cloud), detail);
                 return log_error_errno(r, "Failed to open the '%s' volume provider: %m", strna(cloud));
+        }
         return 0;
 }
 
@@ -141,7 +148,9 @@ static void pass_volumes(Pass *p, PassReport *rep, bool manifests) {
         int r = volumes_pass(p->provider, &cfg, &res);
 
         if (r < 0) {
-                _cleanup_free_ char *why = strprintf("the volume provider failed: %s", pk_strerror(r));
+                const char *detail = volume_provider_last_error(p->provider);
+                _cleanup_free_ char *why =
+                    strprintf("the volume provider failed: %s", detail ?: pk_strerror(r));
                 log_error_errno(r, "The volume pass failed: %m");
                 pass_report_error(rep, PASS_STAGE_DISCOVER, r, why);
                 return;
@@ -252,11 +261,37 @@ static void pass_control_plane(Pass *p, PassReport *rep, bool dry_run, FILE *pla
         }
 }
 
-void pass_run(Pass *p, PassReport *rep) {
+static void pass_stage_volumes(Pass *p, PassReport *rep) {
         pass_volumes(p, rep, false);
+}
+
+static void pass_stage_dns(Pass *p, PassReport *rep) {
         pass_dns(p, rep, false, NULL);
+}
+
+static void pass_stage_etcd_manifests(Pass *p, PassReport *rep) {
         pass_volumes(p, rep, true);
+}
+
+static void pass_stage_control_plane(Pass *p, PassReport *rep) {
         pass_control_plane(p, rep, false, NULL);
+}
+
+void pass_run(Pass *p, PassReport *rep) {
+        /* Each stage leaves the node consistent, so a pending SIGTERM can end the pass between stages. */
+        static void (*const stages[])(Pass *, PassReport *) = {
+                pass_stage_volumes,
+                pass_stage_dns,
+                pass_stage_etcd_manifests,
+                pass_stage_control_plane,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(stages); i++) {
+                if (i > 0 && daemon_stop_requested()) {
+                        pass_report_error(rep, PASS_STAGE_SPEC, PK_EWAITING, "stopping");
+                        return;
+                }
+                stages[i](p, rep);
+        }
 }
 
 VolumesPassConfig pass_volumes_config(Pass *p) {

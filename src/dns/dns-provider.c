@@ -8,9 +8,11 @@
 #include "shared/cluster-view.h"
 #include "spec/spec.h"
 
+extern const DnsProvider dns_provider_route53; /* dns-route53.c */
 static const DnsProvider *const providers[] = {
         &dns_provider_hosts,
         &dns_provider_rfc2136,
+        &dns_provider_route53,
 };
 
 const DnsProvider *dns_provider_find(const char *name) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "shared/blockdev.h"
 
+#include <unistd.h>
+
 #include <blkid.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -118,4 +120,17 @@ int blockdev_is(const char *path, dev_t devnum) {
         if (r < 0)
                 return r;
         return d == devnum;
+}
+
+int blockdev_open_exclusive(const char *path, usec_t timeout) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
+        for (;;) {
+                int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                if (fd >= 0)
+                        return fd;
+                int e = errno;
+                if (e != EBUSY || now(CLOCK_MONOTONIC) >= deadline)
+                        return -e;
+                usleep(20 * 1000);
+        }
 }

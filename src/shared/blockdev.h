@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include "basic/time-util.h"
+
 /* Block devices through libblkid: is a device blank, and which device is a path (by device number, never
  * by name). */
 
@@ -20,3 +22,7 @@ int blockdev_get_devnum(const char *path, dev_t *ret);
 
 /* 1 if path is the block device devnum, 0 if it is another device, < 0 on error. */
 int blockdev_is(const char *path, dev_t devnum);
+
+/* Opens a block device O_EXCL (fails with EBUSY while it is mounted or held by md/dm), retrying EBUSY until
+ * timeout: right after an unmount or a probe the kernel may hold the device for a moment. Returns the fd. */
+int blockdev_open_exclusive(const char *path, usec_t timeout);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "volumes/loopdev.h"
+#include "shared/blockdev.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "basic/time-util.h"
+#include "shared/blockdev.h"
 
 #ifndef LOOP_CONFIGURE
 #define LOOP_CONFIGURE 0x4C0A
@@ -184,18 +186,6 @@ int loopdev_attach(const char *image, char **ret_path, dev_t *ret_devnum) {
 /* An exclusive holder can linger for a moment after it is gone (the last close of an exiting process's
  * files may be deferred by the kernel; a probing tool may hold it briefly): retry EBUSY for a bounded
  * time. A mounted filesystem keeps it busy past the deadline. */
-static int open_exclusive(const char *path) {
-        usec_t deadline = now(CLOCK_MONOTONIC) + EXCLUSIVE_OPEN_TIMEOUT;
-        for (;;) {
-                int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-                if (fd >= 0)
-                        return fd;
-                int e = errno;
-                if (e != EBUSY || now(CLOCK_MONOTONIC) >= deadline)
-                        return -e;
-                usleep(20 * 1000);
-        }
-}
 
 int loopdev_detach_image(const char *image) {
         int n = 0;
@@ -208,7 +198,7 @@ int loopdev_detach_image(const char *image) {
                 /* O_EXCL on a block device fails with EBUSY while a filesystem is mounted from it (or
                  * md/dm hold it): detaching then would leave a mounted device that another node could
                  * bind a second loop device to, two filesystems on one image. Refuse instead. */
-                _cleanup_close_ int fd = open_exclusive(path);
+                _cleanup_close_ int fd = blockdev_open_exclusive(path, EXCLUSIVE_OPEN_TIMEOUT);
                 if (fd < 0)
                         return fd;
                 if (ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO)

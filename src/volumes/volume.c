@@ -7,6 +7,7 @@
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "volumes/provider-aws.h"
 
 void node_identity_done(NodeIdentity *n) {
         free(n->name);
@@ -136,6 +137,7 @@ void volume_list_sort(VolumeList *l) {
 
 static const VolumeProviderVTable *const providers[] = {
         &volume_provider_local,
+        &volume_provider_aws,
 };
 
 const VolumeProviderVTable *volume_provider_find(const char *name) {
@@ -176,4 +178,8 @@ VolumeProvider *volume_provider_free(VolumeProvider *p) {
                 p->vtable->close(p->state);
         free(p);
         return NULL;
+}
+
+const char *volume_provider_last_error(const VolumeProvider *p) {
+        return p && p->vtable->last_error ? p->vtable->last_error(p->state) : NULL;
 }

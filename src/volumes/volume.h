@@ -81,6 +81,9 @@ typedef struct VolumeProviderVTable {
         int (*resolve_device)(void *state, const char *id, char **ret_path, dev_t *ret_devnum);
         /* Detach; node NULL detaches whoever holds it, else PK_ECONFLICT if another node holds it. */
         int (*detach)(void *state, const char *id, const char *node);
+        /* Optional: what the last failing call said (a cloud API's code and message), or NULL. Never a
+         * secret; valid until the next call. */
+        const char *(*last_error)(void *state);
 } VolumeProviderVTable;
 
 typedef struct VolumeProvider {
@@ -96,4 +99,6 @@ int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, Volu
 /* Wraps an existing vtable + state (tests); takes state. */
 int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret);
 VolumeProvider *volume_provider_free(VolumeProvider *p);
+/* The provider's own words on its last failure, or NULL. */
+const char *volume_provider_last_error(const VolumeProvider *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VolumeProvider *, volume_provider_free)

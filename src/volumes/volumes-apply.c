@@ -119,6 +119,16 @@ static int action_fsck(ApplyContext *c, size_t i) {
                 return r;
         if (!is_ext(fstype))
                 return 0; /* blank (formatted below) or a filesystem without an fsck -p equivalent */
+        /* Never fsck a device something holds (mounted elsewhere, in another namespace); right after an
+         * unmount the kernel may hold it a moment longer, so wait for that, bounded. */
+        _cleanup_close_ int excl = blockdev_open_exclusive(c->devices[i], 2 * USEC_PER_SEC);
+        if (excl < 0) {
+                report(c->cfg, LOG_LEVEL_ERROR, excl,
+                       "Not checking '%s' (volume '%s'): the device is in use", c->devices[i],
+                       c->in->volumes[i].id);
+                return excl;
+        }
+        excl = safe_close(excl); /* e2fsck opens it exclusively itself */
         char *argv[] = { (char *)"e2fsck", (char *)"-p", c->devices[i], NULL };
         r = run_tool(c, argv, &status);
         if (r < 0)
@@ -308,8 +318,9 @@ static int apply_plan(ApplyContext *c) {
                 if (r < 0) {
                         c->failed[a->volume] = true;
                         c->result->n_errors++;
+                        const char *detail = r == PK_ECLOUD ? volume_provider_last_error(c->provider) : NULL;
                         report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s failed: %s", v->id,
-                               action_type_to_string(a->type), pk_strerror(r));
+                               action_type_to_string(a->type), detail ?: pk_strerror(r));
                         continue;
                 }
                 c->result->n_changes++;
@@ -363,8 +374,12 @@ static int pass_round(VolumeProvider *p, const VolumesPassConfig *cfg, bool last
         int r;
 
         r = volumes_observe(p, cfg, &o);
-        if (r < 0)
+        if (r < 0) {
+                const char *detail = volume_provider_last_error(p);
+                if (detail)
+                        report(cfg, LOG_LEVEL_ERROR, r, "Observing the volumes failed: %s", detail);
                 return r;
+        }
         STRV_FOREACH (w, o.volumes.warnings)
                 report(cfg, LOG_LEVEL_WARNING, PK_EMALFORMED, "Unreadable volume: %s", *w);
         volumes_pass_input(cfg, &o, &in);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """A loopback double of the AWS APIs protokube uses: IMDSv2, an EC2 Query subset (DescribeInstances,
-DescribeVolumes, AttachVolume) and a Route 53 REST subset (ListHostedZonesByName, ListResourceRecordSets,
+DescribeVolumes, AttachVolume, DetachVolume) and a Route 53 REST subset (ListHostedZonesByName, ListResourceRecordSets,
 ChangeResourceRecordSets, GetChange).
 
 Every API request is checked with botocore's SigV4 (an implementation independent of ours); failures answer
@@ -10,7 +10,8 @@ files: AttachVolume then sets up a loop device and the by-id symlink a Nitro ins
 directory the test gives (never the real /dev/disk/by-id).
 
 Control (unsigned, for the tests): POST /_double/config (JSON, merged), GET /_double/state, GET /_double/log,
-POST /_double/cleanup (detaches loop devices it made). Run: server.py --port-file F [--config JSON-FILE].
+POST /_double/cleanup (detaches loop devices it made). IMDS under "/_as/<instance-id>/latest/..." answers as
+that instance (one double, several simulated instances). Run: server.py --port-file F [--config JSON-FILE].
 """
 import argparse
 import base64
@@ -447,8 +448,44 @@ def ec2_attach_volume(params):
            f"<attachTime>2026-01-01T00:00:00.000Z</attachTime></AttachVolumeResponse>"
 
 
+def detach_backing(vid):
+    """Undoes attach_backing: removes the by-id link and detaches the loop device (lazily if mounted)."""
+    keep = []
+    for entry in STATE.loops:
+        if entry[0] != vid:
+            keep.append(entry)
+            continue
+        _, dev, link = entry
+        if os.path.lexists(link):
+            os.unlink(link)
+        subprocess.run(["losetup", "-d", dev], capture_output=True, timeout=30)
+    STATE.loops = keep
+
+
+def ec2_detach_volume(params):
+    vid, iid = params.get("VolumeId"), params.get("InstanceId")
+    if not vid:
+        raise ApiError(400, "MissingParameter", "The request must contain the parameter VolumeId")
+    with STATE.lock:
+        v = STATE.volumes.get(vid)
+        if not v:
+            raise ApiError(400, "InvalidVolume.NotFound", f"The volume '{vid}' does not exist.")
+        a = v["attachment"]
+        if not a:
+            raise ApiError(400, "IncorrectState", f"Volume '{vid}' is in the 'available' state.")
+        if iid and a["instance"] != iid:
+            raise ApiError(400, "InvalidAttachment.NotFound",
+                           f"Volume '{vid}' is not attached to instance '{iid}'")
+        detach_backing(vid)
+        holder, dev = a["instance"], a["device"]
+        v["attachment"] = None
+    return f"<DetachVolumeResponse xmlns=\"{EC2_NS}\"><requestId>{rid()}</requestId><volumeId>{vid}</volumeId>" \
+           f"<instanceId>{esc(holder)}</instanceId><device>{esc(dev)}</device><status>detaching</status>" \
+           f"<attachTime>2026-01-01T00:00:00.000Z</attachTime></DetachVolumeResponse>"
+
+
 EC2_ACTIONS = {"DescribeVolumes": ec2_describe_volumes, "DescribeInstances": ec2_describe_instances,
-               "AttachVolume": ec2_attach_volume}
+               "AttachVolume": ec2_attach_volume, "DetachVolume": ec2_detach_volume}
 
 
 def ec2_dispatch(body):
@@ -610,7 +647,12 @@ def rid():
 
 # ---------------------------------------------------------------- IMDSv2
 
-def imds(handler, method, path):
+IMDS_AS_RE = re.compile(r"^/_as/(i-[0-9a-z]{1,32})(/latest/.*)$")
+
+
+def imds(handler, method, path, as_instance=None):
+    """IMDSv2; as_instance (from a "/_as/<id>" endpoint prefix) answers as that instance, so that several
+    clients of one double each have their own identity."""
     now = time.time()
     if path == "/latest/api/token":
         if method != "PUT":
@@ -630,9 +672,12 @@ def imds(handler, method, path):
     with STATE.lock:
         if not tok or STATE.imds_tokens.get(tok, 0) < now:
             return 401, "text/plain", ""
-        inst = STATE.instances[STATE.self_id]
+        self_id = as_instance or STATE.self_id
+        inst = STATE.instances.get(self_id)
+        if inst is None:
+            return 404, "text/plain", ""
         md = {
-            "/latest/meta-data/instance-id": STATE.self_id,
+            "/latest/meta-data/instance-id": self_id,
             "/latest/meta-data/placement/availability-zone": inst["az"],
             "/latest/meta-data/placement/region": STATE.region,
             "/latest/meta-data/local-ipv4": inst["private_ip"],
@@ -736,8 +781,9 @@ class Handler(BaseHTTPRequestHandler):
             body = self.read_body()
         except ApiError as e:
             return self.send(e.status, "text/plain", e.message)
-        if path.startswith("/latest/"):
-            status, ctype, text = imds(self, self.command, path)
+        m = IMDS_AS_RE.match(path)
+        if path.startswith("/latest/") or m:
+            status, ctype, text = imds(self, self.command, m.group(2) if m else path, m.group(1) if m else None)
             STATE.record({"service": "imds", "path": path, "status": status})
             return self.send(status, ctype, text)
         if path.startswith("/_double/"):
@@ -790,6 +836,16 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_double/log":
             with STATE.lock:
                 return self.send(200, "application/json", json.dumps(STATE.log))
+        if path == "/_double/detach" and self.command == "POST":
+            # what a stopped instance does to its volumes: {"instances": [...]} (absent: all)
+            which = json.loads(body or b"{}").get("instances")
+            with STATE.lock:
+                for vid, v in STATE.volumes.items():
+                    a = v["attachment"]
+                    if a and (which is None or a["instance"] in which):
+                        detach_backing(vid)
+                        v["attachment"] = None
+            return self.send(200, "application/json", "{}")
         if path == "/_double/cleanup" and self.command == "POST":
             cleanup()
             return self.send(200, "application/json", "{}")

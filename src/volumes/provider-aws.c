@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The `aws` volume provider: EBS volumes found by their kops tags, attached to this instance with
+ * AttachVolume (a compare-and-set at EC2: a volume in use answers VolumeInUse), their block devices found by
+ * identity (the NVMe serial's by-id link on Nitro, else the xvd name EC2 recorded). */
+#include "volumes/provider-aws.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "aws/client.h"
+#include "aws/ec2.h"
+#include "aws/imds.h"
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "volumes/volume-tags.h"
+
+#define AWS_ATTACH_TIMEOUT      (120 * USEC_PER_SEC)
+#define AWS_ATTACH_POLL         (300 * USEC_PER_MSEC)
+#define AWS_DETACH_TIMEOUT      (120 * USEC_PER_SEC)
+#define AWS_DETACH_POLL         (500 * USEC_PER_MSEC)
+#define AWS_DEVICE_TRIES        3   /* another attach may take the device name we picked */
+#define AWS_INSTANCE_BATCH      100 /* instance-id filter values per DescribeInstances */
+#define AWS_IDENTITY_VALUE_MAX  256
+#define AWS_GIB                 (UINT64_C(1) << 30)
+#define AWS_VOLUME_SIZE_GIB_MAX (UINT64_C(1) << 20)
+
+typedef struct AwsProvider {
+        AwsClient *client;
+        NodeIdentity node;
+        char **devices; /* alternating volume id, device EC2 recorded for it here */
+} AwsProvider;
+
+static char *last_error;
+
+static bool streq_ptr(const char *a, const char *b) {
+        return a && b && streq(a, b);
+}
+
+const char *volume_provider_aws_last_error(void) {
+        return last_error;
+}
+
+static const char *aws_last_error(void *state) {
+        return last_error;
+}
+
+_printf_(2, 3) static int fail(int r, const char *format, ...) {
+        va_list ap;
+        char *m = NULL;
+        va_start(ap, format);
+        if (vasprintf(&m, format, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        free(last_error);
+        last_error = m;
+        return r;
+}
+
+/* Keeps the client's message (it names the request and never holds a secret). */
+static int fail_client(AwsProvider *p, int r) {
+        const char *m = aws_client_error(p->client);
+        return fail(r, "%s", m ?: pk_strerror(r));
+}
+
+static bool instance_id_valid(const char *s) {
+        const char *h = startswith(s, "i-");
+        return h && !isempty(h) && strlen(h) <= 32 &&
+               strspn(h, "0123456789abcdefghijklmnopqrstuvwxyz") == strlen(h);
+}
+
+static bool value_ok(const char *s) {
+        return !isempty(s) && strlen(s) < AWS_IDENTITY_VALUE_MAX && !string_has_cc(s) && !strchr(s, ' ');
+}
+
+static int strv_one(const char *s, char ***ret) {
+        char **l = calloc(2, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        if (s && !(l[0] = strdup(s))) {
+                free(l);
+                return -ENOMEM;
+        }
+        *ret = l;
+        return 0;
+}
+
+/* One IMDS value; *ret NULL (and 0) when IMDS has none (404: no public address). */
+static int imds_value(AwsProvider *p, const char *path, char **ret) {
+        _cleanup_free_ char *v = NULL, *err = NULL;
+        AwsImds *m;
+        int r = aws_client_imds(p->client, &m);
+        if (r < 0)
+                return fail(r,
+                            "instance metadata is disabled (AWS_EC2_METADATA_DISABLED) and '%s' was "
+                            "not configured",
+                            path);
+        r = aws_imds_get(m, path, &v, &err);
+        if (r == -ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        if (r < 0)
+                return fail(r, "instance metadata '%s': %s", path, err ?: pk_strerror(r));
+        if (!value_ok(v))
+                return fail(PK_EMALFORMED, "instance metadata '%s' is malformed", path);
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* Each field from the configuration when given, else from IMDS. */
+static int identity_detect(AwsProvider *p, const VolumeProviderConfig *cfg, NodeIdentity *ret) {
+        _cleanup_free_ char *name = NULL, *zone = NULL, *in = NULL, *ex = NULL;
+        NodeIdentity n = {};
+        int r = 0;
+
+        name = cfg->node_name ? strdup(cfg->node_name) : NULL;
+        zone = cfg->zone ? strdup(cfg->zone) : NULL;
+        in = cfg->internal_ip ? strdup(cfg->internal_ip) : NULL;
+        ex = cfg->external_ip ? strdup(cfg->external_ip) : NULL;
+        if ((cfg->node_name && !name) || (cfg->zone && !zone) || (cfg->internal_ip && !in) ||
+            (cfg->external_ip && !ex))
+                return -ENOMEM;
+        if (!name && r >= 0)
+                r = imds_value(p, "meta-data/instance-id", &name);
+        if (!zone && r >= 0)
+                r = imds_value(p, "meta-data/placement/availability-zone", &zone);
+        if (!in && r >= 0)
+                r = imds_value(p, "meta-data/local-ipv4", &in);
+        if (!ex && r >= 0)
+                r = imds_value(p, "meta-data/public-ipv4", &ex);
+        if (r < 0)
+                return r;
+        if (!name || !instance_id_valid(name))
+                return fail(-EINVAL, "the node name '%s' is not an EC2 instance id (i-...)", strna(name));
+        if (!zone)
+                return fail(PK_EMALFORMED, "instance metadata has no availability zone");
+        if (strv_one(in, &n.internal_ips) < 0 || strv_one(ex, &n.external_ips) < 0) {
+                node_identity_done(&n);
+                return -ENOMEM;
+        }
+        n.name = TAKE_PTR(name);
+        n.zone = TAKE_PTR(zone);
+        *ret = n;
+        return 0;
+}
+
+static void aws_close(void *state) {
+        AwsProvider *p = state;
+        if (!p)
+                return;
+        aws_client_free(p->client);
+        node_identity_done(&p->node);
+        strv_free(p->devices);
+        free(p);
+}
+
+static int aws_open(const VolumeProviderConfig *cfg, void **ret_state) {
+        AwsProvider *p = new0(AwsProvider, 1);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        r = aws_client_new(&p->client);
+        if (r < 0)
+                r = fail(r, "cannot set up the AWS client (check AWS_ENDPOINT_URL* and the region)");
+        if (r >= 0)
+                r = identity_detect(p, cfg, &p->node);
+        if (r < 0) {
+                aws_close(p);
+                return r;
+        }
+        *ret_state = p;
+        return 0;
+}
+
+static int aws_node_identity(void *state, NodeIdentity *ret) {
+        AwsProvider *p = state;
+        return node_identity_copy(&p->node, ret);
+}
+
+/* Remembers the device EC2 recorded for a volume attached here (for resolve_device's xvd fallback). */
+static int remember_device(AwsProvider *p, const char *id, const char *device) {
+        size_t n = strv_length(p->devices);
+        for (size_t i = 0; i + 1 < n; i += 2) {
+                if (!streq(p->devices[i], id))
+                        continue;
+                if (device)
+                        return free_and_strdup(&p->devices[i + 1], device);
+                /* forget it: move the last pair here */
+                free(p->devices[i]);
+                free(p->devices[i + 1]);
+                p->devices[i] = p->devices[n - 2];
+                p->devices[i + 1] = p->devices[n - 1];
+                p->devices[n - 2] = p->devices[n - 1] = NULL;
+                return 0;
+        }
+        if (!device)
+                return 0;
+        int r = strv_extend(&p->devices, id);
+        if (r >= 0)
+                r = strv_extend(&p->devices, device);
+        return r;
+}
+
+static const char *device_remembered(const AwsProvider *p, const char *id) {
+        for (size_t i = 0; p->devices && p->devices[i]; i += 2)
+                if (streq(p->devices[i], id))
+                        return p->devices[i + 1];
+        return NULL;
+}
+
+/* The attachment that holds the volume: anything but "detached" (a volume still "detaching" cannot be
+ * attached elsewhere yet, so its holder still holds it). */
+static const AwsVolumeAttachment *active_attachment(const AwsVolume *v) {
+        for (size_t i = 0; i < v->n_attachments; i++)
+                if (v->attachments[i].instance_id && !streq_ptr(v->attachments[i].state, "detached"))
+                        return &v->attachments[i];
+        return NULL;
+}
+
+/* DescribeInstances for the holders, in batches, by filter: an id that no longer exists is simply absent
+ * (with InstanceId.N, one terminated instance would fail the whole call). */
+static int describe_holders(AwsProvider *p, char **ids, AwsInstance **ret, size_t *ret_n) {
+        AwsInstance *all = NULL;
+        size_t n_all = 0, n_ids = strv_length(ids);
+        int r = 0;
+
+        for (size_t off = 0; off < n_ids && r >= 0; off += AWS_INSTANCE_BATCH) {
+                const char *batch[AWS_INSTANCE_BATCH + 1] = {};
+                for (size_t i = 0; i < AWS_INSTANCE_BATCH && off + i < n_ids; i++)
+                        batch[i] = ids[off + i];
+                AwsFilter f = { "instance-id", batch };
+                AwsInstance *got = NULL;
+                size_t n_got = 0;
+                r = aws_ec2_describe_instances(p->client, &f, 1, NULL, &got, &n_got);
+                if (r < 0) {
+                        r = fail_client(p, r);
+                        break;
+                }
+                AwsInstance *m = reallocarray(all, n_all + n_got ?: 1, sizeof(AwsInstance));
+                if (!m) {
+                        aws_instances_free(got, n_got);
+                        r = -ENOMEM;
+                        break;
+                }
+                all = m;
+                memcpy(all + n_all, got, n_got * sizeof(AwsInstance));
+                n_all += n_got;
+                free(got);
+        }
+        if (r < 0) {
+                aws_instances_free(all, n_all);
+                return r;
+        }
+        *ret = all;
+        *ret_n = n_all;
+        return 0;
+}
+
+static const AwsInstance *instance_find(const AwsInstance *l, size_t n, const char *id) {
+        for (size_t i = 0; i < n; i++)
+                if (streq_ptr(l[i].instance_id, id))
+                        return &l[i];
+        return NULL;
+}
+
+/* "/dev/sda1", "sda1", "/dev/xvda" -> "a" (+ partition digits): EC2 treats sdX and xvdX as one name. */
+static const char *device_key(const char *name) {
+        const char *n = startswith(name, "/dev/") ?: name, *s;
+        if ((s = startswith(n, "xvd")) || (s = startswith(n, "sd")))
+                return s;
+        return n;
+}
+
+static bool is_root_device(const AwsInstance *inst, const char *device) {
+        if (!inst || !inst->root_device_name || !device)
+                return false;
+        const char *a = device_key(inst->root_device_name), *b = device_key(device);
+        /* the root device may be named by its partition ("/dev/sda1") */
+        return a[0] == b[0] && (a[1] == 0 || (a[1] >= '0' && a[1] <= '9')) &&
+               (b[1] == 0 || (b[1] >= '0' && b[1] <= '9'));
+}
+
+static int attachment_fill(const AwsVolumeAttachment *a, const AwsInstance *inst, VolumeAttachment *ret) {
+        VolumeAttachment t = {};
+        int r = 0;
+        if (!(t.node = strdup(a->instance_id)) || (a->device && !(t.device = strdup(a->device))))
+                r = -ENOMEM;
+        if (r >= 0)
+                r = strv_one(inst ? inst->private_ip : NULL, &t.internal_ips);
+        if (r >= 0)
+                r = strv_one(inst ? inst->public_ip : NULL, &t.external_ips);
+        if (r < 0) {
+                free(t.node);
+                free(t.device);
+                strv_free(t.internal_ips);
+                strv_free(t.external_ips);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+static int volume_from_aws(const AwsVolume *av, const AwsInstance *insts, size_t n_insts, Volume *ret) {
+        Volume v = {};
+        int r = 0;
+
+        if (!av->volume_id || !av->availability_zone)
+                return PK_EMALFORMED;
+        if (!(v.id = strdup(av->volume_id)) || !(v.zone = strdup(av->availability_zone)) ||
+            !(v.tags = calloc(1, sizeof(char *))))
+                r = -ENOMEM;
+        v.size = MIN(av->size_gib, AWS_VOLUME_SIZE_GIB_MAX) * AWS_GIB;
+        for (size_t i = 0; r >= 0 && i < av->n_tags; i++)
+                if (av->tags[i].key)
+                        r = volume_set_tag(&v, av->tags[i].key, strempty(av->tags[i].value));
+        const AwsVolumeAttachment *a = active_attachment(av);
+        if (r >= 0 && a)
+                r = attachment_fill(a, instance_find(insts, n_insts, a->instance_id), &v.attachment);
+        if (r < 0) {
+                volume_done(&v);
+                return r;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int holders_of(const AwsVolume *vols, size_t n, char ***ret) {
+        _cleanup_strv_free_ char **ids = calloc(1, sizeof(char *));
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const AwsVolumeAttachment *a = active_attachment(&vols[i]);
+                if (a && !strv_contains(ids, a->instance_id) && strv_extend(&ids, a->instance_id) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(ids);
+        return 0;
+}
+
+static int aws_list_volumes(void *state, const char *cluster, const char *zone, VolumeList *ret) {
+        AwsProvider *p = state;
+        const char *cv[] = { cluster, NULL }, *zv[] = { zone, NULL };
+        AwsFilter filters[2];
+        size_t nf = 0, n = 0, n_insts = 0;
+        AwsVolume *vols = NULL;
+        AwsInstance *insts = NULL;
+        _cleanup_strv_free_ char **holders = NULL;
+        VolumeList l = {};
+        int r;
+
+        /* Server-side filters: the cluster's tag, the zone (EC2 API Reference, DescribeVolumes). */
+        if (cluster)
+                filters[nf++] = (AwsFilter){ "tag:" VOLUME_TAG_CLUSTER, cv };
+        if (zone)
+                filters[nf++] = (AwsFilter){ "availability-zone", zv };
+        r = aws_ec2_describe_volumes(p->client, filters, nf, NULL, &vols, &n);
+        if (r < 0)
+                return fail_client(p, r);
+        r = holders_of(vols, n, &holders);
+        if (r >= 0 && holders[0])
+                r = describe_holders(p, holders, &insts, &n_insts);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const AwsVolumeAttachment *a = active_attachment(&vols[i]);
+                const AwsInstance *inst = a ? instance_find(insts, n_insts, a->instance_id) : NULL;
+                Volume v = {};
+                /* an instance's root volume is never an etcd volume, whatever its tags say */
+                if (a && is_root_device(inst, a->device))
+                        continue;
+                if (a && streq(a->instance_id, p->node.name) &&
+                    remember_device(p, vols[i].volume_id, a->device) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = volume_from_aws(&vols[i], insts, n_insts, &v);
+                if (r == PK_EMALFORMED) {
+                        _cleanup_free_ char *w =
+                            strprintf("%s: incomplete DescribeVolumes entry", strna(vols[i].volume_id));
+                        r = w ? strv_extend(&l.warnings, w) : -ENOMEM;
+                        continue;
+                }
+                if (r >= 0)
+                        r = volume_list_append(&l, &v);
+                volume_done(&v);
+        }
+        aws_volumes_free(vols, n);
+        aws_instances_free(insts, n_insts);
+        if (r < 0) {
+                volume_list_done(&l);
+                return r;
+        }
+        volume_list_sort(&l);
+        *ret = l;
+        return 0;
+}
+
+/* DescribeVolumes of one volume. */
+static int describe_one(AwsProvider *p, const char *id, AwsVolume *ret) {
+        const char *ids[] = { id, NULL };
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        int r = aws_ec2_describe_volumes(p->client, NULL, 0, ids, &v, &n);
+        if (r < 0)
+                return fail_client(p, r);
+        if (n != 1) {
+                aws_volumes_free(v, n);
+                return fail(PK_ECLOUD, "ec2 DescribeVolumes: %zu volumes for '%s', expected 1", n, id);
+        }
+        *ret = v[0];
+        free(v);
+        return 0;
+}
+
+static bool attach_lost(const char *code) {
+        /* VolumeInUse: somebody attached it between our look and our call (the compare-and-set failed);
+         * IncorrectState: it is being attached or detached right now. */
+        return code && (streq(code, "VolumeInUse") || streq(code, "IncorrectState"));
+}
+
+static bool device_taken(AwsProvider *p) {
+        const char *code = aws_client_error_code(p->client), *m = aws_client_error(p->client);
+        return code && streq(code, "InvalidParameterValue") && m && strstr(m, "already in use");
+}
+
+/* AttachVolume to this instance at a free /dev/xvd[f-z] name; another name when EC2 says ours is taken. */
+static int attach_call(AwsProvider *p, const char *id, char **ret_device) {
+        _cleanup_strv_free_ char **tried = calloc(1, sizeof(char *));
+        AwsInstance self = {};
+        const char *ids[] = { p->node.name, NULL };
+        AwsInstance *l = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!tried)
+                return -ENOMEM;
+        r = aws_ec2_describe_instances(p->client, NULL, 0, ids, &l, &n);
+        if (r < 0)
+                return fail_client(p, r);
+        if (n != 1) {
+                aws_instances_free(l, n);
+                return fail(PK_ECLOUD, "ec2 DescribeInstances: %zu instances for '%s', expected 1", n,
+                            p->node.name);
+        }
+        self = l[0];
+        free(l);
+        for (unsigned t = 0; t < AWS_DEVICE_TRIES; t++) {
+                _cleanup_free_ char *dev = NULL;
+                r = aws_ec2_pick_device(&self, (const char *const *)tried, &dev);
+                if (r == -ENOSPC) {
+                        r = fail(r, "no free device name in /dev/xvd[f-z] on '%s'", p->node.name);
+                        break;
+                }
+                if (r < 0)
+                        break;
+                r = aws_ec2_attach_volume(p->client, id, p->node.name, dev);
+                if (r >= 0) {
+                        *ret_device = TAKE_PTR(dev);
+                        break;
+                }
+                if (attach_lost(aws_client_error_code(p->client))) {
+                        r = fail_client(p, PK_ECONFLICT);
+                        break;
+                }
+                if (!device_taken(p)) {
+                        r = fail_client(p, r);
+                        break;
+                }
+                r = strv_extend(&tried, dev) < 0 ? -ENOMEM : fail_client(p, r);
+                if (r == -ENOMEM)
+                        break;
+        }
+        aws_instance_done(&self);
+        return r;
+}
+
+static int wait_attached(AwsProvider *p, const char *id) {
+        _cleanup_free_ char *dev = NULL;
+        int r =
+            aws_ec2_wait_attached(p->client, id, p->node.name, AWS_ATTACH_TIMEOUT, AWS_ATTACH_POLL, &dev);
+        if (r < 0)
+                return fail_client(p, r);
+        return remember_device(p, id, dev);
+}
+
+static int aws_attach(void *state, const char *id, const NodeIdentity *node) {
+        AwsProvider *p = state;
+        _cleanup_free_ char *dev = NULL;
+        AwsVolume v = {};
+        int r;
+
+        if (!node || !streq_ptr(node->name, p->node.name))
+                return fail(-EINVAL, "the aws provider attaches volumes only to this instance ('%s')",
+                            p->node.name);
+        r = describe_one(p, id, &v);
+        if (r < 0)
+                return r;
+        const AwsVolumeAttachment *a = active_attachment(&v);
+        if (a && !streq(a->instance_id, p->node.name))
+                r = fail(PK_ECONFLICT, "volume '%s' is attached to '%s'", id, a->instance_id);
+        else if (a && streq_ptr(a->state, "detaching"))
+                r = fail(PK_EWAITING, "volume '%s' is being detached from this instance", id);
+        else if (!a && !streq_ptr(v.state, "available"))
+                r = fail(PK_EWAITING, "volume '%s' is '%s', not available", id, strna(v.state));
+        else if (!a && !streq_ptr(v.availability_zone, p->node.zone))
+                r = fail(-EINVAL, "volume '%s' is in zone '%s', this instance in '%s'", id,
+                         strna(v.availability_zone), p->node.zone);
+        else if (!a)
+                r = attach_call(p, id, &dev);
+        aws_volume_done(&v);
+        if (r < 0)
+                return r;
+        return wait_attached(p, id);
+}
+
+static int stat_block(const char *path, char **ret_path, dev_t *ret_devnum) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISBLK(st.st_mode))
+                return 0;
+        char *real = realpath(path, NULL);
+        if (!real)
+                return -errno;
+        *ret_path = real;
+        *ret_devnum = st.st_rdev;
+        return 1;
+}
+
+static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum) {
+        AwsProvider *p = state;
+        _cleanup_free_ char *name = NULL, *link = NULL;
+        const char *dir = getenv(AWS_BYID_DIR_ENV);
+        int r = aws_ebs_by_id_name(id, &name);
+        if (r < 0)
+                return r;
+        link = strjoin(isempty(dir) ? AWS_BYID_DIR_DEFAULT : dir, "/", name);
+        if (!link)
+                return -ENOMEM;
+        /* Nitro: the NVMe serial carries the volume id, so this link is the volume's identity. */
+        r = stat_block(link, ret_path, ret_devnum);
+        if (r != 0)
+                return r;
+        /* Xen: the device keeps the name EC2 attached it under, with "sd" shown as "xvd". */
+        const char *dev = device_remembered(p, id);
+        if (!dev)
+                return 0;
+        _cleanup_free_ char *xvd = strjoin("/dev/xvd", device_key(dev));
+        if (!xvd)
+                return -ENOMEM;
+        return stat_block(xvd, ret_path, ret_devnum);
+}
+
+static int wait_detached(AwsProvider *p, const char *id) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + AWS_DETACH_TIMEOUT;
+        for (;;) {
+                AwsVolume v = {};
+                int r = describe_one(p, id, &v);
+                if (r < 0)
+                        return r;
+                bool held = active_attachment(&v) != NULL;
+                aws_volume_done(&v);
+                if (!held)
+                        return 0;
+                if (now(CLOCK_MONOTONIC) + AWS_DETACH_POLL > deadline)
+                        return fail(PK_ETIMEOUT, "volume '%s' still attached after %us", id,
+                                    (unsigned)(AWS_DETACH_TIMEOUT / USEC_PER_SEC));
+                struct timespec ts;
+                usec_to_timespec(AWS_DETACH_POLL, &ts);
+                while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+                        ;
+        }
+}
+
+static int aws_detach(void *state, const char *id, const char *node) {
+        AwsProvider *p = state;
+        _cleanup_free_ char *holder = NULL;
+        AwsVolume v = {};
+        int r = describe_one(p, id, &v);
+        if (r < 0)
+                return r;
+        const AwsVolumeAttachment *a = active_attachment(&v);
+        if (a && !(holder = strdup(a->instance_id)))
+                r = -ENOMEM;
+        aws_volume_done(&v);
+        if (r < 0)
+                return r;
+        if (!holder)
+                return 0;
+        if (node && !streq(node, holder))
+                return fail(PK_ECONFLICT, "volume '%s' is attached to '%s', not '%s'", id, holder, node);
+        r = aws_ec2_detach_volume(p->client, id, holder);
+        if (r < 0)
+                return fail_client(p, r);
+        r = wait_detached(p, id);
+        if (r >= 0 && streq(holder, p->node.name))
+                r = remember_device(p, id, NULL);
+        return r;
+}
+
+const VolumeProviderVTable volume_provider_aws = {
+        .name = "aws",
+        .open = aws_open,
+        .close = aws_close,
+        .node_identity = aws_node_identity,
+        .list_volumes = aws_list_volumes,
+        .attach = aws_attach,
+        .resolve_device = aws_resolve_device,
+        .detach = aws_detach,
+        .last_error = aws_last_error,
+};

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The `aws` volume provider: EBS volumes through the EC2 API (src/aws), this node's identity from IMDS. */
+
+#include "volumes/volume.h"
+
+/* Tests point the by-id lookup at a directory of their own (the AWS double creates its links there). */
+#define AWS_BYID_DIR_ENV     "PROTOKUBE_AWS_BYID_DIR"
+#define AWS_BYID_DIR_DEFAULT "/dev/disk/by-id"
+
+extern const VolumeProviderVTable volume_provider_aws;
+
+/* The message of the provider's last failure ("ec2 DescribeVolumes: SignatureDoesNotMatch: ... (HTTP 403,
+ * request id ...)"), or NULL: the vtable returns only codes, so the CLI and the daemon print this next to
+ * pk_strerror(). Never holds a secret. Valid until the next provider call. */
+const char *volume_provider_aws_last_error(void);
