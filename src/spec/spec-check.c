@@ -155,7 +155,7 @@ int spec_check_server(const void *value, char **ret_message) {
         if (s[0] == '[') {
                 const char *close = strchr(s, ']');
                 if (!close || (close[1] && close[1] != ':'))
-                        return fail(ret_message, "%s is not host, host:port or [IPv6]:port",
+                        return fail(ret_message, "%s is not address, address:port or [IPv6]:port",
                                     spec_echo(b, s));
                 host = strndup(s + 1, close - s - 1);
                 if (!host)
@@ -171,8 +171,10 @@ int spec_check_server(const void *value, char **ret_message) {
                 host = colon ? strndup(s, colon - s) : strdup(s);
                 if (!host)
                         return -ENOMEM;
-                if (inet_pton(AF_INET, host, addr) != 1 && !spec_dns_name_is_valid(host))
-                        return fail(ret_message, "%s holds no valid IPv4 address or host name",
+                /* An address, not a name: resolving the DNS server's own name would need a resolver with a
+                 * deadline, and DNS that depends on DNS fails exactly when it is needed. */
+                if (inet_pton(AF_INET, host, addr) != 1)
+                        return fail(ret_message, "%s holds no IPv4 address (give the server as an IP address)",
                                     spec_echo(b, s));
                 port = colon ? colon + 1 : NULL;
         }
