@@ -1,7 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "basic/log.h"
 #include "cli/cli.h"
-#include "cli/verb-volumes.h"
+#include "daemon/pass.h"
 
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret) {
-        return volumes_cli_observe_view(ctx, spec, ret);
+        _cleanup_(volume_provider_freep) VolumeProvider *p = NULL;
+        NodeSettings node = cli_node_settings(ctx);
+        int r = pass_open_volume_provider(spec, &node, &p);
+        if (r < 0)
+                return r;
+        r = volumes_observe_view(p, spec->name, ret);
+        if (r < 0) {
+                const char *detail = volume_provider_last_error(p);
+                if (detail)
+                        return log_error_errno(r, "Failed to list the volumes of cluster '%s': %s",
+                                               spec->name, detail);
+                return log_error_errno(r, "Failed to list the volumes of cluster '%s': %m", spec->name);
+        }
+        return 0;
 }

@@ -7,7 +7,7 @@
 #include "basic/errors.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
-#include "cli/verb-volumes.h"
+#include "cli/cli.h"
 #include "daemon/pass.h"
 
 static const char *selection_state_string(SelectionState s) {
@@ -72,17 +72,9 @@ VERB(plan) {
         NodeSettings node = cli_node_settings(ctx);
         if (pass_new(ctx->spec_path, &node, &pass) < 0)
                 return EXIT_ERROR;
-        VolumesPassConfig cfg = pass_volumes_config(pass);
-        r = volumes_observe(pass->provider, &cfg, &o);
-        if (r >= 0) {
-                volumes_pass_input(&cfg, &o, &in);
-                r = pass_plan(&in, &plan);
-        }
-        if (r < 0) {
-                log_error_errno(r, "Failed to plan the pass: %m");
-                volumes_observation_done(&o);
+        if (pass_observe(pass, &o, &in, &plan) < 0)
                 return EXIT_ERROR;
-        }
+        VolumesPassConfig cfg = pass_volumes_config(pass);
         print_plan(&cfg, &o, &plan);
         pass_plan_done(&plan);
         volumes_observation_done(&o);

@@ -56,7 +56,7 @@ static int load_spec(const char *path, ClusterSpec **ret, char ***ret_etcd_clust
         return 0;
 }
 
-static int open_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
+int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
         const char *cloud = spec->cloud.set ? cloud_provider_to_string(spec->cloud.value) : "local";
         VolumeProviderConfig pc = {
                 .pool_dir = node->pool_dir,
@@ -87,7 +87,7 @@ int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         r = load_spec(spec_path, &p->spec, &p->etcd_clusters);
         if (r < 0)
                 return r;
-        r = open_provider(p->spec, node, &p->provider);
+        r = pass_open_volume_provider(p->spec, node, &p->provider);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(p);
@@ -112,7 +112,7 @@ int pass_reload(Pass *p) {
         int r = load_spec(p->spec_path, &spec, &names);
         if (r < 0)
                 return r;
-        r = open_provider(spec, &p->node, &provider);
+        r = pass_open_volume_provider(spec, &p->node, &provider);
         if (r < 0) {
                 cluster_spec_free(spec);
                 strv_free(names);
@@ -296,6 +296,29 @@ void pass_run(Pass *p, PassReport *rep) {
 
 VolumesPassConfig pass_volumes_config(Pass *p) {
         return volumes_config(p, NULL, true);
+}
+
+int pass_observe(Pass *p, VolumesObservation *ret_o, PassInput *ret_in, PassPlan *ret_plan) {
+        VolumesPassConfig cfg = volumes_config(p, NULL, true);
+        int r = volumes_observe(p->provider, &cfg, ret_o);
+        if (r >= 0) {
+                /* The input points into the observation and the spec: valid as long as they are. */
+                p->observed_cfg = cfg;
+                volumes_pass_input(&p->observed_cfg, ret_o, ret_in);
+                r = pass_plan(ret_in, ret_plan);
+        }
+        if (r < 0) {
+                const char *detail = volume_provider_last_error(p->provider);
+                volumes_observation_done(ret_o);
+                if (detail)
+                        return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
+                                               p->spec->name, detail);
+                return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
+                                       p->spec->name);
+        }
+        STRV_FOREACH (w, ret_o->volumes.warnings)
+                log_warning("Unreadable volume: %s", *w);
+        return 0;
 }
 
 int pass_print_plan_rest(Pass *p, FILE *out) {

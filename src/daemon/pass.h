@@ -30,6 +30,7 @@ typedef struct Pass {
         char **etcd_clusters;
         VolumeProvider *provider;
         NodeSettings node;
+        VolumesPassConfig observed_cfg; /* what pass_observe()'s input points into */
 } Pass;
 
 /* Loads the spec and opens its volume provider. Spec errors are logged one per line (FILE:LINE:COL). */
@@ -45,6 +46,13 @@ void pass_run(Pass *p, PassReport *rep);
 
 /* The volume part of a pass, configured for this node (etcd manifests included), for `plan`. */
 VolumesPassConfig pass_volumes_config(Pass *p);
+
+/* Observes the volumes and plans the volume part of a pass without changing anything (`plan`, `volumes`).
+ * Logs what failed. On success the caller frees with volumes_observation_done() and pass_plan_done(). */
+int pass_observe(Pass *p, VolumesObservation *ret_o, PassInput *ret_in, PassPlan *ret_plan);
+
+/* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
+int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);
 
 /* Prints what the DNS and control-plane stages of a pass would do (after the volume actions), one line
  * each ("dns-replace NAME TYPE ADDRESSES", "write-manifest PATH"), and changes nothing. */

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "shared/blockdev.h"
 
-#include <unistd.h>
-
 #include <blkid.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/string-util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(blkid_probe, blkid_free_probe)
 
@@ -133,4 +136,112 @@ int blockdev_open_exclusive(const char *path, usec_t timeout) {
                         return -e;
                 usleep(20 * 1000);
         }
+}
+
+static void describe_processes(dev_t devnum, char **out) {
+        DIR *proc = opendir("/proc");
+        if (!proc)
+                return;
+        /* bounded: one pass over /proc; a process's fds are listed once */
+        for (struct dirent *de; (de = readdir(proc));) {
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                char fddir[300];
+                snprintf(fddir, sizeof(fddir), "/proc/%s/fd", de->d_name);
+                DIR *fds = opendir(fddir);
+                if (!fds)
+                        continue;
+                for (struct dirent *fe; (fe = readdir(fds));) {
+                        struct stat st;
+                        if (fe->d_name[0] == '.' || fstatat(dirfd(fds), fe->d_name, &st, 0) < 0)
+                                continue;
+                        if (!S_ISBLK(st.st_mode) || st.st_rdev != devnum)
+                                continue;
+                        char comm_path[300], comm[32] = "?";
+                        snprintf(comm_path, sizeof(comm_path), "/proc/%s/comm", de->d_name);
+                        FILE *f = fopen(comm_path, "re");
+                        if (f) {
+                                if (fgets(comm, sizeof(comm), f))
+                                        comm[strcspn(comm, "\n")] = 0;
+                                fclose(f);
+                        }
+                        strextend_printf(out, "%spid %s (%s)", *out ? ", " : "", de->d_name, comm);
+                        break;
+                }
+                closedir(fds);
+        }
+        closedir(proc);
+}
+
+static bool mountinfo_has_device(const char *path, dev_t devnum, char *target, size_t size) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char line[4096];
+        while (f && fgets(line, sizeof(line), f)) {
+                unsigned maj, min;
+                char t[2048];
+                /* "ID PARENT MAJ:MIN ROOT TARGET ..." */
+                if (sscanf(line, "%*s %*s %u:%u %*s %2047s", &maj, &min, t) == 3 &&
+                    makedev(maj, min) == devnum) {
+                        snprintf(target, size, "%s", t);
+                        return true;
+                }
+        }
+        return false;
+}
+
+/* Mounted here, or in another mount namespace (a container, a pod that copied the mount table while the
+ * volume was mounted): each namespace is reported once, through the first process found in it. */
+static void describe_mounts(dev_t devnum, char **out) {
+        char target[2048];
+        struct stat self_ns;
+        ino_t seen[64];
+        size_t n_seen = 0;
+
+        if (mountinfo_has_device("/proc/self/mountinfo", devnum, target, sizeof(target)))
+                strextend_printf(out, "%smounted on %s", *out ? ", " : "", target);
+        if (stat("/proc/self/ns/mnt", &self_ns) < 0)
+                return;
+        DIR *proc = opendir("/proc");
+        if (!proc)
+                return;
+        for (struct dirent *de; (de = readdir(proc)) && n_seen < ELEMENTSOF(seen);) {
+                char path[300];
+                struct stat ns;
+                bool known = false;
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/ns/mnt", de->d_name);
+                if (stat(path, &ns) < 0 || ns.st_ino == self_ns.st_ino)
+                        continue;
+                for (size_t k = 0; k < n_seen; k++)
+                        known = known || seen[k] == ns.st_ino;
+                if (known)
+                        continue;
+                seen[n_seen++] = ns.st_ino;
+                snprintf(path, sizeof(path), "/proc/%s/mountinfo", de->d_name);
+                if (mountinfo_has_device(path, devnum, target, sizeof(target)))
+                        strextend_printf(out, "%smounted on %s in the mount namespace of pid %s",
+                                         *out ? ", " : "", target, de->d_name);
+        }
+        closedir(proc);
+}
+
+static void describe_holders(dev_t devnum, char **out) {
+        char path[96];
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/holders", major(devnum), minor(devnum));
+        DIR *d = opendir(path);
+        if (!d)
+                return;
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        strextend_printf(out, "%sheld by %s", *out ? ", " : "", de->d_name);
+        closedir(d);
+}
+
+char *blockdev_describe_users(dev_t devnum) {
+        char *out = NULL;
+        describe_processes(devnum, &out);
+        describe_mounts(devnum, &out);
+        describe_holders(devnum, &out);
+        return out;
 }

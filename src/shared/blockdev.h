@@ -26,3 +26,11 @@ int blockdev_is(const char *path, dev_t devnum);
 /* Opens a block device O_EXCL (fails with EBUSY while it is mounted or held by md/dm), retrying EBUSY until
  * timeout: right after an unmount or a probe the kernel may hold the device for a moment. Returns the fd. */
 int blockdev_open_exclusive(const char *path, usec_t timeout);
+
+/* Who holds the block device devnum, for error messages: "pid 123 (e2fsck), mounted on /x, held by dm-0";
+ * NULL when nobody visible does (caller frees). Scans /proc/[pid]/fd, /proc/self/mountinfo and sysfs. */
+char *blockdev_describe_users(dev_t devnum);
+
+/* How long: after an ext4 on a loop device is unmounted, the kernel was seen to hold the device for up to
+ * ~4 s here (tests/integration/test_volumes_race.py, kill rounds). */
+#define BLOCKDEV_RELEASE_TIMEOUT (10 * USEC_PER_SEC)

@@ -31,8 +31,6 @@ struct loop_config {
 };
 #endif
 
-#define EXCLUSIVE_OPEN_TIMEOUT (2 * USEC_PER_SEC)
-
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 
 /* "7:3\n" from /sys/block/loopN/dev. */
@@ -198,7 +196,7 @@ int loopdev_detach_image(const char *image) {
                 /* O_EXCL on a block device fails with EBUSY while a filesystem is mounted from it (or
                  * md/dm hold it): detaching then would leave a mounted device that another node could
                  * bind a second loop device to, two filesystems on one image. Refuse instead. */
-                _cleanup_close_ int fd = blockdev_open_exclusive(path, EXCLUSIVE_OPEN_TIMEOUT);
+                _cleanup_close_ int fd = blockdev_open_exclusive(path, BLOCKDEV_RELEASE_TIMEOUT);
                 if (fd < 0)
                         return fd;
                 if (ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO)

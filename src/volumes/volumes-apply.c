@@ -121,11 +121,12 @@ static int action_fsck(ApplyContext *c, size_t i) {
                 return 0; /* blank (formatted below) or a filesystem without an fsck -p equivalent */
         /* Never fsck a device something holds (mounted elsewhere, in another namespace); right after an
          * unmount the kernel may hold it a moment longer, so wait for that, bounded. */
-        _cleanup_close_ int excl = blockdev_open_exclusive(c->devices[i], 2 * USEC_PER_SEC);
+        _cleanup_close_ int excl = blockdev_open_exclusive(c->devices[i], BLOCKDEV_RELEASE_TIMEOUT);
         if (excl < 0) {
+                _cleanup_free_ char *users = excl == -EBUSY ? blockdev_describe_users(c->devnums[i]) : NULL;
                 report(c->cfg, LOG_LEVEL_ERROR, excl,
-                       "Not checking '%s' (volume '%s'): the device is in use", c->devices[i],
-                       c->in->volumes[i].id);
+                       "Not checking '%s' (volume '%s'): the device is in use (%s)", c->devices[i],
+                       c->in->volumes[i].id, users ?: "by nothing visible from here");
                 return excl;
         }
         excl = safe_close(excl); /* e2fsck opens it exclusively itself */

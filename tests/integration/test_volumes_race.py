@@ -6,6 +6,8 @@ import signal
 import subprocess
 import time
 
+import yaml
+
 import pytest
 
 from conftest import need_root, protokube_bin
@@ -109,6 +111,11 @@ def reference_manifests(env, node):
     return out
 
 
+# The pass also writes these into the manifest directory (src/daemon/pass.c).
+CONTROL_PLANE = {"kube-apiserver.manifest", "kube-controller-manager.manifest", "kube-scheduler.manifest",
+                 "kube-proxy.manifest"}
+
+
 def test_kill9_mid_pass_converges(env):
     env.standard_pool()
     node = "n1"
@@ -158,6 +165,11 @@ def test_kill9_mid_pass_converges(env):
         assert reference_manifests(env, node) == ref
         for d in (env.manifest_dir(node),):
             for name in os.listdir(d):
+                if name in CONTROL_PLANE:
+                    # written by the same pass (atomically): complete YAML, never a torn file
+                    with open(os.path.join(d, name)) as f:
+                        assert yaml.safe_load(f)["kind"] == "Pod", name
+                    continue
                 assert name in ref or name.startswith("."), name
         # the pool is consistent: every metadata file parses
         env.pool_cmd("list")
