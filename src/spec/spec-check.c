@@ -174,7 +174,8 @@ int spec_check_server(const void *value, char **ret_message) {
                 /* An address, not a name: resolving the DNS server's own name would need a resolver with a
                  * deadline, and DNS that depends on DNS fails exactly when it is needed. */
                 if (inet_pton(AF_INET, host, addr) != 1)
-                        return fail(ret_message, "%s holds no IPv4 address (give the server as an IP address)",
+                        return fail(ret_message,
+                                    "%s holds no IPv4 address (give the server as an IP address)",
                                     spec_echo(b, s));
                 port = colon ? colon + 1 : NULL;
         }

@@ -11,7 +11,8 @@ directory the test gives (never the real /dev/disk/by-id).
 
 Control (unsigned, for the tests): POST /_double/config (JSON, merged), GET /_double/state, GET /_double/log,
 POST /_double/cleanup (detaches loop devices it made). IMDS under "/_as/<instance-id>/latest/..." answers as
-that instance (one double, several simulated instances). Run: server.py --port-file F [--config JSON-FILE].
+that instance (one double, several simulated instances). Run: server.py --port-file F [--config JSON-FILE]
+[--listen ADDR] (default 127.0.0.1).
 """
 import argparse
 import base64
@@ -867,11 +868,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--config")
+    # Where to listen (default loopback); the e2e harness runs the double in a network namespace of its test
+    # network and listens on that host's address.
+    ap.add_argument("--listen", default="127.0.0.1")
     args = ap.parse_args()
     if args.config:
         with open(args.config, encoding="utf-8") as f:
             STATE.configure(json.load(f))
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = ThreadingHTTPServer((args.listen, 0), Handler)
     srv.daemon_threads = True
 
     def stop(*_):
