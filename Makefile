@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan demo render-demo check unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan demo render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -48,9 +48,17 @@ check: deps
 golden: build
 	@scripts/update-golden.sh $(BUILD)/src/cli/protokube
 
+# libFuzzer over every parser, FUZZ_SECONDS each; new inputs go to build-fuzz/corpus-NAME (the committed seeds
+# in tests/fuzz/NAME are read, never written). Worth keeping: copy a crash's input into tests/fuzz/NAME.
+FUZZ_SECONDS ?= 60
 fuzz:
-	CC=clang-14 meson setup build-fuzz -Dfuzzer=true --reconfigure >/dev/null || CC=clang-14 meson setup build-fuzz -Dfuzzer=true
+	test -f build-fuzz/build.ninja || CC=clang-14 meson setup build-fuzz -Dfuzzer=true
 	ninja -C build-fuzz
+	set -e; for f in build-fuzz/tests/fuzz/libfuzzer-*; do \
+		[ -f "$$f" ] && [ -x "$$f" ] || continue; n=$${f##*/libfuzzer-}; mkdir -p build-fuzz/corpus-$$n; \
+		echo "== fuzz $$n ($(FUZZ_SECONDS)s)"; \
+		"$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus-$$n tests/fuzz/$$n 2>&1 | tail -3; \
+	done
 
 bench: build
 	@bench/run.sh $(BUILD)/src/cli/protokube
