@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "daemon/loop.h"
 #include "daemon/pass.h"
+#include "volumes/provider-aws.h"
 
 static void run_pass(void *userdata, PassReport *rep) {
         pass_run(userdata, rep);
@@ -47,13 +48,16 @@ VERB(run) {
         if (pass_new(ctx->spec_path, &node, &pass) < 0)
                 return EXIT_ERROR;
 
-        /* What wakes a pass before the timer: the pool's metadata changing (a volume released or claimed
-         * by another node) and block devices appearing (an attached volume's device). */
+        /* What wakes a pass before the timer: on the local pool, its metadata changing (a volume released
+         * or claimed by another node); on AWS, the attached volume's device link appearing. */
         const char *cloud =
             cloud_provider_to_string(pass->spec->cloud.set ? pass->spec->cloud.value : CLOUD_LOCAL);
+        const char *byid = getenv(AWS_BYID_DIR_ENV);
         if (streq(cloud, "local") && strv_extend(&watch, ctx->pool_dir) < 0)
                 return log_oom(), EXIT_ERROR;
-        if (strv_extend(&watch, "/dev") < 0 || strv_extend(&watch, "/dev/disk/by-id") < 0)
+        if (streq(cloud, "aws") && strv_extend(&watch, !isempty(byid) ? byid : AWS_BYID_DIR_DEFAULT) < 0)
+                return log_oom(), EXIT_ERROR;
+        if (strv_extend(&watch, "/dev") < 0)
                 return log_oom(), EXIT_ERROR;
 
         DaemonConfig cfg = {
@@ -62,8 +66,9 @@ VERB(run) {
                 .watch = watch,
         };
         DaemonCallbacks cb = { .pass = run_pass, .reload = run_reload };
-        log_info("protokube starting: node '%s', cluster '%s', pass every %.1f s.", strna(ctx->node_name),
-                 pass->spec->name, (double)ctx->interval / USEC_PER_SEC);
+        log_info("protokube starting: node '%s', cluster '%s', pass every %.1f s.",
+                 ctx->node_name ?: "(from the provider)", pass->spec->name,
+                 (double)ctx->interval / USEC_PER_SEC);
         r = daemon_run(&cfg, &cb, pass);
         return r < 0 ? EXIT_ERROR : EXIT_SUCCESS;
 }

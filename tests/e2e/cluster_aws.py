@@ -1,0 +1,243 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The simulated cluster of the end-to-end scenario on "AWS": `cloud: aws` and `dns: route53` against the AWS
+double (tests/fakes/aws/server.py) instead of the local pool and BIND.
+
+Layout on the test network (netlab.py, 198.18.42.0/24), every party in a network namespace of its own since
+the sandbox drops traffic from the machine's root namespace to the test network:
+- host "aws" (AWS_ADDR): the double, EC2 + Route 53 + IMDSv2. It joins the namespace with `nsenter --net`
+  only, so it stays in the machine's mount namespace: the loop devices and by-id links AttachVolume makes are
+  the ones protokube sees. Each master is an instance of the double (its private IP is its namespace's
+  address, its zone us-east-1a/b/c); protokube learns who it is from its own IMDS endpoint (`/_as/<id>`) and
+  signs with the instance role's credentials from there.
+- host "dns" (DNS_ADDR): BIND, as in cluster.py, now only the resolver's view of the Route 53 zone: etcd
+  resolves its peers through the system resolver, and on AWS Route 53's name servers answer what protokube
+  wrote. r53mirror.py stands in for that serving side, copying the double's A/AAAA sets into BIND every
+  100 ms (nsupdate + TSIG), bounded and stopped in close().
+- masters: as in cluster.py (protokube in the node's network namespace + the pod runner), with no identity on
+  the command line.
+
+close() stops everything by PID, unmounts, has the double detach its loop devices (and detaches any left),
+removes the namespaces and the work directory's shared bind mount."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from cluster import DNS_ADDR, CLUSTER, HERE, ROOT, ZONE, Cluster, Master, protokube_bin, run, stop_process
+
+AWS_ADDR = "198.18.42.60"
+DOUBLE = os.path.join(ROOT, "tests", "fakes", "aws", "server.py")
+ZONE_ID = "ZE2EPROTOKUBE"
+REGION = "us-east-1"
+VOLUME_SIZE = 256 << 20  # etcd preallocates a 64 MiB WAL
+
+
+def instance_id(name):
+    """i-0e2e000000000000a for master a: the shape of an EC2 instance id, the master's letter last."""
+    return "i-0e2e" + "0" * 12 + name
+
+
+def volume_id(cluster, member):
+    return f"vol-0{cluster}0{member}"
+
+
+class MasterAws(Master):
+    def node_args(self):
+        # No --node-name/--zone/--internal-ip/--pool: the aws provider takes them from IMDS.
+        return ["--manifest-dir", self.manifests, "--mount-root", self.mnt]
+
+    def env(self):
+        c = self.cluster
+        e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        e.update({"AWS_ENDPOINT_URL_EC2": c.double_url, "AWS_ENDPOINT_URL_ROUTE_53": c.double_url,
+                  "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{c.double_url}/_as/{instance_id(self.name)}",
+                  # no static keys and no credentials file: the instance role through IMDSv2, as on a master
+                  "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.dir, "no-credentials"),
+                  "HOME": self.dir, "PROTOKUBE_AWS_BYID_DIR": c.byid})
+        return e
+
+    def start(self, port):
+        self.port = port
+        self.runner = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(HERE, "podrunner.py"), "--manifest-dir", self.manifests,
+             "--netns", self.cluster.lab.ns(self.name), "--log-dir", self.logs,
+             "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "600"],
+            start_new_session=True)
+        self.protokube = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c",
+             self.cluster.spec, "--log-format", "json", "run", *self.node_args(),
+             "--listen", f"127.0.0.1:{port}", "--interval", self.cluster.interval],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
+            env=self.env(), start_new_session=True)
+
+
+class ClusterAws(Cluster):
+    def __init__(self, workdir=None, tag="pka", interval="2s"):
+        super().__init__(workdir, tag)
+        # Cluster.close() detaches loop devices backed by files under self.pool: the volume images.
+        self.pool = os.path.join(self.workdir, "images")
+        self.byid = os.path.join(self.workdir, "by-id")
+        self.interval = interval
+        self.double = None
+        self.double_url = None
+        self.mirror = None
+        self.mirror_log = os.path.join(self.workdir, "r53mirror.jsonl")
+        self.members = ()
+
+    # ---- the double, always reached from inside the test network
+    def double_call(self, path, body=None, timeout=30):
+        argv = ["curl", "-sS", "-f", "-m", str(timeout), self.double_url + path]
+        if body is not None:
+            argv += ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
+        p = self.run_in("aws", argv, timeout=timeout + 5)
+        if p.returncode != 0:
+            raise RuntimeError(f"double {path}: curl exited {p.returncode}: {p.stderr.strip()}")
+        return json.loads(p.stdout or "{}")
+
+    def double_state(self):
+        return self.double_call("/_double/state")
+
+    def route53_records(self):
+        """{name without the final dot: sorted values} of the A sets in the double's zone."""
+        z = self.double_state()["zones"][ZONE_ID]
+        return {r["name"].rstrip("."): sorted(r["values"]) for r in z["records"] if r["type"] == "A"}
+
+    def holders(self):
+        """{volume id: instance id or None}."""
+        return {v: (s["attachment"] or {}).get("instance") for v, s in self.double_state()["volumes"].items()}
+
+    def start_double(self):
+        port_file = os.path.join(self.workdir, "double.port")
+        self.double = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{self.lab.ns('aws')}", "--", "/usr/bin/python3", DOUBLE,
+             "--port-file", port_file, "--listen", AWS_ADDR],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.workdir, "double.log"), "ab"),
+            start_new_session=True)
+        deadline = time.monotonic() + 15
+        while not os.path.exists(port_file):
+            if self.double.poll() is not None:
+                raise RuntimeError("the AWS double exited; see " + os.path.join(self.workdir, "double.log"))
+            if time.monotonic() > deadline:
+                raise RuntimeError("the AWS double did not start within 15 s")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.double_url = f"http://{AWS_ADDR}:{f.read().strip()}"
+
+    def instance(self, name, addr, external, zone, state="running"):
+        return {instance_id(name): {"az": zone, "private_ip": addr, "public_ip": external, "state": state,
+                                    "tags": {"KubernetesCluster": CLUSTER, "k8s.io/role/master": "1"}}}
+
+    def configure_double(self, members, zones):
+        os.makedirs(self.pool, exist_ok=True)
+        allm = ",".join(members)
+        volumes = []
+        for cl in ("main", "events"):
+            for m in members:
+                image = os.path.join(self.pool, volume_id(cl, m) + ".img")
+                with open(image, "wb") as f:
+                    f.truncate(VOLUME_SIZE)
+                volumes.append({"id": volume_id(cl, m), "az": zones[m], "size": 1, "image": image,
+                                "tags": {"KubernetesCluster": CLUSTER, "k8s.io/role/master": "1",
+                                         f"k8s.io/etcd/{cl}": f"{m}/{allm}",
+                                         f"kubernetes.io/cluster/{CLUSTER}": "owned"}})
+        # The zone also holds a record protokube does not own: it must survive every pass.
+        self.double_call("/_double/config", {
+            "region": REGION, "byid_dir": self.byid, "volumes": volumes,
+            "zones": [{"id": ZONE_ID, "name": ZONE + ".",
+                       "records": [{"name": f"www.{ZONE}.", "type": "A", "ttl": 60,
+                                    "values": ["198.18.42.200"]}]}]})
+
+    def start_mirror(self, max_seconds=600):
+        self.mirror = subprocess.Popen(
+            self.lab.exec_argv("dns", ["/usr/bin/python3", os.path.join(HERE, "r53mirror.py"), "--url",
+                                       self.double_url, "--zone-id", ZONE_ID, "--zone", ZONE + ".", "--server",
+                                       f"{DNS_ADDR}:53", "--key-file", self.bind.client_key_file,
+                                       "--interval", "0.1", "--max-seconds", str(max_seconds), "--log",
+                                       self.mirror_log]),
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.workdir, "r53mirror.err"), "ab"),
+            start_new_session=True)
+
+    def mirror_events(self):
+        try:
+            with open(self.mirror_log) as f:
+                return [json.loads(l) for l in f if l.strip()]
+        except FileNotFoundError:
+            return []
+
+    def setup(self, members=("a", "b", "c"), zones=None, size=None):
+        self.members = members
+        self.share_mounts()
+        self.lab.start(dns_server=DNS_ADDR)
+        self.lab.add_host("dns", DNS_ADDR)
+        self.bind.setup()
+        self.bind.start()
+        self.lab.add_host("aws", AWS_ADDR)
+        self.start_double()
+        self.configure_double(members, zones)
+        self.start_mirror()
+        with open(self.spec, "w") as f:
+            f.write(f"""apiVersion: protokube/v1alpha1
+kind: Cluster
+metadata:
+  name: {CLUSTER}
+spec:
+  cloud: aws
+  dns:
+    provider: route53
+    zone: {ZONE}.
+    ttl: 10
+  etcdClusters:
+    - name: main
+      image: registry.k8s.io/etcd:3.5.16-0
+    - name: events
+      image: registry.k8s.io/etcd:3.5.16-0
+  kubernetesVersion: 1.31.2
+""")
+
+    def add_master(self, name, addr, external, zone):
+        self.double_call("/_double/config", {"instances": self.instance(name, addr, external, zone)})
+        self.lab.add_host(name, addr)
+        m = MasterAws(self, name, addr, external, zone)
+        self.masters[name] = m
+        m.start(self.next_port)
+        self.next_port += 1
+        return m
+
+    def terminate(self, name):
+        """What terminating an EC2 instance does: the machine is gone (processes, mounts, its address), the
+        instance is `terminated` and EC2 detaches its (non-root, not delete-on-termination) volumes."""
+        m = self.masters[name]
+        m.stop()
+        m.unmount_all()
+        self.lab.remove_host(name)
+        self.double_call("/_double/config",
+                         {"instances": self.instance(name, m.addr, m.external, m.zone, state="terminated")})
+        self.double_call("/_double/detach", {"instances": [instance_id(name)]})
+
+    def close(self):
+        errors = []
+        for m in self.masters.values():
+            m.stop()
+        for m in self.masters.values():
+            m.unmount_all()
+        stop_process(self.mirror)
+        self.mirror = None
+        if self.double is not None:
+            # SIGTERM: the double detaches the loop devices it made and removes its by-id links on the way out.
+            stop_process(self.double, grace=15)
+            self.double = None
+        # Cluster.close(): BIND, loop devices still backed by our images, namespaces, the shared bind mount.
+        p = run(["losetup", "-J"], check=False)
+        try:
+            left = [d["name"] for d in json.loads(p.stdout or "{}").get("loopdevices", [])
+                    if (d.get("back-file") or "").startswith(self.pool)]
+        except ValueError:
+            left = []
+        if left:
+            errors.append(f"loop devices left by the double: {left}")
+        super().close()
+        # The images hold etcd's data (sparse, but a WAL each): drop them; the logs stay for a post-mortem.
+        shutil.rmtree(self.pool, ignore_errors=True)
+        return errors
