@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan demo render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan demo demo-aws render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -24,6 +24,10 @@ build-asan: $(BUILD_ASAN)/build.ninja
 
 demo: deps build
 	@scripts/demo.sh $(BUILD)/src/cli/protokube
+
+# Steps 1-2 of the scenario with cloud: aws and dns: route53, against the AWS API double.
+demo-aws: deps build
+	@PROTOKUBE_BIN=$(CURDIR)/$(BUILD)/src/cli/protokube /usr/bin/python3 tests/e2e/scenario_aws.py
 
 render-demo: build
 	@scripts/render-demo.sh $(BUILD)/src/cli/protokube
