@@ -14,6 +14,8 @@ PACKAGES=(
         bind9 bind9-dnsutils knot knot-dnsutils etcd-server etcd-client prometheus
         e2fsprogs util-linux fdisk cryptsetup-bin lvm2 mdadm iproute2 procps psmisc curl
         xfsprogs
+        # benchmarks (make bench): massif, binary size
+        valgrind binutils
 )
 
 missing=()

@@ -22,7 +22,7 @@ CLUSTER = "demo.k8s.test"
 ZONE_ID = "ZPROTOKUBETEST"
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 AZ = "us-east-1a"
-RACE_ROUNDS = 20
+RACE_ROUNDS = 100  # as the volumes issue asks of its race test
 
 SPEC = f"""apiVersion: protokube/v1alpha1
 kind: Cluster
