@@ -193,7 +193,6 @@ int kube_apiserver_pod_build(const ClusterSpec *spec, Pod **ret) {
         _cleanup_(derived_done) Derived d = {};
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        _cleanup_free_ char *image = NULL;
         KubeAPIServerConfig c;
         PodContainer *ct;
 
@@ -203,22 +202,19 @@ int kube_apiserver_pod_build(const ClusterSpec *spec, Pod **ret) {
         r = flags_build(kube_apiserver_config_fields, &c, &flags);
         if (r < 0)
                 return r;
-        r = component_image(spec, c.image, NAME, &image);
-        if (r < 0)
-                return r;
-        r = static_pod_new(NAME, image, PRIORITY_CLUSTER_CRITICAL, &pod, &ct);
-        if (r < 0)
-                return r;
-        r = container_set_go_runner_command(pod, ct, NAME, flags);
+        ComponentPod cp = { .name = NAME,
+                            .image_override = c.image,
+                            .priority_class = PRIORITY_CLUSTER_CRITICAL,
+                            .flags = flags,
+                            .cpu_request = c.cpu_request ?: "150m",
+                            .memory_request = c.memory_request };
+        r = component_pod_new(spec, &cp, &pod, &ct);
         if (r < 0)
                 return r;
         int port = (int)c.secure_port.value;
         if (pod_container_add_port(ct, "https", port, port) < 0)
                 return -ENOMEM;
         r = container_set_health_probes(ct, "HTTPS", port, "/livez", "/readyz");
-        if (r < 0)
-                return r;
-        r = container_set_requests(ct, c.cpu_request ?: "150m", c.memory_request);
         if (r < 0)
                 return r;
         r = mount_files(pod, ct, &c);

@@ -36,7 +36,6 @@ int kube_controller_manager_flags(const ClusterSpec *spec, char ***ret) {
 int kube_controller_manager_pod_build(const ClusterSpec *spec, Pod **ret) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        _cleanup_free_ char *image = NULL;
         KubeControllerManagerConfig c;
         PodContainer *ct;
 
@@ -46,19 +45,16 @@ int kube_controller_manager_pod_build(const ClusterSpec *spec, Pod **ret) {
         r = flags_build(kube_controller_manager_config_fields, &c, &flags);
         if (r < 0)
                 return r;
-        r = component_image(spec, c.image, NAME, &image);
-        if (r < 0)
-                return r;
-        r = static_pod_new(NAME, image, PRIORITY_CLUSTER_CRITICAL, &pod, &ct);
-        if (r < 0)
-                return r;
-        r = container_set_go_runner_command(pod, ct, NAME, flags);
+        ComponentPod cp = { .name = NAME,
+                            .image_override = c.image,
+                            .priority_class = PRIORITY_CLUSTER_CRITICAL,
+                            .flags = flags,
+                            .cpu_request = c.cpu_request ?: "100m",
+                            .memory_request = c.memory_request };
+        r = component_pod_new(spec, &cp, &pod, &ct);
         if (r < 0)
                 return r;
         r = container_set_health_probes(ct, "HTTPS", (int)c.secure_port.value, "/healthz", NULL);
-        if (r < 0)
-                return r;
-        r = container_set_requests(ct, c.cpu_request ?: "100m", c.memory_request);
         if (r < 0)
                 return r;
         const char *files[] = {

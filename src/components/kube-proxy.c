@@ -73,7 +73,6 @@ static int proxy_mounts(Pod *pod, PodContainer *ct, const KubeProxyConfig *c) {
 int kube_proxy_pod_build(const ClusterSpec *spec, Pod **ret) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        _cleanup_free_ char *image = NULL;
         KubeProxyConfig c;
         PodContainer *ct;
         int port;
@@ -91,22 +90,19 @@ int kube_proxy_pod_build(const ClusterSpec *spec, Pod **ret) {
         r = flags_build(kube_proxy_config_fields, &c, &flags);
         if (r < 0)
                 return r;
-        r = component_image(spec, c.image, NAME, &image);
-        if (r < 0)
-                return r;
         /* kube-proxy is per node, not per cluster: the node's priority class, as kops gives it. */
-        r = static_pod_new(NAME, image, PRIORITY_NODE_CRITICAL, &pod, &ct);
-        if (r < 0)
-                return r;
-        r = container_set_go_runner_command(pod, ct, NAME, flags);
+        ComponentPod cp = { .name = NAME,
+                            .image_override = c.image,
+                            .priority_class = PRIORITY_NODE_CRITICAL,
+                            .flags = flags,
+                            .cpu_request = c.cpu_request ?: "100m",
+                            .memory_request = c.memory_request };
+        r = component_pod_new(spec, &cp, &pod, &ct);
         if (r < 0)
                 return r;
         /* It programs iptables/ipvs in the host's network namespace. */
         ct->privileged = true;
         r = pod_probe_http(&ct->liveness_probe, "HTTP", "127.0.0.1", "/healthz", port, 10, 15);
-        if (r < 0)
-                return r;
-        r = container_set_requests(ct, c.cpu_request ?: "100m", c.memory_request);
         if (r < 0)
                 return r;
         r = proxy_mounts(pod, ct, &c);

@@ -258,3 +258,24 @@ int container_set_health_probes(PodContainer *c, const char *scheme, int port, c
         }
         return 0;
 }
+
+int component_pod_new(const ClusterSpec *spec, const ComponentPod *c, Pod **ret_pod, PodContainer **ret_ct) {
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_free_ char *image = NULL;
+        PodContainer *ct;
+        int r = component_image(spec, c->image_override, c->name, &image);
+        if (r < 0)
+                return r;
+        r = static_pod_new(c->name, image, c->priority_class, &pod, &ct);
+        if (r < 0)
+                return r;
+        r = container_set_go_runner_command(pod, ct, c->name, c->flags);
+        if (r < 0)
+                return r;
+        r = container_set_requests(ct, c->cpu_request, c->memory_request);
+        if (r < 0)
+                return r;
+        *ret_ct = ct;
+        *ret_pod = TAKE_PTR(pod);
+        return 0;
+}

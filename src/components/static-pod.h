@@ -54,3 +54,17 @@ int pod_mount_ca_certs(Pod *pod, PodContainer *c);
 /* Standard probes of the control-plane components (kubeadm's timings). */
 int container_set_health_probes(PodContainer *c, const char *scheme, int port, const char *live_path,
                                 const char *ready_path);
+
+/* What every kube-* control-plane pod shares: the image (the spec's, else the release's), the static pod,
+ * the go-runner command with the component's flags, cpu and memory requests. Probes, ports and mounts
+ * differ per component and are added by the caller. */
+typedef struct ComponentPod {
+        const char *name;           /* "kube-scheduler" */
+        const char *image_override; /* NULL: registry.k8s.io/<name>:v<kubernetesVersion> */
+        const char *priority_class;
+        char *const *flags;
+        const char *cpu_request;
+        const char *memory_request; /* may be NULL */
+} ComponentPod;
+
+int component_pod_new(const ClusterSpec *spec, const ComponentPod *c, Pod **ret_pod, PodContainer **ret_ct);
