@@ -16,10 +16,61 @@ void dns_rrset_list_done(DnsRRsetList *l) {
                 strv_free(l->items[i].addresses);
         }
         free(l->items);
+        free(l->index);
         *l = (DnsRRsetList){};
 }
 
-DnsRRset *dns_rrset_list_find(const DnsRRsetList *l, const char *name, uint16_t type) {
+static uint32_t rrset_hash(const char *name, uint16_t type) {
+        uint32_t h = 2166136261u ^ type; /* FNV-1a */
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                h = (h ^ *p) * 16777619u;
+        return h;
+}
+
+static void index_insert(DnsRRsetList *l, size_t item) {
+        size_t mask = l->index_size - 1;
+        for (size_t k = rrset_hash(l->items[item].name, l->items[item].type) & mask;; k = (k + 1) & mask)
+                if (l->index[k] == 0) {
+                        l->index[k] = (uint32_t)item + 1;
+                        return;
+                }
+}
+
+/* Brings the index up to date with items: extends it with items appended since, or rebuilds it (grown, or
+ * after a sort). Small lists go without. Returns false when there is no index to use. */
+static bool index_refresh(DnsRRsetList *l) {
+        if (l->n < 16)
+                return false;
+        if (l->index && l->index_n <= l->n && l->index_size >= 2 * l->n) {
+                for (; l->index_n < l->n; l->index_n++)
+                        index_insert(l, l->index_n);
+                return true;
+        }
+        size_t size = 64;
+        while (size < 4 * l->n)
+                size *= 2;
+        uint32_t *idx = calloc(size, sizeof(uint32_t));
+        if (!idx)
+                return false; /* the linear search still works */
+        free(l->index);
+        l->index = idx;
+        l->index_size = size;
+        for (l->index_n = 0; l->index_n < l->n; l->index_n++)
+                index_insert(l, l->index_n);
+        return true;
+}
+
+DnsRRset *dns_rrset_list_find(const DnsRRsetList *cl, const char *name, uint16_t type) {
+        DnsRRsetList *l = (DnsRRsetList *)cl; /* the index is a cache: refreshing it changes no content */
+        if (index_refresh(l)) {
+                size_t mask = l->index_size - 1;
+                for (size_t k = rrset_hash(name, type) & mask; l->index[k] != 0; k = (k + 1) & mask) {
+                        DnsRRset *s = &l->items[l->index[k] - 1];
+                        if (s->type == type && streq(s->name, name))
+                                return s;
+                }
+                return NULL;
+        }
         for (size_t i = 0; i < l->n; i++)
                 if (l->items[i].type == type && streq(l->items[i].name, name))
                         return &l->items[i];
@@ -33,10 +84,14 @@ int dns_rrset_list_get(DnsRRsetList *l, const char *name, uint16_t type, uint32_
                 return r;
         DnsRRset *s = dns_rrset_list_find(l, canonical, type);
         if (!s) {
-                DnsRRset *n = realloc(l->items, sizeof(DnsRRset) * (l->n + 1));
-                if (!n)
-                        return -ENOMEM;
-                l->items = n;
+                if (l->n >= l->allocated) { /* >=: a list may have been filled without us */
+                        size_t a = MAX((size_t)16, 2 * l->n);
+                        DnsRRset *n = realloc(l->items, sizeof(DnsRRset) * a);
+                        if (!n)
+                                return -ENOMEM;
+                        l->items = n;
+                        l->allocated = a;
+                }
                 s = &l->items[l->n++];
                 *s = (DnsRRset){ .name = TAKE_PTR(canonical), .type = type, .ttl = ttl };
         }
@@ -116,6 +171,7 @@ static int rrset_compare(const void *a, const void *b) {
 void dns_rrset_list_sort(DnsRRsetList *l) {
         if (l->n > 1)
                 qsort(l->items, l->n, sizeof(DnsRRset), rrset_compare);
+        l->index_n = SIZE_MAX; /* positions changed: the next find rebuilds the index */
 }
 
 bool dns_rrset_equal(const DnsRRset *a, const DnsRRset *b, bool compare_ttl) {

@@ -32,6 +32,11 @@ typedef struct DnsRRset {
 typedef struct DnsRRsetList {
         DnsRRset *items; /* sorted by name, then type, once dns_rrset_list_sort() ran */
         size_t n;
+        /* Private to dns-records.c: allocated items, and a hash index over (name, type) so that building
+         * and comparing large sets stays linear. The index is a cache, rebuilt whenever it is stale. */
+        size_t allocated;
+        uint32_t *index; /* slot -> item + 1; 0 = empty */
+        size_t index_size, index_n;
 } DnsRRsetList;
 
 void dns_rrset_list_done(DnsRRsetList *l);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
@@ -243,4 +244,116 @@ int dns_exchange(const DnsServer *server, const uint8_t *query, size_t len, usec
         if (ret_tcp)
                 *ret_tcp = true;
         return 0;
+}
+
+static int pipeline_connect(const DnsServer *server, usec_t deadline) {
+        _cleanup_close_ int fd =
+            socket(server->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (const struct sockaddr *)&server->addr, server->addr_len) < 0 &&
+            errno != EINPROGRESS)
+                return -errno;
+        int r = wait_fd(fd, POLLOUT, deadline);
+        if (r < 0)
+                return r;
+        int error = 0;
+        socklen_t elen = sizeof(error);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &elen) < 0)
+                return -errno;
+        if (error != 0)
+                return -error;
+        return TAKE_FD(fd);
+}
+
+/* Takes every complete length-prefixed message off the front of in, filing it under the query with its ID.
+ */
+static void pipeline_take_answers(Buf *in, const int32_t *slot_of_id, uint8_t **answers, size_t *lens,
+                                  size_t *n_answered) {
+        size_t off = 0;
+        while (in->len - off >= 2) {
+                size_t m = (size_t)in->data[off] << 8 | in->data[off + 1];
+                if (in->len - off - 2 < m)
+                        break;
+                const uint8_t *msg = in->data + off + 2;
+                if (m >= DNS_HEADER_SIZE && (msg[2] & 0x80)) { /* QR: a response */
+                        int32_t slot = slot_of_id[(uint16_t)(msg[0] << 8 | msg[1])];
+                        if (slot >= 0 && !answers[slot]) {
+                                answers[slot] = malloc(m);
+                                if (answers[slot]) {
+                                        memcpy(answers[slot], msg, m);
+                                        lens[slot] = m;
+                                        (*n_answered)++;
+                                }
+                        }
+                }
+                off += 2 + m;
+        }
+        memmove(in->data, in->data + off, in->len - off);
+        in->len -= off;
+}
+
+int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, const size_t *lens, size_t n,
+                           usec_t timeout, uint8_t ***ret_answers, size_t **ret_lens) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
+        _cleanup_free_ int32_t *slot_of_id = malloc(sizeof(int32_t) * 65536);
+        _cleanup_buf_ Buf out, in;
+        uint8_t **answers = calloc(n ?: 1, sizeof(uint8_t *));
+        size_t *alens = calloc(n ?: 1, sizeof(size_t)), written = 0, answered = 0;
+        int r = 0;
+
+        buf_init(&out, (size_t)n * (DNS_MESSAGE_MAX + 2));
+        buf_init(&in, 2 * (DNS_MESSAGE_MAX + 2)); /* at most one partial message waits here */
+        if (!slot_of_id || !answers || !alens)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < 65536; i++)
+                slot_of_id[i] = -1;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                uint8_t prefix[2] = { (uint8_t)(lens[i] >> 8), (uint8_t)lens[i] };
+                if (lens[i] < DNS_HEADER_SIZE || lens[i] > DNS_MESSAGE_MAX)
+                        r = -EINVAL;
+                else if ((r = buf_add(&out, prefix, 2)) >= 0)
+                        r = buf_add(&out, queries[i], lens[i]);
+                if (r >= 0)
+                        slot_of_id[(uint16_t)(queries[i][0] << 8 | queries[i][1])] = (int32_t)i;
+        }
+        _cleanup_close_ int fd = r >= 0 ? pipeline_connect(server, deadline) : -1;
+        if (r >= 0 && fd < 0)
+                r = fd;
+        while (r >= 0 && answered < n) {
+                usec_t t = now(CLOCK_MONOTONIC);
+                if (t >= deadline)
+                        break;
+                struct pollfd p = { .fd = fd, .events = POLLIN | (written < out.len ? POLLOUT : 0) };
+                int k = poll(&p, 1, (int)((deadline - t + 999) / 1000));
+                if (k < 0 && errno != EINTR)
+                        r = -errno;
+                if (k <= 0)
+                        continue;
+                if ((p.revents & POLLOUT) && written < out.len) {
+                        ssize_t w = send(fd, out.data + written, out.len - written, MSG_NOSIGNAL);
+                        if (w < 0 && errno != EAGAIN && errno != EINTR)
+                                break; /* the server hung up: keep what was answered */
+                        written += w > 0 ? (size_t)w : 0;
+                }
+                if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+                        uint8_t chunk[16384];
+                        ssize_t got = recv(fd, chunk, sizeof(chunk), 0);
+                        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+                                break;
+                        if (got > 0 && buf_add(&in, chunk, (size_t)got) < 0)
+                                break; /* a message larger than any answer: stop, fall back */
+                        pipeline_take_answers(&in, slot_of_id, answers, alens, &answered);
+                }
+        }
+        if (r < 0) {
+                for (size_t i = 0; answers && i < n; i++)
+                        free(answers[i]);
+                free(answers);
+                free(alens);
+                return r;
+        }
+        *ret_answers = answers;
+        *ret_lens = alens;
+        return (int)answered;
 }

@@ -29,3 +29,12 @@ int dns_exchange(const DnsServer *server, const uint8_t *query, size_t len, usec
 
 /* A random 16-bit message ID (RFC 5452 §4.3: IDs must not be guessable). */
 uint16_t dns_random_id(void);
+
+/* Many queries over one TCP connection, pipelined (RFC 7766 §6.2.1.1): all are written while answers are
+ * read, in one poll loop (writing everything first could fill both sides' buffers and stall), and answers
+ * are matched to queries by ID, which must be unique among them. ret_answers[i] / ret_lens[i] hold the
+ * answer to queries[i], or NULL when none came before the deadline or the server closed the connection; the
+ * caller falls back to dns_exchange() for those. Returns how many were answered, or < 0 when the connection
+ * could not be used at all. Caller frees each answer and both arrays. */
+int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, const size_t *lens, size_t n,
+                           usec_t timeout, uint8_t ***ret_answers, size_t **ret_lens);

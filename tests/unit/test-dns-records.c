@@ -265,6 +265,41 @@ static void test_hosts_provider(void **state) {
         unlink(path);
 }
 
+/* Large lists go through the hash index: every entry is found, before and after a sort (which moves
+ * them), and entries appended after the sort too. */
+static void test_large_list_index(void **state) {
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        char name[64];
+        for (unsigned i = 0; i < 500; i++) {
+                snprintf(name, sizeof(name), "etcd-x%03u.internal.demo.k8s.test", 499 - i);
+                assert_int_equal(dns_rrset_list_get(&l, name, DNS_TYPE_A, 60, NULL), 0);
+                assert_int_equal(dns_rrset_list_get(&l, name, DNS_TYPE_AAAA, 60, NULL), 0);
+        }
+        assert_int_equal(l.n, 1000);
+        for (int pass = 0; pass < 2; pass++) {
+                for (unsigned i = 0; i < 500; i++) {
+                        snprintf(name, sizeof(name), "etcd-x%03u.internal.demo.k8s.test.", i);
+                        DnsRRset *a = dns_rrset_list_find(&l, name, DNS_TYPE_A);
+                        assert_non_null(a);
+                        assert_string_equal(a->name, name);
+                        assert_int_equal(a->type, DNS_TYPE_A);
+                        assert_non_null(dns_rrset_list_find(&l, name, DNS_TYPE_AAAA));
+                }
+                assert_null(dns_rrset_list_find(&l, "etcd-x500.internal.demo.k8s.test.", DNS_TYPE_A));
+                dns_rrset_list_sort(&l);
+                assert_string_equal(l.items[0].name, "etcd-x000.internal.demo.k8s.test.");
+        }
+        /* getting an existing one adds nothing; a new one after the sort is found */
+        assert_int_equal(dns_rrset_list_get(&l, "etcd-x007.internal.demo.k8s.test", DNS_TYPE_A, 60, NULL),
+                         0);
+        assert_int_equal(l.n, 1000);
+        assert_int_equal(dns_rrset_list_add_address(&l, "new.k8s.test", 60, "198.18.42.1"), 0);
+        assert_int_equal(l.n, 1001);
+        DnsRRset *n = dns_rrset_list_find(&l, "new.k8s.test.", DNS_TYPE_A);
+        assert_non_null(n);
+        assert_string_equal(n->addresses[0], "198.18.42.1");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_desired),
@@ -274,6 +309,7 @@ int main(void) {
                 cmocka_unit_test(test_hosts_roundtrip),
                 cmocka_unit_test(test_hosts_malformed),
                 cmocka_unit_test(test_hosts_provider),
+                cmocka_unit_test(test_large_list_index),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
