@@ -2,6 +2,7 @@
 #include "daemon/loop.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -163,6 +164,9 @@ static void loop_run_pass(Loop *l) {
                 l->ready_sent = true;
         }
         pass_report_done(&rep);
+        /* A pass allocates and frees its working set; give it back to the system between passes, so the
+         * daemon's footprint is its steady state, not the high-water mark of its busiest pass. */
+        malloc_trim(0);
         loop_schedule(l, now(CLOCK_MONOTONIC) + delay);
 }
 

@@ -379,17 +379,14 @@ typedef struct PipelinedQuery {
         size_t mac_len;
 } PipelinedQuery;
 
-static int pipeline_build(DnsProviderState *s, const DnsRRsetList *owned, PipelinedQuery *q, bool *id_used) {
+/* IDs run on from a random base: unique within the batch with no table of used ones. Their guessability
+ * does not matter on this path: a TCP connection cannot be answered blind, and every answer is signed. */
+static int pipeline_build(DnsProviderState *s, const DnsRRsetList *owned, PipelinedQuery *q) {
+        uint16_t base = dns_random_id();
         for (size_t i = 0; i < owned->n; i++) {
                 _cleanup_(dns_writer_freep) DnsWriter w;
                 _cleanup_buf_ Buf b;
-                uint16_t id;
-                /* bounded in practice: owned->n is far below 65536, so a free ID turns up within a few draws
-                 */
-                do
-                        id = dns_random_id();
-                while (id_used[id]);
-                id_used[id] = true;
+                uint16_t id = (uint16_t)(base + i);
                 dns_writer_init(&w);
                 buf_init(&b, DNS_MESSAGE_MAX);
                 int r = dns_query_build(id, owned->items[i].name, owned->items[i].type, &w);
@@ -426,15 +423,14 @@ static int pipeline_accept(DnsProviderState *s, const DnsRRset *owned, const cha
 static void read_pipelined(DnsProviderState *s, const DnsRRsetList *owned, const char *const *zones,
                            DnsRRsetList *l, bool *done) {
         _cleanup_free_ PipelinedQuery *q = new0(PipelinedQuery, owned->n);
-        _cleanup_free_ bool *id_used = new0(bool, 65536);
         _cleanup_free_ uint8_t **wires = new0(uint8_t *, owned->n);
         _cleanup_free_ size_t *lens = new0(size_t, owned->n);
         uint8_t **answers = NULL;
         size_t *alens = NULL;
 
-        if (!q || !id_used || !wires || !lens)
+        if (!q || !wires || !lens || owned->n > 65536)
                 return;
-        if (pipeline_build(s, owned, q, id_used) >= 0) {
+        if (pipeline_build(s, owned, q) >= 0) {
                 for (size_t i = 0; i < owned->n; i++) {
                         wires[i] = q[i].wire;
                         lens[i] = q[i].len;

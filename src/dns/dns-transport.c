@@ -266,9 +266,19 @@ static int pipeline_connect(const DnsServer *server, usec_t deadline) {
         return TAKE_FD(fd);
 }
 
+typedef struct IdSlot {
+        uint16_t id;
+        uint32_t slot;
+} IdSlot;
+
+static int id_slot_compare(const void *a, const void *b) {
+        const IdSlot *x = a, *y = b;
+        return (int)x->id - (int)y->id;
+}
+
 /* Takes every complete length-prefixed message off the front of in, filing it under the query with its ID.
  */
-static void pipeline_take_answers(Buf *in, const int32_t *slot_of_id, uint8_t **answers, size_t *lens,
+static void pipeline_take_answers(Buf *in, const IdSlot *map, size_t n, uint8_t **answers, size_t *lens,
                                   size_t *n_answered) {
         size_t off = 0;
         while (in->len - off >= 2) {
@@ -277,12 +287,13 @@ static void pipeline_take_answers(Buf *in, const int32_t *slot_of_id, uint8_t **
                         break;
                 const uint8_t *msg = in->data + off + 2;
                 if (m >= DNS_HEADER_SIZE && (msg[2] & 0x80)) { /* QR: a response */
-                        int32_t slot = slot_of_id[(uint16_t)(msg[0] << 8 | msg[1])];
-                        if (slot >= 0 && !answers[slot]) {
-                                answers[slot] = malloc(m);
-                                if (answers[slot]) {
-                                        memcpy(answers[slot], msg, m);
-                                        lens[slot] = m;
+                        IdSlot key = { .id = (uint16_t)(msg[0] << 8 | msg[1]) };
+                        const IdSlot *hit = bsearch(&key, map, n, sizeof(IdSlot), id_slot_compare);
+                        if (hit && !answers[hit->slot]) {
+                                answers[hit->slot] = malloc(m);
+                                if (answers[hit->slot]) {
+                                        memcpy(answers[hit->slot], msg, m);
+                                        lens[hit->slot] = m;
                                         (*n_answered)++;
                                 }
                         }
@@ -296,7 +307,7 @@ static void pipeline_take_answers(Buf *in, const int32_t *slot_of_id, uint8_t **
 int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, const size_t *lens, size_t n,
                            usec_t timeout, uint8_t ***ret_answers, size_t **ret_lens) {
         usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
-        _cleanup_free_ int32_t *slot_of_id = malloc(sizeof(int32_t) * 65536);
+        _cleanup_free_ IdSlot *map = new0(IdSlot, n);
         _cleanup_buf_ Buf out, in;
         uint8_t **answers = calloc(n ?: 1, sizeof(uint8_t *));
         size_t *alens = calloc(n ?: 1, sizeof(size_t)), written = 0, answered = 0;
@@ -304,10 +315,8 @@ int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, con
 
         buf_init(&out, (size_t)n * (DNS_MESSAGE_MAX + 2));
         buf_init(&in, 2 * (DNS_MESSAGE_MAX + 2)); /* at most one partial message waits here */
-        if (!slot_of_id || !answers || !alens)
+        if (!map || !answers || !alens)
                 r = -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < 65536; i++)
-                slot_of_id[i] = -1;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 uint8_t prefix[2] = { (uint8_t)(lens[i] >> 8), (uint8_t)lens[i] };
                 if (lens[i] < DNS_HEADER_SIZE || lens[i] > DNS_MESSAGE_MAX)
@@ -315,8 +324,11 @@ int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, con
                 else if ((r = buf_add(&out, prefix, 2)) >= 0)
                         r = buf_add(&out, queries[i], lens[i]);
                 if (r >= 0)
-                        slot_of_id[(uint16_t)(queries[i][0] << 8 | queries[i][1])] = (int32_t)i;
+                        map[i] = (IdSlot){ .id = (uint16_t)(queries[i][0] << 8 | queries[i][1]),
+                                           .slot = (uint32_t)i };
         }
+        if (r >= 0)
+                qsort(map, n, sizeof(IdSlot), id_slot_compare);
         _cleanup_close_ int fd = r >= 0 ? pipeline_connect(server, deadline) : -1;
         if (r >= 0 && fd < 0)
                 r = fd;
@@ -343,7 +355,7 @@ int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, con
                                 break;
                         if (got > 0 && buf_add(&in, chunk, (size_t)got) < 0)
                                 break; /* a message larger than any answer: stop, fall back */
-                        pipeline_take_answers(&in, slot_of_id, answers, alens, &answered);
+                        pipeline_take_answers(&in, map, n, answers, alens, &answered);
                 }
         }
         if (r < 0) {

@@ -271,7 +271,8 @@ spec:
                                         "--command-timeout=4s", *args])
         return run(argv, check=False, timeout=timeout, env=env)
 
-    def close(self):
+    def close(self, keep=False):
+        """Stops and removes everything the run made; keep leaves the work directory (logs) for a look."""
         for m in self.masters.values():
             m.stop()
         for m in self.masters.values():
@@ -288,3 +289,5 @@ spec:
         self.lab.close()
         if self.shared:
             run(["umount", "-R", self.workdir], check=False)
+        if not keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)

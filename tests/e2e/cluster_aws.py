@@ -237,7 +237,7 @@ spec:
             left = []
         if left:
             errors.append(f"loop devices left by the double: {left}")
-        super().close()
+        super().close(keep=True)  # the work dir goes only on success (tests/integration/test_e2e_aws.py)
         # The images hold etcd's data (sparse, but a WAL each): drop them; the logs stay for a post-mortem.
         shutil.rmtree(self.pool, ignore_errors=True)
         return errors

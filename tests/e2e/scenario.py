@@ -184,7 +184,7 @@ class Scenario:
             msg, ts = line.get("msg", ""), when(line)
             if ts < wall0:
                 continue
-            for stage, needle in (("claim", "Claimed volume 'vol-main-b'"), ("fsck", "Checked"),
+            for stage, needle in (("claim", "Claimed volume 'vol-main-b'"), ("fsck", "(volume 'vol-main-b'): clean"),
                                   ("mount", "Mounted volume 'vol-main-b'"),
                                   ("manifest", "master-vol-main-b/k8s.io/manifests/etcd.manifest")):
                 if needle in msg and stage not in stages:
@@ -245,9 +245,12 @@ class Scenario:
             self.step2_replace_b()
             self.step3_reboot_a()
             self.step4_dns_outage()
+            ok = True
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")
-            self.c.close()
+            self.c.close(keep=not locals().get("ok", False))
+            if not locals().get("ok", False):
+                self.say(f"logs kept in {self.c.workdir}")
         self.say("\nTimeline:\n" + self.tl.table())
         self.say("\nFailover (b released -> etcd-b healthy on d): "
                  f"{1000 * self.failover['total']:.0f} ms; by stage (ms after release):")

@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs the benchmarks (bench/README.md) and prints one table; with --results (or BENCH_RESULTS=1) also
+writes bench/results.md. A figure that cannot be measured is reported as an error row; the others still
+run. Exit 0 unless the arguments are wrong. BENCH_ONLY=1,3 runs a subset."""
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+FIGURES = [("1", "converge"), ("2", "failover"), ("3", "dns_publish"), ("4", "footprint"), ("5", "aws_discovery")]
+
+
+def table(rows):
+    head = ("figure", "measured", "target", "")
+    w = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
+    out = ["| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |",
+           "|" + "|".join("-" * (w[i] + 2) for i in range(4)) + "|"]
+    out += ["| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary", nargs="?", default=common.protokube_bin())
+    ap.add_argument("--results", action="store_true", default=os.environ.get("BENCH_RESULTS") == "1")
+    args = ap.parse_args()
+    os.environ["PROTOKUBE_BIN"] = os.path.abspath(args.binary)
+    if not os.access(os.environ["PROTOKUBE_BIN"], os.X_OK):
+        print(f"bench: no protokube binary at {args.binary}", file=sys.stderr)
+        return 2
+    only = set(os.environ.get("BENCH_ONLY", "").replace(" ", "").split(",")) - {""}
+    rows, notes = [], []
+    t_all = time.monotonic()
+    for num, mod in FIGURES:
+        if only and num not in only:
+            continue
+        t0 = time.monotonic()
+        print(f"bench: figure {num} ({mod}) ...", file=sys.stderr, flush=True)
+        try:
+            m = __import__(mod)
+            r, note = m.measure()
+            rows += r
+            notes.append(f"{num}: {note} ({time.monotonic() - t0:.0f} s)")
+        except Exception as e:
+            traceback.print_exc(file=sys.stderr)
+            rows.append((f"{num}. {mod}", "ERROR", "", f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"))
+            notes.append(f"{num}: error: {e}")
+    ver = subprocess.run([os.environ["PROTOKUBE_BIN"], "version"], capture_output=True, text=True).stdout.strip()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = (f"protokube benchmarks, {when}, {ver or 'protokube'} ({os.environ['PROTOKUBE_BIN']}), "
+              f"{platform.node()}, {os.cpu_count()} CPUs, {time.monotonic() - t_all:.0f} s")
+    text = header + "\n\n" + table(rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    print(text)
+    if args.results:
+        path = os.path.join(common.HERE, "results.md")
+        with open(path, "w") as f:
+            f.write("# Benchmark results\n\nHow to read each figure: [README.md](README.md).\n\n" + text)
+        print(f"bench: wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

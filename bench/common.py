@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared helpers of the benchmarks: the binary under test, medians, a local pool on loop devices, a BIND
+server on loopback (tests/integration/dnsservers.py), JSON log parsing, and cleanup by PID / by path.
+
+Every benchmark cleans up what it created (mounts under its work directory, loop devices backed by its pool
+images, processes it started) even when it fails. Nothing here is a test: figures are printed, never
+asserted against a target."""
+import calendar
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import dnsservers  # noqa: E402
+
+CLUSTER_ZONE = "k8s.test."
+
+
+def protokube_bin():
+    return os.environ.get("PROTOKUBE_BIN", os.path.join(ROOT, "build", "src", "cli", "protokube"))
+
+
+def env_int(name, default):
+    v = os.environ.get(name)
+    return int(v) if v and v.strip().isdigit() else default
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt_ms(s):
+    return "n/a" if s is None else f"{1000 * s:.1f} ms"
+
+
+def fmt_mib(b):
+    return "n/a" if b is None else f"{b / (1 << 20):.2f} MiB"
+
+
+def run(argv, check=True, timeout=120, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def log_time(line):
+    """Seconds since the epoch of a JSON log line's "time" (RFC 3339, milliseconds, UTC)."""
+    t = line.get("time", "")
+    return calendar.timegm(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")) + float(t[19:-1] or 0)
+
+
+def json_lines(text):
+    out = []
+    for ln in text.splitlines():
+        try:
+            out.append(json.loads(ln))
+        except ValueError:
+            pass
+    return out
+
+
+def stop_pid(proc, grace=5.0):
+    """SIGTERM, then SIGKILL after grace seconds; by the PID we started, never by name."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def mounts_under(path):
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp.startswith(path.rstrip("/") + "/"):
+                out.append(mp)
+    return list(reversed(out))
+
+
+def unmount_under(path):
+    for mp in mounts_under(path):
+        if run(["umount", mp], check=False).returncode != 0:
+            run(["umount", "-l", mp], check=False)
+
+
+def detach_loops_under(path):
+    p = run(["losetup", "-J"], check=False)
+    try:
+        for d in json.loads(p.stdout or "{}").get("loopdevices", []):
+            if (d.get("back-file") or "").startswith(path.rstrip("/") + "/"):
+                run(["losetup", "-d", d["name"]], check=False)
+    except ValueError:
+        pass
+
+
+class Workdir:
+    """A temporary directory whose mounts and loop devices are undone on exit."""
+
+    def __init__(self, prefix):
+        self.path = tempfile.mkdtemp(prefix=f"protokube-bench-{prefix}-")
+        os.chmod(self.path, 0o755)  # named reads its files after dropping to nobody
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def sub(self, *names):
+        p = os.path.join(self.path, *names)
+        os.makedirs(p, exist_ok=True)
+        return p
+
+    def close(self):
+        unmount_under(self.path)
+        detach_loops_under(self.path)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Bind:
+    """named on 127.0.0.1, a high port, zone k8s.test. with dynamic updates for the test key (the set-up of
+    tests/integration/dnsservers.py, plus `options`: extra named.conf options), and a client copy of the key
+    (mode 0600, as protokube insists) in BIND key-file syntax, for protokube and nsupdate alike."""
+
+    def __init__(self, workdir, options=""):
+        self.port = dnsservers.free_port()
+        self.srv = start_bind(workdir, self.port, options)
+        self.key_file = dnsservers.write_key_file(os.path.join(workdir, "client-tsig.key"))
+
+    def stop(self):
+        self.srv.stop()
+
+    def nsupdate(self, script_lines, timeout=60):
+        script = f"server 127.0.0.1 {self.port}\nzone {CLUSTER_ZONE}\n" + "\n".join(script_lines) + "\nsend\n"
+        p = subprocess.run(["nsupdate", "-k", self.key_file], input=script, capture_output=True, text=True,
+                           timeout=timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"nsupdate failed: {p.stdout}{p.stderr}")
+
+    def lookup(self, name, rtype="A"):
+        """Record data served for name (over TCP: a 1000-record RRset does not fit UDP)."""
+        p = run(["dig", "@127.0.0.1", "-p", str(self.port), name, rtype, "+short", "+tcp", "+norec", "+time=5",
+                 "+tries=1"], check=False)
+        return sorted(ln for ln in p.stdout.split() if ln and not ln.startswith(";"))
+
+
+def start_bind(workdir, port, options=""):
+    """named in the foreground as nobody (dnsservers.start_bind with extra options)."""
+    d = os.path.join(workdir, f"bind-{port}")
+    os.makedirs(d, exist_ok=True)
+    zone = CLUSTER_ZONE.rstrip(".")
+    with open(os.path.join(d, f"{zone}.db"), "w") as f:
+        f.write(dnsservers._zone_file(CLUSTER_ZONE, ()))
+    dnsservers.write_key_file(os.path.join(d, "tsig.key"), mode=0o640)
+    with open(os.path.join(d, "named.conf"), "w") as f:
+        f.write(f"""options {{ directory "{d}"; pid-file "{d}/named.pid"; session-keyfile "{d}/session.key";
+  managed-keys-directory "{d}"; listen-on port {port} {{ 127.0.0.1; }}; listen-on-v6 {{ none; }};
+  recursion no; dnssec-validation no; notify no; {options} }};
+controls {{ }};
+include "{d}/tsig.key";
+zone "{zone}" {{ type primary; file "{d}/{zone}.db";
+  update-policy {{ grant {dnsservers.DEFAULT_KEY_NAME} zonesub ANY; }}; }};
+""")
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            shutil.chown(os.path.join(root, n), "nobody", "nogroup")
+    shutil.chown(d, "nobody", "nogroup")
+    log_path = os.path.join(workdir, f"named-{port}.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+                                 "/usr/sbin/named", "-g", "-c", os.path.join(d, "named.conf")],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    srv = dnsservers.DnsTestServer("named", proc, "127.0.0.1", port, CLUSTER_ZONE, dnsservers.DEFAULT_KEY_NAME,
+                                   "hmac-sha256", dnsservers.DEFAULT_SECRET, d, log_path, "dig")
+    return dnsservers._wait_until_serving(srv)
+
+
+def spec_text(name, dns_block, clusters=("main", "events")):
+    ec = "".join(f"    - {{name: {c}, image: registry.k8s.io/etcd:3.5.16-0}}\n" for c in clusters)
+    return (f"apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata:\n  name: {name}\nspec:\n  cloud: local\n"
+            f"  dns:\n{dns_block}  etcdClusters:\n{ec}  kubernetesVersion: 1.31.2\n")
+
+
+def rfc2136_block(bind, ttl=60):
+    return (f"    provider: rfc2136\n    zone: {CLUSTER_ZONE}\n    ttl: {ttl}\n    rfc2136:\n"
+            f"      server: \"127.0.0.1:{bind.port}\"\n      tsigKeyFile: {bind.key_file}\n")
+
+
+def create_pool(pool, cluster, members=("a",), node_members=("a",), size="256M", zone="z1",
+                clusters=("main", "events")):
+    allm = ",".join(members)
+    for cl in clusters:
+        for m in node_members:
+            run([protokube_bin(), "pool", "create", "--pool", pool, "--id", f"vol-{cl}-{m}", "--size", size,
+                 "--zone", zone, "--tag", f"KubernetesCluster={cluster}", "--tag", "k8s.io/role/master=1",
+                 "--tag", f"k8s.io/etcd/{cl}={m}/{allm}"])
