@@ -50,7 +50,7 @@ def stages(s, wall0):
 
 def one_run(scenario, cluster):
     buf = io.StringIO()
-    s = scenario.Scenario(out=buf)
+    s = scenario.Scenario(out=buf, keep_workdir=True)  # its logs are read below; removed in finally
     s.c = cluster.Cluster(tag="pkb")
     try:
         fo = s.run()

@@ -87,8 +87,9 @@ def dns_is(c, name, want):
 
 
 class Scenario:
-    def __init__(self, out=sys.stdout):
+    def __init__(self, out=sys.stdout, keep_workdir=False):
         self.c = Cluster()
+        self.keep_workdir = keep_workdir  # the logs stay for a caller that reads them afterwards (bench)
         self.tl = Timeline(out)
         self.out = out
         self.failover = {}
@@ -248,7 +249,7 @@ class Scenario:
             ok = True
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")
-            self.c.close(keep=not locals().get("ok", False))
+            self.c.close(keep=self.keep_workdir or not locals().get("ok", False))
             if not locals().get("ok", False):
                 self.say(f"logs kept in {self.c.workdir}")
         self.say("\nTimeline:\n" + self.tl.table())
