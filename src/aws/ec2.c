@@ -83,16 +83,8 @@ static int ec2_call(AwsClient *c, const char *action, const char *body, XmlNode 
         return 0;
 }
 
-/* Copies the text of path under n; NULL (not an error) when the element is absent or empty. */
 static int dup_text(const XmlNode *n, const char *path, char **ret) {
-        const char *t = xml_path_text(n, path);
-        *ret = NULL;
-        if (isempty(t))
-                return 0;
-        if (strlen(t) > EC2_VALUE_MAX || string_has_cc(t))
-                return PK_EMALFORMED;
-        *ret = strdup(t);
-        return *ret ? 0 : -ENOMEM;
+        return xml_path_text_dup(n, path, EC2_VALUE_MAX, ret);
 }
 
 static size_t count_items(const XmlNode *set) {

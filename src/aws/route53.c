@@ -49,14 +49,7 @@ static int r53_call(AwsClient *c, const char *operation, const char *method, con
 }
 
 static int dup_text(const XmlNode *n, const char *path, char **ret) {
-        const char *t = xml_path_text(n, path);
-        *ret = NULL;
-        if (isempty(t))
-                return 0;
-        if (strlen(t) > R53_VALUE_MAX || string_has_cc(t))
-                return PK_EMALFORMED;
-        *ret = strdup(t);
-        return *ret ? 0 : -ENOMEM;
+        return xml_path_text_dup(n, path, R53_VALUE_MAX, ret);
 }
 
 /* Route 53 ids come as "/hostedzone/Z..." or "/change/C..."; we keep the bare id and check it is one. */

@@ -195,3 +195,14 @@ int xml_escape_append(char **p, const char *s) {
         *p = n;
         return 0;
 }
+
+int xml_path_text_dup(const XmlNode *n, const char *path, size_t max, char **ret) {
+        const char *t = xml_path_text(n, path);
+        *ret = NULL;
+        if (isempty(t))
+                return 0;
+        if (strlen(t) > max || string_has_cc(t))
+                return PK_EMALFORMED;
+        *ret = strdup(t);
+        return *ret ? 0 : -ENOMEM;
+}

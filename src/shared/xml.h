@@ -34,6 +34,9 @@ XmlNode *xml_next_named(const XmlNode *n) _pure_;
 XmlNode *xml_path(const XmlNode *n, const char *path) _pure_;
 /* The text of xml_path(n, path), or NULL when absent. */
 const char *xml_path_text(const XmlNode *n, const char *path) _pure_;
+/* A copy of xml_path_text() for keeping (caller frees); *ret NULL, not an error, when the element is absent
+ * or empty. PK_EMALFORMED for text longer than max or holding control characters: values from outside. */
+int xml_path_text_dup(const XmlNode *n, const char *path, size_t max, char **ret);
 
 #define XML_FOREACH_NAMED(c, parent, nm) \
         for (XmlNode *c = xml_child((parent), (nm)); c; c = xml_next_named(c))

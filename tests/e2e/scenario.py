@@ -241,6 +241,7 @@ class Scenario:
         self.tl.mark("c recovered: /healthz 200, records right")
 
     def run(self):
+        ok = False
         try:
             self.step1_cold_start()
             self.step2_replace_b()
@@ -249,8 +250,8 @@ class Scenario:
             ok = True
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")
-            self.c.close(keep=self.keep_workdir or not locals().get("ok", False))
-            if not locals().get("ok", False):
+            self.c.close(keep=self.keep_workdir or not ok)
+            if not ok:
                 self.say(f"logs kept in {self.c.workdir}")
         self.say("\nTimeline:\n" + self.tl.table())
         self.say("\nFailover (b released -> etcd-b healthy on d): "
@@ -263,14 +264,16 @@ class Scenario:
         return self.failover
 
 
-def main():
+def main(make_scenario=Scenario):
+    """Runs a scenario from the command line (also tests/e2e/scenario_aws.py): exit 0 on success, 1 on a
+    failed step, 130 when interrupted; everything is cleaned up in every case."""
     if os.geteuid() != 0:
         print("the scenario needs root (namespaces, loop devices, mounts)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        Scenario().run()
+        make_scenario().run()
     except ScenarioError as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
         return 1

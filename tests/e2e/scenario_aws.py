@@ -12,11 +12,11 @@ failure or Ctrl-C."""
 
 import calendar
 import os
-import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario  # noqa: E402
 from cluster import CLUSTER, SUFFIX, ZONE  # noqa: E402
 from cluster_aws import ClusterAws, instance_id, volume_id  # noqa: E402
 from scenario import (ADDRS, EXTERNAL, ScenarioError, Timeline, endpoints, health_endpoint, healthy,  # noqa: E402
@@ -196,22 +196,5 @@ class ScenarioAws:
         return self.failover
 
 
-def main():
-    if os.geteuid() != 0:
-        print("the scenario needs root (namespaces, loop devices, mounts)", file=sys.stderr)
-        return 2
-    signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    try:
-        ScenarioAws().run()
-    except ScenarioError as e:
-        print(f"\nFAILED: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("\ninterrupted; cleaned up", file=sys.stderr)
-        return 130
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scenario.main(ScenarioAws))

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "aws-double.h"
 #include "aws/client.h"
 #include "aws/ec2.h"
 #include "aws/route53.h"
@@ -23,118 +24,10 @@
 #include "basic/string-util.h"
 #include "shared/http.h"
 
-#define PYTHON      "/usr/bin/python3"
-#define DOUBLE      SRCDIR "/tests/fakes/aws/server.py"
-#define TEST_AKID   "AKIDEXAMPLE"
-#define TEST_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
-#define SELF_ID     "i-0123456789abcdef0"
-
-extern char **environ;
-
-typedef struct Double {
-        pid_t pid;
-        char dir[64];
-        char url[64];
-} Double;
-
-static Double dbl;
-
-static void msleep(unsigned ms) {
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
-}
-
-static void double_post(const char *path, const char *json) {
-        _cleanup_free_ char *url = strjoin(dbl.url, path);
-        const char *hdr[] = { "Content-Type: application/json" };
-        HttpRequest req = { .method = "POST",
-                            .url = url,
-                            .headers = hdr,
-                            .n_headers = 1,
-                            .body = json,
-                            .body_len = strlen(json),
-                            .timeout = 10 * USEC_PER_SEC };
-        HttpResponse resp;
-        assert_int_equal(http_request(&req, &resp, NULL), 0);
-        assert_int_equal(resp.status, 200);
-        http_response_done(&resp);
-}
-
-static json_int_t double_counter(const char *name);
-
+/* The client learns the region from IMDS here: no AWS_REGION in the environment. */
 static int double_start(void **state) {
-        const char *ext = getenv("AWS_DOUBLE_URL");
-        char home[128];
-        if (ext) {
-                snprintf(dbl.url, sizeof(dbl.url), "%s", ext);
-                dbl.pid = 0;
-        } else {
-                snprintf(dbl.dir, sizeof(dbl.dir), "/tmp/pk-awsdouble-XXXXXX");
-                assert_non_null(mkdtemp(dbl.dir));
-                _cleanup_free_ char *port_file = strjoin(dbl.dir, "/port");
-                char *argv[] = { (char *)PYTHON, (char *)DOUBLE, (char *)"--port-file", port_file, NULL };
-                assert_int_equal(posix_spawn(&dbl.pid, PYTHON, NULL, NULL, argv, environ), 0);
-                _cleanup_free_ char *port = NULL;
-                /* The double binds port 0 and writes the port once it listens: up to 15 s. */
-                for (unsigned i = 0; i < 300 && read_full_file(port_file, 64, &port, NULL) < 0; i++)
-                        msleep(50);
-                assert_non_null(port);
-                snprintf(dbl.url, sizeof(dbl.url), "http://127.0.0.1:%s", port);
-        }
-        /* A clean environment: the double's endpoints, no region (IMDS tells it), known keys. */
-        snprintf(home, sizeof(home), "/tmp/pk-awshome-%d", (int)getpid());
-        (void)mkdir(home, 0700); /* empty: no ~/.aws/credentials of the machine's user leaks in */
-        setenv("HOME", home, 1);
-        setenv("AWS_ENDPOINT_URL", dbl.url, 1);
-        setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", dbl.url, 1);
-        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
-        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
-        unsetenv("AWS_SESSION_TOKEN");
-        unsetenv("AWS_REGION");
-        unsetenv("AWS_DEFAULT_REGION");
-        unsetenv("AWS_PROFILE");
-        unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-        unsetenv("AWS_ENDPOINT_URL_EC2");
-        unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
-        unsetenv("AWS_EC2_METADATA_DISABLED");
-        return 0;
-}
-
-static int double_stop(void **state) {
-        if (dbl.pid > 0) {
-                int status;
-                kill(dbl.pid, SIGTERM);
-                /* Bounded: 5 s for a clean exit, then SIGKILL. */
-                for (unsigned i = 0; i < 100 && waitpid(dbl.pid, &status, WNOHANG) == 0; i++)
-                        msleep(50);
-                if (waitpid(dbl.pid, &status, WNOHANG) == 0) {
-                        kill(dbl.pid, SIGKILL);
-                        waitpid(dbl.pid, &status, 0);
-                }
-                _cleanup_free_ char *pf = strjoin(dbl.dir, "/port");
-                unlink(pf);
-                rmdir(dbl.dir);
-        } else
-                double_post("/_double/cleanup", "{}");
-        dbl.pid = 0;
-        _cleanup_free_ char *home = strprintf("/tmp/pk-awshome-%d", (int)getpid());
-        (void)rmdir(home);
-        return 0;
-}
-
-static json_int_t double_counter(const char *name) {
-        _cleanup_free_ char *url = strjoin(dbl.url, "/_double/state");
-        HttpRequest req = {
-                .method = "GET", .url = url, .timeout = 10 * USEC_PER_SEC, .max_response = 64U * 1024 * 1024
-        };
-        HttpResponse resp;
-        assert_int_equal(http_request(&req, &resp, NULL), 0);
-        json_t *j = json_loads(resp.body, 0, NULL);
-        assert_non_null(j);
-        json_int_t v = json_integer_value(json_object_get(json_object_get(j, "counters"), name));
-        json_decref(j);
-        http_response_done(&resp);
-        return v;
+        aws_double_region = NULL;
+        return aws_double_start(state);
 }
 
 static AwsClient *client_new(void) {
@@ -152,7 +45,7 @@ static void test_describe_self_region_from_imds(void **state) {
         int r = aws_ec2_describe_self(c, &self);
         if (r < 0)
                 fail_msg("describe self: %s", aws_client_error(c));
-        assert_string_equal(self.instance_id, SELF_ID);
+        assert_string_equal(self.instance_id, AWS_DOUBLE_SELF_ID);
         assert_string_equal(self.availability_zone, "us-east-1a");
         assert_string_equal(self.private_ip, "10.0.0.5");
         assert_string_equal(self.public_ip, "54.0.0.5");
@@ -183,7 +76,7 @@ static void test_region_and_endpoint_env(void **state) {
         unsetenv("AWS_REGION");
         unsetenv("AWS_ENDPOINT_URL_EC2");
         unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
-        setenv("AWS_ENDPOINT_URL", dbl.url, 1);
+        setenv("AWS_ENDPOINT_URL", aws_double.url, 1);
 }
 
 /* The wrong secret must give AWS's SignatureDoesNotMatch, name the request, never echo the secret, and never
@@ -193,7 +86,7 @@ static void test_wrong_secret(void **state) {
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsVolume *v = NULL;
         size_t n = 0;
-        json_int_t before = double_counter("requests");
+        json_int_t before = aws_double_counter("requests");
         assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, NULL, &v, &n), PK_ECLOUD);
         const char *msg = aws_client_error(c);
         print_message("error: %s\n", msg);
@@ -203,8 +96,8 @@ static void test_wrong_secret(void **state) {
         assert_null(strstr(msg, "wrong-secret"));
         assert_string_equal(aws_client_error_code(c), "SignatureDoesNotMatch");
         assert_int_equal(aws_client_retries(c), 0);
-        assert_int_equal(double_counter("requests"), before + 1);
-        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+        assert_int_equal(aws_double_counter("requests"), before + 1);
+        setenv("AWS_SECRET_ACCESS_KEY", AWS_DOUBLE_SECRET, 1);
 }
 
 static void test_unknown_key(void **state) {
@@ -216,18 +109,18 @@ static void test_unknown_key(void **state) {
         print_message("error: %s\n", aws_client_error(c));
         assert_string_equal(aws_client_error_code(c), "InvalidClientTokenId");
         assert_non_null(strstr(aws_client_error(c), "route53 ListHostedZonesByName: InvalidClientTokenId"));
-        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+        setenv("AWS_ACCESS_KEY_ID", AWS_DOUBLE_AKID, 1);
 }
 
 static void test_shared_credentials_file(void **state) {
         char path[128];
-        snprintf(path, sizeof(path), "%s/creds", dbl.dir[0] ? dbl.dir : "/tmp");
+        snprintf(path, sizeof(path), "%s/creds", aws_double.dir[0] ? aws_double.dir : "/tmp");
         const char *ini =
             "# comment\n[default]\naws_access_key_id = AKIDWRONG\naws_secret_access_key = x\n\n"
             "[pk]\naws_access_key_id=AKIDFILE\r\naws_secret_access_key = file/secret+key=\n"
             "aws_session_token = FILETOKEN\n";
         assert_true(write_file_atomic(path, ini, strlen(ini), 0600, 0) >= 0);
-        double_post(
+        aws_double_post(
             "/_double/config",
             "{\"keys\": {\"AKIDFILE\": {\"secret\": \"file/secret+key=\", \"token\": \"FILETOKEN\"}}}");
         unsetenv("AWS_ACCESS_KEY_ID");
@@ -256,8 +149,8 @@ static void test_shared_credentials_file(void **state) {
         unlink(path);
         unsetenv("AWS_PROFILE");
         unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
-        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+        setenv("AWS_ACCESS_KEY_ID", AWS_DOUBLE_AKID, 1);
+        setenv("AWS_SECRET_ACCESS_KEY", AWS_DOUBLE_SECRET, 1);
 }
 
 /* Instance role credentials through IMDSv2, renewed before they expire, and a token renewed after a 401. */
@@ -266,8 +159,9 @@ static void test_imds_role_credentials(void **state) {
         unsetenv("AWS_SECRET_ACCESS_KEY");
         setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
         /* 200 s is inside the 5-minute renewal margin: every call fetches fresh credentials. */
-        double_post("/_double/config", "{\"role\": {\"ttl\": 200}}");
-        json_int_t fetches = double_counter("role_fetches"), puts = double_counter("imds_token_puts");
+        aws_double_post("/_double/config", "{\"role\": {\"ttl\": 200}}");
+        json_int_t fetches = aws_double_counter("role_fetches"),
+                   puts = aws_double_counter("imds_token_puts");
 
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsInstance self;
@@ -279,38 +173,38 @@ static void test_imds_role_credentials(void **state) {
         assert_int_equal(aws_client_credentials(c, &creds), 0);
         assert_string_equal(creds->source, "imds");
         assert_non_null(creds->session_token);
-        assert_true(double_counter("role_fetches") >= fetches + 2);
-        assert_int_equal(double_counter("imds_token_puts"), puts + 1);
+        assert_true(aws_double_counter("role_fetches") >= fetches + 2);
+        assert_int_equal(aws_double_counter("imds_token_puts"), puts + 1);
 
         /* Long-lived role credentials are kept. */
-        double_post("/_double/config", "{\"role\": {\"ttl\": 21600}}");
+        aws_double_post("/_double/config", "{\"role\": {\"ttl\": 21600}}");
         _cleanup_(aws_client_freep) AwsClient *c2 = client_new();
         assert_int_equal(aws_client_credentials(c2, &creds), 0);
-        fetches = double_counter("role_fetches");
+        fetches = aws_double_counter("role_fetches");
         for (unsigned i = 0; i < 3; i++)
                 assert_int_equal(aws_client_credentials(c2, &creds), 0);
-        assert_int_equal(double_counter("role_fetches"), fetches);
+        assert_int_equal(aws_double_counter("role_fetches"), fetches);
 
         /* Tokens the service forgets after 1 s: the next GET gets 401, and the client asks for a new token.
          */
-        double_post("/_double/config", "{\"imds_token_ttl_override\": 1}");
+        aws_double_post("/_double/config", "{\"imds_token_ttl_override\": 1}");
         _cleanup_(aws_imds_freep) AwsImds *m = NULL;
         char *id = NULL;
         assert_int_equal(aws_imds_new(NULL, &m), 0);
         assert_int_equal(aws_imds_get(m, "meta-data/instance-id", &id, NULL), 0);
         free(id);
-        msleep(1200);
-        puts = double_counter("imds_token_puts");
+        aws_double_msleep(1200);
+        puts = aws_double_counter("imds_token_puts");
         assert_int_equal(aws_imds_get(m, "meta-data/instance-id", &id, NULL), 0);
-        assert_string_equal(id, SELF_ID);
+        assert_string_equal(id, AWS_DOUBLE_SELF_ID);
         free(id);
-        assert_int_equal(double_counter("imds_token_puts"), puts + 1);
+        assert_int_equal(aws_double_counter("imds_token_puts"), puts + 1);
         assert_int_equal(aws_imds_get(m, "meta-data/no-such-thing", &id, NULL), -ENOENT);
-        double_post("/_double/config", "{\"imds_token_ttl_override\": null}");
+        aws_double_post("/_double/config", "{\"imds_token_ttl_override\": null}");
 
         unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
-        setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET, 1);
+        setenv("AWS_ACCESS_KEY_ID", AWS_DOUBLE_AKID, 1);
+        setenv("AWS_SECRET_ACCESS_KEY", AWS_DOUBLE_SECRET, 1);
 }
 
 static void test_no_credentials_anywhere(void **state) {
@@ -323,11 +217,11 @@ static void test_no_credentials_anywhere(void **state) {
         assert_non_null(strstr(aws_client_error(c), "no AWS credentials"));
         unsetenv("AWS_EC2_METADATA_DISABLED");
         unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-        setenv("AWS_ACCESS_KEY_ID", TEST_AKID, 1);
+        setenv("AWS_ACCESS_KEY_ID", AWS_DOUBLE_AKID, 1);
 }
 
 static void test_pagination_10000(void **state) {
-        double_post(
+        aws_double_post(
             "/_double/config",
             "{\"generate_volumes\": {\"count\": 10000, \"tags\": {\"KubernetesCluster\": \"big.k8s.test\", "
             "\"k8s.io/etcd/main\": \"{i}/a,b,c\"}}, \"volumes\": [{\"id\": \"vol-other\", \"tags\": "
@@ -337,13 +231,13 @@ static void test_pagination_10000(void **state) {
         AwsFilter f[] = { { "tag:KubernetesCluster", cluster }, { "tag-key", keys } };
         AwsVolume *v = NULL;
         size_t n = 0;
-        json_int_t before = double_counter("requests");
+        json_int_t before = aws_double_counter("requests");
         int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n);
         if (r < 0)
                 fail_msg("%s", aws_client_error(c));
         assert_int_equal(n, 10000);
         /* 500 per page: 20 pages, each a signed request. */
-        assert_int_equal(double_counter("requests"), before + 20);
+        assert_int_equal(aws_double_counter("requests"), before + 20);
         for (size_t i = 1; i < n; i++)
                 assert_true(strcmp(v[i - 1].volume_id, v[i].volume_id) < 0);
         assert_string_equal(aws_tags_get(v[1234].tags, v[1234].n_tags, "k8s.io/etcd/main"), "1234/a,b,c");
@@ -352,7 +246,7 @@ static void test_pagination_10000(void **state) {
 }
 
 static void test_filter_encoding(void **state) {
-        double_post(
+        aws_double_post(
             "/_double/config",
             "{\"volumes\": [{\"id\": \"vol-enc1\", \"az\": \"us-east-1b\", \"tags\": {\"k8s.io/role/ma "
             "ster\": "
@@ -378,7 +272,7 @@ static void test_filter_encoding(void **state) {
 }
 
 static void test_throttling_storm(void **state) {
-        double_post(
+        aws_double_post(
             "/_double/config",
             "{\"generate_volumes\": {\"count\": 2000, \"tags\": {\"KubernetesCluster\": \"storm\"}}, "
             "\"faults\": {\"throttle_pattern\": [3, 4], \"error500\": 2}}");
@@ -390,42 +284,42 @@ static void test_throttling_storm(void **state) {
         AwsFilter f[] = { { "tag:KubernetesCluster", cluster } };
         AwsVolume *v = NULL;
         size_t n = 0;
-        json_int_t throttled = double_counter("throttled");
+        json_int_t throttled = aws_double_counter("throttled");
         int r = aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n);
         if (r < 0)
                 fail_msg("%s", aws_client_error(c));
         assert_int_equal(n, 2000);
         aws_volumes_free(v, n);
         print_message("retries: %u\n", aws_client_retries(c));
-        assert_true(double_counter("throttled") - throttled >= 9);
+        assert_true(aws_double_counter("throttled") - throttled >= 9);
         assert_true(aws_client_retries(c) >= 9);
 
         /* Route 53 throttles with HTTP 400 "Throttling": retried as well. */
-        double_post("/_double/config", "{\"zones\": [{\"id\": \"ZSTORM\", \"name\": \"storm.test\"}]}");
+        aws_double_post("/_double/config", "{\"zones\": [{\"id\": \"ZSTORM\", \"name\": \"storm.test\"}]}");
         AwsHostedZone *z = NULL;
         assert_int_equal(aws_route53_find_zones(c, "storm.test", &z, &n), 0);
         assert_int_equal(n, 1);
         aws_hosted_zones_free(z, n);
 
         /* A storm that outlasts the attempts: the last error, and how often we tried. */
-        double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": null, \"throttle\": 100}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": null, \"throttle\": 100}}");
         aws_client_set_retry(c, 3, USEC_PER_MSEC, 2 * USEC_PER_MSEC);
         assert_int_equal(aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n), PK_ECLOUD);
         print_message("error: %s\n", aws_client_error(c));
         assert_non_null(strstr(aws_client_error(c), "RequestLimitExceeded"));
         assert_non_null(strstr(aws_client_error(c), "gave up after 3 attempts"));
-        double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
 }
 
 static void test_client_errors_not_retried(void **state) {
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
-        json_int_t before = double_counter("requests");
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-nope", SELF_ID, "/dev/xvdf"), PK_ECLOUD);
+        json_int_t before = aws_double_counter("requests");
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-nope", AWS_DOUBLE_SELF_ID, "/dev/xvdf"), PK_ECLOUD);
         print_message("error: %s\n", aws_client_error(c));
         assert_string_equal(aws_client_error_code(c), "InvalidVolume.NotFound");
         assert_non_null(strstr(aws_client_error(c), "ec2 AttachVolume: InvalidVolume.NotFound: The volume"));
         assert_int_equal(aws_client_retries(c), 0);
-        assert_int_equal(double_counter("requests"), before + 1);
+        assert_int_equal(aws_double_counter("requests"), before + 1);
 }
 
 static void test_malformed_and_slow(void **state) {
@@ -433,15 +327,15 @@ static void test_malformed_and_slow(void **state) {
         AwsVolume *v = NULL;
         size_t n = 0;
         const char *ids[] = { "vol-x", NULL };
-        double_post("/_double/config", "{\"faults\": {\"garbage\": 1}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"garbage\": 1}}");
         assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n), PK_EMALFORMED);
         print_message("error: %s\n", aws_client_error(c));
         assert_non_null(strstr(aws_client_error(c), "unparsable response"));
 
         /* A slow answer past the exchange timeout is retried. */
-        double_post("/_double/config",
-                    "{\"volumes\": [{\"id\": \"vol-slow\"}], \"faults\": {\"slow_seconds\": 2, "
-                    "\"slow_count\": 1}}");
+        aws_double_post("/_double/config",
+                        "{\"volumes\": [{\"id\": \"vol-slow\"}], \"faults\": {\"slow_seconds\": 2, "
+                        "\"slow_count\": 1}}");
         aws_client_set_timeouts(c, 20 * USEC_PER_SEC, 500 * USEC_PER_MSEC);
         const char *slow[] = { "vol-slow", NULL };
         unsigned retries = aws_client_retries(c);
@@ -454,30 +348,31 @@ static void test_malformed_and_slow(void **state) {
 }
 
 static void test_attach_and_wait(void **state) {
-        double_post(
+        aws_double_post(
             "/_double/config",
             "{\"volumes\": [{\"id\": \"vol-att1\"}, {\"id\": \"vol-att2\"}, {\"id\": \"vol-far\", \"az\": "
             "\"us-east-1c\"}], \"instances\": {\"i-other\": {\"az\": \"us-east-1a\", \"private_ip\": "
             "\"10.0.0.6\"}}, \"faults\": {\"attach_stuck_polls\": 3}}");
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         char *dev = NULL;
-        int r = aws_ec2_attach_volume(c, "vol-att1", SELF_ID, "/dev/xvdf");
+        int r = aws_ec2_attach_volume(c, "vol-att1", AWS_DOUBLE_SELF_ID, "/dev/xvdf");
         if (r < 0)
                 fail_msg("%s", aws_client_error(c));
-        json_int_t before = double_counter("requests");
-        r = aws_ec2_wait_attached(c, "vol-att1", SELF_ID, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC, &dev);
+        json_int_t before = aws_double_counter("requests");
+        r = aws_ec2_wait_attached(c, "vol-att1", AWS_DOUBLE_SELF_ID, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC,
+                                  &dev);
         if (r < 0)
                 fail_msg("%s", aws_client_error(c));
         assert_string_equal(dev, "/dev/xvdf");
         free(dev);
         /* attaching for 3 polls, attached on the 4th */
-        assert_int_equal(double_counter("requests"), before + 4);
+        assert_int_equal(aws_double_counter("requests"), before + 4);
 
         /* The same device name twice on one instance, a volume in use, another zone: client errors. */
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", SELF_ID, "/dev/xvdf"), PK_ECLOUD);
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", AWS_DOUBLE_SELF_ID, "/dev/xvdf"), PK_ECLOUD);
         assert_int_equal(aws_ec2_attach_volume(c, "vol-att1", "i-other", "/dev/xvdg"), PK_ECLOUD);
         assert_string_equal(aws_client_error_code(c), "VolumeInUse");
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-far", SELF_ID, "/dev/xvdh"), PK_ECLOUD);
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-far", AWS_DOUBLE_SELF_ID, "/dev/xvdh"), PK_ECLOUD);
         assert_string_equal(aws_client_error_code(c), "InvalidVolume.ZoneMismatch");
 
         /* Held by another instance: a conflict, at once. */
@@ -486,7 +381,7 @@ static void test_attach_and_wait(void **state) {
             PK_ECONFLICT);
 
         /* Stuck in "attaching": the deadline ends the wait. */
-        double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 100000}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 100000}}");
         assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", "i-other", "/dev/xvdf"), 0);
         usec_t t0 = now(CLOCK_MONOTONIC);
         assert_int_equal(
@@ -494,7 +389,7 @@ static void test_attach_and_wait(void **state) {
             PK_ETIMEOUT);
         assert_true(now(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
         print_message("error: %s\n", aws_client_error(c));
-        double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 0}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 0}}");
 }
 
 /* Run by tests/integration/test_aws_client.py as root: the double backs the volume with an image file and
@@ -509,13 +404,13 @@ static void test_attach_loop_device(void **state) {
             strprintf("{\"byid_dir\": \"%s\", \"volumes\": [{\"id\": \"vol-0abc123loop\", "
                       "\"image\": \"%s\"}]}",
                       byid, image);
-        double_post("/_double/config", cfg);
+        aws_double_post("/_double/config", cfg);
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         char *dev = NULL;
-        int r = aws_ec2_attach_volume(c, "vol-0abc123loop", SELF_ID, "/dev/xvdk");
+        int r = aws_ec2_attach_volume(c, "vol-0abc123loop", AWS_DOUBLE_SELF_ID, "/dev/xvdk");
         if (r < 0)
                 fail_msg("%s", aws_client_error(c));
-        assert_int_equal(aws_ec2_wait_attached(c, "vol-0abc123loop", SELF_ID, 10 * USEC_PER_SEC,
+        assert_int_equal(aws_ec2_wait_attached(c, "vol-0abc123loop", AWS_DOUBLE_SELF_ID, 10 * USEC_PER_SEC,
                                                10 * USEC_PER_MSEC, &dev),
                          0);
         free(dev);
@@ -527,7 +422,7 @@ static void test_attach_loop_device(void **state) {
 }
 
 static void test_route53(void **state) {
-        double_post(
+        aws_double_post(
             "/_double/config",
             "{\"zones\": [{\"id\": \"ZPRIV\", \"name\": \"k8s.test\", \"private\": true}, {\"id\": "
             "\"ZPUB1\", \"name\": \"k8s.test.\"}, {\"id\": \"ZSUB\", \"name\": \"a.k8s.test\"}, {\"id\": "
@@ -597,12 +492,12 @@ static void test_route53(void **state) {
         assert_string_equal(aws_client_error_code(c), "NoSuchHostedZone");
 
         /* A change that never gets INSYNC within the deadline. */
-        double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 100000}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 100000}}");
         assert_int_equal(aws_route53_change(c, "ZPUB1", ch, 1, &cid), 0);
         assert_int_equal(aws_route53_wait_insync(c, cid, 200 * USEC_PER_MSEC, 20 * USEC_PER_MSEC),
                          PK_ETIMEOUT);
         free(cid);
-        double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 1}}");
+        aws_double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 1}}");
 }
 
 static void test_route53_pagination(void **state) {
@@ -616,38 +511,39 @@ static void test_route53_pagination(void **state) {
                                      i ? "," : "", i, i / 256, i % 256),
                     0);
         assert_int_equal(strextend_printf(&cfg, "]}]}"), 0);
-        double_post("/_double/config", cfg);
+        aws_double_post("/_double/config", cfg);
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsRecordSet *s = NULL;
         size_t n = 0;
-        json_int_t before = double_counter("requests");
+        json_int_t before = aws_double_counter("requests");
         int r = aws_route53_list_record_sets(c, "ZBIG", NULL, &s, &n);
         if (r < 0)
                 fail_msg("%s", aws_client_error(c));
         assert_int_equal(n, 702);
-        assert_int_equal(double_counter("requests"), before + 3); /* 300 per page */
+        assert_int_equal(aws_double_counter("requests"), before + 3); /* 300 per page */
         aws_record_sets_free(s, n);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_describe_self_region_from_imds, double_start,
-                                                double_stop),
-                cmocka_unit_test_setup_teardown(test_region_and_endpoint_env, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_wrong_secret, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_unknown_key, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_shared_credentials_file, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_imds_role_credentials, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_no_credentials_anywhere, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_pagination_10000, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_filter_encoding, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_throttling_storm, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_client_errors_not_retried, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_malformed_and_slow, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_attach_and_wait, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_attach_loop_device, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_route53, double_start, double_stop),
-                cmocka_unit_test_setup_teardown(test_route53_pagination, double_start, double_stop),
+                                                aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_region_and_endpoint_env, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_wrong_secret, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_unknown_key, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_shared_credentials_file, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_imds_role_credentials, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_no_credentials_anywhere, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_pagination_10000, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_filter_encoding, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_throttling_storm, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_client_errors_not_retried, double_start,
+                                                aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_malformed_and_slow, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_attach_and_wait, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_attach_loop_device, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_route53, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_route53_pagination, double_start, aws_double_stop),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
