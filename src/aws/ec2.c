@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "aws/imds.h"
 #include "aws/sigv4.h"
 #include "basic/errors.h"
 #include "basic/parse-util.h"
@@ -142,6 +143,7 @@ void aws_volume_done(AwsVolume *v) {
         free(v->availability_zone);
         free(v->state);
         free(v->volume_type);
+        free(v->snapshot_id);
         tags_free(v->tags, v->n_tags);
         for (size_t i = 0; i < v->n_attachments; i++) {
                 free(v->attachments[i].instance_id);
@@ -174,6 +176,9 @@ static int parse_attachments(const XmlNode *item, AwsVolume *v) {
                         r = dup_text(i, "status", &a->state);
                 if (r >= 0 && (!a->instance_id || !a->state))
                         r = PK_EMALFORMED;
+                const char *t = r >= 0 ? xml_path_text(i, "attachTime") : NULL;
+                if (t && aws_parse_iso8601(t, &a->attach_time) < 0)
+                        r = PK_EMALFORMED;
                 if (r < 0)
                         return r;
         }
@@ -189,6 +194,8 @@ static int parse_volume(const XmlNode *item, AwsVolume *v) {
                 r = dup_text(item, "status", &v->state);
         if (r >= 0)
                 r = dup_text(item, "volumeType", &v->volume_type);
+        if (r >= 0)
+                r = dup_text(item, "snapshotId", &v->snapshot_id);
         if (r >= 0 && (!v->volume_id || !v->availability_zone || !v->state))
                 r = PK_EMALFORMED;
         if (r >= 0 && size && safe_atou64(size, &v->size_gib) < 0)

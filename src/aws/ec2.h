@@ -20,8 +20,9 @@ typedef struct AwsTag {
 
 typedef struct AwsVolumeAttachment {
         char *instance_id;
-        char *device; /* "/dev/xvdf" */
-        char *state;  /* "attaching", "attached", "detaching", "detached", "busy" */
+        char *device;       /* "/dev/xvdf" */
+        char *state;        /* "attaching", "attached", "detaching", "detached", "busy" */
+        usec_t attach_time; /* CLOCK_REALTIME; 0 when EC2 did not say */
 } AwsVolumeAttachment;
 
 typedef struct AwsVolume {
@@ -29,6 +30,7 @@ typedef struct AwsVolume {
         char *availability_zone;
         char *state; /* "creating", "available", "in-use", "deleting", "deleted", "error" */
         char *volume_type;
+        char *snapshot_id; /* the snapshot it was made from, NULL when none */
         uint64_t size_gib;
         AwsTag *tags;
         size_t n_tags;

@@ -154,16 +154,21 @@ int aws_parse_iso8601(const char *s, usec_t *ret) {
         const char *e = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
         if (!e)
                 return -EINVAL;
-        /* Fractional seconds are ignored; only UTC is accepted. */
+        /* Fractional seconds to the microsecond (EC2's attachTime has milliseconds, and it orders two
+         * claims); only UTC is accepted. */
+        usec_t frac = 0, scale = USEC_PER_SEC;
         if (*e == '.')
                 for (e++; *e >= '0' && *e <= '9'; e++)
-                        ;
+                        if (scale >= 10) {
+                                scale /= 10;
+                                frac += (usec_t)(*e - '0') * scale;
+                        }
         if (!streq(e, "Z") && !streq(e, "+00:00"))
                 return -EINVAL;
         time_t t = timegm(&tm);
         if (t < 0)
                 return -EINVAL;
-        *ret = (usec_t)t * USEC_PER_SEC;
+        *ret = (usec_t)t * USEC_PER_SEC + frac;
         return 0;
 }
 

@@ -157,6 +157,7 @@ static void pass_volumes(Pass *p, PassReport *rep, bool manifests) {
         }
         rep->actions_applied += res.n_changes;
         rep->volumes_held = res.n_ready;
+        rep->volumes_member_conflicts = res.n_member_conflicts;
         if (res.n_errors > 0)
                 pass_report_error(rep, stage, -EIO, "a volume is stuck on an error (see the log)");
         if (res.n_waiting > 0 && manifests) {

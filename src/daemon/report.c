@@ -47,6 +47,7 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
         for (size_t i = 0; i < _PASS_STAGE_MAX; i++)
                 m->errors[i] += r->errors[i];
         m->volumes_held = r->volumes_held;
+        m->volumes_member_conflicts = r->volumes_member_conflicts;
         m->records_published = r->records_published;
         m->have_pass = true;
         m->last_status = r->status;
@@ -87,6 +88,10 @@ int metrics_format(const Metrics *m, Buf *out) {
         EMIT("# HELP protokube_volumes_held etcd volumes this node holds and has mounted.\n"
              "# TYPE protokube_volumes_held gauge\n");
         EMIT("protokube_volumes_held %u\n", m->volumes_held);
+        EMIT("# HELP protokube_volumes_member_conflicts Volumes naming an etcd member that another volume "
+             "holds (ineligible; see the log).\n"
+             "# TYPE protokube_volumes_member_conflicts gauge\n");
+        EMIT("protokube_volumes_member_conflicts %u\n", m->volumes_member_conflicts);
         EMIT("# HELP protokube_dns_records_published Desired DNS records the provider serves.\n"
              "# TYPE protokube_dns_records_published gauge\n");
         EMIT("protokube_dns_records_published %u\n", m->records_published);

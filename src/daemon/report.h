@@ -32,8 +32,9 @@ typedef struct PassReport {
         usec_t duration;
         unsigned errors[_PASS_STAGE_MAX]; /* errors by stage during the pass */
         unsigned volumes_held;
-        unsigned records_published; /* records in the desired set that the provider now serves */
-        unsigned actions_applied;   /* changes made; 0 on a quiet pass */
+        unsigned volumes_member_conflicts; /* volumes naming a member another volume holds */
+        unsigned records_published;        /* records in the desired set that the provider now serves */
+        unsigned actions_applied;          /* changes made; 0 on a quiet pass */
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -50,6 +51,7 @@ typedef struct Metrics {
         double duration_sum;
         uint64_t errors[_PASS_STAGE_MAX];
         unsigned volumes_held;
+        unsigned volumes_member_conflicts;
         unsigned records_published;
         usec_t last_success_realtime; /* 0 = never */
         bool have_pass;

@@ -19,6 +19,7 @@
 #include "basic/strv.h"
 #include "shared/blockdev.h"
 #include "volumes/loopdev.h"
+#include "volumes/volume-tags.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 
@@ -119,6 +120,17 @@ static int pool_store(Pool *p, const PoolVolume *v) {
         return r < 0 ? r : 0;
 }
 
+/* What the pool can tell without attaching: an image with no block allocated was never written. */
+static VolumeContent image_content(Pool *p, const PoolVolume *v) {
+        struct stat st;
+        if (!v->image)
+                return VOLUME_CONTENT_UNKNOWN;
+        _cleanup_free_ char *img = strjoin(p->dir, "/", v->image);
+        if (!img || stat(img, &st) < 0)
+                return VOLUME_CONTENT_UNKNOWN;
+        return st.st_blocks == 0 ? VOLUME_CONTENT_BLANK : VOLUME_CONTENT_UNKNOWN;
+}
+
 int pool_list(Pool *p, VolumeList *ret) {
         _cleanup_(closedirp) DIR *d = opendir(p->dir);
         VolumeList l = {};
@@ -137,6 +149,8 @@ int pool_list(Pool *p, VolumeList *ret) {
                 int r = pool_id_valid(id) ? pool_load(p, id, &v, &err) : PK_EMALFORMED;
                 if (r == -ENOENT)
                         continue; /* removed meanwhile */
+                if (r >= 0)
+                        v.volume.content = image_content(p, &v);
                 if (r == -ENOMEM || (r >= 0 && volume_list_append(&l, &v.volume) < 0))
                         goto oom;
                 if (r < 0) {
@@ -319,6 +333,20 @@ static char *image_path(Pool *p, const PoolVolume *v) {
         return strjoin(p->dir, "/", v->image);
 }
 
+/* Caller holds the lock: 1 when another volume naming the same etcd member is attached (to any node).
+ * Under the pool lock this makes "one member, one holder" exact, not only a rule the planner follows. */
+static int member_held_elsewhere(Pool *p, const Volume *v) {
+        VolumeList l = {};
+        int r = pool_list(p, &l);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l.n && r == 0; i++)
+                if (l.items[i].attachment.node && volume_same_member(v, &l.items[i]))
+                        r = 1;
+        volume_list_done(&l);
+        return r;
+}
+
 /* The claim is stored before the loop device is set up: a crash in between leaves a volume held by
  * node without a device, and the holder's next attach (the pass plans one whenever the device is
  * missing) sets it up. The other order could leave a bound loop device nobody owns. */
@@ -339,6 +367,9 @@ int pool_attach(Pool *p, const char *id, const NodeIdentity *node) {
         if (holder && !streq(holder, node->name))
                 return PK_ECONFLICT;
         if (!holder) {
+                r = member_held_elsewhere(p, &v.volume);
+                if (r != 0)
+                        return r < 0 ? r : PK_ECONFLICT;
                 r = set_attachment(&v, node);
                 if (r < 0)
                         return r;

@@ -322,6 +322,10 @@ static int volume_from_aws(const AwsVolume *av, const AwsInstance *insts, size_t
         const AwsVolumeAttachment *a = active_attachment(av);
         if (r >= 0 && a)
                 r = attachment_fill(a, instance_find(insts, n_insts, a->instance_id), &v.attachment);
+        if (r >= 0 && a)
+                v.attachment.since = a->attach_time;
+        /* made from a snapshot: it holds that snapshot's data; otherwise EC2 cannot tell */
+        v.content = !isempty(av->snapshot_id) ? VOLUME_CONTENT_DATA : VOLUME_CONTENT_UNKNOWN;
         if (r < 0) {
                 volume_done(&v);
                 return r;

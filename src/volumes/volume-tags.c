@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "volumes/volume-tags.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,4 +146,89 @@ int volume_classify(const Volume *v, const char *cluster, const char *zone, char
         e.eligible = true;
         *ret = e;
         return 0;
+}
+
+/* The (etcd cluster, member) a volume names, whatever its zone: 1 and ret filled, 0 when it names none. */
+static int volume_member(const Volume *v, const char *cluster, char *const *etcd_clusters, EtcdTag *ret) {
+        VolumeEligibility e = {};
+        int r = volume_classify(v, cluster, NULL, etcd_clusters, &e);
+        if (r < 0)
+                return r;
+        if (!e.eligible) {
+                volume_eligibility_done(&e);
+                return 0;
+        }
+        *ret = e.etcd;
+        e.etcd = (EtcdTag){};
+        volume_eligibility_done(&e);
+        return 1;
+}
+
+bool volume_claimed_before(const Volume *a, const Volume *b) {
+        usec_t sa = a->attachment.since, sb = b->attachment.since;
+        if (sa != sb)
+                return sb == 0 || (sa != 0 && sa < sb);
+        return strcmp(a->id, b->id) < 0;
+}
+
+bool volume_same_member(const Volume *a, const Volume *b) {
+        EtcdTag ta = {}, tb = {};
+        const char *cluster = volume_tag(a, VOLUME_TAG_CLUSTER);
+        bool same = false;
+        if (!cluster || streq(a->id, b->id))
+                return false;
+        if (volume_member(a, cluster, NULL, &ta) > 0 && volume_member(b, cluster, NULL, &tb) > 0)
+                same = streq(ta.cluster, tb.cluster) && streq(ta.member, tb.member);
+        etcd_tag_done(&ta);
+        etcd_tag_done(&tb);
+        return same;
+}
+
+static bool same_tag_member(const EtcdTag *a, const EtcdTag *b) {
+        return a->cluster && b->cluster && streq(a->cluster, b->cluster) && streq(a->member, b->member);
+}
+
+static int make_held_elsewhere(VolumeEligibility *e, const EtcdTag *t, const Volume *holder) {
+        _cleanup_free_ char *why =
+            strprintf("etcd cluster '%s' member '%s' is held by node '%s' through volume '%s'", t->cluster,
+                      t->member, holder->attachment.node, holder->id);
+        if (!why)
+                return -ENOMEM;
+        free(e->reason);
+        e->reason = TAKE_PTR(why);
+        e->eligible = false;
+        e->held_through = holder->id;
+        return 0;
+}
+
+int volume_resolve_members(const Volume *v, size_t n, const char *cluster, char *const *etcd_clusters,
+                           VolumeEligibility *e) {
+        EtcdTag *tags = new0(EtcdTag, n);
+        int r = tags ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = volume_member(&v[i], cluster, etcd_clusters, &tags[i]);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                size_t holder = SIZE_MAX;
+                if (!tags[i].cluster)
+                        continue;
+                for (size_t j = 0; j < n; j++) {
+                        if (j == i || !same_tag_member(&tags[i], &tags[j]))
+                                continue;
+                        if (!e[i].sibling_with_data && v[j].content != VOLUME_CONTENT_BLANK)
+                                e[i].sibling_with_data = v[j].id;
+                        if (v[j].attachment.node &&
+                            (holder == SIZE_MAX || volume_claimed_before(&v[j], &v[holder])))
+                                holder = j;
+                }
+                /* i keeps the member when it was claimed before every other holder */
+                if (holder == SIZE_MAX || (v[i].attachment.node && volume_claimed_before(&v[i], &v[holder])))
+                        continue;
+                if (e[i].eligible || e[i].etcd.cluster)
+                        r = make_held_elsewhere(&e[i], &tags[i], &v[holder]);
+        }
+        for (size_t i = 0; tags && i < n; i++)
+                etcd_tag_done(&tags[i]);
+        free(tags);
+        return r;
 }

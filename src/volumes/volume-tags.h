@@ -32,6 +32,9 @@ typedef struct VolumeEligibility {
         bool malformed; /* ineligible because a tag did not parse: worth a warning */
         char *reason;   /* why not, NULL when eligible */
         EtcdTag etcd;   /* when a single etcd tag parsed */
+        /* Set by volume_resolve_members(); both point into the caller's volumes. */
+        const char *held_through;      /* ineligible: its member is held through this other volume */
+        const char *sibling_with_data; /* another volume names the same member and may hold its data */
 } VolumeEligibility;
 
 void volume_eligibility_done(VolumeEligibility *e);
@@ -41,3 +44,19 @@ void volume_eligibility_done(VolumeEligibility *e);
  * not); returns -ENOMEM only. */
 int volume_classify(const Volume *v, const char *cluster, const char *zone, char *const *etcd_clusters,
                     VolumeEligibility *ret);
+
+/* One member, one holder. Two volumes can name the same member (a snapshot restored with its tags, a
+ * volume tagged by hand); whoever held the member first keeps it. Among the volumes naming an (etcd
+ * cluster, member) of cluster, in any zone, the holder is the attached one claimed first (attachment
+ * .since, then id); every other volume naming that member becomes ineligible, with held_through and a
+ * reason naming the holder. Whether held or not, each volume learns of a sibling that may hold data
+ * (content not provably blank): such a volume is never formatted. -ENOMEM only. */
+int volume_resolve_members(const Volume *v, size_t n, const char *cluster, char *const *etcd_clusters,
+                           VolumeEligibility *e);
+
+/* True when a and b are different volumes naming the same (etcd cluster, member) of the same
+ * KubernetesCluster. */
+bool volume_same_member(const Volume *a, const Volume *b);
+
+/* Claims in the order they were made: earlier attachment.since (0 = unknown sorts last), then id. */
+bool volume_claimed_before(const Volume *a, const Volume *b);

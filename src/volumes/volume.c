@@ -46,6 +46,16 @@ int node_identity_copy(const NodeIdentity *src, NodeIdentity *ret) {
         return 0;
 }
 
+static const char *const volume_content_names[_VOLUME_CONTENT_MAX] = {
+        [VOLUME_CONTENT_UNKNOWN] = "unknown",
+        [VOLUME_CONTENT_BLANK] = "blank",
+        [VOLUME_CONTENT_DATA] = "data",
+};
+
+const char *volume_content_to_string(VolumeContent c) {
+        return c >= 0 && c < _VOLUME_CONTENT_MAX ? volume_content_names[c] : NULL;
+}
+
 void volume_done(Volume *v) {
         free(v->id);
         free(v->zone);
@@ -66,7 +76,7 @@ void volume_list_done(VolumeList *l) {
 }
 
 int volume_copy(const Volume *src, Volume *ret) {
-        Volume v = { .size = src->size };
+        Volume v = { .size = src->size, .content = src->content, .attachment.since = src->attachment.since };
         if (strdup_or_null(src->id, &v.id) < 0 || strdup_or_null(src->zone, &v.zone) < 0 ||
             strv_copy_or_empty(src->tags, &v.tags) < 0 ||
             strdup_or_null(src->attachment.node, &v.attachment.node) < 0 ||

@@ -5,6 +5,7 @@
  * a static const vtable per provider (local pool here, AWS EBS later), found by name. Everything a
  * provider returns is plain data owned by the caller. */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,7 +28,22 @@ typedef struct VolumeAttachment {
         char **internal_ips;
         char **external_ips;
         char *device; /* as the provider recorded it; informational, resolution goes by identity */
+        usec_t since; /* CLOCK_REALTIME of the claim as the provider recorded it; 0 = unknown. Orders two
+                       * claims of one member: the first claim wins (volume-tags.h) */
 } VolumeAttachment;
+
+/* What a provider can tell of a volume's contents without attaching it. It decides only which of two
+ * volumes naming the same member is used and whether a blank one may be formatted: never "it is blank,
+ * format it" (that is proven on the device itself). */
+typedef enum VolumeContent {
+        VOLUME_CONTENT_UNKNOWN, /* nothing known: may hold data */
+        VOLUME_CONTENT_BLANK,   /* provably never written (a sparse image with no block allocated) */
+        VOLUME_CONTENT_DATA,    /* holds something (a signature; a volume made from a snapshot) */
+        _VOLUME_CONTENT_MAX,
+        _VOLUME_CONTENT_INVALID = -EINVAL,
+} VolumeContent;
+
+const char *volume_content_to_string(VolumeContent c);
 
 typedef struct Volume {
         char *id;
@@ -35,6 +51,7 @@ typedef struct Volume {
         uint64_t size;
         char **tags; /* alternating key, value; sorted by key, keys unique */
         VolumeAttachment attachment;
+        VolumeContent content;
 } Volume;
 
 typedef struct VolumeList {

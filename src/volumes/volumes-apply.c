@@ -19,6 +19,7 @@
 #include "shared/blockdev.h"
 #include "shared/mount-util.h"
 #include "shared/spawn.h"
+#include "volumes/volume-tags.h"
 #include "volumes/volumes.h"
 
 #define PASS_ROUNDS_MAX      16 /* re-plans after lost claims; each round some node wins a claim */
@@ -157,10 +158,19 @@ static int mount_state(const char *path, dev_t devnum) {
         return mounted == devnum ? 1 : -EBUSY;
 }
 
-static int format_blank(ApplyContext *c, size_t i) {
+static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
         _cleanup_free_ char *what = NULL;
         const char *dev = c->devices[i];
         int status;
+        if (s->format_blocked_by) {
+                /* One member's data must never be replaced by an empty filesystem on a second volume
+                 * naming the same member: which of the two is right is the operator's call. */
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
+                       "Volume '%s' (%s) does not mount, but volume '%s' names the same etcd member and may "
+                       "hold its data: not formatting '%s'; remove the tags of the one that is wrong",
+                       c->in->volumes[i].id, dev, s->format_blocked_by, c->in->volumes[i].id);
+                return PK_ENOTBLANK;
+        }
         int r = blockdev_probe_signature(dev, &what);
         if (r < 0)
                 return r;
@@ -190,7 +200,7 @@ static int format_blank(ApplyContext *c, size_t i) {
 }
 
 /* Mount first; only a failed mount AND a provably blank device lead to mkfs (ARCHITECTURE.md). */
-static int action_mount(ApplyContext *c, size_t i) {
+static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
         _cleanup_free_ char *path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id), *msg = NULL;
         int r = ensure_device(c, i);
         if (r < 0)
@@ -212,7 +222,7 @@ static int action_mount(ApplyContext *c, size_t i) {
                 report(c->cfg, LOG_LEVEL_INFO, r,
                        "Mounting '%s' on '%s' failed (%s): checking whether it is blank", c->devices[i],
                        path, strna(msg));
-                r = format_blank(c, i);
+                r = format_blank(c, i, s);
                 if (r < 0)
                         return r;
                 free(msg);
@@ -290,14 +300,55 @@ static int run_action(ApplyContext *c, const PlanAction *a) {
         case ACTION_FSCK:
                 return action_fsck(c, a->volume);
         case ACTION_MOUNT:
-                return action_mount(c, a->volume);
+                return action_mount(c, a->volume, &c->plan->selections[a->selection]);
         case ACTION_WRITE_MANIFEST:
                 return action_manifest(c, a->volume, false);
         case ACTION_LINK_MANIFEST:
                 return action_manifest(c, a->volume, true);
+        case ACTION_RELEASE:
+                r = c->provider->vtable->detach(c->provider->state, v->id, c->in->node->name);
+                if (r >= 0)
+                        report(c->cfg, LOG_LEVEL_WARNING, 0, "Released volume '%s': %s", v->id,
+                               c->plan->eligibility[a->volume].reason);
+                return r;
         default:
                 return -EINVAL;
         }
+}
+
+/* A claim is compare-and-set on one volume, but a member is one per cluster: two nodes can claim two
+ * volumes naming the same member at once (a provider without a transaction over both, such as EC2). So
+ * right after a claim, before anything touches the device, look again: if another claim of the same
+ * member came first, give ours back. Returns 1 when the claim stands, 0 when it was given back. */
+static int verify_claim(ApplyContext *c, size_t i) {
+        const Volume *ours = &c->in->volumes[i];
+        VolumeList l = {};
+        int r = c->provider->vtable->list_volumes(c->provider->state, c->cfg->cluster, NULL, &l);
+        if (r < 0)
+                return r;
+        const Volume *mine = NULL, *first = NULL;
+        for (size_t k = 0; k < l.n; k++)
+                if (streq(l.items[k].id, ours->id))
+                        mine = &l.items[k];
+        for (size_t k = 0; mine && k < l.n; k++) {
+                const Volume *o = &l.items[k];
+                if (o->attachment.node && volume_same_member(mine, o) && volume_claimed_before(o, mine) &&
+                    (!first || volume_claimed_before(o, first)))
+                        first = o;
+        }
+        if (!mine || !mine->attachment.node || !streq(mine->attachment.node, c->in->node->name))
+                r = PK_ECONFLICT;
+        else if (first) {
+                report(c->cfg, LOG_LEVEL_WARNING, 0,
+                       "Volume '%s' names the member that node '%s' claimed first through volume '%s': "
+                       "giving it back",
+                       ours->id, first->attachment.node, first->id);
+                r = c->provider->vtable->detach(c->provider->state, ours->id, c->in->node->name);
+                r = r < 0 ? r : 0;
+        } else
+                r = 1;
+        volume_list_done(&l);
+        return r;
 }
 
 /* Runs the plan's actions; a volume whose action fails is skipped for the rest of the pass. Returns 1
@@ -309,6 +360,11 @@ static int apply_plan(ApplyContext *c) {
                 if (c->failed[a->volume])
                         continue;
                 int r = run_action(c, a);
+                if (r >= 0 && a->type == ACTION_CLAIM) {
+                        r = verify_claim(c, a->volume);
+                        if (r == 0)
+                                return 1;
+                }
                 if (r == PK_ECONFLICT && a->type == ACTION_CLAIM) {
                         report(c->cfg, LOG_LEVEL_INFO, 0,
                                "Volume '%s' was claimed by another node first; choosing again", v->id);
@@ -329,11 +385,17 @@ static int apply_plan(ApplyContext *c) {
         return 0;
 }
 
-static void report_plan_notes(const VolumesPassConfig *cfg, const PassInput *in, const PassPlan *plan) {
-        for (size_t i = 0; i < plan->n_volumes; i++)
-                if (plan->eligibility[i].malformed)
-                        report(cfg, LOG_LEVEL_WARNING, PK_EMALFORMED, "Volume '%s' is not eligible: %s",
-                               in->volumes[i].id, plan->eligibility[i].reason);
+static void report_plan_notes(const VolumesPassConfig *cfg, const PassInput *in, const PassPlan *plan,
+                              VolumesPassResult *res) {
+        res->n_member_conflicts = 0;
+        for (size_t i = 0; i < plan->n_volumes; i++) {
+                const VolumeEligibility *e = &plan->eligibility[i];
+                if (e->held_through)
+                        res->n_member_conflicts++;
+                if (e->malformed || e->held_through)
+                        report(cfg, LOG_LEVEL_WARNING, e->malformed ? PK_EMALFORMED : PK_ECONFLICT,
+                               "Volume '%s' is not eligible: %s", in->volumes[i].id, e->reason);
+        }
         for (size_t k = 0; k < plan->n_selections; k++) {
                 const PlanSelection *s = &plan->selections[k];
                 if (s->state == SELECTION_ERROR)
@@ -405,7 +467,7 @@ static int pass_round(VolumeProvider *p, const VolumesPassConfig *cfg, bool last
                 res->n_errors = 0;
                 r = apply_plan(&c);
                 if (r == 0 || (r > 0 && last)) {
-                        report_plan_notes(cfg, &in, &plan);
+                        report_plan_notes(cfg, &in, &plan, res);
                         tally(&plan, c.failed, r > 0, res);
                 }
         }

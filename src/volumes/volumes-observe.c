@@ -187,10 +187,14 @@ int volumes_observe_view(VolumeProvider *p, const char *cluster, ClusterView **r
         e = new0(VolumeEligibility, l.n);
         if (!e)
                 r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                r = volume_classify(&l.items[i], cluster, NULL, NULL, &e[i]);
+        /* a member has one holder, so its name never resolves to two masters */
+        if (r >= 0)
+                r = volume_resolve_members(l.items, l.n, cluster, NULL, e);
         for (size_t i = 0; r >= 0 && i < l.n; i++) {
                 const Volume *v = &l.items[i];
-                r = volume_classify(v, cluster, NULL, NULL, &e[i]);
-                if (r < 0 || !e[i].eligible || !v->attachment.node)
+                if (!e[i].eligible || !v->attachment.node)
                         continue;
                 r = cluster_view_add_member(view, e[i].etcd.cluster, e[i].etcd.member, v->attachment.node);
                 if (r >= 0 && streq(e[i].etcd.cluster, "main"))
@@ -198,7 +202,7 @@ int volumes_observe_view(VolumeProvider *p, const char *cluster, ClusterView **r
                                                     v->attachment.external_ips);
         }
         for (size_t i = 0; r >= 0 && i < l.n; i++)
-                if (e[i].eligible)
+                if (e[i].eligible || e[i].held_through)
                         r = view_add_unheld_members(view, &e[i].etcd);
         for (size_t i = 0; e && i < l.n; i++)
                 volume_eligibility_done(&e[i]);

@@ -16,6 +16,7 @@ static const char *const action_names[_ACTION_TYPE_MAX] = {
         [ACTION_MOUNT] = "mount",
         [ACTION_WRITE_MANIFEST] = "write-manifest",
         [ACTION_LINK_MANIFEST] = "link-manifest",
+        [ACTION_RELEASE] = "release",
 };
 
 const char *action_type_to_string(ActionType t) {
@@ -44,9 +45,17 @@ static bool held_by(const Volume *v, const NodeIdentity *node) {
         return v->attachment.node && streq(v->attachment.node, node->name);
 }
 
-/* Orders candidates of one etcd cluster: (member, id). */
+/* Of two free volumes naming one member, the one more likely to hold its data goes first. */
+static int content_rank(VolumeContent c) {
+        return c == VOLUME_CONTENT_DATA ? 0 : c == VOLUME_CONTENT_UNKNOWN ? 1 : 2;
+}
+
+/* Orders candidates of one etcd cluster: (member, content, id). */
 static bool candidate_before(const PassPlan *plan, const PassInput *in, size_t a, size_t b) {
         int c = strcmp(plan->eligibility[a].etcd.member, plan->eligibility[b].etcd.member);
+        if (c != 0)
+                return c < 0;
+        c = content_rank(in->volumes[a].content) - content_rank(in->volumes[b].content);
         if (c != 0)
                 return c < 0;
         return strcmp(in->volumes[a].id, in->volumes[b].id) < 0;
@@ -138,10 +147,32 @@ static int order_clusters(char *const *etcd_clusters, char ***ret) {
         return 0;
 }
 
+/* A duplicate this node holds mounted (plan_releases() leaves it): it may be serving an etcd of the
+ * member another node holds, so claiming another volume of the etcd cluster would make it worse. */
+static size_t held_mounted_duplicate(const PassPlan *plan, const PassInput *in, const char *etcd_cluster) {
+        for (size_t i = 0; in->observed && i < in->n_volumes; i++) {
+                const VolumeEligibility *e = &plan->eligibility[i];
+                if (e->held_through && e->etcd.cluster && streq(e->etcd.cluster, etcd_cluster) &&
+                    held_by(&in->volumes[i], in->node) && in->observed[i].mount != MOUNT_STATE_NONE)
+                        return i;
+        }
+        return SIZE_MAX;
+}
+
 static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
         PlanSelection *s = &plan->selections[sel];
         bool held;
         size_t n_held;
+
+        size_t dup = held_mounted_duplicate(plan, in, s->etcd_cluster);
+        if (dup != SIZE_MAX) {
+                s->state = SELECTION_ERROR;
+                s->note =
+                    strprintf("this node holds volume '%s' mounted, but %s: stop its etcd, unmount and "
+                              "detach it",
+                              in->volumes[dup].id, plan->eligibility[dup].reason);
+                return s->note ? 0 : -ENOMEM;
+        }
 
         s->volume = choose(plan, in, s->etcd_cluster, &held, &n_held);
         if (s->volume == SIZE_MAX) {
@@ -150,12 +181,30 @@ static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
                                     strna(in->node->zone));
                 return s->note ? 0 : -ENOMEM;
         }
+        s->format_blocked_by = plan->eligibility[s->volume].sibling_with_data;
         int r = plan_volume(plan, in, sel, s->volume, held);
         if (r < 0 || n_held <= 1 || s->note)
                 return r;
         s->note = strprintf("this node holds %zu volumes of etcd cluster '%s'; only '%s' is used", n_held,
                             s->etcd_cluster, in->volumes[s->volume].id);
         return s->note ? 0 : -ENOMEM;
+}
+
+/* A volume this node holds whose member is held through another volume (two claims raced, or the
+ * volume was claimed before this rule): give it back while nothing uses it. A mounted one may be serving
+ * an etcd: that is left to the operator, never unmounted from under it. */
+static int plan_releases(PassPlan *plan, const PassInput *in) {
+        for (size_t i = 0; i < in->n_volumes; i++) {
+                const VolumeObserved *o = in->observed ? &in->observed[i] : NULL;
+                if (!plan->eligibility[i].held_through || !held_by(&in->volumes[i], in->node))
+                        continue;
+                if (o && o->mount != MOUNT_STATE_NONE)
+                        continue;
+                int r = push_action(plan, ACTION_RELEASE, i, SIZE_MAX);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 int pass_plan(const PassInput *in, PassPlan *ret) {
@@ -179,6 +228,13 @@ int pass_plan(const PassInput *in, PassPlan *ret) {
                 if (r < 0)
                         goto fail;
         }
+        r = volume_resolve_members(in->volumes, in->n_volumes, in->cluster, in->etcd_clusters,
+                                   plan.eligibility);
+        if (r < 0)
+                goto fail;
+        r = plan_releases(&plan, in);
+        if (r < 0)
+                goto fail;
         for (size_t k = 0; order[k]; k++) {
                 /* point into the caller's strings, which outlive the plan */
                 const char *name = NULL;

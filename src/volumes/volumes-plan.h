@@ -46,6 +46,7 @@ typedef enum ActionType {
         ACTION_MOUNT,          /* mount; only if that fails and blkid proves it blank: mkfs.ext4, mount */
         ACTION_WRITE_MANIFEST, /* <mount>/k8s.io/manifests/etcd[-<cluster>].manifest */
         ACTION_LINK_MANIFEST,  /* <manifest-dir>/etcd[-<cluster>].manifest -> the file on the volume */
+        ACTION_RELEASE,        /* detach a volume this node holds whose member another volume holds */
         _ACTION_TYPE_MAX,
         _ACTION_TYPE_INVALID = -EINVAL,
 } ActionType;
@@ -55,7 +56,7 @@ const char *action_type_to_string(ActionType t);
 typedef struct PlanAction {
         ActionType type;
         size_t volume;    /* index into PassInput.volumes */
-        size_t selection; /* index into PassPlan.selections */
+        size_t selection; /* index into PassPlan.selections; SIZE_MAX for a release */
 } PlanAction;
 
 typedef enum SelectionState {
@@ -72,6 +73,9 @@ typedef struct PlanSelection {
         SelectionState state;
         size_t volume; /* index into PassInput.volumes, SIZE_MAX when none */
         char *note;    /* why waiting / error; NULL otherwise */
+        /* Another volume names the same member and may hold its data: the chosen volume must never be
+         * formatted (points into PassInput.volumes); NULL when formatting a proven-blank device is safe. */
+        const char *format_blocked_by;
 } PlanSelection;
 
 typedef struct PassPlan {
@@ -85,11 +89,13 @@ typedef struct PassPlan {
 
 void pass_plan_done(PassPlan *p);
 
-/* Eligibility of every volume, the selection for each etcd cluster, the ordered actions. Selection:
- * a volume this node holds wins (at most one per etcd cluster: a second one held is ignored with a
- * note); otherwise the free eligible volumes of that etcd cluster ordered by (member, id) and the first
- * is claimed. Deterministic; exclusivity between nodes comes from the compare-and-set claim (the loser
- * re-reads and plans again). -ENOMEM only. */
+/* Eligibility of every volume, the selection for each etcd cluster, the ordered actions. A member is
+ * held by one node only (volume_resolve_members): a volume naming a member held through another volume
+ * is ineligible, and one this node holds that way is released when it is not mounted. Selection: a
+ * volume this node holds wins (at most one per etcd cluster: a second one held is ignored with a note);
+ * otherwise the free eligible volumes of that etcd cluster ordered by (member, what the provider knows
+ * of their contents: data, unknown, blank; id) and the first is claimed. Deterministic; exclusivity
+ * between nodes comes from the compare-and-set claim (the loser re-reads and plans again). -ENOMEM only. */
 int pass_plan(const PassInput *in, PassPlan *ret);
 
 /* True when every selection is READY. */

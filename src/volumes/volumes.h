@@ -43,10 +43,11 @@ int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObse
 void volumes_pass_input(const VolumesPassConfig *cfg, const VolumesObservation *o, PassInput *ret);
 
 typedef struct VolumesPassResult {
-        unsigned n_ready;   /* etcd clusters whose volume is mounted with its manifest in place */
-        unsigned n_waiting; /* etcd clusters with no volume for this node yet */
-        unsigned n_errors;  /* volumes stuck on an error this pass */
-        unsigned n_changes; /* actions that ran */
+        unsigned n_ready;            /* etcd clusters whose volume is mounted with its manifest in place */
+        unsigned n_waiting;          /* etcd clusters with no volume for this node yet */
+        unsigned n_errors;           /* volumes stuck on an error this pass */
+        unsigned n_changes;          /* actions that ran */
+        unsigned n_member_conflicts; /* volumes naming a member that another volume holds */
 } VolumesPassResult;
 
 /* One pass: observe, plan, apply; a lost claim re-reads and plans again (bounded). Errors of one volume

@@ -95,9 +95,12 @@ class AwsEnv:
         volumes.append({"id": "vol-0other", "az": AZ, "tags": {"KubernetesCluster": "other.k8s.test",
                                                                "k8s.io/role/master": "1",
                                                                "k8s.io/etcd/main": "a/a"}})
+        # a member of this cluster in another zone: never claimed from here. (Not a second volume of
+        # member a: that one would be a sibling that may hold a's data, and a's volume would never be
+        # formatted; test_volumes_members.py covers that.)
         volumes.append({"id": "vol-0farzone", "az": "us-east-1b",
                         "tags": {"KubernetesCluster": CLUSTER, "k8s.io/role/master": "1",
-                                 "k8s.io/etcd/main": "a/a,b,c"}})
+                                 "k8s.io/etcd/main": "d/a,b,c,d"}})
         self.configure({"instances": instances, "volumes": volumes, "byid_dir": self.byid,
                         "zones": [{"id": ZONE_ID, "name": "k8s.test."}]})
 

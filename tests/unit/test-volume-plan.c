@@ -339,6 +339,126 @@ static void simulate_race(unsigned n_nodes, unsigned extra, uint32_t seed) {
         free_volumes(vols, n);
 }
 
+/* The review's reproduction: vol-a1 (member a, held by X), a free vol-a2 naming member a too, vol-b and
+ * vol-c. Y must claim vol-b: a member is held by one node only. */
+static void test_member_held_elsewhere(void **state) {
+        Volume vols[8];
+        size_t n = 0;
+        add_volume(vols, &n, "vol-a1", "z1", "k8s.io/etcd/main", "a/a,b,c", "X");
+        add_volume(vols, &n, "vol-a2", "z1", "k8s.io/etcd/main", "a/a,b,c", NULL);
+        add_volume(vols, &n, "vol-b", "z1", "k8s.io/etcd/main", "b/a,b,c", NULL);
+        add_volume(vols, &n, "vol-c", "z1", "k8s.io/etcd/main", "c/a,b,c", NULL);
+        NodeIdentity me = node("Y");
+        char *main_only[] = { (char *)"main", NULL };
+        PassInput in = {
+                .cluster = "demo", .etcd_clusters = main_only, .node = &me, .volumes = vols, .n_volumes = n
+        };
+        PassPlan p;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
+        assert_false(p.eligibility[1].eligible);
+        assert_string_equal(p.eligibility[1].held_through, "vol-a1");
+        assert_string_equal(p.eligibility[1].reason,
+                            "etcd cluster 'main' member 'a' is held by node 'X' through volume 'vol-a1'");
+        assert_true(p.eligibility[0].eligible); /* the holder stays */
+        pass_plan_done(&p);
+
+        /* even when the impostor sorts first and lives in another zone */
+        free(vols[1].zone);
+        vols[1].zone = strdup("z2");
+        free(vols[1].id);
+        vols[1].id = strdup("vol-a0");
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
+        pass_plan_done(&p);
+        free_volumes(vols, n);
+}
+
+/* Two free volumes of one member: the one that may hold data goes first, and neither may be formatted
+ * while the other may hold data; two provably blank ones may. */
+static void test_member_siblings(void **state) {
+        Volume vols[4];
+        size_t n = 0;
+        add_volume(vols, &n, "vol-a1", "z1", "k8s.io/etcd/main", "a/a,b,c", NULL);
+        add_volume(vols, &n, "vol-a2", "z1", "k8s.io/etcd/main", "a/a,b,c", NULL);
+        vols[0].content = VOLUME_CONTENT_BLANK;
+        vols[1].content = VOLUME_CONTENT_DATA;
+        NodeIdentity me = node("Y");
+        char *main_only[] = { (char *)"main", NULL };
+        PassInput in = {
+                .cluster = "demo", .etcd_clusters = main_only, .node = &me, .volumes = vols, .n_volumes = n
+        };
+        PassPlan p;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "claim:vol-a2 wait-device:vol-a2 fsck:vol-a2 mount:vol-a2");
+        assert_null(p.selections[0].format_blocked_by); /* its sibling is provably blank */
+        pass_plan_done(&p);
+
+        vols[1].content = VOLUME_CONTENT_UNKNOWN;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "claim:vol-a2 wait-device:vol-a2 fsck:vol-a2 mount:vol-a2");
+        pass_plan_done(&p);
+
+        /* both unknown: by id, and the chosen one may not be formatted */
+        vols[0].content = VOLUME_CONTENT_UNKNOWN;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "claim:vol-a1 wait-device:vol-a1 fsck:vol-a1 mount:vol-a1");
+        assert_string_equal(p.selections[0].format_blocked_by, "vol-a2");
+        pass_plan_done(&p);
+
+        /* this node holds the blank one, the other may hold data: still never formatted */
+        vols[0].content = VOLUME_CONTENT_BLANK;
+        vols[0].attachment.node = strdup("Y");
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_string_equal(p.selections[0].format_blocked_by, "vol-a2");
+        pass_plan_done(&p);
+        free_volumes(vols, n);
+}
+
+/* Two claims of one member raced: the first claim keeps it (attachment time, not id); the other node
+ * gives its volume back when nothing is mounted, and stops with an error when it is. */
+static void test_member_claims_raced(void **state) {
+        Volume vols[4];
+        size_t n = 0;
+        add_volume(vols, &n, "vol-a1", "z1", "k8s.io/etcd/main", "a/a,b,c", "Y");
+        add_volume(vols, &n, "vol-a2", "z1", "k8s.io/etcd/main", "a/a,b,c", "X");
+        add_volume(vols, &n, "vol-b", "z1", "k8s.io/etcd/main", "b/a,b,c", NULL);
+        vols[0].attachment.since = 2000;
+        vols[1].attachment.since = 1000; /* X claimed first, though its id sorts last */
+        VolumeObserved obs[4] = {};
+        NodeIdentity me = node("Y");
+        char *main_only[] = { (char *)"main", NULL };
+        PassInput in = { .cluster = "demo",
+                         .etcd_clusters = main_only,
+                         .node = &me,
+                         .volumes = vols,
+                         .n_volumes = n,
+                         .observed = obs };
+        PassPlan p;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "release:vol-a1 claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
+        assert_string_equal(p.eligibility[0].held_through, "vol-a2");
+        pass_plan_done(&p);
+
+        obs[0] = (VolumeObserved){ .device_present = true, .mount = MOUNT_STATE_OURS };
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_actions(&p, vols, "");
+        assert_int_equal(p.selections[0].state, SELECTION_ERROR);
+        assert_non_null(strstr(p.selections[0].note, "holds volume 'vol-a1' mounted"));
+        pass_plan_done(&p);
+
+        /* X's own view: it keeps vol-a2 */
+        NodeIdentity x = node("X");
+        in.node = &x;
+        obs[0] = (VolumeObserved){};
+        obs[1] = (VolumeObserved){ .device_present = true, .mount = MOUNT_STATE_OURS };
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(p.selections[0].state, SELECTION_READY);
+        assert_int_equal(p.selections[0].volume, 1);
+        pass_plan_done(&p);
+        free_volumes(vols, n);
+}
+
 static void test_race_simulation(void **state) {
         for (uint32_t seed = 1; seed <= 300; seed++)
                 simulate_race(3 + seed % 3, seed % 2, seed * 2654435761u);
@@ -346,9 +466,15 @@ static void test_race_simulation(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_fresh_node),         cmocka_unit_test(test_converged_and_partial),
-                cmocka_unit_test(test_waiting_and_others), cmocka_unit_test(test_holds_two),
-                cmocka_unit_test(test_deterministic),      cmocka_unit_test(test_race_simulation),
+                cmocka_unit_test(test_fresh_node),
+                cmocka_unit_test(test_converged_and_partial),
+                cmocka_unit_test(test_waiting_and_others),
+                cmocka_unit_test(test_holds_two),
+                cmocka_unit_test(test_deterministic),
+                cmocka_unit_test(test_race_simulation),
+                cmocka_unit_test(test_member_held_elsewhere),
+                cmocka_unit_test(test_member_siblings),
+                cmocka_unit_test(test_member_claims_raced),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

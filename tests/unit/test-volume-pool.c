@@ -204,11 +204,45 @@ static void test_pool_lock_deadline(void **state) {
         free(dir);
 }
 
+static void write_member_volume(const char *dir, const char *id, const char *member) {
+        char *path = strjoin(dir, "/", id, ".json");
+        char *text =
+            strprintf("{\"version\":1,\"id\":\"%s\",\"zone\":\"z1\",\"size\":1048576,"
+                      "\"device\":\"/dev/pk-test-missing\",\"tags\":{\"KubernetesCluster\":\"demo\","
+                      "\"k8s.io/etcd/main\":\"%s/a,b,c\",\"k8s.io/role/master\":\"1\"}}",
+                      id, member);
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644, 0), 1);
+        free(path);
+        free(text);
+}
+
+/* Under the pool lock a member is held through one volume only, whoever asks. */
+static void test_pool_one_member_one_holder(void **state) {
+        char *dir = make_pool_dir();
+        Pool *p = NULL;
+        NodeIdentity n1 = { .name = (char *)"n1", .zone = (char *)"z1" };
+        NodeIdentity n2 = { .name = (char *)"n2", .zone = (char *)"z1" };
+        assert_int_equal(pool_open(dir, 0, &p), 0);
+        write_member_volume(dir, "m-a1", "a");
+        write_member_volume(dir, "m-a2", "a");
+        write_member_volume(dir, "m-b", "b");
+        assert_int_equal(pool_attach(p, "m-a1", &n1), 0);
+        assert_int_equal(pool_attach(p, "m-a2", &n2), PK_ECONFLICT);
+        assert_int_equal(pool_attach(p, "m-a2", &n1), PK_ECONFLICT);
+        assert_int_equal(pool_attach(p, "m-b", &n2), 0);
+        assert_int_equal(pool_attach(p, "m-a1", &n1), 0); /* the holder's own claim stays idempotent */
+        assert_int_equal(pool_detach(p, "m-a1", NULL), 1);
+        assert_int_equal(pool_attach(p, "m-a2", &n2), 0);
+        pool_free(p);
+        remove_dir(dir);
+        free(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_meta_roundtrip),     cmocka_unit_test(test_meta_strict),
                 cmocka_unit_test(test_pool_create_list),   cmocka_unit_test(test_pool_claim_cas),
-                cmocka_unit_test(test_pool_lock_deadline),
+                cmocka_unit_test(test_pool_lock_deadline), cmocka_unit_test(test_pool_one_member_one_holder),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

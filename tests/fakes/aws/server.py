@@ -128,11 +128,12 @@ class State:
         vid = v["id"]
         self.volumes[vid] = {"az": v.get("az", "us-east-1a"), "size": v.get("size", 1),
                              "type": v.get("type", "gp3"), "tags": dict(v.get("tags", {})),
-                             "image": v.get("image"), "attachment": None}
+                             "image": v.get("image"), "attachment": None, "snapshot": v.get("snapshot")}
         att = v.get("attached_to")
         if att:
             self.volumes[vid]["attachment"] = {"instance": att["instance"], "device": att["device"],
-                                               "state": "attached", "polls": 0}
+                                               "state": "attached", "polls": 0,
+                                               "since": att.get("since", 1767225600.0)}
 
     def record(self, entry):
         with self.lock:
@@ -296,6 +297,11 @@ def page(params, items, lo, hi, salt):
     return chunk, nxt
 
 
+def iso_time(t):
+    """EC2's timestamps: UTC with milliseconds (attachTime orders two claims of one etcd member)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
 def volume_xml(vid, v):
     tags = "".join(f"<item><key>{esc(k)}</key><value>{esc(val)}</value></item>" for k, val in v["tags"].items())
     att = ""
@@ -303,9 +309,10 @@ def volume_xml(vid, v):
     if a:
         att = (f"<item><volumeId>{vid}</volumeId><instanceId>{esc(a['instance'])}</instanceId>"
                f"<device>{esc(a['device'])}</device><status>{a['state']}</status>"
-               f"<attachTime>2026-01-01T00:00:00.000Z</attachTime>"
+               f"<attachTime>{iso_time(a.get('since', 1767225600.0))}</attachTime>"
                f"<deleteOnTermination>false</deleteOnTermination></item>")
-    return (f"<item><volumeId>{vid}</volumeId><size>{v['size']}</size><snapshotId/>"
+    snap = f"<snapshotId>{esc(v['snapshot'])}</snapshotId>" if v.get("snapshot") else "<snapshotId/>"
+    return (f"<item><volumeId>{vid}</volumeId><size>{v['size']}</size>{snap}"
             f"<availabilityZone>{esc(v['az'])}</availabilityZone><status>{volume_status(v)}</status>"
             f"<createTime>2026-01-01T00:00:00.000Z</createTime><attachmentSet>{att}</attachmentSet>"
             f"<tagSet>{tags}</tagSet><volumeType>{esc(v['type'])}</volumeType><encrypted>false</encrypted></item>")
@@ -442,7 +449,7 @@ def ec2_attach_volume(params):
         if dev == inst["root_device"]:
             raise ApiError(400, "InvalidParameterValue", f"Attachment point {dev} is already in use")
         attach_backing(vid, v)
-        v["attachment"] = {"instance": iid, "device": dev, "state": "attaching",
+        v["attachment"] = {"instance": iid, "device": dev, "state": "attaching", "since": time.time(),
                            "polls": int(STATE.faults.get("attach_stuck_polls", 0))}
     return f"<AttachVolumeResponse xmlns=\"{EC2_NS}\"><requestId>{rid()}</requestId><volumeId>{vid}</volumeId>" \
            f"<instanceId>{iid}</instanceId><device>{esc(dev)}</device><status>attaching</status>" \
