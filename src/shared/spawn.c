@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -149,5 +150,18 @@ int spawn_run(char *const argv[], usec_t timeout, size_t output_max, SpawnResult
         if (!res.output)
                 return -ENOMEM;
         *ret = res;
+        if (d == 0 && !WIFEXITED(status))
+                return PK_ECHILD;
         return d;
+}
+
+const char *spawn_result_describe(const SpawnResult *r, char *buf, size_t size) {
+        if (r->term_signal > 0)
+                snprintf(buf, size, "was killed by signal SIG%s (%s)", strna(sigabbrev_np(r->term_signal)),
+                         strsignal(r->term_signal));
+        else if (r->exit_status >= 0)
+                snprintf(buf, size, "exited %d", r->exit_status);
+        else
+                snprintf(buf, size, "ended in an unknown way");
+        return buf;
 }

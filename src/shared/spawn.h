@@ -10,7 +10,7 @@
 #include "basic/time-util.h"
 
 typedef struct SpawnResult {
-        int exit_status; /* 0..255 when the child exited; -1 when it was killed by a signal */
+        int exit_status; /* 0..255 when the child exited; -1 when it did not */
         int term_signal; /* the signal that ended it, or 0 */
         char *output;    /* captured stdout+stderr, NUL-terminated, at most the cap; caller frees */
         size_t output_len;
@@ -19,8 +19,12 @@ typedef struct SpawnResult {
 
 void spawn_result_done(SpawnResult *r);
 
+/* "exited 4", "was killed by signal SIGSEGV (Segmentation fault)": for error messages. */
+const char *spawn_result_describe(const SpawnResult *r, char *buf, size_t size);
+
 /* Runs argv[0] (an absolute path, or a name looked up in PATH) with argv, waits at most timeout.
- * Returns 0 when the child ran to its end (whatever its exit status; see ret), PK_ETIMEOUT after killing
- * it at the deadline (ret still filled with what it printed), -errno if it could not be started.
- * ret is filled on 0 and PK_ETIMEOUT. */
+ * Returns 0 when the child exited by itself (whatever its exit status; see ret), PK_ECHILD when a signal
+ * ended it (a crash, the OOM killer: never a result to interpret; ret->term_signal says which),
+ * PK_ETIMEOUT after killing it at the deadline, -errno if it could not be started. ret is filled on 0,
+ * PK_ECHILD and PK_ETIMEOUT. */
 int spawn_run(char *const argv[], usec_t timeout, size_t output_max, SpawnResult *ret);

@@ -63,16 +63,26 @@ static void report_output(const VolumesPassConfig *cfg, const char *tool, const 
                 report(cfg, LOG_LEVEL_INFO, 0, "%s: (output truncated)", tool);
 }
 
-static int run_tool(const ApplyContext *c, char *const argv[], int *ret_status) {
+/* Runs a tool on a device; *ret_status is its exit status when it exited by itself. A tool that a signal
+ * ended (a crash, the OOM killer) or that hit its deadline said nothing about the device: an error,
+ * reported with the signal, never an exit status to interpret. */
+static int run_tool(const ApplyContext *c, char *const argv[], const char *dev, int *ret_status) {
         SpawnResult res = {};
         usec_t timeout = c->cfg->child_timeout ?: CHILD_TIMEOUT;
+        char how[128];
         int r = spawn_run(argv, timeout, CHILD_OUTPUT_MAX, &res);
-        if (r < 0 && r != PK_ETIMEOUT)
+        if (r < 0 && r != PK_ETIMEOUT && r != PK_ECHILD)
                 return r;
         report_output(c->cfg, argv[0], &res);
+        if (r == PK_ECHILD)
+                report(c->cfg, LOG_LEVEL_ERROR, r, "%s '%s' %s", argv[0], dev,
+                       spawn_result_describe(&res, how, sizeof(how)));
+        else if (r == PK_ETIMEOUT)
+                report(c->cfg, LOG_LEVEL_ERROR, r, "%s '%s' did not finish in time and was killed", argv[0],
+                       dev);
         int status = res.exit_status;
         spawn_result_done(&res);
-        if (r == PK_ETIMEOUT)
+        if (r < 0)
                 return r;
         *ret_status = status;
         return 0;
@@ -132,7 +142,7 @@ static int action_fsck(ApplyContext *c, size_t i) {
         }
         excl = safe_close(excl); /* e2fsck opens it exclusively itself */
         char *argv[] = { (char *)"e2fsck", (char *)"-p", c->devices[i], NULL };
-        r = run_tool(c, argv, &status);
+        r = run_tool(c, argv, c->devices[i], &status);
         if (r < 0)
                 return r;
         if (status >= 4) {
@@ -188,7 +198,7 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
         char *argv[] = {
                 (char *)"mkfs.ext4", (char *)"-q", (char *)"-L", (char *)"etcd", (char *)dev, NULL
         };
-        r = run_tool(c, argv, &status);
+        r = run_tool(c, argv, dev, &status);
         if (r < 0)
                 return r;
         if (status != 0) {
