@@ -56,7 +56,7 @@ VERB(volumes) {
         printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s\n", "ID", "ZONE", "ETCD", "MEMBER", "ATTACHED-TO",
                "DEVICE", "MOUNT", "ELIGIBLE");
         for (size_t i = 0; i < o.volumes.n; i++)
-                print_row(ctx->mount_root, &o, &plan, i);
+                print_row(pass->node.mount_root, &o, &plan, i);
         pass_plan_done(&plan);
         volumes_observation_done(&o);
         return EXIT_SUCCESS;

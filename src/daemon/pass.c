@@ -7,6 +7,7 @@
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/log.h"
+#include "basic/path-util.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "components/etcd.h"
@@ -84,6 +85,10 @@ int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         if (!p || !(p->spec_path = strdup(spec_path)))
                 return log_oom();
         p->node = *node;
+        r = path_canonicalize(node->mount_root, &p->mount_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to resolve the mount root '%s': %m", node->mount_root);
+        p->node.mount_root = p->mount_root;
         r = load_spec(spec_path, &p->spec, &p->etcd_clusters);
         if (r < 0)
                 return r;
@@ -101,6 +106,7 @@ Pass *pass_free(Pass *p) {
         strv_free(p->etcd_clusters);
         cluster_spec_free(p->spec);
         free(p->spec_path);
+        free(p->mount_root);
         free(p);
         return NULL;
 }

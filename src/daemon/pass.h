@@ -29,7 +29,8 @@ typedef struct Pass {
         ClusterSpec *spec;
         char **etcd_clusters;
         VolumeProvider *provider;
-        NodeSettings node;
+        NodeSettings node; /* node.mount_root points at mount_root */
+        char *mount_root;  /* canonical (path_canonicalize), resolved once: mountinfo is compared with it */
         VolumesPassConfig observed_cfg; /* what pass_observe()'s input points into */
 } Pass;
 

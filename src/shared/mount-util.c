@@ -8,6 +8,7 @@
 #include <sys/mount.h>
 
 #include "basic/macro.h"
+#include "basic/path-util.h"
 #include "basic/string-util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct libmnt_table *, mnt_free_table)
@@ -15,13 +16,19 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct libmnt_context *, mnt_free_context)
 
 int mount_find_target(const char *target, dev_t *ret_devnum, char **ret_source) {
         _cleanup_(mnt_free_tablep) struct libmnt_table *tb = mnt_new_table();
+        _cleanup_free_ char *canonical = NULL;
         if (!tb)
                 return -ENOMEM;
-        int r = mnt_table_parse_file(tb, "/proc/self/mountinfo");
+        /* mountinfo names the mount point as the kernel resolved it: a path through a symlink would never
+         * match, and a mounted volume would look unmounted. */
+        int r = path_canonicalize(target, &canonical);
+        if (r < 0)
+                return r;
+        r = mnt_table_parse_file(tb, "/proc/self/mountinfo");
         if (r < 0)
                 return r;
         /* MNT_ITER_BACKWARD: the last mount on a path is the one visible there. */
-        struct libmnt_fs *fs = mnt_table_find_target(tb, target, MNT_ITER_BACKWARD);
+        struct libmnt_fs *fs = mnt_table_find_target(tb, canonical, MNT_ITER_BACKWARD);
         if (!fs)
                 return 0;
         if (ret_source) {

@@ -5,8 +5,8 @@
 
 #include <sys/types.h>
 
-/* Looks up target in mountinfo (the top-most mount on exactly that path). Returns 1 and the device
- * number of what is mounted there (and, if ret_source, the source, caller frees), 0 if nothing is
+/* Looks up target in mountinfo (the top-most mount on exactly that path, symlinks resolved). Returns 1 and
+ * the device number of what is mounted there (and, if ret_source, the source, caller frees), 0 if nothing is
  * mounted on target, -errno on error. */
 int mount_find_target(const char *target, dev_t *ret_devnum, char **ret_source);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/beneath.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/log.h"
@@ -27,6 +28,9 @@
 #define CHILD_TIMEOUT        (10 * 60 * USEC_PER_SEC)
 #define CHILD_OUTPUT_MAX     (16U * 1024U)
 #define DEVICE_POLL_INTERVAL (50 * USEC_PER_MSEC)
+/* A volume's contents are data, never programs or devices of this machine: a set-uid binary or a device
+ * node on a restored or foreign volume gives nothing. */
+#define VOLUME_MOUNT_OPTIONS "nosuid,nodev"
 
 typedef struct ApplyContext {
         VolumeProvider *provider;
@@ -227,7 +231,7 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
         r = mkdir_p(path, 0755);
         if (r < 0)
                 return r;
-        r = mount_block_device(c->devices[i], path, NULL, NULL, &msg);
+        r = mount_block_device(c->devices[i], path, NULL, VOLUME_MOUNT_OPTIONS, &msg);
         if (r < 0) {
                 report(c->cfg, LOG_LEVEL_INFO, r,
                        "Mounting '%s' on '%s' failed (%s): checking whether it is blank", c->devices[i],
@@ -237,7 +241,7 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
                         return r;
                 free(msg);
                 msg = NULL;
-                r = mount_block_device(c->devices[i], path, "ext4", NULL, &msg);
+                r = mount_block_device(c->devices[i], path, "ext4", VOLUME_MOUNT_OPTIONS, &msg);
                 if (r < 0) {
                         report(c->cfg, LOG_LEVEL_ERROR, r, "Mounting '%s' on '%s' failed: %s", c->devices[i],
                                path, strna(msg));
@@ -247,6 +251,26 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
         report(c->cfg, LOG_LEVEL_INFO, 0, "Mounted volume '%s' (%s) on '%s'", c->in->volumes[i].id,
                c->devices[i], path);
         return 0;
+}
+
+/* The volume's contents are not ours to trust: a symlink or FIFO placed there is an error, never
+ * followed (basic/beneath.h). */
+static int write_volume_manifest(ApplyContext *c, size_t i, const char *mount_path, const char *yaml) {
+        const VolumeEligibility *e = &c->plan->eligibility[i];
+        _cleanup_free_ char *name = volume_etcd_manifest_name(e->etcd.cluster);
+        if (!name)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = volume_manifest_dir_open(mount_path, true);
+        int r = dfd;
+        if (dfd >= 0)
+                r = beneath_write_file_atomic(dfd, name, yaml, strlen(yaml), 0644, true);
+        if (r < 0 && r != -ENOMEM)
+                report(
+                    c->cfg, LOG_LEVEL_ERROR, r,
+                    "Volume '%s': cannot write '%s/%s/%s' (%s): a symlink, FIFO or other non-regular file "
+                    "on the volume is never followed",
+                    c->in->volumes[i].id, mount_path, VOLUME_MANIFEST_SUBDIR, name, pk_strerror(r));
+        return r;
 }
 
 static int action_manifest(ApplyContext *c, size_t i, bool link) {
@@ -280,12 +304,7 @@ static int action_manifest(ApplyContext *c, size_t i, bool link) {
                                    mount_path, &yaml);
                 if (r < 0)
                         return r;
-                _cleanup_free_ char *dir = strjoin(mount_path, "/k8s.io/manifests");
-                if (!dir)
-                        return -ENOMEM;
-                r = mkdir_p(dir, 0755);
-                if (r >= 0)
-                        r = manifest_write(file, yaml);
+                r = write_volume_manifest(c, i, mount_path, yaml);
         }
         if (r > 0)
                 report(c->cfg, LOG_LEVEL_INFO, 0, "%s '%s'", link ? "Linked" : "Wrote", link ? lpath : file);

@@ -2,10 +2,12 @@
 /* Observe: what the provider lists, and for the volumes this node holds, their device, their mount and
  * their manifests. Read-only. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/beneath.h"
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
@@ -24,7 +26,7 @@ char *volume_etcd_manifest_name(const char *etcd_cluster) {
 
 char *volume_manifest_path(const char *mount_path, const char *etcd_cluster) {
         _cleanup_free_ char *name = volume_etcd_manifest_name(etcd_cluster);
-        return name ? strjoin(mount_path, "/k8s.io/manifests/", name) : NULL;
+        return name ? strjoin(mount_path, "/" VOLUME_MANIFEST_SUBDIR "/", name) : NULL;
 }
 
 char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster) {
@@ -51,10 +53,28 @@ void volumes_pass_input(const VolumesPassConfig *cfg, const VolumesObservation *
         };
 }
 
-static int file_holds(const char *path, const char *text) {
-        _cleanup_free_ char *cur = NULL;
+int volume_manifest_dir_open(const char *mount_path, bool create) {
+        /* the mount point itself is ours (a canonical path on the root filesystem); below it, nothing is
+         * followed */
+        _cleanup_close_ int mfd = open(mount_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (mfd < 0)
+                return -errno;
+        return beneath_open_dir(mfd, VOLUME_MANIFEST_SUBDIR, create, 0755);
+}
+
+/* 1 when the manifest on the volume holds exactly text; 0 when it is absent or differs. Anything but a
+ * regular file there (a symlink, a FIFO) is an error: it is never followed or read. */
+static int manifest_holds(const char *mount_path, const char *etcd_cluster, const char *text) {
+        _cleanup_free_ char *cur = NULL, *name = volume_etcd_manifest_name(etcd_cluster);
         size_t len;
-        int r = read_full_file(path, 1024 * 1024, &cur, &len);
+        if (!name)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = volume_manifest_dir_open(mount_path, false);
+        if (dfd == -ENOENT)
+                return 0;
+        if (dfd < 0)
+                return dfd;
+        int r = beneath_read_file(dfd, name, 1024 * 1024, &cur, &len);
         if (r < 0)
                 return r == -ENOENT ? 0 : r;
         return len == strlen(text) && memcmp(cur, text, len) == 0;
@@ -90,7 +110,7 @@ static int observe_manifests(const VolumesPassConfig *cfg, const Volume *v, cons
                 r = file && link ? 0 : -ENOMEM;
         }
         if (r >= 0)
-                r = file_holds(file, yaml);
+                r = manifest_holds(mount_path, e.etcd.cluster, yaml);
         if (r >= 0) {
                 obs->manifest_current = r > 0;
                 r = link_points_at(link, file);
@@ -98,7 +118,8 @@ static int observe_manifests(const VolumesPassConfig *cfg, const Volume *v, cons
         if (r >= 0)
                 obs->link_current = r > 0;
         volume_eligibility_done(&e);
-        /* a render failure shows up as "not current"; the write action reports it */
+        /* a render failure or something odd on the volume shows up as "not current"; the write action
+         * reports it */
         return r == -ENOMEM ? r : 0;
 }
 

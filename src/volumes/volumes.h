@@ -60,6 +60,10 @@ char *volume_mount_path(const char *mount_root, const char *id);
 /* "etcd.manifest" for main, "etcd-<cluster>.manifest" otherwise. */
 char *volume_etcd_manifest_name(const char *etcd_cluster);
 char *volume_manifest_path(const char *mount_path, const char *etcd_cluster);
+#define VOLUME_MANIFEST_SUBDIR "k8s.io/manifests"
+/* Opens <mount_path>/k8s.io/manifests without following any symlink on the volume (basic/beneath.h);
+ * with create, missing directories are made. Returns the fd. */
+int volume_manifest_dir_open(const char *mount_path, bool create);
 char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster);
 
 /* The masters and member holders as the provider sees them (every zone): a master is a node holding an
