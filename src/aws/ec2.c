@@ -8,6 +8,7 @@
 #include "aws/sigv4.h"
 #include "basic/errors.h"
 #include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 
@@ -469,13 +470,6 @@ int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *insta
         return r;
 }
 
-static void sleep_for(usec_t u) {
-        struct timespec ts;
-        usec_to_timespec(u, &ts);
-        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-                ;
-}
-
 /* One look at the volume: 1 attached here, 0 not yet, PK_ECONFLICT attached elsewhere. */
 static int check_attached(AwsClient *c, const char *volume_id, const char *instance_id, char **ret_device) {
         const char *ids[] = { volume_id, NULL };
@@ -532,7 +526,9 @@ int aws_ec2_wait_attached(AwsClient *c, const char *volume_id, const char *insta
                                               volume_id, instance_id, polls);
                         return PK_ETIMEOUT;
                 }
-                sleep_for(interval);
+                r = sleep_usec(interval);
+                if (r < 0)
+                        return r;
         }
 }
 

@@ -7,6 +7,7 @@
 #include "aws/sigv4.h"
 #include "basic/errors.h"
 #include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 
@@ -405,10 +406,9 @@ int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout,
                                               streq(st, "PENDING") ? "PENDING" : "not INSYNC", polls);
                         return PK_ETIMEOUT;
                 }
-                struct timespec ts;
-                usec_to_timespec(interval, &ts);
-                while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-                        ;
+                r = sleep_usec(interval);
+                if (r < 0)
+                        return r;
         }
 }
 

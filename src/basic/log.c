@@ -117,6 +117,8 @@ int log_internal(LogLevel level, int error, const char *file, int line, const ch
         format_message(msg, sizeof(msg), error, format, ap);
         va_end(ap);
 
+        /* The pass logs from its own thread while the loop's thread logs too: one line stays whole. */
+        flockfile(stderr);
         if (log_format == LOG_FORMAT_JSON)
                 write_json_line(stderr, level, error, msg);
         else if (log_max_level >= LOG_LEVEL_DEBUG)
@@ -124,6 +126,7 @@ int log_internal(LogLevel level, int error, const char *file, int line, const ch
         else
                 fprintf(stderr, "%s: %s\n", log_level_table[level], msg);
         fflush(stderr);
+        funlockfile(stderr);
         errno = saved;
         return error;
 }

@@ -3,10 +3,13 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -15,22 +18,42 @@
 #include "basic/errors.h"
 #include "basic/log.h"
 #include "basic/macro.h"
+#include "basic/stop.h"
 #include "basic/strv.h"
 #include "daemon/http-server.h"
 #include "daemon/notify.h"
+#include "daemon/progress.h"
 
-enum { SOURCE_SIGNAL = 1, SOURCE_TIMER, SOURCE_INOTIFY, SOURCE_HTTP };
+enum { SOURCE_SIGNAL = 1, SOURCE_TIMER, SOURCE_INOTIFY, SOURCE_HTTP, SOURCE_PASS_DONE, SOURCE_WATCHDOG };
+
+/* A pass that runs longer than this is hung (every wait in it has a deadline far shorter): the watchdog is
+ * no longer fed, so systemd restarts the daemon. */
+#define PASS_HUNG_AFTER (30 * 60 * USEC_PER_SEC)
+
+/* The pass runs on a worker thread; everything else (signals, timers, wake-ups, /healthz, /metrics,
+ * sd_notify) stays on the loop's thread, which never blocks on a pass. */
+typedef struct PassWorker {
+        pthread_t thread;
+        bool running;      /* loop thread only */
+        int done_fd;       /* eventfd: the worker writes once when its pass is over */
+        PassReport report; /* the worker's until done_fd fires, then the loop's */
+        usec_t started;    /* CLOCK_MONOTONIC */
+        const DaemonCallbacks *cb;
+        void *userdata;
+} PassWorker;
 
 typedef struct Loop {
         const DaemonConfig *cfg;
         const DaemonCallbacks *cb;
         void *userdata;
-        int epfd, sigfd, timerfd, inofd;
+        int epfd, sigfd, timerfd, inofd, watchdogfd;
         HttpServer *http;
         Metrics metrics;
+        PassWorker worker;
         unsigned failures;
-        usec_t next_pass; /* CLOCK_MONOTONIC */
-        bool ready_sent;
+        usec_t next_pass;    /* CLOCK_MONOTONIC */
+        bool wake_pending;   /* a watched directory changed while a pass ran */
+        bool reload_pending; /* SIGHUP while a pass ran: the pass's spec must not change under it */
         bool stop;
 } Loop;
 
@@ -51,10 +74,7 @@ static double random_unit(void) {
 }
 
 bool daemon_stop_requested(void) {
-        sigset_t pending;
-        if (sigpending(&pending) < 0)
-                return false;
-        return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+        return stop_requested();
 }
 
 static int loop_schedule(Loop *l, usec_t when) {
@@ -74,6 +94,37 @@ static int epoll_add(int epfd, int fd, uint64_t tag) {
         return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* systemd's watchdog (WatchdogSec=): fed from the loop's thread at half the period, as long as the loop
+ * runs and no pass is hung. */
+static int watchdog_setup(Loop *l) {
+        const char *usec_s = getenv("WATCHDOG_USEC"), *pid_s = getenv("WATCHDOG_PID");
+        unsigned long long usec = usec_s ? strtoull(usec_s, NULL, 10) : 0;
+        if (usec == 0 || (pid_s && strtol(pid_s, NULL, 10) != (long)getpid()))
+                return 0;
+        l->watchdogfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (l->watchdogfd < 0)
+                return log_error_errno(-errno, "Failed to set up the watchdog timer: %m");
+        struct itimerspec its = {};
+        usec_to_timespec(usec / 2, &its.it_value);
+        its.it_interval = its.it_value;
+        if (timerfd_settime(l->watchdogfd, 0, &its, NULL) < 0)
+                return log_error_errno(-errno, "Failed to set up the watchdog timer: %m");
+        log_debug("Feeding the watchdog every %.1f s.", (double)usec / 2 / USEC_PER_SEC);
+        return epoll_add(l->epfd, l->watchdogfd, SOURCE_WATCHDOG);
+}
+
+static void loop_on_watchdog(Loop *l) {
+        uint64_t expirations;
+        if (read(l->watchdogfd, &expirations, sizeof(expirations)) != sizeof(expirations))
+                return;
+        if (l->worker.running && now(CLOCK_MONOTONIC) - l->worker.started > PASS_HUNG_AFTER) {
+                log_error("The pass has run for more than %llu min: hung; no longer feeding the watchdog.",
+                          (unsigned long long)(PASS_HUNG_AFTER / USEC_PER_SEC / 60));
+                return;
+        }
+        notify_send("WATCHDOG=1");
+}
+
 static int loop_setup(Loop *l) {
         sigset_t mask;
         int r;
@@ -90,12 +141,16 @@ static int loop_setup(Loop *l) {
         l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         l->inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-        if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0 || l->inofd < 0)
+        l->worker.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0 || l->inofd < 0 || l->worker.done_fd < 0)
                 return log_error_errno(-errno, "Failed to set up the event loop: %m");
         if ((r = epoll_add(l->epfd, l->sigfd, SOURCE_SIGNAL)) < 0 ||
             (r = epoll_add(l->epfd, l->timerfd, SOURCE_TIMER)) < 0 ||
-            (r = epoll_add(l->epfd, l->inofd, SOURCE_INOTIFY)) < 0)
+            (r = epoll_add(l->epfd, l->inofd, SOURCE_INOTIFY)) < 0 ||
+            (r = epoll_add(l->epfd, l->worker.done_fd, SOURCE_PASS_DONE)) < 0)
                 return log_error_errno(r, "Failed to set up the event loop: %m");
+        if ((r = watchdog_setup(l)) < 0)
+                return r;
 
         STRV_FOREACH (w, (char **)l->cfg->watch) {
                 /* Atomic updates arrive as a rename into the directory; devices as a create. */
@@ -125,15 +180,62 @@ static void loop_teardown(Loop *l) {
         l->sigfd = safe_close(l->sigfd);
         l->timerfd = safe_close(l->timerfd);
         l->inofd = safe_close(l->inofd);
+        l->watchdogfd = safe_close(l->watchdogfd);
+        l->worker.done_fd = safe_close(l->worker.done_fd);
 }
 
-static void loop_run_pass(Loop *l) {
-        PassReport rep = {};
-        usec_t start = now(CLOCK_MONOTONIC), delay;
+static void *worker_main(void *arg) {
+        PassWorker *w = arg;
+        uint64_t one = 1;
+        pass_progress_begin();
+        w->cb->pass(w->userdata, &w->report);
+        pass_progress_end();
+        /* an eventfd write of 1 cannot fail short of a bug; the loop would then wait for the next event */
+        (void)!write(w->done_fd, &one, sizeof(one));
+        return NULL;
+}
+
+static void loop_start_pass(Loop *l) {
+        PassWorker *w = &l->worker;
+        w->report = (PassReport){};
+        w->started = now(CLOCK_MONOTONIC);
+        w->cb = l->cb;
+        w->userdata = l->userdata;
+        l->wake_pending = false;
+        int r = pthread_create(&w->thread, NULL, worker_main, w);
+        if (r != 0) {
+                log_error_errno(-r, "Failed to start a pass: %m; will retry in %.1f s.",
+                                (double)l->cfg->backoff_min / USEC_PER_SEC);
+                loop_schedule(l, now(CLOCK_MONOTONIC) + l->cfg->backoff_min);
+                return;
+        }
+        w->running = true;
+        notify_send("STATUS=converging: a pass is running");
+}
+
+static void loop_reload(Loop *l) {
+        l->reload_pending = false;
+        log_info("SIGHUP: reloading the spec.");
+        if (l->cb->reload(l->userdata) >= 0) {
+                l->failures = 0;
+                loop_schedule(l, now(CLOCK_MONOTONIC));
+        } else
+                log_warning("Keeping the previous spec.");
+}
+
+/* The worker said it is done: take its report, then decide what comes next. */
+static void loop_finish_pass(Loop *l) {
+        uint64_t n;
+        if (read(l->worker.done_fd, &n, sizeof(n)) != sizeof(n) || !l->worker.running)
+                return;
+        pthread_join(l->worker.thread, NULL);
+        l->worker.running = false;
+        PassReport rep = l->worker.report;
+        l->worker.report = (PassReport){};
+        usec_t delay;
         char status[600];
 
-        l->cb->pass(l->userdata, &rep);
-        rep.duration = now(CLOCK_MONOTONIC) - start;
+        rep.duration = now(CLOCK_MONOTONIC) - l->worker.started;
         metrics_observe(&l->metrics, &rep, now(CLOCK_REALTIME));
 
         if (rep.status == 0) {
@@ -159,29 +261,36 @@ static void loop_run_pass(Loop *l) {
                          rep.status == PK_EWAITING ? "converging" : "error", strna(rep.reason));
         }
         notify_send(status);
-        if (!l->ready_sent) {
-                notify_send("READY=1");
-                l->ready_sent = true;
-        }
         pass_report_done(&rep);
         /* A pass allocates and frees its working set; give it back to the system between passes, so the
          * daemon's footprint is its steady state, not the high-water mark of its busiest pass. */
         malloc_trim(0);
+        if (l->wake_pending && delay > l->cfg->debounce)
+                delay = l->cfg->debounce; /* something changed while the pass ran */
         loop_schedule(l, now(CLOCK_MONOTONIC) + delay);
+        if (l->reload_pending)
+                loop_reload(l);
 }
 
 static void loop_on_signal(Loop *l) {
         struct signalfd_siginfo si;
         while (read(l->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                if (si.ssi_signo == SIGHUP) {
-                        log_info("SIGHUP: reloading the spec.");
-                        if (l->cb->reload(l->userdata) >= 0) {
-                                l->failures = 0;
-                                loop_schedule(l, now(CLOCK_MONOTONIC));
-                        } else
-                                log_warning("Keeping the previous spec.");
+                const char *name = si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+                if (si.ssi_signo == SIGHUP && l->worker.running) {
+                        log_info("SIGHUP: reloading the spec after the running pass.");
+                        l->reload_pending = true;
+                } else if (si.ssi_signo == SIGHUP)
+                        loop_reload(l);
+                else if (l->worker.running) {
+                        /* The pass stops at its next step or wait; a running mkfs or fsck runs to its end
+                         * (a half-made filesystem would never be formatted again: it is not blank). */
+                        log_info("%s: stopping after the step the pass is in.", name);
+                        notify_send("STOPPING=1\nSTATUS=stopping after the running step");
+                        stop_request();
+                        l->stop = true;
                 } else {
-                        log_info("%s: stopping.", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+                        log_info("%s: stopping.", name);
+                        stop_request();
                         l->stop = true;
                 }
         }
@@ -193,7 +302,9 @@ static void loop_on_inotify(Loop *l) {
         while (read(l->inofd, buf, sizeof(buf)) > 0)
                 any = true;
         usec_t soon = now(CLOCK_MONOTONIC) + l->cfg->debounce;
-        if (any && l->next_pass > soon) {
+        if (any && l->worker.running)
+                l->wake_pending = true;
+        else if (any && l->next_pass > soon) {
                 log_debug("A watched directory changed: pass soon.");
                 loop_schedule(l, soon);
         }
@@ -203,7 +314,17 @@ static void loop_on_timer(Loop *l) {
         uint64_t expirations;
         if (read(l->timerfd, &expirations, sizeof(expirations)) != sizeof(expirations))
                 return;
-        loop_run_pass(l);
+        if (l->worker.running)
+                l->wake_pending = true; /* the next pass follows this one */
+        else if (!l->stop)
+                loop_start_pass(l);
+}
+
+static void loop_serve_http(Loop *l) {
+        PassProgress p;
+        pass_progress_snapshot(&p);
+        metrics_set_running(&l->metrics, &p, now(CLOCK_MONOTONIC));
+        http_server_dispatch(l->http);
 }
 
 int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdata) {
@@ -214,7 +335,9 @@ int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdat
                    .epfd = -1,
                    .sigfd = -1,
                    .timerfd = -1,
-                   .inofd = -1 };
+                   .inofd = -1,
+                   .watchdogfd = -1,
+                   .worker.done_fd = -1 };
         int r;
 
         if (c.backoff_min == 0)
@@ -223,24 +346,39 @@ int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdat
                 c.backoff_max = MAX(c.interval, c.backoff_min);
         if (c.debounce == 0)
                 c.debounce = 20 * USEC_PER_MSEC;
+        stop_reset();
         r = loop_setup(&l);
-        while (r >= 0 && !l.stop) {
+        if (r >= 0)
+                /* Up: serving, watching, passes scheduled. How the passes go is STATUS=, not readiness: a
+                 * first pass may legitimately take minutes (an attach, e2fsck, Route 53 INSYNC). */
+                notify_send("READY=1\nSTATUS=starting the first pass");
+        /* After a stop, the loop goes on serving until the running pass is over. */
+        while (r >= 0 && (!l.stop || l.worker.running)) {
                 struct epoll_event ev[8];
                 int n = epoll_wait(l.epfd, ev, ELEMENTSOF(ev), l.http ? http_server_timeout_ms(l.http) : -1);
                 if (n < 0 && errno != EINTR) {
                         r = log_error_errno(-errno, "epoll_wait failed: %m");
                         break;
                 }
-                for (int i = 0; i < n && !l.stop; i++) {
+                for (int i = 0; i < n; i++) {
                         if (ev[i].data.u64 == SOURCE_SIGNAL)
                                 loop_on_signal(&l);
                         else if (ev[i].data.u64 == SOURCE_INOTIFY)
                                 loop_on_inotify(&l);
                         else if (ev[i].data.u64 == SOURCE_TIMER)
                                 loop_on_timer(&l);
+                        else if (ev[i].data.u64 == SOURCE_PASS_DONE)
+                                loop_finish_pass(&l);
+                        else if (ev[i].data.u64 == SOURCE_WATCHDOG)
+                                loop_on_watchdog(&l);
                 }
                 if (l.http)
-                        http_server_dispatch(l.http);
+                        loop_serve_http(&l);
+        }
+        if (l.worker.running) { /* epoll failed mid-pass: the worker still uses the loop's data */
+                stop_request();
+                pthread_join(l.worker.thread, NULL);
+                pass_report_done(&l.worker.report);
         }
         notify_send("STOPPING=1");
         loop_teardown(&l);

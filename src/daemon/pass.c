@@ -13,6 +13,7 @@
 #include "components/etcd.h"
 #include "components/render.h"
 #include "daemon/loop.h"
+#include "daemon/progress.h"
 #include "dns/dns-provider.h"
 #include "dns/dns-wire.h"
 #include "manifest/manifest-dir.h"
@@ -35,6 +36,10 @@ static void report_log(void *userdata, int level, int error, const char *message
         log_full_errno((LogLevel)level, error, "%s", message);
         if (rep && level <= LOG_LEVEL_ERROR && error < 0 && !rep->reason)
                 rep->reason = strdup(message);
+}
+
+static void report_progress(void *userdata, const char *step) {
+        pass_progress_step("%s", step);
 }
 
 static int load_spec(const char *path, ClusterSpec **ret, char ***ret_etcd_clusters) {
@@ -144,6 +149,7 @@ static VolumesPassConfig volumes_config(Pass *p, PassReport *rep, bool manifests
                 .render_userdata = p->spec,
                 .report = report_log,
                 .report_userdata = rep,
+                .progress = report_progress,
         };
 }
 
@@ -153,6 +159,10 @@ static void pass_volumes(Pass *p, PassReport *rep, bool manifests) {
         PassStage stage = manifests ? PASS_STAGE_MANIFEST : PASS_STAGE_CLAIM;
         int r = volumes_pass(p->provider, &cfg, &res);
 
+        if (r == -ECANCELED) {
+                pass_report_error(rep, stage, PK_EWAITING, "stopping");
+                return;
+        }
         if (r < 0) {
                 const char *detail = volume_provider_last_error(p->provider);
                 _cleanup_free_ char *why =
@@ -269,18 +279,22 @@ static void pass_control_plane(Pass *p, PassReport *rep, bool dry_run, FILE *pla
 }
 
 static void pass_stage_volumes(Pass *p, PassReport *rep) {
+        pass_progress_step("volumes: observing");
         pass_volumes(p, rep, false);
 }
 
 static void pass_stage_dns(Pass *p, PassReport *rep) {
+        pass_progress_step("DNS: publishing");
         pass_dns(p, rep, false, NULL);
 }
 
 static void pass_stage_etcd_manifests(Pass *p, PassReport *rep) {
+        pass_progress_step("etcd manifests");
         pass_volumes(p, rep, true);
 }
 
 static void pass_stage_control_plane(Pass *p, PassReport *rep) {
+        pass_progress_step("control-plane manifests");
         pass_control_plane(p, rep, false, NULL);
 }
 

@@ -95,6 +95,12 @@ int metrics_format(const Metrics *m, Buf *out) {
         EMIT("# HELP protokube_dns_records_published Desired DNS records the provider serves.\n"
              "# TYPE protokube_dns_records_published gauge\n");
         EMIT("protokube_dns_records_published %u\n", m->records_published);
+        EMIT("# HELP protokube_pass_running 1 while a pass runs.\n"
+             "# TYPE protokube_pass_running gauge\n");
+        EMIT("protokube_pass_running %d\n", m->running ? 1 : 0);
+        EMIT("# HELP protokube_pass_running_seconds How long the running pass has run, 0 when none.\n"
+             "# TYPE protokube_pass_running_seconds gauge\n");
+        EMIT("protokube_pass_running_seconds %.3f\n", m->running_seconds);
         EMIT("# HELP protokube_last_success_timestamp_seconds Unix time of the last converged pass.\n"
              "# TYPE protokube_last_success_timestamp_seconds gauge\n");
         EMIT("protokube_last_success_timestamp_seconds %.3f\n",
@@ -103,7 +109,25 @@ int metrics_format(const Metrics *m, Buf *out) {
         return r;
 }
 
+void metrics_set_running(Metrics *m, const PassProgress *p, usec_t now_monotonic) {
+        m->running = p->running;
+        m->running_seconds = p->running && now_monotonic > p->pass_started
+                                 ? (double)(now_monotonic - p->pass_started) / USEC_PER_SEC
+                                 : 0;
+        pass_progress_describe(p, now_monotonic, m->running_step, sizeof(m->running_step));
+}
+
 int health_status(const Metrics *m, char *body, size_t size) {
+        bool failed = m->have_pass && m->last_status < 0 && m->last_status != PK_EWAITING;
+        if (m->running && !failed) {
+                snprintf(body, size, "converging: %s\n", m->running_step);
+                return 200;
+        }
+        if (m->running) {
+                snprintf(body, size, "error: %s (retrying: %s)\n",
+                         m->last_reason[0] ? m->last_reason : pk_strerror(m->last_status), m->running_step);
+                return 503;
+        }
         if (!m->have_pass) {
                 snprintf(body, size, "starting: no pass has finished yet\n");
                 return 503;

@@ -4,11 +4,13 @@
 /* What one pass reports, and the running totals the daemon exposes on /metrics and /healthz. Pure data and
  * formatting: no I/O here, so it is unit-testable. */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "basic/buf.h"
 #include "basic/time-util.h"
+#include "daemon/progress.h"
 
 typedef enum PassStage {
         PASS_STAGE_SPEC,
@@ -21,7 +23,7 @@ typedef enum PassStage {
         PASS_STAGE_MANIFEST,
         PASS_STAGE_DNS,
         _PASS_STAGE_MAX,
-        _PASS_STAGE_INVALID = -22,
+        _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
 
 const char *pass_stage_to_string(PassStage s);
@@ -57,11 +59,19 @@ typedef struct Metrics {
         bool have_pass;
         int last_status;
         char last_reason[512];
+        /* the pass running now (metrics_set_running), "" when none */
+        bool running;
+        double running_seconds;
+        char running_step[PASS_STEP_MAX + 32];
 } Metrics;
+
+/* Copies what the running pass does now into m (the loop's thread, before it answers a request). */
+void metrics_set_running(Metrics *m, const PassProgress *p, usec_t now_monotonic);
 
 void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now);
 /* Prometheus text exposition format 0.0.4. */
 int metrics_format(const Metrics *m, Buf *out);
 /* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise; before the first
- * pass, 503 "starting". Writes a one-line body. */
+ * pass, 503 "starting". While a pass runs, its step is said: "converging: e2fsck vol-x (12 s)" (200, unless
+ * the last pass failed: then 503 with the last error and the step it is retrying). One-line body. */
 int health_status(const Metrics *m, char *body, size_t size);

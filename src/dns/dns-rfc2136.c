@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "basic/errors.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "dns/dns-provider.h"
@@ -73,14 +74,6 @@ static void rfc2136_close(DnsProviderState *s) {
         free(s->zone);
         strv_free(s->zone_cache);
         free(s);
-}
-
-static void backoff_sleep(unsigned attempt) {
-        usec_t u = RFC2136_BACKOFF_FIRST << attempt;
-        struct timespec ts;
-        usec_to_timespec(u, &ts);
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
 }
 
 /* Why a server rejected us, in words a user can act on. */
@@ -162,8 +155,10 @@ static int client_exchange(DnsProviderState *s, const DnsWriter *msg, const char
                 uint8_t mac[CRYPTO_HMAC_MAX];
                 size_t mac_len = 0, len;
 
-                if (attempt > 0)
-                        backoff_sleep(attempt - 1);
+                if (attempt > 0 && sleep_usec(RFC2136_BACKOFF_FIRST << (attempt - 1)) < 0) {
+                        *ret_error = strprintf("%s at %s: stopping", what, s->server.text);
+                        return -ECANCELED;
+                }
                 buf_init(&q, DNS_MESSAGE_MAX);
                 r = buf_add(&q, msg->buf.data, msg->buf.len);
                 if (r < 0)

@@ -14,6 +14,7 @@
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/log.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "manifest/manifest-dir.h"
@@ -70,6 +71,8 @@ static void report_output(const VolumesPassConfig *cfg, const char *tool, const 
 /* Runs a tool on a device; *ret_status is its exit status when it exited by itself. A tool that a signal
  * ended (a crash, the OOM killer) or that hit its deadline said nothing about the device: an error,
  * reported with the signal, never an exit status to interpret. */
+static void progress(const VolumesPassConfig *cfg, const char *what, const char *id);
+
 static int run_tool(const ApplyContext *c, char *const argv[], const char *dev, int *ret_status) {
         SpawnResult res = {};
         usec_t timeout = c->cfg->child_timeout ?: CHILD_TIMEOUT;
@@ -110,7 +113,9 @@ static int action_wait_device(ApplyContext *c, size_t i) {
                 }
                 if (now(CLOCK_MONOTONIC) >= deadline)
                         return PK_ETIMEOUT;
-                usleep(DEVICE_POLL_INTERVAL);
+                r = sleep_usec(DEVICE_POLL_INTERVAL);
+                if (r < 0)
+                        return r;
         }
 }
 
@@ -198,6 +203,7 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
         }
         report(c->cfg, LOG_LEVEL_INFO, 0, "Volume '%s' (%s) is blank: creating an ext4 filesystem",
                c->in->volumes[i].id, dev);
+        progress(c->cfg, "mkfs.ext4", c->in->volumes[i].id);
         /* no -F: mkfs.ext4 itself refuses a device that is in use or holds something */
         char *argv[] = {
                 (char *)"mkfs.ext4", (char *)"-q", (char *)"-L", (char *)"etcd", (char *)dev, NULL
@@ -382,12 +388,24 @@ static int verify_claim(ApplyContext *c, size_t i) {
 
 /* Runs the plan's actions; a volume whose action fails is skipped for the rest of the pass. Returns 1
  * when a claim was lost (the caller re-reads and plans again), 0 otherwise. */
+static void progress(const VolumesPassConfig *cfg, const char *what, const char *id) {
+        char step[160];
+        if (!cfg->progress)
+                return;
+        snprintf(step, sizeof(step), "%s %s", what, id);
+        cfg->progress(cfg->report_userdata, step);
+}
+
 static int apply_plan(ApplyContext *c) {
         for (size_t k = 0; k < c->plan->n_actions; k++) {
                 const PlanAction *a = &c->plan->actions[k];
                 const Volume *v = &c->in->volumes[a->volume];
                 if (c->failed[a->volume])
                         continue;
+                /* every action leaves the volume consistent: a stop lands between two of them */
+                if (stop_requested())
+                        return -ECANCELED;
+                progress(c->cfg, a->type == ACTION_FSCK ? "e2fsck" : action_type_to_string(a->type), v->id);
                 int r = run_action(c, a);
                 if (r >= 0 && a->type == ACTION_CLAIM) {
                         r = verify_claim(c, a->volume);
@@ -399,7 +417,7 @@ static int apply_plan(ApplyContext *c) {
                                "Volume '%s' was claimed by another node first; choosing again", v->id);
                         return 1;
                 }
-                if (r == -ENOMEM)
+                if (r == -ENOMEM || r == -ECANCELED)
                         return r;
                 if (r < 0) {
                         c->failed[a->volume] = true;

@@ -27,6 +27,9 @@ typedef struct VolumesPassConfig {
         void *render_userdata;
         VolumesReportFunc report; /* may be NULL */
         void *report_userdata;
+        /* Called as each action starts ("fsck vol-x", "mkfs.ext4 vol-x"): what the pass is doing now, for
+         * /healthz. May be NULL; shares report_userdata. */
+        void (*progress)(void *userdata, const char *step);
 } VolumesPassConfig;
 
 /* Everything a pass saw: the node, the volumes, per volume what is on this node. */

@@ -138,7 +138,8 @@ def test_health_metrics_and_clean_stop(node):
     node.pool_create("main", "a")
     node.pool_create("events", "a")
     node.start()
-    wait_until(lambda: get(node.url("/healthz"))[0] == 200)
+    # 200 "converging: ..." while the first pass runs, then "ok" once it converged
+    wait_until(lambda: get(node.url("/healthz")) == (200, "ok\n"))
     status, body = get(node.url("/metrics"))
     assert status == 200
     assert "protokube_passes_total 1" in body or "protokube_passes_total 2" in body
@@ -161,7 +162,8 @@ def test_health_metrics_and_clean_stop(node):
 def test_sighup_reload_keeps_old_spec_when_invalid(node):
     node.pool_create("main", "a")
     node.start()
-    wait_until(lambda: get(node.url("/healthz"))[0] in (200,))
+    wait_until(lambda: (lambda st, body: st == 200 and "protokube_passes_total 0\n" not in body)(
+        *get(node.url("/metrics"))))
     hosts_before = open(node.hosts).read()
     node.write_spec(0, text="apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: demo.k8s.test}\n"
                                "spec:\n  clowd: local\n")
@@ -200,21 +202,23 @@ def test_sd_notify(node):
     s.bind(sock_path)
     s.settimeout(20)
     node.start(extra_env={"NOTIFY_SOCKET": sock_path})
-    got = []
+    got = []  # one sd_notify assignment per element (a datagram may carry several, one per line)
     deadline = time.monotonic() + 20
     while "READY=1" not in got and time.monotonic() < deadline:
-        got.append(s.recv(4096).decode())
+        got += s.recv(4096).decode().splitlines()
     assert "READY=1" in got
     assert any(m.startswith("STATUS=") for m in got)
+    # the pass's outcome follows readiness as STATUS= (events has no volume here: waiting)
+    outcome = "STATUS=converging: 1 etcd cluster(s) have no volume for this node yet"
+    while outcome not in got and time.monotonic() < deadline:
+        got += s.recv(4096).decode().splitlines()
+    assert got.index("READY=1") < got.index(outcome), got
     node.proc.send_signal(signal.SIGTERM)
     node.proc.wait(timeout=5)
-    while True:
+    while "STOPPING=1" not in got:
         try:
-            m = s.recv(4096).decode()
+            got += s.recv(4096).decode().splitlines()
         except socket.timeout:
-            break
-        got.append(m)
-        if m == "STOPPING=1":
             break
     assert "STOPPING=1" in got
     s.close()
@@ -228,3 +232,71 @@ def test_bad_listen_address_is_an_error(node):
                        capture_output=True, text=True, timeout=10)
     assert p.returncode == 1
     assert "'localhost'" in p.stderr
+
+
+def slow_tool_path(node, tool, seconds):
+    """A PATH whose `tool` is the real one, started after `seconds`: a long e2fsck or mkfs, for real."""
+    d = os.path.join(node.tmp, "bin-" + tool)
+    os.makedirs(d, exist_ok=True)
+    real = shutil.which(tool)
+    assert real, tool
+    w = os.path.join(d, tool)
+    with open(w, "w") as f:
+        f.write(f"#!/bin/sh\necho started > {d}/started\nsleep {seconds}\nexec \"{real}\" \"$@\"\n")
+    os.chmod(w, 0o755)
+    return d, d + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def test_answers_while_a_long_fsck_runs(node):
+    # Review item 6: a pass no longer blocks the loop. While e2fsck runs for seconds, /healthz names the step,
+    # /metrics answers, READY=1 was sent at start-up, and SIGTERM is taken at once (the fsck runs to its end).
+    node.pool_create("main", "a")
+    node.start()
+    wait_until(lambda: os.path.islink(os.path.join(node.manifests, "etcd.manifest")))
+    node.stop()  # unmounts: the next start checks the filesystem again
+    d, path = slow_tool_path(node, "e2fsck", 4)
+    sock_path = os.path.join(node.tmp, "notify.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(sock_path)
+    s.settimeout(10)
+    node.start(extra_env={"PATH": path, "NOTIFY_SOCKET": sock_path})
+    got = []
+    while "READY=1" not in got:
+        got += s.recv(4096).decode().splitlines()
+    wait_until(lambda: os.path.exists(os.path.join(d, "started")), timeout=20)
+    latencies = []
+    for _ in range(10):
+        t = time.monotonic()
+        status, body = get(node.url("/healthz"))
+        latencies.append(time.monotonic() - t)
+        assert status == 200 and body.startswith("converging: e2fsck vol-main-a ("), (status, body)
+        status, metrics = get(node.url("/metrics"))
+        assert status == 200 and "protokube_pass_running 1" in metrics
+        time.sleep(0.1)
+    print("healthz latency during e2fsck: max %.1f ms" % (max(latencies) * 1000))
+    assert not any(m.startswith("STATUS=converged") for m in got)
+    # SIGTERM mid-fsck: the daemon keeps answering and ends once the fsck is done, never interrupting it
+    node.proc.send_signal(signal.SIGTERM)
+    status, body = get(node.url("/healthz"))
+    assert status == 200, body
+    assert node.proc.wait(timeout=30) == 0
+    msgs = [l.get("msg", "") for l in node.logs()]
+    assert any("stopping after the step the pass is in" in m for m in msgs), msgs
+    assert any("Checked '/dev/loop" in m for m in msgs), msgs  # e2fsck ran to its end
+    s.close()
+
+
+def test_sigterm_never_interrupts_mkfs(node):
+    node.pool_create("main", "a")
+    d, path = slow_tool_path(node, "mkfs.ext4", 2)
+    node.start(extra_env={"PATH": path})
+    wait_until(lambda: os.path.exists(os.path.join(d, "started")), timeout=20)
+    node.proc.send_signal(signal.SIGTERM)
+    assert node.proc.wait(timeout=30) == 0
+    img = os.path.join(node.pool, "vol-main-a.img")
+    assert subprocess.run(["blkid", "-p", "-s", "TYPE", "-o", "value", img], capture_output=True,
+                          text=True).stdout.strip() == "ext4"
+    fsck = subprocess.run(["e2fsck", "-n", "-f", img], capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    # the stop came at the next step: the mount that completes the format's action, then nothing more
+    assert not os.path.lexists(os.path.join(node.manifests, "etcd.manifest"))

@@ -20,6 +20,38 @@ static void test_backoff(void **state) {
         assert_true(j > 16 * s / 10 && j <= 2 * s);
 }
 
+/* While a pass runs, /healthz says which step it is in and for how long. */
+static void test_health_while_running(void **state) {
+        Metrics m = {};
+        char body[600];
+        PassProgress p = { .running = true,
+                           .pass_started = 10 * USEC_PER_SEC,
+                           .step_started = 20 * USEC_PER_SEC };
+        strcpy(p.step, "e2fsck vol-x");
+        metrics_set_running(&m, &p, 32 * USEC_PER_SEC + 1);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200); /* first pass still running */
+        assert_string_equal(body, "converging: e2fsck vol-x (12 s)\n");
+
+        PassReport bad = { .duration = 1 };
+        pass_report_error(&bad, PASS_STAGE_DNS, PK_ETIMEOUT, "server timed out");
+        metrics_observe(&m, &bad, 0);
+        pass_report_done(&bad);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 503);
+        assert_string_equal(body, "error: server timed out (retrying: e2fsck vol-x (12 s))\n");
+
+        Buf b;
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(strstr((const char *)b.data, "protokube_pass_running 1\n"));
+        assert_non_null(strstr((const char *)b.data, "protokube_pass_running_seconds 22.000\n"));
+        buf_free(&b);
+
+        p.running = false;
+        metrics_set_running(&m, &p, 40 * USEC_PER_SEC);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 503);
+        assert_non_null(strstr(body, "error: server timed out\n"));
+}
+
 static void test_metrics_and_health(void **state) {
         Metrics m = {};
         char body[600];
@@ -79,6 +111,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_backoff),
                 cmocka_unit_test(test_metrics_and_health),
+                cmocka_unit_test(test_health_while_running),
                 cmocka_unit_test(test_listen_address),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
