@@ -2,6 +2,7 @@
 /* Files below an untrusted directory: symlinks never followed, FIFOs never read or blocked on. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,8 +22,8 @@ typedef struct Dirs {
 
 static int setup(void **state) {
         Dirs *d = calloc(1, sizeof(Dirs));
-        strcpy(d->root, "/tmp/pk-beneath-XXXXXX");
-        strcpy(d->outside, "/tmp/pk-outside-XXXXXX");
+        snprintf(d->root, sizeof(d->root), "/tmp/pk-beneath-XXXXXX");
+        snprintf(d->outside, sizeof(d->outside), "/tmp/pk-outside-XXXXXX");
         assert_non_null(mkdtemp(d->root));
         assert_non_null(mkdtemp(d->outside));
         d->rootfd = open(d->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

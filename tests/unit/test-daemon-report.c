@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -27,7 +28,7 @@ static void test_health_while_running(void **state) {
         PassProgress p = { .running = true,
                            .pass_started = 10 * USEC_PER_SEC,
                            .step_started = 20 * USEC_PER_SEC };
-        strcpy(p.step, "e2fsck vol-x");
+        snprintf(p.step, sizeof(p.step), "e2fsck vol-x");
         metrics_set_running(&m, &p, 32 * USEC_PER_SEC + 1);
         assert_int_equal(health_status(&m, body, sizeof(body)), 200); /* first pass still running */
         assert_string_equal(body, "converging: e2fsck vol-x (12 s)\n");
