@@ -457,16 +457,28 @@ static int hosts_read(DnsProviderState *s, const DnsRRsetList *owned, DnsRRsetLi
         return 0;
 }
 
+/* A bind mount of the file itself (statx() knows since Linux 5.8; older kernels: rename() says EBUSY). */
+static bool is_mount_point(int fd) {
+        struct statx sx;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0)
+                return false;
+        return (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+               (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* The normal path: a temporary file next to it with the old file's owner and mode, fsync, rename over
  * it, fsync the directory. Readers see the old file or the new one, never a mix, whenever we are killed.
  * A file with hard links would keep the old text under its other names: -EMLINK, written in place. */
-static int write_by_rename(const char *path, const struct stat *st, const char *text, size_t len) {
+static int write_by_rename(const char *path, int fd_file, const struct stat *st, const char *text,
+                           size_t len) {
         _cleanup_free_ char *prefix = temp_prefix(path), *tmp = NULL;
         _cleanup_close_ int fd = -1;
         int r;
 
         if (st->st_nlink > 1)
                 return -EMLINK;
+        if (is_mount_point(fd_file))
+                return -EBUSY; /* what rename() would say, after a temporary file written for nothing */
         tmp = prefix ? strjoin(prefix, "XXXXXX") : NULL;
         if (!tmp)
                 return -ENOMEM;
@@ -606,7 +618,7 @@ static int hosts_apply(DnsProviderState *s, const DnsRRsetList *changes, char **
                 return r;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        r = write_by_rename(target, &st, text, len);
+        r = write_by_rename(target, fd, &st, text, len);
         if (rename_refused(r))
                 r = write_in_place(fd, &h, text, len);
         if (r >= 0)
