@@ -99,10 +99,11 @@ static int copy_range(const char *p, size_t n, char **ret, size_t *ret_len) {
 
 /* Characters of a line of ours: addresses, names, blanks. */
 static bool block_text_chars(const char *p, const char *eol) {
-        for (; p < eol; p++)
-                if (!strchr("0123456789abcdefABCDEF:.-_ \t", *p) &&
-                    !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+        for (; p < eol; p++) {
+                bool letter = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+                if (!letter && (!*p || !strchr("0123456789:.-_ \t", *p)))
                         return false;
+        }
         return true;
 }
 
@@ -449,8 +450,10 @@ static int hosts_read(DnsProviderState *s, const DnsRRsetList *owned, DnsRRsetLi
                 if (r < 0)
                         return r;
         }
-        /* A failed directory listing only means no cleanup now. */
-        s->repair_pending = h.repair || stale_temps(s->path, false) > 0;
+        /* Temporary files are next to the file a symbolic link points to. A failed directory listing
+         * only means no cleanup now. */
+        _cleanup_free_ char *target = realpath(s->path, NULL);
+        s->repair_pending = h.repair || stale_temps(target ?: s->path, false) > 0;
         dns_rrset_list_sort(&l);
         *ret = l;
         l = (DnsRRsetList){};
