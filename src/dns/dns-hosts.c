@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "dns/dns-hosts.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -20,6 +24,7 @@ void hosts_file_done(HostsFile *h) {
         free(h->before);
         free(h->after);
         free(h->block);
+        free(h->repair_data);
         dns_rrset_list_done(&h->entries);
         *h = (HostsFile){};
 }
@@ -92,14 +97,50 @@ static int copy_range(const char *p, size_t n, char **ret, size_t *ret_len) {
         return 0;
 }
 
-int hosts_file_parse(const char *text, size_t len, HostsFile *ret, char **ret_error) {
+/* Characters of a line of ours: addresses, names, blanks. */
+static bool block_text_chars(const char *p, const char *eol) {
+        for (; p < eol; p++) {
+                bool letter = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+                if (!letter && (!*p || !strchr("0123456789:.-_ \t", *p)))
+                        return false;
+        }
+        return true;
+}
+
+/* An old version rewrote the file in place and truncated it afterwards. Killed in between after a block
+ * that shrank, it left the new text followed by the old text's tail: the rest of the old block, its End
+ * marker (now an orphan), and again everything that follows the block. Recognised by exactly that shape:
+ * the text after the orphan marker repeats the start of the text between the two End markers, and the
+ * rest in between is lines of ours (the first possibly cut). Then the file ends after that repeated text. */
+static bool is_stale_tail(const char *after, const char *orphan, const char *orphan_next, const char *end) {
+        size_t m = (size_t)(orphan - after), n = (size_t)(end - orphan_next);
+        if (n > m || memcmp(after, orphan_next, n) != 0)
+                return false;
+        for (const char *p = after + n; p < orphan;) {
+                const char *eol = memchr(p, '\n', (size_t)(orphan - p));
+                if (!eol || !block_text_chars(p, eol))
+                        return false;
+                if (p != after + n && p != eol) {
+                        HostsFile probe = {};
+                        int r = parse_block_line(&probe, p, eol);
+                        bool ok = r >= 0 && probe.n_invalid == 0;
+                        hosts_file_done(&probe);
+                        if (!ok)
+                                return false;
+                }
+                p = eol + 1;
+        }
+        return true;
+}
+
+/* The markers and the block of text; *ret_len: how much of text the file should be (less than len when it
+ * ends in an old version's stale tail). */
+static int parse_text(const char *text, size_t len, HostsFile *ret, size_t *ret_len, char **ret_error) {
         _cleanup_(hosts_file_done) HostsFile h = {};
         const char *end = text + len, *begin = NULL, *stop = NULL, *after = NULL;
         unsigned line = 0, begin_line = 0;
         int r;
 
-        if (len > HOSTS_FILE_MAX)
-                return PK_ETOOBIG;
         for (const char *p = text; p < end;) {
                 const char *eol = memchr(p, '\n', (size_t)(end - p));
                 const char *next = eol ? eol + 1 : end;
@@ -115,6 +156,10 @@ int hosts_file_parse(const char *text, size_t len, HostsFile *ret, char **ret_er
                         begin = p;
                         begin_line = line;
                 } else if (line_is(p, eol, HOSTS_END_MARKER)) {
+                        if (stop && is_stale_tail(after, p, next, end)) {
+                                end = after + (end - next);
+                                break;
+                        }
                         if (!begin || stop) {
                                 *ret_error = strprintf("line %u: '%s' without a matching begin marker", line,
                                                        HOSTS_END_MARKER);
@@ -144,6 +189,50 @@ int hosts_file_parse(const char *text, size_t len, HostsFile *ret, char **ret_er
         if (r < 0)
                 return r;
         dns_rrset_list_sort(&h.entries);
+        *ret_len = (size_t)(end - text);
+        *ret = h;
+        h = (HostsFile){};
+        return 0;
+}
+
+int hosts_file_parse(const char *text, size_t len, HostsFile *ret, char **ret_error) {
+        _cleanup_(hosts_file_done) HostsFile h = {};
+        _cleanup_free_ char *redo = NULL, *logical = NULL;
+        size_t keep = len, redo_len = 0, logical_len, used;
+        int r;
+
+        if (len > HOSTS_DISK_MAX)
+                return PK_ETOOBIG;
+        r = hosts_journal_recover(text, len, &keep, &redo, &redo_len, ret_error);
+        if (r < 0)
+                return r;
+        bool journal = r > 0;
+        if (journal) {
+                logical_len = keep + redo_len;
+                logical = malloc(logical_len + 1);
+                if (!logical)
+                        return -ENOMEM;
+                memcpy(logical, text, keep);
+                if (redo_len > 0)
+                        memcpy(logical + keep, redo, redo_len);
+                logical[logical_len] = 0;
+        } else
+                logical_len = len;
+        if (logical_len > HOSTS_FILE_MAX)
+                return PK_ETOOBIG;
+        r = parse_text(journal ? logical : text, logical_len, &h, &used, ret_error);
+        if (r < 0)
+                return r;
+        if (journal || used < logical_len) {
+                /* The repair: keep, then the part of the redo text that stays, then the end. */
+                h.repair = true;
+                h.repair_keep = MIN(keep, used);
+                h.repair_len = used > keep ? used - keep : 0;
+                if (h.repair_len > 0) {
+                        h.repair_data = TAKE_PTR(redo);
+                        h.repair_data[h.repair_len] = 0;
+                }
+        }
         *ret = h;
         h = (HostsFile){};
         return 0;
@@ -220,6 +309,7 @@ int hosts_file_render(const HostsFile *h, const char *block, size_t block_len, c
 
 struct DnsProviderState {
         char *path;
+        bool repair_pending; /* the last read found something only a write repairs */
 };
 
 static int hosts_open(const ClusterSpec *spec, DnsProviderState **ret, char **ret_error) {
@@ -242,6 +332,10 @@ static void hosts_close(DnsProviderState *s) {
         free(s);
 }
 
+static bool hosts_repair_pending(DnsProviderState *s) {
+        return s->repair_pending;
+}
+
 /* Locks the file against other protokube processes, with a deadline. */
 static int lock_with_deadline(int fd) {
         for (unsigned i = 0; i < 100; i++) {
@@ -254,6 +348,66 @@ static int lock_with_deadline(int fd) {
         return PK_ETIMEOUT;
 }
 
+/* Opens and locks path. The lock is on the inode, and another protokube may rename a new file over path
+ * while we wait for it: then the lock we got is on a file nobody reads any more, so open again. */
+static int open_locked(const char *path, int *ret_fd) {
+        for (unsigned i = 0; i < 10; i++) {
+                _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                struct stat a, b;
+                int r;
+
+                if (fd < 0)
+                        return -errno;
+                r = lock_with_deadline(fd);
+                if (r < 0)
+                        return r;
+                if (fstat(fd, &a) < 0)
+                        return -errno;
+                if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                        *ret_fd = TAKE_FD(fd);
+                        return 0;
+                }
+        }
+        return PK_ETIMEOUT;
+}
+
+/* The rename path's temporary files: ".NAME.protokube-XXXXXX" next to the file. */
+static char *temp_prefix(const char *path) {
+        _cleanup_free_ char *d = strdup(path), *b = strdup(path);
+        if (!d || !b)
+                return NULL;
+        return strjoin(dirname(d), "/.", basename(b), ".protokube-");
+}
+
+/* A pass killed between creating its temporary file and the rename leaves the file behind. Counts them,
+ * and removes them with remove (only under the lock: nobody else is writing one then). */
+static int stale_temps(const char *path, bool remove) {
+        _cleanup_free_ char *prefix = temp_prefix(path);
+        if (!prefix)
+                return -ENOMEM;
+        char *slash = strrchr(prefix, '/');
+        const char *name_prefix = slash + 1;
+        *slash = 0;
+        DIR *d = opendir(*prefix ? prefix : "/");
+        unsigned n = 0;
+        int r = 0;
+
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *rest = startswith(de->d_name, name_prefix);
+                if (!rest || strlen(rest) != 6)
+                        continue;
+                n++;
+                if (remove && unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
+                        r = -errno;
+                        break;
+                }
+        }
+        closedir(d);
+        return r < 0 ? r : (int)MIN(n, (unsigned)INT32_MAX);
+}
+
 static int hosts_load(DnsProviderState *s, int fd, HostsFile *ret, char **ret_error) {
         _cleanup_free_ char *text = NULL, *msg = NULL;
         size_t len;
@@ -261,7 +415,7 @@ static int hosts_load(DnsProviderState *s, int fd, HostsFile *ret, char **ret_er
 
         if (lseek(fd, 0, SEEK_SET) < 0)
                 return -errno;
-        r = read_full_fd(fd, HOSTS_FILE_MAX, &text, &len);
+        r = read_full_fd(fd, HOSTS_DISK_MAX, &text, &len);
         if (r < 0) {
                 *ret_error = strprintf("cannot read hosts file '%s': %s", s->path, pk_strerror(r));
                 return r;
@@ -296,65 +450,121 @@ static int hosts_read(DnsProviderState *s, const DnsRRsetList *owned, DnsRRsetLi
                 if (r < 0)
                         return r;
         }
+        /* Temporary files are next to the file a symbolic link points to. A failed directory listing
+         * only means no cleanup now. */
+        _cleanup_free_ char *target = realpath(s->path, NULL);
+        s->repair_pending = h.repair || stale_temps(target ?: s->path, false) > 0;
         dns_rrset_list_sort(&l);
         *ret = l;
         l = (DnsRRsetList){};
         return 0;
 }
 
-/* Why not write_file_atomic(): /etc/hosts is often a bind mount (containers, kubelet's pod hosts files),
- * and rename() over a mount point fails with EBUSY, or, where it works, leaves the mount showing the old
- * inode. So the file is rewritten in place (write, truncate, fsync), then read back and compared, under
- * flock() against a concurrent protokube. A reader may briefly see a partial file; a crash mid-write is
- * repaired by the next pass, which rewrites the block. */
-static int write_in_place(int fd, const char *data, size_t len) {
-        _cleanup_free_ char *check = NULL;
-        size_t check_len;
+/* A bind mount of the file itself (statx() knows since Linux 5.8; older kernels: rename() says EBUSY). */
+static bool is_mount_point(int fd) {
+        struct statx sx;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0)
+                return false;
+        return (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+               (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+/* The normal path: a temporary file next to it with the old file's owner and mode, fsync, rename over
+ * it, fsync the directory. Readers see the old file or the new one, never a mix, whenever we are killed.
+ * A file with hard links would keep the old text under its other names: -EMLINK, written in place. */
+static int write_by_rename(const char *path, int fd_file, const struct stat *st, const char *text,
+                           size_t len) {
+        _cleanup_free_ char *prefix = temp_prefix(path), *tmp = NULL;
+        _cleanup_close_ int fd = -1;
         int r;
 
-        if (lseek(fd, 0, SEEK_SET) < 0)
+        if (st->st_nlink > 1)
+                return -EMLINK;
+        if (is_mount_point(fd_file))
+                return -EBUSY; /* what rename() would say, after a temporary file written for nothing */
+        tmp = prefix ? strjoin(prefix, "XXXXXX") : NULL;
+        if (!tmp)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
                 return -errno;
-        r = loop_write(fd, data, len);
-        if (r < 0)
+        r = loop_write(fd, text, len);
+        if (r >= 0 && fchown(fd, st->st_uid, st->st_gid) < 0)
+                r = -errno;
+        if (r >= 0 && fchmod(fd, st->st_mode & 07777) < 0)
+                r = -errno;
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void)unlink(tmp);
                 return r;
-        if (ftruncate(fd, (off_t)len) < 0 || fsync(fd) < 0)
-                return -errno;
-        if (lseek(fd, 0, SEEK_SET) < 0)
-                return -errno;
-        r = read_full_fd(fd, HOSTS_FILE_MAX, &check, &check_len);
-        if (r < 0)
-                return r;
-        if (check_len != len || memcmp(check, data, len) != 0)
-                return -EIO;
+        }
+        return fsync_parent_dir(path);
+}
+
+/* Where rename() cannot replace the file, it is rewritten in place. EBUSY: a bind mount (/etc/hosts in
+ * containers, kubelet's pod hosts files); where rename over a mount point works, the mount would go on
+ * showing the old inode. EXDEV: the same, seen across mounts. EACCES, EPERM, EROFS: the directory is not
+ * ours to change (read-only /etc with a writable hosts file bind-mounted on it, a sticky directory) or the
+ * owner cannot be kept (not root); EMLINK: hard links. */
+static bool rename_refused(int r) {
+        return r == -EBUSY || r == -EXDEV || r == -EACCES || r == -EPERM || r == -EROFS || r == -EMLINK;
+}
+
+static int loop_pwrite(int fd, const char *data, size_t len, size_t offset) {
+        while (len > 0) {
+                ssize_t k = pwrite(fd, data, len, (off_t)offset);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                data += k;
+                len -= (size_t)k;
+                offset += (size_t)k;
+        }
         return 0;
 }
 
-static int hosts_apply(DnsProviderState *s, const DnsRRsetList *changes, char **ret_error) {
-        _cleanup_(hosts_file_done) HostsFile h = {};
-        _cleanup_free_ char *block = NULL, *text = NULL;
-        _cleanup_close_ int fd = -1;
-        size_t block_len, len;
+/* In place, crash-safe through the journal steps of hosts_write_plan() (dns-hosts-journal.c), each made
+ * durable before the next starts. */
+static int write_in_place(int fd, const HostsFile *h, const char *text, size_t len) {
+        _cleanup_(hosts_write_plan_done) HostsWritePlan plan = {};
         int r;
 
-        fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
-        if (fd < 0) {
-                r = -errno;
-                *ret_error =
-                    strprintf("cannot open hosts file '%s' for writing: %s", s->path, pk_strerror(r));
-                return r;
-        }
-        r = lock_with_deadline(fd);
-        if (r < 0) {
-                *ret_error = strprintf("cannot lock hosts file '%s': %s", s->path, pk_strerror(r));
-                return r;
-        }
-        r = hosts_load(s, fd, &h, ret_error);
+        r = hosts_write_plan(h, text, len, &plan);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < plan.n; i++) {
+                const HostsWrite *w = &plan.steps[i];
+                if (w->data)
+                        r = loop_pwrite(fd, w->data, w->len, w->offset);
+                else if (ftruncate(fd, (off_t)w->offset) < 0)
+                        r = -errno;
+                if (r >= 0 && fsync(fd) < 0)
+                        r = -errno;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int read_back(const char *path, const char *text, size_t len) {
+        _cleanup_free_ char *check = NULL;
+        size_t check_len;
+        int r = read_full_file(path, HOSTS_DISK_MAX, &check, &check_len);
+        if (r < 0)
+                return r;
+        return check_len == len && memcmp(check, text, len) == 0 ? 0 : -EIO;
+}
+
+static int hosts_apply_changes(HostsFile *h, const DnsRRsetList *changes) {
         for (size_t i = 0; i < changes->n; i++) {
                 const DnsRRset *c = &changes->items[i];
                 DnsRRset *e;
-                r = dns_rrset_list_get(&h.entries, c->name, c->type, 0, &e);
+                int r = dns_rrset_list_get(&h->entries, c->name, c->type, 0, &e);
                 if (r < 0)
                         return r;
                 e->addresses = strv_free(e->addresses);
@@ -364,16 +574,58 @@ static int hosts_apply(DnsProviderState *s, const DnsRRsetList *changes, char **
                                 return r;
                 }
         }
-        r = hosts_block_render(&h.entries, &block, &block_len);
+        return 0;
+}
+
+static int hosts_apply(DnsProviderState *s, const DnsRRsetList *changes, char **ret_error) {
+        _cleanup_(hosts_file_done) HostsFile h = {};
+        _cleanup_free_ char *block = NULL, *text = NULL, *target = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t block_len, len;
+        struct stat st;
+        int r;
+
+        /* A symbolic link stays one: the file it points to is replaced. */
+        target = realpath(s->path, NULL);
+        if (!target && errno != ENOENT) {
+                r = -errno;
+                *ret_error = strprintf("cannot resolve hosts file '%s': %s", s->path, pk_strerror(r));
+                return r;
+        }
+        if (!target && !(target = strdup(s->path)))
+                return -ENOMEM;
+        r = open_locked(target, &fd);
+        if (r < 0) {
+                *ret_error = strprintf("cannot open and lock hosts file '%s': %s", s->path, pk_strerror(r));
+                return r;
+        }
+        r = stale_temps(target, true);
+        if (r < 0) {
+                *ret_error = strprintf("cannot remove stale temporary files of hosts file '%s': %s", s->path,
+                                       pk_strerror(r));
+                return r;
+        }
+        r = hosts_load(s, fd, &h, ret_error);
         if (r < 0)
                 return r;
-        /* Rewritten only when the block changes. */
-        if (block_len == h.block_len && memcmp(block, h.block, block_len) == 0)
+        r = hosts_apply_changes(&h, changes);
+        if (r >= 0)
+                r = hosts_block_render(&h.entries, &block, &block_len);
+        if (r < 0)
+                return r;
+        /* Rewritten only when the block changes, or to repair an interrupted rewrite. */
+        if (!h.repair && block_len == h.block_len && memcmp(block, h.block, block_len) == 0)
                 return 0;
         r = hosts_file_render(&h, block, block_len, &text, &len);
         if (r < 0)
                 return r;
-        r = write_in_place(fd, text, len);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        r = write_by_rename(target, fd, &st, text, len);
+        if (rename_refused(r))
+                r = write_in_place(fd, &h, text, len);
+        if (r >= 0)
+                r = read_back(target, text, len);
         if (r < 0) {
                 *ret_error = strprintf("cannot write hosts file '%s': %s", s->path,
                                        r == -EIO ? "it did not read back as written" : pk_strerror(r));
@@ -389,4 +641,5 @@ const DnsProvider dns_provider_hosts = {
         .close = hosts_close,
         .read = hosts_read,
         .apply = hosts_apply,
+        .repair_pending = hosts_repair_pending,
 };

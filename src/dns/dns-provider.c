@@ -36,7 +36,8 @@ int dns_sync(const DnsProvider *p, DnsProviderState *s, const DnsRRsetList *desi
         if (r < 0)
                 return r;
         /* Nothing differs: send nothing, so a converged cluster costs one read per pass. */
-        if (changes.n > 0 && !dry_run) {
+        bool repair = p->repair_pending && p->repair_pending(s);
+        if ((changes.n > 0 || repair) && !dry_run) {
                 r = p->apply(s, &changes, ret_error);
                 if (r < 0)
                         return r;

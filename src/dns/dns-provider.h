@@ -23,6 +23,9 @@ typedef struct DnsProvider {
         /* Replaces each RRset of changes as a whole; an empty one deletes that type at that name. The
          * batch is applied completely or, where a part fails, the error says which. */
         int (*apply)(DnsProviderState *s, const DnsRRsetList *changes, char **ret_error);
+        /* Optional: after read, the store needs a write even though no RRset differs (hosts: an
+         * interrupted rewrite to repair); apply is then called with what differs, possibly nothing. */
+        bool (*repair_pending)(DnsProviderState *s);
 } DnsProvider;
 
 extern const DnsProvider dns_provider_hosts;
