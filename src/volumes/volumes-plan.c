@@ -41,7 +41,7 @@ bool pass_plan_converged(const PassPlan *p) {
 }
 
 static bool held_by(const Volume *v, const NodeIdentity *node) {
-        return v->attachment.node && streq(v->attachment.node, node->name);
+        return node_identity_holds(node, &v->attachment);
 }
 
 /* Orders candidates of one etcd cluster: (member, id). */
@@ -54,6 +54,29 @@ static bool candidate_before(const PassPlan *plan, const PassInput *in, size_t a
 
 static bool of_cluster(const PassPlan *plan, size_t i, const char *etcd_cluster) {
         return plan->eligibility[i].eligible && streq(plan->eligibility[i].etcd.cluster, etcd_cluster);
+}
+
+/* A volume of etcd_cluster held under this node's name by another machine: two machines share the name.
+ * SIZE_MAX if none. Claiming anything then would make the two indistinguishable in DNS and in the
+ * pool, so the selection stops with an error naming both machines. */
+static size_t find_name_clash(const PassPlan *plan, const PassInput *in, const char *etcd_cluster) {
+        for (size_t i = 0; i < in->n_volumes; i++)
+                if (of_cluster(plan, i, etcd_cluster) &&
+                    node_identity_name_clash(in->node, &in->volumes[i].attachment))
+                        return i;
+        return SIZE_MAX;
+}
+
+static int plan_name_clash(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
+        PlanSelection *s = &plan->selections[sel];
+        const VolumeAttachment *a = &in->volumes[i].attachment;
+        s->volume = i;
+        s->state = SELECTION_ERROR;
+        s->note = strprintf("volume '%s' is held by node '%s' on machine %s; this machine (%s) has the same "
+                            "node name and is not its holder: give each machine its own --node-name",
+                            in->volumes[i].id, a->node, a->machine_id ?: "(unknown)",
+                            in->node->machine_id ?: "(no machine id)");
+        return s->note ? 0 : -ENOMEM;
 }
 
 static int push_action(PassPlan *plan, ActionType t, size_t volume, size_t selection) {
@@ -141,8 +164,11 @@ static int order_clusters(char *const *etcd_clusters, char ***ret) {
 static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
         PlanSelection *s = &plan->selections[sel];
         bool held;
-        size_t n_held;
+        size_t n_held, clash;
 
+        clash = find_name_clash(plan, in, s->etcd_cluster);
+        if (clash != SIZE_MAX)
+                return plan_name_clash(plan, in, sel, clash);
         s->volume = choose(plan, in, s->etcd_cluster, &held, &n_held);
         if (s->volume == SIZE_MAX) {
                 s->state = SELECTION_WAITING;

@@ -136,9 +136,14 @@ static void test_pool_create_list(void **state) {
         free(junk);
         VolumeList l = {};
         assert_int_equal(pool_list(p, &l), 0);
-        assert_int_equal(l.n, 2);
-        assert_string_equal(l.items[0].id, "main-a");
-        assert_int_equal(l.items[0].size, 4 << 20);
+        /* ...and listed as damaged: a record that does not parse never makes its volume vanish */
+        assert_int_equal(l.n, 3);
+        assert_string_equal(l.items[0].id, "junk");
+        assert_non_null(l.items[0].damaged);
+        assert_null(l.items[0].attachment.node);
+        assert_string_equal(l.items[1].id, "main-a");
+        assert_null(l.items[1].damaged);
+        assert_int_equal(l.items[1].size, 4 << 20);
         assert_int_equal(strv_length(l.warnings), 1);
         assert_non_null(strstr(l.warnings[0], "junk.json"));
         volume_list_done(&l);
@@ -172,11 +177,11 @@ static void test_pool_claim_cas(void **state) {
         assert_string_equal(v.volume.attachment.internal_ips[0], "10.0.0.1");
         pool_volume_done(&v);
         /* the device does not exist: resolved as "not there yet", never guessed */
-        assert_int_equal(pool_resolve_device(p, "d1", "n1", &path, &d), 0);
-        assert_int_equal(pool_resolve_device(p, "d1", "n2", &path, &d), 0);
-        assert_int_equal(pool_detach(p, "d1", "n2"), PK_ECONFLICT);
-        assert_int_equal(pool_release_node(p, "n2"), 0);
-        assert_int_equal(pool_release_node(p, "n1"), 1);
+        assert_int_equal(pool_resolve_device(p, "d1", &n1, &path, &d), 0);
+        assert_int_equal(pool_resolve_device(p, "d1", &n2, &path, &d), 0);
+        assert_int_equal(pool_detach(p, "d1", &n2), PK_ECONFLICT);
+        assert_int_equal(pool_release_node(p, "n2", NULL), 0);
+        assert_int_equal(pool_release_node(p, "n1", NULL), 1);
         assert_int_equal(pool_detach(p, "d1", NULL), 0);
         assert_int_equal(pool_attach(p, "d1", &n2), 0);
         assert_int_equal(pool_detach(p, "d1", NULL), 1);
