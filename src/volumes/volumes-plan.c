@@ -7,6 +7,7 @@
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "volumes/volume-tags.h"
 
 static const char *const action_names[_ACTION_TYPE_MAX] = {
         [ACTION_CLAIM] = "claim",
@@ -65,6 +66,35 @@ static size_t find_name_clash(const PassPlan *plan, const PassInput *in, const c
                     node_identity_name_clash(in->node, &in->volumes[i].attachment))
                         return i;
         return SIZE_MAX;
+}
+
+/* A damaged record that reads as this node's, of etcd_cluster or of an unreadable etcd cluster: this
+ * node may hold that member already, so it claims no other (it would hold two) until the record is
+ * mended or released. SIZE_MAX if none. */
+static size_t find_damaged_own(const PassInput *in, const char *etcd_cluster) {
+        _cleanup_free_ char *key = strjoin(VOLUME_TAG_ETCD_PREFIX, etcd_cluster);
+        for (size_t i = 0; key && i < in->n_volumes; i++) {
+                const Volume *v = &in->volumes[i];
+                bool any_etcd = false;
+                if (!v->damaged || !held_by(v, in->node))
+                        continue;
+                for (char **t = v->tags; t && t[0] && t[1]; t += 2)
+                        any_etcd = any_etcd || startswith(t[0], VOLUME_TAG_ETCD_PREFIX);
+                if (!any_etcd || volume_tag(v, key))
+                        return i;
+        }
+        return SIZE_MAX;
+}
+
+static int plan_damaged_own(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
+        PlanSelection *s = &plan->selections[sel];
+        s->volume = i;
+        s->state = SELECTION_ERROR;
+        s->note =
+            strprintf("this node's volume '%s' has a damaged record (%s): claiming no other until it is "
+                      "mended or released ('protokube pool detach %s')",
+                      in->volumes[i].id, in->volumes[i].damaged, in->volumes[i].id);
+        return s->note ? 0 : -ENOMEM;
 }
 
 static int plan_name_clash(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
@@ -169,6 +199,9 @@ static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
         clash = find_name_clash(plan, in, s->etcd_cluster);
         if (clash != SIZE_MAX)
                 return plan_name_clash(plan, in, sel, clash);
+        clash = find_damaged_own(in, s->etcd_cluster);
+        if (clash != SIZE_MAX)
+                return plan_damaged_own(plan, in, sel, clash);
         s->volume = choose(plan, in, s->etcd_cluster, &held, &n_held);
         if (s->volume == SIZE_MAX) {
                 s->state = SELECTION_WAITING;
