@@ -191,8 +191,8 @@ static void test_machine_id(void **state) {
                 " 3d1219c7c4c5404aada1f6d2a48adfda",
                 "3d1219c7-c4c5-404a-ada1-f6d2a48adfda",
                 "00000000000000000000000000000000\n",
-                "3d1219c7c4c5404aada1f6d2a48adfda\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                "xxxxxx",
+                ("3d1219c7c4c5404aada1f6d2a48adfda\n" /* then more than 64 bytes in all */
+                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
         };
         char *id = NULL, *path;
 
