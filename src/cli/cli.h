@@ -21,11 +21,14 @@ typedef struct CliContext {
         const char *zone;
         const char *internal_ip;
         const char *external_ip;
-        const char *manifest_dir; /* default /etc/kubernetes/manifests */
-        const char *mount_root;   /* default /mnt */
-        const char *pool_dir;     /* default /var/lib/protokube/pool */
-        const char *listen;       /* default 127.0.0.1:9797 */
-        usec_t interval;          /* default 10s */
+        const char *internal_ip_source; /* where internal_ip came from, for errors ("--internal-ip") */
+        const char *external_ip_source;
+        const char *machine_id_file; /* PROTOKUBE_MACHINE_ID_FILE; NULL: /etc/machine-id */
+        const char *manifest_dir;    /* default /etc/kubernetes/manifests */
+        const char *mount_root;      /* default /mnt */
+        const char *pool_dir;        /* default /var/lib/protokube/pool */
+        const char *listen;          /* default 127.0.0.1:9797 */
+        usec_t interval;             /* default 10s */
 } CliContext;
 
 /* A verb's own options are parsed by cli_parse_options() together with the node-local ones. on_option is

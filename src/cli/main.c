@@ -34,7 +34,8 @@ static void help(void) {
         printf("  %-10s %s\n\n", "version", "print the version");
         printf("node-local options (also PROTOKUBE_<NAME> in the environment):\n"
                "  --node-name --zone --internal-ip --external-ip --manifest-dir --mount-root --pool\n"
-               "  --interval --listen\n");
+               "  --interval --listen\n"
+               "PROTOKUBE_MACHINE_ID_FILE: this machine's machine-id(5) file (default /etc/machine-id)\n");
 }
 
 static void context_from_environment(CliContext *ctx) {
@@ -51,12 +52,17 @@ static void context_from_environment(CliContext *ctx) {
                 { "PROTOKUBE_MOUNT_ROOT", offsetof(CliContext, mount_root) },
                 { "PROTOKUBE_POOL", offsetof(CliContext, pool_dir) },
                 { "PROTOKUBE_LISTEN", offsetof(CliContext, listen) },
+                { "PROTOKUBE_MACHINE_ID_FILE", offsetof(CliContext, machine_id_file) },
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 const char *v = getenv(table[i].env);
                 if (!isempty(v))
                         *(const char **)((char *)ctx + table[i].offset) = v;
         }
+        if (ctx->internal_ip)
+                ctx->internal_ip_source = "PROTOKUBE_INTERNAL_IP";
+        if (ctx->external_ip)
+                ctx->external_ip_source = "PROTOKUBE_EXTERNAL_IP";
         const char *iv = getenv("PROTOKUBE_INTERVAL");
         usec_t u;
         if (!isempty(iv) && parse_duration_usec(iv, &u) >= 0 && u > 0)

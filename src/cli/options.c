@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/in-addr-util.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "cli/cli.h"
@@ -56,9 +57,11 @@ static int set_node_option(CliContext *ctx, const char *verb, int opt, const cha
                 return 1;
         case OPT_INTERNAL_IP:
                 ctx->internal_ip = arg;
+                ctx->internal_ip_source = "--internal-ip";
                 return 1;
         case OPT_EXTERNAL_IP:
                 ctx->external_ip = arg;
+                ctx->external_ip_source = "--external-ip";
                 return 1;
         case OPT_MANIFEST_DIR:
                 ctx->manifest_dir = arg;
@@ -81,6 +84,23 @@ static int set_node_option(CliContext *ctx, const char *verb, int opt, const cha
         default:
                 return 0;
         }
+}
+
+/* An address enters here (option or environment): it is one IP literal or the verb fails, so that
+ * nothing downstream (pool records, DNS) ever holds "192.0.2.11 " or "10.0.0.1,10.0.0.2". */
+static int check_ip(const char *verb, const char *source, const char *value) {
+        if (!value || in_addr_literal_valid(value))
+                return 0;
+        cli_usage_error(verb, "invalid %s '%s' (expected one IPv4 or IPv6 address, no spaces)", source,
+                        value);
+        return -EINVAL;
+}
+
+static int check_node_options(const CliContext *ctx, const char *verb) {
+        int r = check_ip(verb, ctx->internal_ip_source ?: "--internal-ip", ctx->internal_ip);
+        if (r >= 0)
+                r = check_ip(verb, ctx->external_ip_source ?: "--external-ip", ctx->external_ip);
+        return r;
 }
 
 int cli_parse_options(int argc, char **argv, CliContext *ctx, const struct option *options,
@@ -120,5 +140,7 @@ int cli_parse_options(int argc, char **argv, CliContext *ctx, const struct optio
                 if (!on_option || on_option(c, optarg, userdata) < 0)
                         return -EINVAL;
         }
+        if (check_node_options(ctx, verb) < 0)
+                return -EINVAL;
         return optind;
 }

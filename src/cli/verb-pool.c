@@ -128,9 +128,12 @@ static int pool_verb_list(CliContext *ctx, char **pos) {
         printf("%-24s %-12s %12s %-16s %-14s %s\n", "ID", "ZONE", "SIZE", "ATTACHED-TO", "DEVICE", "TAGS");
         for (size_t i = 0; i < l.n; i++) {
                 const Volume *v = &l.items[i];
-                printf("%-24s %-12s %12" PRIu64 " %-16s %-14s ", v->id, v->zone, v->size,
-                       v->attachment.node ?: "-", v->attachment.device ?: "-");
+                /* a damaged record: what could be read, then why it is damaged */
+                printf("%-24s %-12s %12" PRIu64 " %-16s %-14s ", v->id, strna(v->zone), v->size,
+                       v->attachment.node ?: (v->damaged ? "?" : "-"), v->attachment.device ?: "-");
                 print_tags(v->tags);
+                if (v->damaged)
+                        printf(" DAMAGED: %s", v->damaged);
                 printf("\n");
         }
         volume_list_done(&l);
@@ -143,12 +146,19 @@ static int pool_verb_detach(CliContext *ctx, char **pos) {
                 return cli_usage_error("pool", "detach needs one volume ID");
         if (open_pool(ctx, false, &p) < 0)
                 return EXIT_ERROR;
+        if (!pool_id_valid(pos[0]))
+                return cli_usage_error("pool", "invalid volume ID '%s' (1-63 of [A-Za-z0-9._-])", pos[0]);
         int r = pool_detach(p, pos[0], NULL);
         if (r < 0) {
                 log_error_errno(r, "Failed to detach volume '%s': %m", pos[0]);
                 return EXIT_ERROR;
         }
-        log_info("Volume '%s' %s.", pos[0], r > 0 ? "detached" : "was not attached");
+        if (r == POOL_DETACHED_DAMAGED)
+                log_warning("Volume '%s': its record is damaged; its loop device (if any) is detached, the "
+                            "record '%s/%s.json' is left as it is for you to mend (see 'pool list').",
+                            pos[0], ctx->pool_dir, pos[0]);
+        else
+                log_info("Volume '%s' %s.", pos[0], r > 0 ? "detached" : "was not attached");
         return EXIT_SUCCESS;
 }
 
@@ -158,11 +168,14 @@ static int pool_verb_release_node(CliContext *ctx, char **pos) {
                 return cli_usage_error("pool", "release-node needs one NODE name");
         if (open_pool(ctx, false, &p) < 0)
                 return EXIT_ERROR;
-        int r = pool_release_node(p, pos[0]);
+        _cleanup_strv_free_ char **notes = NULL;
+        int r = pool_release_node(p, pos[0], &notes);
         if (r < 0) {
                 log_error_errno(r, "Failed to release the volumes of node '%s': %m", pos[0]);
                 return EXIT_ERROR;
         }
+        STRV_FOREACH (n, notes)
+                log_warning("Volume %s", *n);
         log_info("Released %d volume(s) of node '%s'.", r, pos[0]);
         return EXIT_SUCCESS;
 }

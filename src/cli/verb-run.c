@@ -25,6 +25,7 @@ NodeSettings cli_node_settings(const CliContext *ctx) {
                 .zone = ctx->zone,
                 .internal_ip = ctx->internal_ip,
                 .external_ip = ctx->external_ip,
+                .machine_id_file = ctx->machine_id_file,
                 .manifest_dir = ctx->manifest_dir,
                 .mount_root = ctx->mount_root,
                 .pool_dir = ctx->pool_dir,

@@ -25,12 +25,12 @@ static void print_row(const char *mount_root, const VolumesObservation *o, const
         const Volume *vol = &o->volumes.items[i];
         const VolumeEligibility *e = &plan->eligibility[i];
         _cleanup_free_ char *mount = volume_mount_path(mount_root, vol->id);
-        bool mine = vol->attachment.node && streq(vol->attachment.node, o->node.name);
+        bool mine = !vol->damaged && node_identity_holds(&o->node, &vol->attachment);
 
-        printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s%s%s\n", vol->id, vol->zone, e->etcd.cluster ?: "-",
-               e->etcd.member ?: "-", vol->attachment.node ?: "-", vol->attachment.device ?: "-",
-               mine ? mount_column(o, i) : "-", e->eligible ? "yes" : "no", e->eligible ? "" : ": ",
-               e->eligible ? "" : strempty(e->reason));
+        printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s%s%s\n", vol->id, strna(vol->zone),
+               e->etcd.cluster ?: "-", e->etcd.member ?: "-", vol->attachment.node ?: "-",
+               vol->attachment.device ?: "-", mine ? mount_column(o, i) : "-", e->eligible ? "yes" : "no",
+               e->eligible ? "" : ": ", e->eligible ? "" : strempty(e->reason));
         if (mine && o->observed[i].mount == MOUNT_STATE_OURS)
                 printf("%-24s mount %s\n", "", strna(mount));
 }

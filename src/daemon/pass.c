@@ -70,6 +70,7 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
                 .zone = node->zone,
                 .internal_ip = node->internal_ip,
                 .external_ip = node->external_ip,
+                .machine_id_file = node->machine_id_file,
         };
         int r = volume_provider_open(strna(cloud), &pc, ret);
         if (r < 0) {

@@ -19,6 +19,7 @@
 
 typedef struct NodeSettings {
         const char *node_name, *zone, *internal_ip, *external_ip; /* NULL = detect */
+        const char *machine_id_file;                              /* NULL = /etc/machine-id */
         const char *manifest_dir;
         const char *mount_root;
         const char *pool_dir;

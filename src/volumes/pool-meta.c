@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "volumes/pool-meta.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +8,8 @@
 #include <string.h>
 
 #include "basic/errors.h"
+#include "basic/in-addr-util.h"
+#include "basic/machine-id.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 
@@ -48,11 +49,6 @@ bool pool_tag_valid(const char *key, const char *value) {
         size_t k = strlen(key), v = strlen(value);
         return k > 0 && k <= POOL_TAG_KEY_MAX && v <= POOL_TAG_VALUE_MAX && !string_has_cc(key) &&
                !string_has_cc(value);
-}
-
-static bool ip_valid(const char *s) {
-        unsigned char buf[16];
-        return strlen(s) < 64 && (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
 }
 
 static bool path_valid(const char *s) {
@@ -115,11 +111,12 @@ static int get_ips(json_t *o, const char *key, char ***ret, char **ret_error) {
         if (!l)
                 return -ENOMEM;
         if (a) {
-                if (!json_is_array(a) || json_array_size(a) > 16)
-                        return bad(ret_error, "'%s' must be an array of at most 16 addresses", key);
+                if (!json_is_array(a) || json_array_size(a) > POOL_IPS_MAX)
+                        return bad(ret_error, "'%s' must be an array of at most %d addresses", key,
+                                   POOL_IPS_MAX);
                 json_array_foreach(a, i, e) {
                         if (!json_is_string(e) || strlen(json_string_value(e)) != json_string_length(e) ||
-                            !ip_valid(json_string_value(e)))
+                            !in_addr_literal_valid(json_string_value(e)))
                                 return bad(ret_error, "'%s' holds something that is not an IP address", key);
                         if (strv_extend(&l, json_string_value(e)) < 0)
                                 return -ENOMEM;
@@ -152,8 +149,10 @@ static int parse_tags(json_t *t, Volume *v, char **ret_error) {
 }
 
 static int parse_attachment(json_t *a, VolumeAttachment *att, char **ret_error) {
-        static const char *const keys[] = { "node", "internalIPs", "externalIPs", "device", NULL };
-        const char *node, *device;
+        static const char *const keys[] = {
+                "node", "machineID", "internalIPs", "externalIPs", "device", NULL
+        };
+        const char *node, *device, *machine_id;
         int r;
 
         if (!json_is_object(a))
@@ -162,17 +161,21 @@ static int parse_attachment(json_t *a, VolumeAttachment *att, char **ret_error) 
         if (r < 0)
                 return r;
         if ((r = get_string(a, "node", true, &node, ret_error)) < 0 ||
-            (r = get_string(a, "device", false, &device, ret_error)) < 0)
+            (r = get_string(a, "device", false, &device, ret_error)) < 0 ||
+            (r = get_string(a, "machineID", false, &machine_id, ret_error)) < 0)
                 return r;
         if (!pool_node_name_valid(node))
                 return bad(ret_error, "attachment: invalid node name");
+        if (machine_id && !machine_id_valid(machine_id))
+                return bad(ret_error, "attachment: 'machineID' must be 32 lowercase hexadecimal digits");
         if (device && !path_valid(device))
                 return bad(ret_error, "attachment: '%s' must be an absolute path", "device");
         if ((r = get_ips(a, "internalIPs", &att->internal_ips, ret_error)) < 0 ||
             (r = get_ips(a, "externalIPs", &att->external_ips, ret_error)) < 0)
                 return r;
         att->node = strdup(node);
-        if (!att->node || (device && !(att->device = strdup(device))))
+        if (!att->node || (device && !(att->device = strdup(device))) ||
+            (machine_id && !(att->machine_id = strdup(machine_id))))
                 return -ENOMEM;
         return 0;
 }
@@ -265,6 +268,58 @@ int pool_meta_parse(const char *text, size_t len, PoolVolume *ret, char **ret_er
         return 0;
 }
 
+/* The holder as far as it can be read: a valid node name, and the machine id if that is valid too. */
+static int salvage_holder(json_t *root, VolumeAttachment *att) {
+        json_t *a = json_object_get(root, "attachment");
+        json_t *node = json_object_get(a, "node"), *mid = json_object_get(a, "machineID");
+        const char *s = json_string_value(node);
+
+        if (!s || strlen(s) != json_string_length(node) || !pool_node_name_valid(s))
+                return 0;
+        if (!(att->node = strdup(s)))
+                return -ENOMEM;
+        s = json_string_value(mid);
+        if (s && strlen(s) == json_string_length(mid) && machine_id_valid(s) &&
+            !(att->machine_id = strdup(s)))
+                return -ENOMEM;
+        return 0;
+}
+
+int pool_meta_salvage(const char *text, size_t len, const char *id, const char *reason, PoolVolume *ret) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        PoolVolume pv = {}, core = {};
+        int r = 0;
+
+        if (text && len <= POOL_META_MAX)
+                root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+        if (json_is_object(root)) {
+                r = salvage_holder(root, &pv.volume.attachment);
+                /* Everything but the attachment: if that reads, the damage was in the attachment only
+                 * and the record can be rewritten without it once the volume is released. */
+                json_object_del(root, "attachment");
+                if (r >= 0 && parse_root(root, &core, NULL) >= 0 && streq(core.volume.id, id)) {
+                        VolumeAttachment att = pv.volume.attachment;
+                        pv = core;
+                        pv.volume.attachment = att;
+                        pv.core_valid = true;
+                        core = (PoolVolume){};
+                }
+                pool_volume_done(&core);
+        }
+        if (r >= 0 && !pv.volume.id && !(pv.volume.id = strdup(id)))
+                r = -ENOMEM;
+        if (r >= 0 && !pv.volume.tags && !(pv.volume.tags = calloc(1, sizeof(char *))))
+                r = -ENOMEM;
+        if (r >= 0 && !(pv.volume.damaged = strdup(reason ?: "unreadable")))
+                r = -ENOMEM;
+        if (r < 0) {
+                pool_volume_done(&pv);
+                return r;
+        }
+        *ret = pv;
+        return 0;
+}
+
 static json_t *json_strv(char *const *l) {
         json_t *a = json_array();
         if (!a)
@@ -282,6 +337,7 @@ static json_t *format_attachment(const VolumeAttachment *att) {
         if (!a || json_object_set_new(a, "node", json_string(att->node)) < 0 ||
             json_object_set_new(a, "internalIPs", json_strv(att->internal_ips)) < 0 ||
             json_object_set_new(a, "externalIPs", json_strv(att->external_ips)) < 0 ||
+            (att->machine_id && json_object_set_new(a, "machineID", json_string(att->machine_id)) < 0) ||
             (att->device && json_object_set_new(a, "device", json_string(att->device)) < 0))
                 return NULL;
         return TAKE_PTR(a);

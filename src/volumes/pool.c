@@ -15,6 +15,8 @@
 
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/in-addr-util.h"
+#include "basic/machine-id.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "shared/blockdev.h"
@@ -109,13 +111,42 @@ int pool_load(Pool *p, const char *id, PoolVolume *ret, char **ret_error) {
         return 0;
 }
 
+int pool_load_any(Pool *p, const char *id, PoolVolume *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL, *err = NULL;
+        size_t len = 0;
+        int r;
+
+        if (!pool_id_valid(id))
+                return -EINVAL;
+        r = pool_load(p, id, ret, &err);
+        if (r >= 0 || r == -ENOENT || r == -ENOMEM || r == -EINVAL)
+                return r;
+        if (!err && !(err = strdup(pk_strerror(r))))
+                return -ENOMEM;
+        path = meta_path(p, id);
+        if (!path)
+                return -ENOMEM;
+        r = read_full_file(path, POOL_META_MAX, &text, &len);
+        if (r == -ENOENT || r == -ENOMEM)
+                return r;
+        return pool_meta_salvage(r >= 0 ? text : NULL, len, id, err, ret);
+}
+
+/* Every record written must be one every reader accepts: a record the parser rejects makes the volume
+ * unusable for every node (the claim would stand, unreadable). So the text is parsed back before it
+ * replaces the old one, whatever the caller validated before. */
 static int pool_store(Pool *p, const PoolVolume *v) {
         _cleanup_free_ char *path = meta_path(p, v->volume.id), *text = NULL;
+        PoolVolume check = {};
         if (!path)
                 return -ENOMEM;
         int r = pool_meta_format(v, &text);
         if (r < 0)
                 return r;
+        r = pool_meta_parse(text, strlen(text), &check, NULL);
+        if (r < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        pool_volume_done(&check);
         r = write_file_atomic(path, text, strlen(text), 0644, 1);
         return r < 0 ? r : 0;
 }
@@ -146,15 +177,17 @@ int pool_list(Pool *p, VolumeList *ret) {
                 _cleanup_pool_volume_ PoolVolume v = {};
                 if (!id)
                         goto oom;
-                int r = pool_id_valid(id) ? pool_load(p, id, &v, &err) : PK_EMALFORMED;
+                /* a damaged record is listed (never silently dropped) and also warned about */
+                int r = pool_id_valid(id) ? pool_load_any(p, id, &v) : PK_EMALFORMED;
                 if (r == -ENOENT)
                         continue; /* removed meanwhile */
                 if (r >= 0)
                         v.volume.content = image_content(p, &v);
                 if (r == -ENOMEM || (r >= 0 && volume_list_append(&l, &v.volume) < 0))
                         goto oom;
-                if (r < 0) {
-                        _cleanup_free_ char *w = strprintf("%.64s: %s", de->d_name, err ?: pk_strerror(r));
+                if (r < 0 || v.volume.damaged) {
+                        _cleanup_free_ char *w = strprintf("%.64s: %s", de->d_name,
+                                                           v.volume.damaged ?: err ?: pk_strerror(r));
                         if (!w || strv_push(&l.warnings, w) < 0)
                                 goto oom;
                         w = NULL;
@@ -309,9 +342,28 @@ int pool_add_device(Pool *p, const char *id, const char *device, const char *zon
         return 0;
 }
 
+static bool ips_valid(char *const *l) {
+        size_t n = 0;
+        STRV_FOREACH (ip, (char **)l)
+                if (++n > POOL_IPS_MAX || !in_addr_literal_valid(*ip))
+                        return false;
+        return true;
+}
+
+/* What pool_meta_parse() will demand of the attachment, checked before anything is written. */
+static bool node_identity_storable(const NodeIdentity *node) {
+        return node->name && pool_node_name_valid(node->name) &&
+               (!node->machine_id || machine_id_valid(node->machine_id)) && ips_valid(node->internal_ips) &&
+               ips_valid(node->external_ips);
+}
+
 static int set_attachment(PoolVolume *v, const NodeIdentity *node) {
         VolumeAttachment *a = &v->volume.attachment;
         if (free_and_strdup(&a->node, node->name) < 0)
+                return -ENOMEM;
+        free(a->machine_id);
+        a->machine_id = NULL;
+        if (node->machine_id && !(a->machine_id = strdup(node->machine_id)))
                 return -ENOMEM;
         strv_free(a->internal_ips);
         strv_free(a->external_ips);
@@ -323,6 +375,7 @@ static int set_attachment(PoolVolume *v, const NodeIdentity *node) {
 static void clear_attachment(PoolVolume *v) {
         VolumeAttachment *a = &v->volume.attachment;
         free(a->node);
+        free(a->machine_id);
         strv_free(a->internal_ips);
         strv_free(a->external_ips);
         free(a->device);
@@ -355,7 +408,7 @@ int pool_attach(Pool *p, const char *id, const NodeIdentity *node) {
         _cleanup_free_ char *img = NULL, *dev = NULL;
         int r;
 
-        if (!pool_node_name_valid(node->name))
+        if (!node_identity_storable(node))
                 return -EINVAL;
         _cleanup_close_ int lock = pool_lock(p);
         if (lock < 0)
@@ -364,7 +417,8 @@ int pool_attach(Pool *p, const char *id, const NodeIdentity *node) {
         if (r < 0)
                 return r;
         const char *holder = v.volume.attachment.node;
-        if (holder && !streq(holder, node->name))
+        /* same name, other machine: not ours either (a second machine with the same host name) */
+        if (holder && !node_identity_holds(node, &v.volume.attachment))
                 return PK_ECONFLICT;
         if (!holder) {
                 r = member_held_elsewhere(p, &v.volume);
@@ -395,7 +449,8 @@ int pool_attach(Pool *p, const char *id, const NodeIdentity *node) {
         return pool_store(p, &v);
 }
 
-int pool_resolve_device(Pool *p, const char *id, const char *node, char **ret_path, dev_t *ret_devnum) {
+int pool_resolve_device(Pool *p, const char *id, const NodeIdentity *node, char **ret_path,
+                        dev_t *ret_devnum) {
         _cleanup_pool_volume_ PoolVolume v = {};
         _cleanup_free_ char *img = NULL;
         int r;
@@ -403,7 +458,7 @@ int pool_resolve_device(Pool *p, const char *id, const char *node, char **ret_pa
         r = pool_load(p, id, &v, NULL);
         if (r < 0)
                 return r;
-        if (!v.volume.attachment.node || !streq(v.volume.attachment.node, node))
+        if (!node_identity_holds(node, &v.volume.attachment))
                 return 0;
         if (v.image) {
                 img = image_path(p, &v);
@@ -442,26 +497,101 @@ static int detach_locked(Pool *p, PoolVolume *v) {
         return pool_store(p, v);
 }
 
-int pool_detach(Pool *p, const char *id, const char *node) {
+/* A damaged record: release its loop device (the image is "<id>.img" by construction, even when the
+ * record does not say so), then rewrite the record without its attachment if everything else of it was
+ * readable. Otherwise the record stays as it is, listed as damaged, for a human to mend: rewriting it
+ * from guesses would lose its tags, and with them the volume's etcd membership. */
+static int detach_damaged_locked(Pool *p, PoolVolume *v) {
+        _cleanup_free_ char *img = strjoin(p->dir, "/", v->volume.id, ".img");
+        int r;
+
+        if (!img)
+                return -ENOMEM;
+        if (!v->device && access(img, F_OK) >= 0) {
+                r = loopdev_detach_image(img);
+                if (r < 0)
+                        return r;
+        }
+        if (!v->core_valid)
+                return POOL_DETACHED_DAMAGED;
+        clear_attachment(v);
+        free(v->volume.damaged);
+        v->volume.damaged = NULL;
+        r = pool_store(p, v);
+        return r < 0 ? r : POOL_DETACHED;
+}
+
+int pool_detach(Pool *p, const char *id, const NodeIdentity *node) {
         _cleanup_pool_volume_ PoolVolume v = {};
         _cleanup_close_ int lock = pool_lock(p);
         if (lock < 0)
                 return lock;
-        int r = pool_load(p, id, &v, NULL);
+        int r = pool_load_any(p, id, &v);
         if (r < 0)
                 return r;
+        if (v.volume.damaged) {
+                /* a node releasing its own volume must be able to read that it is its own */
+                if (node && !node_identity_holds(node, &v.volume.attachment))
+                        return PK_EMALFORMED;
+                return detach_damaged_locked(p, &v);
+        }
         if (!v.volume.attachment.node)
                 return 0;
-        if (node && !streq(v.volume.attachment.node, node))
+        if (node && !node_identity_holds(node, &v.volume.attachment))
                 return PK_ECONFLICT;
         r = detach_locked(p, &v);
+        return r < 0 ? r : POOL_DETACHED;
+}
+
+static int push_note(char ***notes, char *n) {
+        if (!n || strv_push(notes, n) < 0) {
+                free(n);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* 1 if released, 0 if not node's (or not readable as node's). */
+static int release_one(Pool *p, const char *id, const char *node, char ***notes) {
+        _cleanup_pool_volume_ PoolVolume v = {};
+        int r = pool_load_any(p, id, &v);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        const char *holder = v.volume.attachment.node;
+        if (!v.volume.damaged) {
+                if (!holder || !streq(holder, node))
+                        return 0;
+                r = detach_locked(p, &v);
+                return r < 0 ? r : 1;
+        }
+        if (!holder)
+                /* it may be node's, or a live node's: a human decides ('pool detach ID') */
+                return push_note(notes, strprintf("%s: damaged record (%s), its holder cannot be read: "
+                                                  "not released",
+                                                  id, v.volume.damaged));
+        if (!streq(holder, node))
+                return 0;
+        _cleanup_free_ char *reason = strdup(v.volume.damaged);
+        if (!reason)
+                return -ENOMEM;
+        r = detach_damaged_locked(p, &v);
+        if (r < 0)
+                return r;
+        r = push_note(notes, strprintf("%s: damaged record (%s): released%s", id, reason,
+                                       r == POOL_DETACHED_DAMAGED ? ", the record is left as it is"
+                                                                  : " and rewritten"));
         return r < 0 ? r : 1;
 }
 
-int pool_release_node(Pool *p, const char *node) {
+int pool_release_node(Pool *p, const char *node, char ***ret_notes) {
+        _cleanup_strv_free_ char **notes = calloc(1, sizeof(char *));
         VolumeList l = {};
         int n = 0, r;
 
+        if (!notes)
+                return -ENOMEM;
         _cleanup_close_ int lock = pool_lock(p);
         if (lock < 0)
                 return lock;
@@ -469,15 +599,17 @@ int pool_release_node(Pool *p, const char *node) {
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n && r >= 0; i++) {
-                _cleanup_pool_volume_ PoolVolume v = {};
-                if (!l.items[i].attachment.node || !streq(l.items[i].attachment.node, node))
+                const Volume *v = &l.items[i];
+                if (!v->damaged && (!v->attachment.node || !streq(v->attachment.node, node)))
                         continue;
-                r = pool_load(p, l.items[i].id, &v, NULL);
-                if (r >= 0 && v.volume.attachment.node && streq(v.volume.attachment.node, node)) {
-                        r = detach_locked(p, &v);
+                r = release_one(p, v->id, node, &notes);
+                if (r > 0)
                         n++;
-                }
         }
         volume_list_done(&l);
-        return r < 0 ? r : n;
+        if (r < 0)
+                return r;
+        if (ret_notes)
+                *ret_notes = TAKE_PTR(notes);
+        return n;
 }

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `local` volume provider: the pool directory (pool.c) plays the cloud's volume service. */
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "basic/errors.h"
+#include "basic/in-addr-util.h"
+#include "basic/machine-id.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "volumes/node-addrs.h"
 #include "volumes/pool.h"
 #include "volumes/volume-tags.h"
 #include "volumes/volume.h"
@@ -21,44 +23,84 @@ typedef struct LocalProvider {
         NodeIdentity node;
 } LocalProvider;
 
-/* Non-loopback, up IPv4 addresses of this machine, sorted: a stand-in for the cloud's metadata. */
-static int detect_ips(char ***ret) {
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
-        struct ifaddrs *ifa = NULL;
-
+/* One address given by the operator: a literal, canonical (the CLI has already said which option was
+ * wrong; this is the library's own guard). ip NULL: an empty list. */
+static int one_ip(const char *ip, char ***ret) {
+        _cleanup_free_ char *c = NULL;
+        char **l;
+        if (ip) {
+                int r = in_addr_literal_parse(ip, &c);
+                if (r < 0)
+                        return r;
+        }
+        l = calloc(2, sizeof(char *));
         if (!l)
                 return -ENOMEM;
-        if (getifaddrs(&ifa) < 0)
-                return -errno;
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-                char buf[INET_ADDRSTRLEN];
-                if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
-                    (i->ifa_flags & IFF_LOOPBACK))
-                        continue;
-                const struct sockaddr_in *sin = (const struct sockaddr_in *)i->ifa_addr;
-                if (!inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)))
-                        continue;
-                if (!strv_contains(l, buf) && strv_extend(&l, buf) < 0) {
-                        freeifaddrs(ifa);
-                        return -ENOMEM;
-                }
-        }
-        freeifaddrs(ifa);
-        strv_sort(l);
-        *ret = TAKE_PTR(l);
+        l[0] = TAKE_PTR(c);
+        *ret = l;
         return 0;
 }
 
-static int one_ip(const char *ip, char ***ret) {
-        char **l = calloc(2, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        if (ip && !(l[0] = strdup(ip))) {
-                free(l);
-                return -ENOMEM;
+static char *last_error;
+
+static const char *local_last_error(void *state) {
+        return last_error;
+}
+
+_printf_(2, 3) static int fail(int r, const char *format, ...) {
+        va_list ap;
+        char *m = NULL;
+        va_start(ap, format);
+        if (vasprintf(&m, format, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        free(last_error);
+        last_error = m;
+        return r;
+}
+
+/* machine-id(5): who this machine is, beyond a name that two machines may share. Without --node-name
+ * the host name is the node name, and then the machine id is required: a host name alone is not an
+ * identity. With --node-name a missing file is tolerated (name-only, as records before machine ids). */
+static int identity_machine_id(const VolumeProviderConfig *cfg, char **ret) {
+        const char *path = cfg->machine_id_file ?: MACHINE_ID_PATH_DEFAULT;
+        int r = machine_id_read(path, ret);
+        if (r == -ENOENT && cfg->node_name) {
+                *ret = NULL;
+                return 0;
         }
-        *ret = l;
+        if (r == -ENOENT)
+                return fail(r, "machine id file '%s' does not exist: give this node a --node-name", path);
+        if (r == PK_EMALFORMED)
+                return fail(r, "machine id file '%s' is not 32 lowercase hexadecimal digits (machine-id(5))",
+                            path);
+        if (r < 0)
+                return fail(r, "machine id file '%s': %s", path, pk_strerror(r));
         return 0;
+}
+
+static int identity_ips(const VolumeProviderConfig *cfg, NodeIdentity *n) {
+        int r;
+        if (cfg->internal_ip) {
+                r = one_ip(cfg->internal_ip, &n->internal_ips);
+                if (r == -EINVAL)
+                        return fail(r, "internal IP '%s' is not an IP address", cfg->internal_ip);
+        } else {
+                r = node_addrs_detect(NULL, &n->internal_ips);
+                if (r == PK_ETOOBIG)
+                        return fail(r,
+                                    "this machine has more than %d addresses (bridges and container "
+                                    "interfaces not counted): give the node's address with --internal-ip",
+                                    NODE_ADDRS_MAX);
+                if (r < 0)
+                        return fail(r, "detecting this machine's addresses: %s", pk_strerror(r));
+        }
+        if (r < 0)
+                return r;
+        r = one_ip(cfg->external_ip, &n->external_ips);
+        if (r == -EINVAL)
+                return fail(r, "external IP '%s' is not an IP address", cfg->external_ip);
+        return r;
 }
 
 static int identity_from_config(const VolumeProviderConfig *cfg, NodeIdentity *ret) {
@@ -78,9 +120,11 @@ static int identity_from_config(const VolumeProviderConfig *cfg, NodeIdentity *r
                 node_identity_done(&n);
                 return -ENOMEM;
         }
-        r = cfg->internal_ip ? one_ip(cfg->internal_ip, &n.internal_ips) : detect_ips(&n.internal_ips);
+        r = pool_node_name_valid(n.name) ? 0 : fail(-EINVAL, "node name '%s' is not valid", n.name);
         if (r >= 0)
-                r = one_ip(cfg->external_ip, &n.external_ips);
+                r = identity_machine_id(cfg, &n.machine_id);
+        if (r >= 0)
+                r = identity_ips(cfg, &n);
         if (r < 0) {
                 node_identity_done(&n);
                 return r;
@@ -105,10 +149,10 @@ static int local_open(const VolumeProviderConfig *cfg, void **ret_state) {
         if (!lp)
                 return -ENOMEM;
         r = pool_open(cfg->pool_dir, cfg->lock_timeout, &lp->pool);
-        if (r >= 0)
+        if (r < 0)
+                r = fail(r, "pool '%s': %s", cfg->pool_dir, pk_strerror(r));
+        else
                 r = identity_from_config(cfg, &lp->node);
-        if (r >= 0 && !pool_node_name_valid(lp->node.name))
-                r = -EINVAL;
         if (r < 0) {
                 local_close(lp);
                 return r;
@@ -131,9 +175,11 @@ static int local_list_volumes(void *state, const char *cluster, const char *zone
         for (size_t i = 0; i < all.n; i++) {
                 const Volume *v = &all.items[i];
                 const char *c = volume_tag(v, VOLUME_TAG_CLUSTER);
-                if (cluster && (!c || !streq(c, cluster)))
+                /* a damaged record whose tags or zone are unreadable may be this cluster's: listed */
+                bool unknown = v->damaged && !c;
+                if (cluster && !unknown && (!c || !streq(c, cluster)))
                         continue;
-                if (zone && !streq(v->zone, zone))
+                if (zone && v->zone && !streq(v->zone, zone))
                         continue;
                 if (volume_list_append(&l, v) < 0) {
                         r = -ENOMEM;
@@ -157,12 +203,14 @@ static int local_attach(void *state, const char *id, const NodeIdentity *node) {
 
 static int local_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum) {
         LocalProvider *lp = state;
-        return pool_resolve_device(lp->pool, id, lp->node.name, ret_path, ret_devnum);
+        return pool_resolve_device(lp->pool, id, &lp->node, ret_path, ret_devnum);
 }
 
 static int local_detach(void *state, const char *id, const char *node) {
         LocalProvider *lp = state;
-        return pool_detach(lp->pool, id, node);
+        /* this node: by its whole identity; another node named by the caller: by name */
+        NodeIdentity other = { .name = (char *)node };
+        return pool_detach(lp->pool, id, !node ? NULL : streq(node, lp->node.name) ? &lp->node : &other);
 }
 
 const VolumeProviderVTable volume_provider_local = {
@@ -174,4 +222,5 @@ const VolumeProviderVTable volume_provider_local = {
         .attach = local_attach,
         .resolve_device = local_resolve_device,
         .detach = local_detach,
+        .last_error = local_last_error,
 };

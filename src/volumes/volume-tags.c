@@ -110,6 +110,8 @@ int volume_classify(const Volume *v, const char *cluster, const char *zone, char
         int r;
 
         *ret = e;
+        if (v->damaged)
+                return ineligible(ret, false, strprintf("damaged record: %s", v->damaged));
         const char *c = volume_tag(v, VOLUME_TAG_CLUSTER);
         if (cluster && (!c || !streq(c, cluster)))
                 return ineligible(ret, false, strprintf("not tagged %s=%s", VOLUME_TAG_CLUSTER, cluster));

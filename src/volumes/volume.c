@@ -11,6 +11,7 @@
 
 void node_identity_done(NodeIdentity *n) {
         free(n->name);
+        free(n->machine_id);
         free(n->zone);
         strv_free(n->internal_ips);
         strv_free(n->external_ips);
@@ -36,7 +37,8 @@ static int strdup_or_null(const char *s, char **ret) {
 
 int node_identity_copy(const NodeIdentity *src, NodeIdentity *ret) {
         NodeIdentity n = {};
-        if (strdup_or_null(src->name, &n.name) < 0 || strdup_or_null(src->zone, &n.zone) < 0 ||
+        if (strdup_or_null(src->name, &n.name) < 0 || strdup_or_null(src->machine_id, &n.machine_id) < 0 ||
+            strdup_or_null(src->zone, &n.zone) < 0 ||
             strv_copy_or_empty(src->internal_ips, &n.internal_ips) < 0 ||
             strv_copy_or_empty(src->external_ips, &n.external_ips) < 0) {
                 node_identity_done(&n);
@@ -56,14 +58,28 @@ const char *volume_content_to_string(VolumeContent c) {
         return c >= 0 && c < _VOLUME_CONTENT_MAX ? volume_content_names[c] : NULL;
 }
 
+bool node_identity_holds(const NodeIdentity *node, const VolumeAttachment *a) {
+        if (!a->node || !node->name || !streq(a->node, node->name))
+                return false;
+        if (!a->machine_id)
+                return true; /* a record from before machine ids: name only (docs/volumes.md) */
+        return node->machine_id && streq(a->machine_id, node->machine_id);
+}
+
+bool node_identity_name_clash(const NodeIdentity *node, const VolumeAttachment *a) {
+        return a->node && node->name && streq(a->node, node->name) && !node_identity_holds(node, a);
+}
+
 void volume_done(Volume *v) {
         free(v->id);
         free(v->zone);
         strv_free(v->tags);
         free(v->attachment.node);
+        free(v->attachment.machine_id);
         strv_free(v->attachment.internal_ips);
         strv_free(v->attachment.external_ips);
         free(v->attachment.device);
+        free(v->damaged);
         *v = (Volume){};
 }
 
@@ -80,6 +96,8 @@ int volume_copy(const Volume *src, Volume *ret) {
         if (strdup_or_null(src->id, &v.id) < 0 || strdup_or_null(src->zone, &v.zone) < 0 ||
             strv_copy_or_empty(src->tags, &v.tags) < 0 ||
             strdup_or_null(src->attachment.node, &v.attachment.node) < 0 ||
+            strdup_or_null(src->attachment.machine_id, &v.attachment.machine_id) < 0 ||
+            strdup_or_null(src->damaged, &v.damaged) < 0 ||
             strv_copy_or_empty(src->attachment.internal_ips, &v.attachment.internal_ips) < 0 ||
             strv_copy_or_empty(src->attachment.external_ips, &v.attachment.external_ips) < 0 ||
             strdup_or_null(src->attachment.device, &v.attachment.device) < 0) {

@@ -15,6 +15,7 @@
 
 typedef struct NodeIdentity {
         char *name;          /* node name (instance id on a cloud) */
+        char *machine_id;    /* machine-id(5) of this machine, NULL if unknown (docs/volumes.md) */
         char *zone;          /* availability zone */
         char **internal_ips; /* NULL-terminated, may be empty */
         char **external_ips;
@@ -24,7 +25,8 @@ void node_identity_done(NodeIdentity *n);
 int node_identity_copy(const NodeIdentity *src, NodeIdentity *ret);
 
 typedef struct VolumeAttachment {
-        char *node; /* NULL: not attached */
+        char *node;       /* NULL: not attached */
+        char *machine_id; /* the holder's machine-id; NULL in records written before it was kept */
         char **internal_ips;
         char **external_ips;
         char *device; /* as the provider recorded it; informational, resolution goes by identity */
@@ -52,6 +54,10 @@ typedef struct Volume {
         char **tags; /* alternating key, value; sorted by key, keys unique */
         VolumeAttachment attachment;
         VolumeContent content;
+        /* Non-NULL: the provider's record of this volume is unreadable, and why. Such a volume is
+         * listed (it must never silently vanish) but never used; id is known, zone, tags and
+         * attachment only as far as they could be read (zone may be NULL). */
+        char *damaged;
 } Volume;
 
 typedef struct VolumeList {
@@ -72,6 +78,13 @@ int volume_list_append(VolumeList *l, const Volume *v);
 /* Sorts by id. */
 void volume_list_sort(VolumeList *l);
 
+/* Whether node is the holder recorded in a: the names match and, when both sides know their machine,
+ * the machine ids match too. A record without a machine id (written before it was kept) is matched by
+ * name alone; a node that does not know its machine id never matches a record that names one. */
+bool node_identity_holds(const NodeIdentity *node, const VolumeAttachment *a);
+/* a names node's name but another machine: a second machine with the same name. */
+bool node_identity_name_clash(const NodeIdentity *node, const VolumeAttachment *a);
+
 /* Node-local settings handed to a provider (the CLI's --pool, --node-name, ...). NULL = detect. */
 typedef struct VolumeProviderConfig {
         const char *pool_dir; /* local */
@@ -79,7 +92,8 @@ typedef struct VolumeProviderConfig {
         const char *zone;
         const char *internal_ip;
         const char *external_ip;
-        usec_t lock_timeout; /* how long to wait for the pool lock; 0 = default (10s) */
+        const char *machine_id_file; /* NULL: /etc/machine-id */
+        usec_t lock_timeout;         /* how long to wait for the pool lock; 0 = default (10s) */
 } VolumeProviderConfig;
 
 typedef struct VolumeProviderVTable {

@@ -371,7 +371,7 @@ static int verify_claim(ApplyContext *c, size_t i) {
                     (!first || volume_claimed_before(o, first)))
                         first = o;
         }
-        if (!mine || !mine->attachment.node || !streq(mine->attachment.node, c->in->node->name))
+        if (!mine || !node_identity_holds(c->in->node, &mine->attachment))
                 r = PK_ECONFLICT;
         else if (first) {
                 report(c->cfg, LOG_LEVEL_WARNING, 0,

@@ -164,7 +164,8 @@ int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObse
         }
         for (size_t i = 0; r >= 0 && i < o.volumes.n; i++) {
                 const Volume *v = &o.volumes.items[i];
-                if (v->attachment.node && streq(v->attachment.node, o.node.name))
+                /* a damaged record cannot be resolved to a device: it is listed, not used */
+                if (!v->damaged && node_identity_holds(&o.node, &v->attachment))
                         r = observe_volume(p, cfg, v, &o.observed[i]);
         }
         if (r < 0) {

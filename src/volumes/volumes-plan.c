@@ -7,6 +7,7 @@
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "volumes/volume-tags.h"
 
 static const char *const action_names[_ACTION_TYPE_MAX] = {
         [ACTION_CLAIM] = "claim",
@@ -42,7 +43,7 @@ bool pass_plan_converged(const PassPlan *p) {
 }
 
 static bool held_by(const Volume *v, const NodeIdentity *node) {
-        return v->attachment.node && streq(v->attachment.node, node->name);
+        return node_identity_holds(node, &v->attachment);
 }
 
 /* Of two free volumes naming one member, the one more likely to hold its data goes first. */
@@ -63,6 +64,58 @@ static bool candidate_before(const PassPlan *plan, const PassInput *in, size_t a
 
 static bool of_cluster(const PassPlan *plan, size_t i, const char *etcd_cluster) {
         return plan->eligibility[i].eligible && streq(plan->eligibility[i].etcd.cluster, etcd_cluster);
+}
+
+/* A volume of etcd_cluster held under this node's name by another machine: two machines share the name.
+ * SIZE_MAX if none. Claiming anything then would make the two indistinguishable in DNS and in the
+ * pool, so the selection stops with an error naming both machines. */
+static size_t find_name_clash(const PassPlan *plan, const PassInput *in, const char *etcd_cluster) {
+        for (size_t i = 0; i < in->n_volumes; i++)
+                if (of_cluster(plan, i, etcd_cluster) &&
+                    node_identity_name_clash(in->node, &in->volumes[i].attachment))
+                        return i;
+        return SIZE_MAX;
+}
+
+/* A damaged record that reads as this node's, of etcd_cluster or of an unreadable etcd cluster: this
+ * node may hold that member already, so it claims no other (it would hold two) until the record is
+ * mended or released. SIZE_MAX if none. */
+static size_t find_damaged_own(const PassInput *in, const char *etcd_cluster) {
+        _cleanup_free_ char *key = strjoin(VOLUME_TAG_ETCD_PREFIX, etcd_cluster);
+        for (size_t i = 0; key && i < in->n_volumes; i++) {
+                const Volume *v = &in->volumes[i];
+                bool any_etcd = false;
+                if (!v->damaged || !held_by(v, in->node))
+                        continue;
+                for (char **t = v->tags; t && t[0] && t[1]; t += 2)
+                        any_etcd = any_etcd || startswith(t[0], VOLUME_TAG_ETCD_PREFIX);
+                if (!any_etcd || volume_tag(v, key))
+                        return i;
+        }
+        return SIZE_MAX;
+}
+
+static int plan_damaged_own(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
+        PlanSelection *s = &plan->selections[sel];
+        s->volume = i;
+        s->state = SELECTION_ERROR;
+        s->note =
+            strprintf("this node's volume '%s' has a damaged record (%s): claiming no other until it is "
+                      "mended or released ('protokube pool detach %s')",
+                      in->volumes[i].id, in->volumes[i].damaged, in->volumes[i].id);
+        return s->note ? 0 : -ENOMEM;
+}
+
+static int plan_name_clash(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
+        PlanSelection *s = &plan->selections[sel];
+        const VolumeAttachment *a = &in->volumes[i].attachment;
+        s->volume = i;
+        s->state = SELECTION_ERROR;
+        s->note = strprintf("volume '%s' is held by node '%s' on machine %s; this machine (%s) has the same "
+                            "node name and is not its holder: give each machine its own --node-name",
+                            in->volumes[i].id, a->node, a->machine_id ?: "(unknown)",
+                            in->node->machine_id ?: "(no machine id)");
+        return s->note ? 0 : -ENOMEM;
 }
 
 static int push_action(PassPlan *plan, ActionType t, size_t volume, size_t selection) {
@@ -162,7 +215,7 @@ static size_t held_mounted_duplicate(const PassPlan *plan, const PassInput *in, 
 static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
         PlanSelection *s = &plan->selections[sel];
         bool held;
-        size_t n_held;
+        size_t n_held, clash;
 
         size_t dup = held_mounted_duplicate(plan, in, s->etcd_cluster);
         if (dup != SIZE_MAX) {
@@ -174,6 +227,12 @@ static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
                 return s->note ? 0 : -ENOMEM;
         }
 
+        clash = find_name_clash(plan, in, s->etcd_cluster);
+        if (clash != SIZE_MAX)
+                return plan_name_clash(plan, in, sel, clash);
+        clash = find_damaged_own(in, s->etcd_cluster);
+        if (clash != SIZE_MAX)
+                return plan_damaged_own(plan, in, sel, clash);
         s->volume = choose(plan, in, s->etcd_cluster, &held, &n_held);
         if (s->volume == SIZE_MAX) {
                 s->state = SELECTION_WAITING;

@@ -102,9 +102,10 @@ class VolEnv:
                 "--pool", self.pool, "--mount-root", self.mount_root(node),
                 "--manifest-dir", self.manifest_dir(node), *extra]
 
-    def pk(self, verb, node, *extra, check=None, timeout=120, zone="z1"):
+    def pk(self, verb, node, *extra, check=None, timeout=120, zone="z1", env=None):
+        e = dict(os.environ, **env) if env else None
         p = subprocess.run(self.argv(verb, node, *extra, zone=zone), capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=e)
         if check is not None and p.returncode != check:
             raise AssertionError(f"protokube {verb} --node-name {node} exited {p.returncode}, wanted {check}\n"
                                  f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")

@@ -1,5 +1,6 @@
 # The master-volume pipeline on real loop devices (issue 3): claim, safe format, mount, manifests;
 # idempotence; remount without reformat; release-node handover; signatures that must never be formatted.
+import json
 import os
 import struct
 import zlib
@@ -325,3 +326,102 @@ def test_fsck_failure_stops_only_that_volume(env):
     assert env.mount_path("n1", "events-a") in mounts_under(env.mount_root("n1"))
     assert os.path.islink(os.path.join(env.manifest_dir("n1"), "etcd-events.manifest"))
     assert not os.path.lexists(os.path.join(env.manifest_dir("n1"), "etcd.manifest"))
+
+
+def pool_rows(env):
+    """{id: row} of `pool list` (rows after the header)."""
+    out = env.pool_cmd("list").stdout
+    return {l.split()[0]: l for l in out.splitlines()[1:] if l.strip()}
+
+
+def test_bad_internal_ip_never_reaches_the_pool(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    argv = env.argv("once", "n1")
+    argv[argv.index("--internal-ip") + 1] = "192.0.2.11 "
+    p = run(*argv, check=False)
+    assert p.returncode == 2, p.stderr
+    assert "invalid --internal-ip '192.0.2.11 '" in p.stderr, p.stderr
+    assert env.holders() == {"main-a": None, "events-a": None}
+    rows = pool_rows(env)
+    assert set(rows) == {"main-a", "events-a"} and "DAMAGED" not in "".join(rows.values())
+
+
+def test_damaged_record_listed_detached_released(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    env.pk("once", "n1", check=0)
+    env.umount_node("n1")  # n1 is gone; its loop devices stay bound
+    dev_main = loop_of(env.image("main-a"))
+    assert dev_main and loop_of(env.image("events-a"))
+    # events-a: the claim an older protokube wrote for "--internal-ip '192.0.2.11 '"
+    m = env.meta("events-a")
+    m["attachment"]["internalIPs"] = ["192.0.2.11 "]
+    with open(os.path.join(env.pool, "events-a.json"), "w") as f:
+        json.dump(m, f)
+    # main-a: garbage
+    with open(os.path.join(env.pool, "main-a.json"), "w") as f:
+        f.write("garbage{")
+
+    rows = pool_rows(env)
+    assert "DAMAGED" in rows["main-a"], rows
+    assert "DAMAGED" in rows["events-a"] and " n1 " in rows["events-a"], rows
+    assert "not an IP address" in rows["events-a"], rows
+    out = env.pk("volumes", "n1", check=0).stdout
+    vrows = {l.split()[0]: l for l in out.splitlines() if l.strip()}
+    assert "damaged record" in vrows["main-a"] and "damaged record" in vrows["events-a"], out
+    # n1 (back again) uses neither and claims nothing in their place
+    p = env.pk("once", "n1", check=1)
+    assert "damaged record" in p.stderr, p.stderr
+    assert env.mount_path("n1", "events-a") not in mounts_under(env.mount_root("n1"))
+
+    # release-node: events-a names n1 (released, rewritten); main-a's holder is unreadable (reported)
+    p = env.pool_cmd("release-node", "n1")
+    assert "main-a" in p.stderr and "cannot be read" in p.stderr, p.stderr
+    assert loop_of(env.image("events-a")) is None
+    assert "attachment" not in env.meta("events-a")
+    assert env.meta("events-a")["tags"]["k8s.io/etcd/events"] == "a/a"
+    assert loop_of(env.image("main-a")) == dev_main
+    # detach by id: the loop device goes, the record stays (listed, damaged) for a human to mend
+    p = env.pool_cmd("detach", "main-a")
+    assert "left as it is" in p.stderr, p.stderr
+    assert loop_of(env.image("main-a")) is None
+    rows = pool_rows(env)
+    assert "DAMAGED" in rows["main-a"] and "DAMAGED" not in rows["events-a"], rows
+    env.pool_cmd("detach", "main-a")  # again: still works
+    # events-a is usable again, with its data; main-a is never taken
+    p = env.pk("once", "n2", check=3)
+    assert env.meta("events-a")["attachment"]["node"] == "n2"
+    assert "DAMAGED" in pool_rows(env)["main-a"]
+
+
+def machine_id_file(env, name, content):
+    path = os.path.join(env.base, name)
+    with open(path, "w") as f:
+        f.write(content)
+    return {"PROTOKUBE_MACHINE_ID_FILE": path}
+
+
+def test_same_node_name_other_machine_is_not_the_holder(env):
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    m1 = machine_id_file(env, "machine-id-1", "1" * 32 + "\n")
+    m2 = machine_id_file(env, "machine-id-2", "2" * 32 + "\n")
+    env.pk("once", "n1", check=0, env=m1)
+    att = env.meta("main-a")["attachment"]
+    assert att["node"] == "n1" and att["machineID"] == "1" * 32
+    # a second machine calling itself n1 neither claims nor counts as holder
+    p = env.pk("once", "n1", check=1, env=m2)
+    assert "1" * 32 in p.stderr and "2" * 32 in p.stderr, p.stderr
+    assert "same node name" in p.stderr, p.stderr
+    assert env.meta("main-a")["attachment"]["machineID"] == "1" * 32
+    out = env.pk("volumes", "n1", check=0, env=m2).stdout
+    row = [l for l in out.splitlines() if l.startswith("main-a ")][0]
+    assert "mounted" not in row, row
+    # the first machine still is
+    p = env.pk("once", "n1", check=0, env=m1)
+    assert "0 change(s)" in p.stderr, p.stderr
+    # a machine-id file that is not one is an error naming the file
+    bad = machine_id_file(env, "machine-id-bad", "uninitialized\n")
+    p = env.pk("once", "n1", check=1, env=bad)
+    assert bad["PROTOKUBE_MACHINE_ID_FILE"] in p.stderr and "hexadecimal" in p.stderr, p.stderr

@@ -464,8 +464,73 @@ static void test_race_simulation(void **state) {
                 simulate_race(3 + seed % 3, seed % 2, seed * 2654435761u);
 }
 
+/* Another machine holds main-a under this node's name: no claim at all, an error naming both machines;
+ * a name-only record (written before machine ids) still counts as this node's. */
+static void test_same_name_other_machine(void **state) {
+        Volume vols[8];
+        size_t n = standard_pool(vols);
+        char m1[] = "11111111111111111111111111111111", m2[] = "22222222222222222222222222222222";
+        NodeIdentity me = { .name = (char *)"n1", .machine_id = m2, .zone = (char *)"z1" };
+        size_t a = find(vols, n, "vol-main-a"), ev = find(vols, n, "vol-ev-a");
+        vols[a].attachment.node = strdup("n1");
+        vols[a].attachment.machine_id = strdup(m1);
+        vols[ev].attachment.node = strdup("n1");
+        PassInput in = { .cluster = "demo",
+                         .etcd_clusters = clusters,
+                         .node = &me,
+                         .volumes = vols,
+                         .n_volumes = n,
+                         .manifests = true };
+        PassPlan p;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(p.selections[0].state, SELECTION_ERROR);
+        assert_int_equal(p.selections[0].volume, a);
+        assert_non_null(strstr(p.selections[0].note, m1));
+        assert_non_null(strstr(p.selections[0].note, m2));
+        assert_non_null(strstr(p.selections[0].note, "'n1'"));
+        /* events-a has no machine id: name-only, this node's; no claim of main-b either */
+        assert_int_equal(p.selections[1].volume, ev);
+        assert_actions(&p, vols,
+                       "attach:vol-ev-a wait-device:vol-ev-a fsck:vol-ev-a mount:vol-ev-a "
+                       "write-manifest:vol-ev-a link-manifest:vol-ev-a");
+        assert_false(pass_plan_converged(&p));
+        pass_plan_done(&p);
+        free_volumes(vols, n);
+}
+
+/* A damaged record is never eligible, whoever it names; one that reads as this node's stops the claim of
+ * another member of its etcd cluster (the node may hold it), not of the other etcd clusters. */
+static void test_damaged_never_used(void **state) {
+        Volume vols[8];
+        size_t n = standard_pool(vols);
+        NodeIdentity me = node("n1");
+        size_t a = find(vols, n, "vol-main-a");
+        vols[a].damaged = strdup("'internalIPs' holds something that is not an IP address");
+        vols[a].attachment.node = strdup("n1");
+        PassInput in = {
+                .cluster = "demo", .etcd_clusters = clusters, .node = &me, .volumes = vols, .n_volumes = n
+        };
+        PassPlan p;
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_false(p.eligibility[a].eligible);
+        assert_non_null(strstr(p.eligibility[a].reason, "damaged record"));
+        assert_int_equal(p.selections[0].state, SELECTION_ERROR);
+        assert_non_null(strstr(p.selections[0].note, "damaged record"));
+        assert_actions(&p, vols, "claim:vol-ev-a wait-device:vol-ev-a fsck:vol-ev-a mount:vol-ev-a");
+        pass_plan_done(&p);
+        /* another node's damaged record: this node goes on with the next free member */
+        free(vols[a].attachment.node);
+        vols[a].attachment.node = strdup("n2");
+        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_string_equal(vols[p.selections[0].volume].id, "vol-main-b");
+        pass_plan_done(&p);
+        free_volumes(vols, n);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_same_name_other_machine),
+                cmocka_unit_test(test_damaged_never_used),
                 cmocka_unit_test(test_fresh_node),
                 cmocka_unit_test(test_converged_and_partial),
                 cmocka_unit_test(test_waiting_and_others),

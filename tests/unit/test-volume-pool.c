@@ -136,9 +136,14 @@ static void test_pool_create_list(void **state) {
         free(junk);
         VolumeList l = {};
         assert_int_equal(pool_list(p, &l), 0);
-        assert_int_equal(l.n, 2);
-        assert_string_equal(l.items[0].id, "main-a");
-        assert_int_equal(l.items[0].size, 4 << 20);
+        /* ...and listed as damaged: a record that does not parse never makes its volume vanish */
+        assert_int_equal(l.n, 3);
+        assert_string_equal(l.items[0].id, "junk");
+        assert_non_null(l.items[0].damaged);
+        assert_null(l.items[0].attachment.node);
+        assert_string_equal(l.items[1].id, "main-a");
+        assert_null(l.items[1].damaged);
+        assert_int_equal(l.items[1].size, 4 << 20);
         assert_int_equal(strv_length(l.warnings), 1);
         assert_non_null(strstr(l.warnings[0], "junk.json"));
         volume_list_done(&l);
@@ -172,15 +177,207 @@ static void test_pool_claim_cas(void **state) {
         assert_string_equal(v.volume.attachment.internal_ips[0], "10.0.0.1");
         pool_volume_done(&v);
         /* the device does not exist: resolved as "not there yet", never guessed */
-        assert_int_equal(pool_resolve_device(p, "d1", "n1", &path, &d), 0);
-        assert_int_equal(pool_resolve_device(p, "d1", "n2", &path, &d), 0);
-        assert_int_equal(pool_detach(p, "d1", "n2"), PK_ECONFLICT);
-        assert_int_equal(pool_release_node(p, "n2"), 0);
-        assert_int_equal(pool_release_node(p, "n1"), 1);
+        assert_int_equal(pool_resolve_device(p, "d1", &n1, &path, &d), 0);
+        assert_int_equal(pool_resolve_device(p, "d1", &n2, &path, &d), 0);
+        assert_int_equal(pool_detach(p, "d1", &n2), PK_ECONFLICT);
+        assert_int_equal(pool_release_node(p, "n2", NULL), 0);
+        assert_int_equal(pool_release_node(p, "n1", NULL), 1);
         assert_int_equal(pool_detach(p, "d1", NULL), 0);
         assert_int_equal(pool_attach(p, "d1", &n2), 0);
         assert_int_equal(pool_detach(p, "d1", NULL), 1);
         assert_int_equal(pool_attach(p, "nope", &n2), -ENOENT);
+        pool_free(p);
+        remove_dir(dir);
+        free(dir);
+}
+
+static char *repeat(char c, size_t n) {
+        char *s = malloc(n + 1);
+        memset(s, c, n);
+        s[n] = 0;
+        return s;
+}
+
+/* Round trip through the real files: whatever pool_attach() accepts, every reader can read back; what
+ * it cannot store faithfully it refuses before writing anything. */
+static void test_pool_writer_reader_roundtrip(void **state) {
+        char *dir = make_pool_dir(), *name_max = repeat('n', POOL_NODE_MAX),
+             *id_max = repeat('i', POOL_ID_MAX);
+        char *zone_max = repeat('z', 63), *key = repeat('k', POOL_TAG_KEY_MAX),
+             *val = repeat('v', POOL_TAG_VALUE_MAX);
+        char *ips16[POOL_IPS_MAX + 2] = {},
+                                   *ext[] = { (char *)"ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+                                              (char *)"::", (char *)"0.0.0.0", NULL };
+        char mid[] = "0123456789abcdef0123456789abcdef";
+        char *tags[] = { key, val, (char *)"empty", (char *)"", (char *)"u", (char *)"\xc3\xa9t\xc3\xa9",
+                         NULL };
+        Pool *p = NULL;
+        char *id = NULL;
+
+        for (size_t i = 0; i < POOL_IPS_MAX + 1; i++)
+                ips16[i] = strprintf(i % 2 ? "fd00::%zx" : "10.0.0.%zu", i + 1);
+        assert_int_equal(pool_open(dir, 0, &p), 0);
+        assert_int_equal(pool_create(p, id_max, zone_max, 1 << 20, tags, &id), 0);
+        free(id);
+
+        char *last = ips16[POOL_IPS_MAX];
+        ips16[POOL_IPS_MAX] = NULL; /* exactly the bound */
+        NodeIdentity n = { .name = name_max,
+                           .machine_id = mid,
+                           .zone = zone_max,
+                           .internal_ips = ips16,
+                           .external_ips = ext };
+        assert_int_equal(pool_attach(p, id_max, &n), 0);
+        PoolVolume v = {};
+        char *err = NULL;
+        assert_int_equal(pool_load(p, id_max, &v, &err), 0);
+        assert_string_equal(v.volume.attachment.node, name_max);
+        assert_string_equal(v.volume.attachment.machine_id, mid);
+        assert_int_equal(strv_length(v.volume.attachment.internal_ips), POOL_IPS_MAX);
+        assert_true(strv_equal(v.volume.attachment.external_ips, ext));
+        assert_string_equal(volume_tag(&v.volume, key), val);
+        assert_string_equal(volume_tag(&v.volume, "empty"), "");
+        pool_volume_done(&v);
+        assert_int_equal(pool_detach(p, id_max, NULL), POOL_DETACHED);
+
+        /* refused before anything is written: one address over the bound, a non-literal, a bad id */
+        ips16[POOL_IPS_MAX] = last;
+        assert_int_equal(pool_attach(p, id_max, &n), -EINVAL);
+        ips16[POOL_IPS_MAX] = NULL;
+        char *spaced[] = { (char *)"192.0.2.11 ", NULL }, *two[] = { (char *)"10.0.0.1,10.0.0.2", NULL };
+        NodeIdentity bad1 = { .name = (char *)"n1", .internal_ips = spaced };
+        NodeIdentity bad2 = { .name = (char *)"n1", .external_ips = two };
+        NodeIdentity bad3 = { .name = (char *)"n1",
+                              .machine_id = (char *)"0123456789ABCDEF0123456789ABCDEF" };
+        NodeIdentity bad4 = { .name = (char *)"n 1" };
+        assert_int_equal(pool_attach(p, id_max, &bad1), -EINVAL);
+        assert_int_equal(pool_attach(p, id_max, &bad2), -EINVAL);
+        assert_int_equal(pool_attach(p, id_max, &bad3), -EINVAL);
+        assert_int_equal(pool_attach(p, id_max, &bad4), -EINVAL);
+        VolumeList l = {};
+        assert_int_equal(pool_list(p, &l), 0);
+        assert_int_equal(l.n, 1);
+        assert_null(l.items[0].damaged);
+        assert_null(l.items[0].attachment.node);
+        assert_null(l.warnings);
+        volume_list_done(&l);
+
+        for (size_t i = 0; i < POOL_IPS_MAX + 1; i++)
+                free(ips16[i]);
+        free(last);
+        free(name_max);
+        free(id_max);
+        free(zone_max);
+        free(key);
+        free(val);
+        pool_free(p);
+        remove_dir(dir);
+        free(dir);
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+        char *path = strjoin(dir, "/", name);
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644, 0), 1);
+        free(path);
+}
+
+/* What the old writer left behind: a claim whose address has a trailing space. */
+static const char bad_ip_record[] =
+    "{\"version\":1,\"id\":\"d2\",\"zone\":\"z1\",\"size\":1048576,\"device\":\"/dev/pk-test-missing\","
+    "\"tags\":{\"KubernetesCluster\":\"demo\"},"
+    "\"attachment\":{\"node\":\"n1\",\"internalIPs\":[\"192.0.2.11 \"],\"externalIPs\":[]}}";
+
+static void test_pool_damaged_records(void **state) {
+        char *dir = make_pool_dir(), **notes = NULL;
+        Pool *p = NULL;
+        NodeIdentity n1 = { .name = (char *)"n1" }, n2 = { .name = (char *)"n2" };
+        VolumeList l = {};
+
+        assert_int_equal(pool_open(dir, 0, &p), 0);
+        write_text(dir, "d1.json", "garbage{");
+        write_text(dir, "d2.json", bad_ip_record);
+        write_device_volume(dir, "d3");
+
+        assert_int_equal(pool_list(p, &l), 0);
+        assert_int_equal(l.n, 3);
+        assert_non_null(l.items[0].damaged); /* d1: nothing readable but its id */
+        assert_null(l.items[0].attachment.node);
+        assert_null(l.items[0].zone);
+        assert_non_null(strstr(l.items[1].damaged, "not an IP address")); /* d2: the holder is readable */
+        assert_string_equal(l.items[1].attachment.node, "n1");
+        assert_string_equal(l.items[1].zone, "z1");
+        assert_string_equal(volume_tag(&l.items[1], "KubernetesCluster"), "demo");
+        assert_null(l.items[2].damaged);
+        assert_int_equal(strv_length(l.warnings), 2);
+        volume_list_done(&l);
+
+        /* never claimed, never resolved */
+        assert_int_equal(pool_attach(p, "d2", &n2), PK_EMALFORMED);
+        /* a node releasing by name may only release what reads as its own */
+        assert_int_equal(pool_detach(p, "d2", &n2), PK_EMALFORMED);
+        assert_int_equal(pool_detach(p, "d1", &n1), PK_EMALFORMED);
+
+        /* release-node n2: d2 is n1's (left alone), d1's holder is unreadable (reported, left alone) */
+        assert_int_equal(pool_release_node(p, "n2", &notes), 0);
+        assert_int_equal(strv_length(notes), 1);
+        assert_non_null(strstr(notes[0], "d1: damaged record"));
+        assert_non_null(strstr(notes[0], "cannot be read"));
+        strv_free(notes);
+        /* release-node n1: d2 released and rewritten whole, without the bad attachment */
+        assert_int_equal(pool_release_node(p, "n1", &notes), 1);
+        assert_int_equal(strv_length(notes), 2);
+        strv_free(notes);
+        PoolVolume v = {};
+        assert_int_equal(pool_load(p, "d2", &v, NULL), 0);
+        assert_null(v.volume.attachment.node);
+        assert_string_equal(volume_tag(&v.volume, "KubernetesCluster"), "demo");
+        assert_string_equal(v.device, "/dev/pk-test-missing");
+        pool_volume_done(&v);
+        assert_int_equal(pool_attach(p, "d2", &n2), 0); /* usable again */
+
+        /* an admin's detach of the unreadable one: its device is released, the record left as it is */
+        assert_int_equal(pool_detach(p, "d1", NULL), POOL_DETACHED_DAMAGED);
+        assert_int_equal(pool_list(p, &l), 0);
+        assert_int_equal(l.n, 3);
+        assert_non_null(l.items[0].damaged);
+        volume_list_done(&l);
+        pool_free(p);
+        remove_dir(dir);
+        free(dir);
+}
+
+/* Two machines with one node name: the second is not the holder of the first's volume. */
+static void test_pool_machine_id(void **state) {
+        char *dir = make_pool_dir(), *path = NULL;
+        char m1[] = "11111111111111111111111111111111", m2[] = "22222222222222222222222222222222";
+        NodeIdentity a = { .name = (char *)"n1", .machine_id = m1 },
+                     b = { .name = (char *)"n1", .machine_id = m2 };
+        NodeIdentity bare = { .name = (char *)"n1" };
+        Pool *p = NULL;
+        PoolVolume v = {};
+        dev_t d;
+
+        assert_int_equal(pool_open(dir, 0, &p), 0);
+        write_device_volume(dir, "d1");
+        assert_int_equal(pool_attach(p, "d1", &a), 0);
+        assert_int_equal(pool_attach(p, "d1", &b), PK_ECONFLICT);
+        assert_int_equal(pool_attach(p, "d1", &bare), PK_ECONFLICT);
+        assert_int_equal(pool_attach(p, "d1", &a), 0);
+        assert_int_equal(pool_load(p, "d1", &v, NULL), 0);
+        assert_string_equal(v.volume.attachment.machine_id, m1);
+        pool_volume_done(&v);
+        assert_int_equal(pool_detach(p, "d1", &b), PK_ECONFLICT);
+        assert_int_equal(pool_resolve_device(p, "d1", &b, &path, &d), 0);
+        assert_int_equal(pool_detach(p, "d1", &a), POOL_DETACHED);
+
+        /* a record written before machine ids: matched by name (docs/volumes.md) */
+        write_text(dir, "d2.json",
+                   "{\"version\":1,\"id\":\"d2\",\"zone\":\"z1\",\"size\":1048576,\"device\":\"/dev/x\","
+                   "\"attachment\":{\"node\":\"n1\",\"internalIPs\":[],\"externalIPs\":[]}}");
+        assert_int_equal(pool_attach(p, "d2", &b), 0);
+        assert_int_equal(pool_load(p, "d2", &v, NULL), 0);
+        assert_null(v.volume.attachment.machine_id); /* not stamped by whoever came first */
+        pool_volume_done(&v);
         pool_free(p);
         remove_dir(dir);
         free(dir);
@@ -240,9 +437,15 @@ static void test_pool_one_member_one_holder(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_meta_roundtrip),     cmocka_unit_test(test_meta_strict),
-                cmocka_unit_test(test_pool_create_list),   cmocka_unit_test(test_pool_claim_cas),
-                cmocka_unit_test(test_pool_lock_deadline), cmocka_unit_test(test_pool_one_member_one_holder),
+                cmocka_unit_test(test_meta_roundtrip),
+                cmocka_unit_test(test_meta_strict),
+                cmocka_unit_test(test_pool_create_list),
+                cmocka_unit_test(test_pool_claim_cas),
+                cmocka_unit_test(test_pool_lock_deadline),
+                cmocka_unit_test(test_pool_writer_reader_roundtrip),
+                cmocka_unit_test(test_pool_damaged_records),
+                cmocka_unit_test(test_pool_machine_id),
+                cmocka_unit_test(test_pool_one_member_one_holder),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* IP address literals as they enter from outside (options, environment, detection, pool records). */
+
+#include <stdbool.h>
+
+/* Longest literal accepted: INET6_ADDRSTRLEN - 1 (an IPv4-mapped IPv6 address in full). */
+#define IN_ADDR_LITERAL_MAX 45
+
+/* Parses s as exactly one IPv4 (dotted quad) or IPv6 literal: no surrounding or embedded whitespace, no
+ * zone index, no prefix length. Returns the address family (AF_INET, AF_INET6) and, if ret_canonical is
+ * not NULL, the canonical text (inet_ntop: lowercase, zeros compressed; caller frees). -EINVAL if s is
+ * not one. */
+int in_addr_literal_parse(const char *s, char **ret_canonical);
+bool in_addr_literal_valid(const char *s);
