@@ -41,6 +41,7 @@ unit-asan: build-asan
 lint:
 	@scripts/check-format.sh
 	@scripts/check-banned.sh
+	@scripts/check-standalone.sh
 
 integration: build-asan
 	PROTOKUBE_BIN=$(CURDIR)/$(BUILD_ASAN)/src/cli/protokube scripts/run-integration.sh

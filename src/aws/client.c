@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "aws/client.h"
 
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -60,14 +62,86 @@ AwsClient *aws_client_free(AwsClient *c) {
         return NULL;
 }
 
-static bool endpoint_ok(const char *e) {
-        return (startswith(e, "http://") || startswith(e, "https://")) && !string_has_cc(e) &&
-               strlen(e) < 1024 && !strpbrk(e, "?# ");
+/* host is loopback: "localhost", an IPv4 address in 127.0.0.0/8, or "[::1]" (any spelling). Anything else,
+ * "127.0.0.1.example.com" included, is a name some resolver could send elsewhere. */
+static bool host_is_loopback(const char *host, size_t len) {
+        char h[INET6_ADDRSTRLEN + 2];
+        struct in_addr a4;
+        struct in6_addr a6;
+
+        if (len == 0 || len >= sizeof(h))
+                return false;
+        memcpy(h, host, len);
+        h[len] = 0;
+        if (strcasecmp(h, "localhost") == 0)
+                return true;
+        if (inet_pton(AF_INET, h, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        if (h[0] == '[' && h[len - 1] == ']') {
+                h[len - 1] = 0;
+                return inet_pton(AF_INET6, h + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+        }
+        return false;
 }
 
-static int copy_endpoint(const char *e, char **ret) {
-        if (!endpoint_ok(e))
+/* Finds the host in the authority of an http(s) URL; refuses a port that is not a number, so that what we
+ * judge is what curl connects to. */
+static int endpoint_authority(const char *authority, size_t len, size_t *ret_host_len) {
+        const char *a = authority, *e = authority + len, *colon;
+        if (len == 0)
                 return -EINVAL;
+        if (a[0] == '[') {
+                const char *close = memchr(a, ']', len);
+                if (!close)
+                        return -EINVAL;
+                colon = close + 1 < e ? close + 1 : NULL;
+                if (colon && *colon != ':')
+                        return -EINVAL;
+        } else
+                colon = memchr(a, ':', len);
+        if (colon) {
+                size_t digits = (size_t)(e - colon - 1);
+                if (digits == 0 || digits > 5 || strspn(colon + 1, "0123456789") < digits)
+                        return -EINVAL;
+        }
+        *ret_host_len = (size_t)((colon ?: e) - a);
+        return 0;
+}
+
+int aws_endpoint_check(const char *variable, const char *url, char **ret_error) {
+        const char *rest = startswith(url, "https://");
+        bool https = rest;
+        size_t host_len;
+        const char *why = NULL;
+
+        if (!rest)
+                rest = startswith(url, "http://");
+        if (!rest)
+                why = "must start with https:// (or http:// for a loopback host)";
+        else if (string_has_cc(url) || strlen(url) >= 1024 || strpbrk(url, "?# "))
+                why =
+                    "must be a base URL shorter than 1024 bytes, without query, fragment, spaces or control "
+                    "characters";
+        else if (memchr(rest, '@', strcspn(rest, "/")))
+                why = "must not contain user info (credentials come from the credential chain)";
+        else if (endpoint_authority(rest, strcspn(rest, "/"), &host_len) < 0)
+                why = "must be http(s)://HOST[:PORT][/PATH]";
+        /* The signature and the session token travel in the headers: only TLS may carry them off this
+         * machine. Plain http is for local doubles and proxies on loopback. */
+        else if (!https && !host_is_loopback(rest, host_len))
+                why = "plain http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost): use "
+                      "https";
+        if (!why)
+                return 0;
+        if (ret_error)
+                *ret_error = strprintf("%s='%s': %s", variable, url, why);
+        return -EINVAL;
+}
+
+static int copy_endpoint(const char *variable, const char *e, char **ret, char **ret_error) {
+        int r = aws_endpoint_check(variable, e, ret_error);
+        if (r < 0)
+                return r;
         char *s = strdup(e);
         if (!s)
                 return -ENOMEM;
@@ -82,9 +156,10 @@ static int region_ok(const char *r) {
         return !isempty(r) && strlen(r) <= 64 && !strpbrk(r, "/ \t\r\n.:@");
 }
 
-int aws_client_new(AwsClient **ret) {
+int aws_client_new(AwsClient **ret, char **ret_error) {
         _cleanup_(aws_client_freep) AwsClient *c = new0(AwsClient, 1);
-        const char *region, *common = getenv("AWS_ENDPOINT_URL"), *dis = getenv("AWS_EC2_METADATA_DISABLED");
+        const char *region, *region_var, *common = getenv("AWS_ENDPOINT_URL"),
+                                         *dis = getenv("AWS_EC2_METADATA_DISABLED");
         int r;
 
         if (!c)
@@ -96,23 +171,31 @@ int aws_client_new(AwsClient **ret) {
         c->exchange_timeout = 30 * USEC_PER_SEC;
         c->imds_disabled = dis && strcasecmp(dis, "true") == 0;
 
-        region = getenv("AWS_REGION");
-        if (isempty(region))
-                region = getenv("AWS_DEFAULT_REGION");
+        region_var = "AWS_REGION";
+        region = getenv(region_var);
+        if (isempty(region)) {
+                region_var = "AWS_DEFAULT_REGION";
+                region = getenv(region_var);
+        }
         if (!isempty(region)) {
-                if (!region_ok(region))
+                if (!region_ok(region)) {
+                        if (ret_error)
+                                *ret_error = strprintf("%s='%s' is not a region name", region_var, region);
                         return -EINVAL;
+                }
                 c->region = strdup(region);
                 if (!c->region)
                         return -ENOMEM;
         }
         for (AwsService s = 0; s < _AWS_SERVICE_MAX; s++) {
-                const char *e = getenv(service_endpoint_env[s]);
-                if (isempty(e))
+                const char *var = service_endpoint_env[s], *e = getenv(var);
+                if (isempty(e)) {
+                        var = "AWS_ENDPOINT_URL";
                         e = common;
+                }
                 if (isempty(e))
                         continue; /* the public endpoint, once the region is known */
-                r = copy_endpoint(e, &c->endpoints[s]);
+                r = copy_endpoint(var, e, &c->endpoints[s], ret_error);
                 if (r < 0)
                         return r;
         }
@@ -307,9 +390,9 @@ typedef struct PreparedCall {
 
 static void prepared_call_done(PreparedCall *p) {
         free(p->url);
+        /* Authorization and X-Amz-Security-Token */
         for (size_t i = 0; i < p->n_headers; i++)
-                if (p->headers[i])
-                        erase_and_free(p->headers[i], strlen(p->headers[i]));
+                string_free_erase(p->headers[i]);
         *p = (PreparedCall){};
 }
 

@@ -10,17 +10,12 @@
 #define CREDENTIALS_FILE_MAX (256U * 1024)
 #define CREDENTIAL_MAX       4096 /* session tokens run to ~1-2 KiB */
 
-static void erase_string(char *s) {
-        if (s)
-                erase_and_free(s, strlen(s));
-}
-
 AwsCredentials *aws_credentials_free(AwsCredentials *c) {
         if (!c)
                 return NULL;
         free(c->access_key_id);
-        erase_string(c->secret_access_key);
-        erase_string(c->session_token);
+        string_free_erase(c->secret_access_key);
+        string_free_erase(c->session_token);
         explicit_bzero(c, sizeof(*c));
         free(c);
         return NULL;
@@ -140,7 +135,7 @@ int aws_credentials_from_file(const char *path, const char *profile, AwsCredenti
         if (isempty(profile))
                 profile = "default";
 
-        r = read_full_file(path, CREDENTIALS_FILE_MAX, &text, &len);
+        r = read_full_file_secret(path, CREDENTIALS_FILE_MAX, &text, &len);
         if (r < 0)
                 return r == -EFBIG ? PK_ETOOBIG : r;
         r = parse_credentials_ini(text, profile, ret);

@@ -2,6 +2,7 @@
 #include "aws/imds.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <string.h>
 #include <time.h>
 
@@ -26,7 +27,7 @@ AwsImds *aws_imds_free(AwsImds *m) {
                 return NULL;
         free(m->endpoint);
         if (m->token)
-                erase_and_free(m->token, strlen(m->token));
+                string_free_erase(m->token);
         free(m);
         return NULL;
 }
@@ -67,6 +68,7 @@ static int imds_exchange(AwsImds *m, const char *method, const char *path, const
                 .connect_timeout = IMDS_CONNECT_TIMEOUT,
                 .max_response = AWS_IMDS_VALUE_MAX,
                 .no_proxy = true,
+                .sensitive = true, /* the token, and the role credentials */
         };
         return http_request(&req, resp, ret_error);
 }
@@ -89,7 +91,7 @@ static int imds_refresh_token(AwsImds *m, char **ret_error) {
                 return r;
         }
         if (m->token)
-                erase_and_free(m->token, strlen(m->token));
+                string_free_erase(m->token);
         m->token = TAKE_PTR(resp.body);
         m->token_expiry = now(CLOCK_MONOTONIC) + AWS_IMDS_TOKEN_TTL_SEC * USEC_PER_SEC;
         http_response_done(&resp);
@@ -106,18 +108,17 @@ int aws_imds_get(AwsImds *m, const char *path, char **ret, char **ret_error) {
                         if (r < 0)
                                 return r;
                 }
-                _cleanup_free_ char *hdr = strjoin("X-aws-ec2-metadata-token: ", m->token);
+                _cleanup_erase_free_ char *hdr = strjoin("X-aws-ec2-metadata-token: ", m->token);
                 if (!hdr)
                         return -ENOMEM;
                 r = imds_exchange(m, "GET", path, hdr, &resp, ret_error);
-                explicit_bzero(hdr, strlen(hdr));
                 if (r < 0)
                         return r;
                 if (resp.status != 401)
                         break;
                 /* The token expired or the service restarted: get a new one, once. */
                 http_response_done(&resp);
-                erase_and_free(m->token, strlen(m->token));
+                string_free_erase(m->token);
                 m->token = NULL;
         }
         if (resp.status == 404) {
@@ -172,7 +173,7 @@ int aws_parse_iso8601(const char *s, usec_t *ret) {
         return 0;
 }
 
-static int parse_role_document(const char *text, AwsCredentials **ret) {
+static int parse_role_json(const char *text, AwsCredentials **ret) {
         json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
         const char *code, *id, *secret, *token, *exp;
         usec_t expiration;
@@ -197,7 +198,25 @@ static int parse_role_document(const char *text, AwsCredentials **ret) {
                 } else if (r == -EINVAL)
                         r = PK_EMALFORMED;
         }
-        json_decref(j); /* jansson does not erase; the document lives only in this process's heap */
+        json_decref(j); /* erased: see parse_role_document() */
+        return r;
+}
+
+/* jansson copies the document into its lexer buffers and string values and frees them as they are. While a
+ * credential document is parsed, its allocations are erased on free (malloc_usable_size: jansson's free
+ * hook is given no size). The daemon is single-threaded, so the swap is seen by this parse only. */
+static void free_erase_usable(void *p) {
+        if (p)
+                erase_and_free(p, malloc_usable_size(p));
+}
+
+static int parse_role_document(const char *text, AwsCredentials **ret) {
+        json_malloc_t saved_malloc;
+        json_free_t saved_free;
+        json_get_alloc_funcs(&saved_malloc, &saved_free);
+        json_set_alloc_funcs(malloc, free_erase_usable);
+        int r = parse_role_json(text, ret);
+        json_set_alloc_funcs(saved_malloc, saved_free);
         return r;
 }
 
@@ -218,7 +237,7 @@ int aws_imds_role_credentials(AwsImds *m, AwsCredentials **ret, char **ret_error
         if (r < 0)
                 return r;
         r = parse_role_document(doc, ret);
-        erase_and_free(doc, strlen(doc));
+        string_free_erase(doc);
         if (r < 0 && ret_error && !*ret_error)
                 *ret_error = strprintf("instance role '%s' credentials: %s", roles,
                                        r == PK_ECLOUD ? "the metadata service reports a failure"

@@ -265,10 +265,11 @@ static int canon_header_init(CanonHeader *h, const char *name, const char *value
         return 0;
 }
 
+/* One of the values is the session token: every value is erased. */
 static void canon_headers_free(CanonHeader *h, size_t n) {
         for (size_t i = 0; h && i < n; i++) {
                 free(h[i].name);
-                free(h[i].value);
+                string_free_erase(h[i].value);
         }
         free(h);
 }
@@ -348,8 +349,10 @@ static int derive_signing_key(const char *secret, const char *date, const char *
 }
 
 void aws_sigv4_result_done(AwsSigV4Result *r) {
-        free(r->authorization);
-        free(r->canonical_request);
+        /* The Authorization value is a credential for the next five minutes; the canonical request holds
+         * x-amz-security-token. */
+        string_free_erase(r->authorization);
+        string_free_erase(r->canonical_request);
         free(r->string_to_sign);
         free(r->signed_headers);
         *r = (AwsSigV4Result){};
@@ -378,8 +381,9 @@ int aws_sigv4_sign_at(const AwsSigV4Request *req, const AwsCredentials *creds, u
         r = sigv4_check_request(req, creds);
         if (r < 0)
                 return r;
-        buf_init(&creq, SIGV4_TEXT_MAX);
-        buf_init(&headers, SIGV4_TEXT_MAX);
+        /* Both hold x-amz-security-token when there is a session token. */
+        buf_init_secret(&creq, SIGV4_TEXT_MAX);
+        buf_init_secret(&headers, SIGV4_TEXT_MAX);
         buf_init(&signed_headers, SIGV4_TEXT_MAX);
         buf_init(&sts, SIGV4_TEXT_MAX);
 
@@ -422,12 +426,14 @@ int aws_sigv4_sign_at(const AwsSigV4Request *req, const AwsCredentials *creds, u
         if (r < 0)
                 return r;
         hex_encode(sig, sizeof(sig), sig_hex);
+        explicit_bzero(sig, sizeof(sig));
 
-        _cleanup_free_ char *authz = strprintf(
+        _cleanup_erase_free_ char *authz = strprintf(
             "AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, Signature=%s",
             creds->access_key_id, date, req->region, req->service, (char *)signed_headers.data, sig_hex);
-        _cleanup_free_ char *c = buf_steal_str(&creq), *s = buf_steal_str(&sts),
-                            *sh = buf_steal_str(&signed_headers);
+        explicit_bzero(sig_hex, sizeof(sig_hex));
+        _cleanup_erase_free_ char *c = buf_steal_str(&creq);
+        _cleanup_free_ char *s = buf_steal_str(&sts), *sh = buf_steal_str(&signed_headers);
         if (!authz || !c || !s || !sh)
                 return -ENOMEM;
 

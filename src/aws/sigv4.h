@@ -31,10 +31,13 @@ typedef struct AwsSigV4Request {
         bool s3_style;
 } AwsSigV4Request;
 
+/* authorization and canonical_request are sensitive: the first is a credential for the request's five-minute
+ * window, the second holds the session token (x-amz-security-token). aws_sigv4_result_done() erases both;
+ * never log them. */
 typedef struct AwsSigV4Result {
         char *authorization;     /* the Authorization header value */
         char amz_date[17];       /* the X-Amz-Date header value, "20150830T123600Z" */
-        char *canonical_request; /* for tests and debugging; holds no secret */
+        char *canonical_request; /* for tests and debugging; holds the session token, if any */
         char *string_to_sign;
         char *signed_headers; /* "content-type;host;x-amz-date" */
 } AwsSigV4Result;
@@ -43,7 +46,8 @@ void aws_sigv4_result_done(AwsSigV4Result *r);
 
 /* Signs req at time t (CLOCK_REALTIME usec). With a session token, x-amz-security-token is signed too and
  * the caller must send it. Returns -EINVAL for header names/values with control characters or malformed
- * percent-escapes in the query. Fills *ret only on success; release it with aws_sigv4_result_done(). */
+ * percent-escapes in the query. Fills *ret only on success; release it with aws_sigv4_result_done(), which
+ * erases it. */
 int aws_sigv4_sign_at(const AwsSigV4Request *req, const AwsCredentials *creds, usec_t t,
                       AwsSigV4Result *ret);
 

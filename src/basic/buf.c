@@ -12,16 +12,39 @@ void buf_init(Buf *b, size_t max) {
         *b = (Buf){ .max = max };
 }
 
+void buf_init_secret(Buf *b, size_t max) {
+        *b = (Buf){ .max = max, .secret = true };
+}
+
 void buf_free(Buf *b) {
+        if (b->secret && b->data)
+                explicit_bzero(b->data, b->alloc);
         free(b->data);
         b->data = NULL;
         b->len = b->alloc = 0;
 }
 
 void buf_reset(Buf *b) {
+        if (b->secret && b->data)
+                explicit_bzero(b->data, b->len);
         b->len = 0;
         if (b->data)
                 b->data[0] = 0;
+}
+
+/* realloc may move the data and leave the old copy in freed memory: a secret buffer moves by hand. */
+static uint8_t *buf_grow(Buf *b, size_t n) {
+        if (!b->secret)
+                return realloc(b->data, n);
+        uint8_t *d = malloc(n);
+        if (!d)
+                return NULL;
+        if (b->data) {
+                memcpy(d, b->data, b->alloc);
+                explicit_bzero(b->data, b->alloc);
+                free(b->data);
+        }
+        return d;
 }
 
 static int buf_reserve(Buf *b, size_t add) {
@@ -33,7 +56,7 @@ static int buf_reserve(Buf *b, size_t add) {
         size_t n = b->alloc ? b->alloc : 256;
         while (n < need)
                 n *= 2;
-        uint8_t *d = realloc(b->data, n);
+        uint8_t *d = buf_grow(b, n);
         if (!d)
                 return -ENOMEM;
         b->data = d;
@@ -67,6 +90,8 @@ int buf_printf(Buf *b, const char *format, ...) {
         if (n < 0)
                 return -ENOMEM;
         int r = buf_add(b, s, (size_t)n);
+        if (b->secret)
+                explicit_bzero(s, (size_t)n);
         free(s);
         return r;
 }
@@ -76,6 +101,6 @@ char *buf_steal_str(Buf *b) {
                 return NULL;
         char *s = (char *)b->data;
         s[b->len] = 0;
-        *b = (Buf){ .max = b->max };
+        *b = (Buf){ .max = b->max, .secret = b->secret };
         return s;
 }

@@ -4,6 +4,7 @@
 /* A growable byte buffer with a hard cap (after curl's lib/dynbuf.c): every buffer that holds input from
  * outside has one, and going past it is an error (-PK_ETOOBIG), never an unbounded allocation. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,9 +15,13 @@ typedef struct Buf {
         size_t len;
         size_t alloc;
         size_t max;
+        bool secret; /* overwrite every byte before the memory goes back to the allocator */
 } Buf;
 
 void buf_init(Buf *b, size_t max);
+/* For contents that hold a secret (a session token, credentials): growing copies and erases instead of
+ * realloc, and buf_free()/buf_reset() overwrite. buf_steal_str() hands the secret on: erase it when done. */
+void buf_init_secret(Buf *b, size_t max);
 void buf_free(Buf *b);
 void buf_reset(Buf *b);
 int buf_add(Buf *b, const void *data, size_t len);

@@ -13,32 +13,57 @@
 #include "macro.h"
 #include "string-util.h"
 
-int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
+/* Grows buf from cap to ncap bytes; for a secret, by copy and erase, so no copy is left in freed memory. */
+static char *read_grow(char *buf, size_t cap, size_t ncap, bool secret) {
+        if (!secret)
+                return realloc(buf, ncap);
+        char *n = malloc(ncap);
+        if (n && buf) {
+                memcpy(n, buf, cap);
+                erase_and_free(buf, cap);
+        }
+        return n;
+}
+
+static int read_full_fd_impl(int fd, size_t max, bool secret, char **ret, size_t *ret_len) {
+        char *buf = NULL;
         size_t len = 0, cap = 0;
+        int r = 0;
 
         for (;;) {
                 if (len + 1 >= cap) {
                         size_t ncap = cap ? cap * 2 : 4096;
                         if (ncap > max + 1)
                                 ncap = max + 1;
-                        if (ncap <= len + 1)
-                                return -EFBIG;
-                        char *n = realloc(buf, ncap);
-                        if (!n)
-                                return -ENOMEM;
+                        if (ncap <= len + 1) {
+                                r = -EFBIG;
+                                break;
+                        }
+                        char *n = read_grow(buf, cap, ncap, secret);
+                        if (!n) {
+                                r = -ENOMEM;
+                                break;
+                        }
                         buf = n;
                         cap = ncap;
                 }
                 ssize_t k = read(fd, buf + len, cap - 1 - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
                 if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
+                        r = -errno;
+                        break;
                 }
                 if (k == 0)
                         break;
                 len += (size_t)k;
+        }
+        if (r < 0) {
+                if (secret)
+                        erase_and_free(buf, cap);
+                else
+                        free(buf);
+                return r;
         }
         if (!buf) {
                 buf = strdup("");
@@ -46,10 +71,18 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
                         return -ENOMEM;
         }
         buf[len] = 0;
-        *ret = TAKE_PTR(buf);
+        *ret = buf;
         if (ret_len)
                 *ret_len = len;
         return 0;
+}
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+        return read_full_fd_impl(fd, max, false, ret, ret_len);
+}
+
+int read_full_fd_secret(int fd, size_t max, char **ret, size_t *ret_len) {
+        return read_full_fd_impl(fd, max, true, ret, ret_len);
 }
 
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
@@ -57,6 +90,13 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         if (fd < 0)
                 return -errno;
         return read_full_fd(fd, max, ret, ret_len);
+}
+
+int read_full_file_secret(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return read_full_fd_secret(fd, max, ret, ret_len);
 }
 
 int loop_write(int fd, const void *buf, size_t len) {

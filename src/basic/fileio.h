@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 /* Reads the whole file into a NUL-terminated buffer (caller frees). -EFBIG past max bytes. */
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+/* The same for files that hold a secret: no partial copy is left in freed memory, on success or failure.
+ * Erase *ret (erase_and_free) when done. */
+int read_full_file_secret(const char *path, size_t max, char **ret, size_t *ret_len);
+int read_full_fd_secret(int fd, size_t max, char **ret, size_t *ret_len);
 
 /* Writes data to path atomically: a dotfile temp in the same directory (".<name>.XXXXXX", which kubelet
  * ignores), fsync, rename over path, fsync the directory. With only_if_changed, a file that already holds

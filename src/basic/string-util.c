@@ -136,3 +136,14 @@ void erase_and_free(void *p, size_t n) {
         explicit_bzero(p, n);
         free(p);
 }
+
+void string_erase(char *s) {
+        if (s)
+                explicit_bzero(s, strlen(s));
+}
+
+char *string_free_erase(char *s) {
+        string_erase(s);
+        free(s);
+        return NULL;
+}

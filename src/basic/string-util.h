@@ -33,8 +33,16 @@ void json_escape_to(FILE *f, const char *s);
 /* Levenshtein distance, bounded: for did-you-mean suggestions. */
 size_t string_edit_distance(const char *a, const char *b) _pure_;
 
-/* Overwrites and frees a buffer that held a secret. */
+/* Overwrites and frees a buffer that held a secret (n bytes from p); NULL is fine. */
 void erase_and_free(void *p, size_t n);
+/* Overwrites the characters of s in place (s stays a valid, empty string); NULL is fine. */
+void string_erase(char *s);
+/* string_erase() then free(); returns NULL. */
+char *string_free_erase(char *s);
+static inline void string_free_erasep(char **p) {
+        string_free_erase(*p);
+}
+#define _cleanup_erase_free_ _cleanup_(string_free_erasep)
 
 static inline const char *strnull(const char *s) {
         return s ? s : "(null)";

@@ -4,11 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "string-util.h"
+
 char **strv_free(char **l) {
         STRV_FOREACH (s, l)
                 free(*s);
         free(l);
         return NULL;
+}
+
+void strv_erase(char **l) {
+        STRV_FOREACH (s, l)
+                string_erase(*s);
+}
+
+char **strv_free_erase(char **l) {
+        strv_erase(l);
+        return strv_free(l);
 }
 
 size_t strv_length(char *const *l) {

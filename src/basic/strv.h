@@ -11,6 +11,12 @@
 char **strv_free(char **l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
+/* For vectors that held secrets (request headers with a signature or a token): strv_erase() overwrites
+ * every string in place, strv_free_erase() does that and frees. */
+void strv_erase(char **l);
+char **strv_free_erase(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free_erase)
+#define _cleanup_strv_free_erase_ _cleanup_(strv_free_erasep)
 
 size_t strv_length(char *const *l) _pure_;
 bool strv_contains(char *const *l, const char *s) _pure_;

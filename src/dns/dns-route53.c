@@ -146,6 +146,7 @@ static int zone_for_name(DnsProviderState *s, const char *name, R53Zone **ret, c
 
 static int r53_open(const ClusterSpec *spec, DnsProviderState **ret, char **ret_error) {
         DnsProviderState *s = new0(DnsProviderState, 1);
+        _cleanup_free_ char *err = NULL;
         int r;
 
         if (!s)
@@ -155,9 +156,10 @@ static int r53_open(const ClusterSpec *spec, DnsProviderState **ret, char **ret_
                 r = PK_ESPEC;
                 goto fail;
         }
-        r = aws_client_new(&s->client);
+        r = aws_client_new(&s->client, &err);
         if (r < 0) {
-                *ret_error = strdup("cannot set up the AWS client (check AWS_ENDPOINT_URL* and the region)");
+                *ret_error = strprintf("cannot set up the AWS client: %s",
+                                       err ?: "check AWS_ENDPOINT_URL* and the region");
                 goto fail;
         }
         if (s->zone) {

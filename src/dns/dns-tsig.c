@@ -281,16 +281,25 @@ int tsig_key_load_file(const char *path, TsigKey **ret, char **ret_error) {
                         *ret_error = strprintf("TSIG key file '%s' is not a regular file", path);
                 return -EINVAL;
         }
-        /* A key readable by others lets them rewrite the cluster's discovery records. */
+        /* A key readable by others lets them rewrite the cluster's discovery records; a key owned by
+         * another user can be replaced by that user (ssh's rule for private keys). */
+        if (st.st_uid != 0 && st.st_uid != geteuid()) {
+                if (ret_error)
+                        *ret_error = strprintf(
+                            "TSIG key file '%s' (mode %04o) is owned by uid %u: it must be "
+                            "owned by root or by the user protokube runs as (uid %u)",
+                            path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)geteuid());
+                return -EPERM;
+        }
         if (st.st_mode & 0077) {
                 if (ret_error)
                         *ret_error =
-                            strprintf("TSIG key file '%s' has mode %04o: it must not be accessible by "
-                                      "group or others (chmod 600)",
-                                      path, (unsigned)(st.st_mode & 07777));
+                            strprintf("TSIG key file '%s' has mode %04o (owner uid %u): it must not "
+                                      "be accessible by group or others (chmod 600)",
+                                      path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
                 return -EPERM;
         }
-        r = read_full_fd(fd, KEY_FILE_MAX, &text, &len);
+        r = read_full_fd_secret(fd, KEY_FILE_MAX, &text, &len);
         if (r < 0) {
                 if (ret_error)
                         *ret_error = strprintf("cannot read TSIG key file '%s': %s", path, pk_strerror(r));

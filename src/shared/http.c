@@ -39,6 +39,15 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
+/* curl_slist_append() copies each header: the copies of Authorization and X-Amz-Security-Token lines are
+ * ours to erase. */
+static void slist_free_erase(struct curl_slist *l) {
+        for (struct curl_slist *i = l; i; i = i->next)
+                if (i->data)
+                        explicit_bzero(i->data, strlen(i->data));
+        curl_slist_free_all(l);
+}
+
 static int curl_to_errno(CURLcode c, bool too_big) {
         if (too_big)
                 return PK_ETOOBIG;
@@ -143,15 +152,20 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
         r = http_global_init();
         if (r < 0)
                 return r;
-        buf_init(&x.body, req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT);
-        buf_init(&x.headers, HTTP_HEADERS_MAX);
+        if (req->sensitive) {
+                buf_init_secret(&x.body, req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT);
+                buf_init_secret(&x.headers, HTTP_HEADERS_MAX);
+        } else {
+                buf_init(&x.body, req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT);
+                buf_init(&x.headers, HTTP_HEADERS_MAX);
+        }
 
         /* "Expect:" turns off curl's 100-continue wait on large POST bodies. */
         hdrs = curl_slist_append(hdrs, "Expect:");
         for (size_t i = 0; hdrs && i < req->n_headers; i++) {
                 struct curl_slist *n = curl_slist_append(hdrs, req->headers[i]);
                 if (!n) {
-                        curl_slist_free_all(hdrs);
+                        slist_free_erase(hdrs);
                         hdrs = NULL;
                 } else
                         hdrs = n;
@@ -177,26 +191,36 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         size_t body_len = x.body.len;
         char *body = buf_steal_str(&x.body), *headers = buf_steal_str(&x.headers);
+        HttpResponse resp = { .status = status,
+                              .body = body,
+                              .body_len = body_len,
+                              .headers = headers,
+                              .sensitive = req->sensitive };
         if (!body || !headers) {
-                free(body);
-                free(headers);
+                http_response_done(&resp);
                 r = -ENOMEM;
                 goto finish;
         }
-        *ret = (HttpResponse){ .status = status, .body = body, .body_len = body_len, .headers = headers };
+        *ret = resp;
         r = 0;
 finish:
         if (curl)
                 curl_easy_cleanup(curl);
-        curl_slist_free_all(hdrs);
+        slist_free_erase(hdrs);
         buf_free(&x.body);
         buf_free(&x.headers);
         return r;
 }
 
 void http_response_done(HttpResponse *r) {
-        free(r->body);
-        free(r->headers);
+        if (r->sensitive) {
+                if (r->body)
+                        erase_and_free(r->body, r->body_len + 1); /* a body may hold NULs */
+                string_free_erase(r->headers);
+        } else {
+                free(r->body);
+                free(r->headers);
+        }
         *r = (HttpResponse){};
 }
 

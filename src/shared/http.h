@@ -23,21 +23,26 @@ typedef struct HttpRequest {
         usec_t connect_timeout; /* 0 = 5 s */
         size_t max_response;    /* body cap; 0 = HTTP_RESPONSE_MAX_DEFAULT */
         bool no_proxy;          /* never through a proxy (the instance metadata service) */
+        bool sensitive;         /* the response holds a secret (IMDS token, role credentials): its buffers
+                                   are erased before they are freed, http_response_done() included */
 } HttpRequest;
 
 typedef struct HttpResponse {
         long status;
         char *body; /* NUL-terminated, body_len bytes */
         size_t body_len;
-        char *headers; /* raw header block of the final response, "Name: value\r\n" lines */
+        char *headers;  /* raw header block of the final response, "Name: value\r\n" lines */
+        bool sensitive; /* from the request: http_response_done() erases body and headers */
 } HttpResponse;
 
 void http_response_done(HttpResponse *r);
 
-/* Performs the request. Any HTTP status is success (>= 0): the caller judges it. Failures: PK_ETIMEOUT,
- * PK_ETOOBIG (body past the cap), -ECONNREFUSED, -EHOSTUNREACH, -EINVAL (bad URL, header with a line break),
- * -EIO (other transport errors). On failure *ret_error (when not NULL) gets a message for the caller to
- * print (caller frees); it holds the URL and curl's error, never a header value. */
+/* Performs the request. The request headers may hold secrets (Authorization, X-Amz-Security-Token): our
+ * copies for curl are erased before they are freed. Any HTTP status is success (>= 0): the caller judges it.
+ * Failures: PK_ETIMEOUT, PK_ETOOBIG (body past the cap), -ECONNREFUSED, -EHOSTUNREACH, -EINVAL (bad URL,
+ * header with a line break), -EIO (other transport errors). On failure *ret_error (when not NULL) gets a
+ * message for the caller to print (caller frees); it holds the URL and curl's error, never a header value.
+ */
 int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error);
 
 /* Value of the first response header named name (case-insensitive), newly allocated; NULL when absent. */

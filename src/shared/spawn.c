@@ -115,7 +115,7 @@ int spawn_run(char *const argv[], usec_t timeout, size_t output_max, SpawnResult
         _cleanup_close_ int rfd = -1, wfd = -1;
         _cleanup_buf_ Buf out = {};
         int fds[2], truncated = 0, status = 0, r;
-        pid_t pid;
+        pid_t pid = 0; /* spawn_child() sets it on success; GCC 12 cannot always see that */
 
         if (!argv || !argv[0])
                 return -EINVAL;

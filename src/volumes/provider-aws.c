@@ -161,13 +161,15 @@ static void aws_close(void *state) {
 
 static int aws_open(const VolumeProviderConfig *cfg, void **ret_state) {
         AwsProvider *p = new0(AwsProvider, 1);
+        _cleanup_free_ char *err = NULL;
         int r;
 
         if (!p)
                 return -ENOMEM;
-        r = aws_client_new(&p->client);
+        r = aws_client_new(&p->client, &err);
         if (r < 0)
-                r = fail(r, "cannot set up the AWS client (check AWS_ENDPOINT_URL* and the region)");
+                r = fail(r, "cannot set up the AWS client: %s",
+                         err ?: "check AWS_ENDPOINT_URL* and the region");
         if (r >= 0)
                 r = identity_detect(p, cfg, &p->node);
         if (r < 0) {

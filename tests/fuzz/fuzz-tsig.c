@@ -11,7 +11,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        /* The key of ../shared/testdata/tsig (ASCII "secret-key-for-testing-32bytes!!"), so the seed corpus
+        /* The key of tests/vectors/tsig (ASCII "secret-key-for-testing-32bytes!!"), so the seed corpus
          * holds messages that verify. */
         static const char secret[] = "secret-key-for-testing-32bytes!!";
         static const uint8_t request_mac[32] = { 1, 2, 3 };

@@ -105,3 +105,46 @@ def test_attach_creates_loop_device_and_by_id_link(aws_double):
     finally:
         for dev in loops_backed_by(image):
             subprocess.run(["losetup", "-d", dev], timeout=30)
+
+
+ENDPOINT_SPEC = """apiVersion: protokube/v1alpha1
+kind: Cluster
+metadata: {name: demo.k8s.test}
+spec:
+  cloud: aws
+  dns: {provider: none}
+  etcdClusters:
+    - {name: main, image: registry.k8s.io/etcd:3.5.16-0}
+  kubernetesVersion: 1.31.2
+"""
+
+
+@pytest.mark.parametrize("url,refused", [
+    ("http://example.com", True),
+    ("http://127.0.0.1.example.com", True),
+    ("http://127.0.0.1:9", False),
+    ("http://[::1]:80", False),
+    ("https://example.com", False),
+])
+def test_endpoint_scheme_through_the_binary(url, refused, tmp_path):
+    """The session token and the signature ride in the headers: an endpoint must be https unless its host is
+    loopback. The binary runs in a network namespace of its own with no route anywhere, so whatever it does
+    no packet leaves the machine; an accepted endpoint gets past the client's set-up to the next step."""
+    need_root()
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text(ENDPOINT_SPEC)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+           "AWS_SECRET_ACCESS_KEY": "secret-never-printed", "AWS_SESSION_TOKEN": "token-never-printed",
+           "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL_EC2": url,
+           "HOME": str(tmp_path)}
+    p = subprocess.run(["unshare", "--net", protokube_bin(), "-c", str(spec), "volumes", "--node-name",
+                        "i-0123456789abcdef0", "--zone", "us-east-1a", "--internal-ip", "10.0.0.5"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 1, p.stderr
+    named = f"AWS_ENDPOINT_URL_EC2='{url}': plain http is allowed only for a loopback host"
+    if refused:
+        assert named in p.stderr, p.stderr
+    else:
+        assert "AWS_ENDPOINT_URL_EC2" not in p.stderr, p.stderr
+        assert "instance metadata is disabled" in p.stderr, p.stderr
+    assert "never-printed" not in p.stdout + p.stderr

@@ -193,6 +193,20 @@ def test_key_file_readable_by_others_is_refused(pk, workdir, server):
     assert server.serial() == serial
 
 
+def test_key_file_owned_by_another_user_is_refused(pk, workdir, server):
+    """A 0600 key that another user owns can be replaced by that user: refused, naming file, mode and owner."""
+    node = Node(pk, workdir, server, "m1")
+    os.chown(node.key, 65534, 65534)
+    serial = server.serial()
+    p = node.sync(VIEW1, check=1)
+    assert node.key in p.stderr and "0600" in p.stderr and "uid 65534" in p.stderr, p.stderr
+    assert server.secret not in p.stderr + p.stdout
+    assert server.serial() == serial
+    os.chown(node.key, 0, 0)  # root's key is fine
+    node.sync(VIEW1, check=0)
+    assert served(server, owned_names(VIEW1)) == expected(VIEW1)
+
+
 def test_stopped_server_gives_timeout_error(pk, workdir, server):
     node = Node(pk, workdir, server, "m1", timeout="500ms")
     node.sync(VIEW1, check=0)

@@ -32,7 +32,10 @@ static int double_start(void **state) {
 
 static AwsClient *client_new(void) {
         AwsClient *c = NULL;
-        assert_int_equal(aws_client_new(&c), 0);
+        _cleanup_free_ char *err = NULL;
+        int r = aws_client_new(&c, &err);
+        if (r < 0)
+                fail_msg("aws_client_new: %s", strna(err));
         /* Fast backoff so storms pass quickly; still full jitter. */
         aws_client_set_retry(c, 8, 2 * USEC_PER_MSEC, 40 * USEC_PER_MSEC);
         return c;
@@ -72,11 +75,79 @@ static void test_region_and_endpoint_env(void **state) {
         assert_string_equal(ep, "https://route53.amazonaws.com");
         setenv("AWS_REGION", "bad/region", 1);
         AwsClient *bad = NULL;
-        assert_int_equal(aws_client_new(&bad), -EINVAL);
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(aws_client_new(&bad, &err), -EINVAL);
+        assert_null(bad);
+        assert_string_equal(err, "AWS_REGION='bad/region' is not a region name");
         unsetenv("AWS_REGION");
         unsetenv("AWS_ENDPOINT_URL_EC2");
         unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
         setenv("AWS_ENDPOINT_URL", aws_double.url, 1);
+}
+
+/* The signature and the session token ride in the headers: plain http only to loopback. */
+static void test_endpoint_scheme(void **state) {
+        static const struct {
+                const char *url;
+                bool ok;
+        } cases[] = {
+                { "http://example.com", false },
+                { "http://127.0.0.1:8080", true },
+                { "https://example.com", true },
+                { "http://127.0.0.1.example.com", false },
+                { "http://[::1]:80", true },
+                { "http://localhost:4566/aws/", true },
+                { "http://127.255.0.9", true },
+                { "http://[0:0:0:0:0:0:0:1]/", true },
+                { "http://128.0.0.1", false },
+                { "http://10.0.0.1:80", false },
+                { "http://[::2]:80", false },
+                { "http://127.0.0.1@example.com/", false },
+                { "http://user@127.0.0.1/", false },
+                { "http://127.0.0.1:80:81/", false },
+                { "http://127.0.0.1:http/", false },
+                { "http://[::1]x/", false },
+                { "http://", false },
+                { "ftp://127.0.0.1", false },
+                { "https://ec2.example.com:8443/base", true },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *err = NULL;
+                int r = aws_endpoint_check("AWS_ENDPOINT_URL_EC2", cases[i].url, &err);
+                print_message("%s -> %s\n", cases[i].url, err ?: "ok");
+                if (cases[i].ok) {
+                        assert_int_equal(r, 0);
+                        assert_null(err);
+                } else {
+                        assert_int_equal(r, -EINVAL);
+                        _cleanup_free_ char *want = strprintf("AWS_ENDPOINT_URL_EC2='%s': ", cases[i].url);
+                        assert_true(startswith(err, want));
+                }
+        }
+
+        /* Through the client: the variable that held the URL is the one named. */
+        _cleanup_free_ char *saved = strdup(getenv("AWS_ENDPOINT_URL"));
+        AwsClient *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        setenv("AWS_ENDPOINT_URL_ROUTE_53", "http://example.com", 1);
+        assert_int_equal(aws_client_new(&c, &err), -EINVAL);
+        assert_null(c);
+        assert_string_equal(err,
+                            "AWS_ENDPOINT_URL_ROUTE_53='http://example.com': plain http is allowed only for "
+                            "a loopback host (127.0.0.0/8, ::1, localhost): use https");
+        unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
+        free(err);
+        err = NULL;
+        setenv("AWS_ENDPOINT_URL", "http://127.0.0.1.example.com", 1);
+        assert_int_equal(aws_client_new(&c, &err), -EINVAL);
+        assert_non_null(strstr(err, "AWS_ENDPOINT_URL='http://127.0.0.1.example.com': plain http"));
+        free(err);
+        err = NULL;
+        setenv("AWS_ENDPOINT_URL", "http://[::1]:80", 1);
+        assert_int_equal(aws_client_new(&c, &err), 0);
+        assert_null(err);
+        c = aws_client_free(c);
+        setenv("AWS_ENDPOINT_URL", saved, 1);
 }
 
 /* The wrong secret must give AWS's SignatureDoesNotMatch, name the request, never echo the secret, and never
@@ -529,6 +600,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_describe_self_region_from_imds, double_start,
                                                 aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_region_and_endpoint_env, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_endpoint_scheme, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_wrong_secret, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_unknown_key, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_shared_credentials_file, double_start, aws_double_stop),

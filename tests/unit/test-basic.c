@@ -94,6 +94,115 @@ static void test_buf_cap(void **state) {
         assert_string_equal((char *)b.data, "12345678");
 }
 
+static bool all_zero(const void *p, size_t n) {
+        const uint8_t *b = p;
+        for (size_t i = 0; i < n; i++)
+                if (b[i] != 0)
+                        return false;
+        return true;
+}
+
+/* The erasing helpers every secret goes through (headers with Authorization or a session token, the
+ * canonical request, IMDS documents, key files). What happens after free() cannot be observed without
+ * undefined behaviour, so the in-place half is checked on live memory and the freeing half under ASan. */
+static void test_erase(void **state) {
+        char *s = strdup("AWS4-HMAC-SHA256 Credential=AKID/20150830, Signature=0123abcd");
+        assert_non_null(s);
+        size_t n = strlen(s);
+        string_erase(s);
+        assert_true(all_zero(s, n + 1));
+        assert_null(string_free_erase(s));
+        assert_null(string_free_erase(NULL));
+        string_erase(NULL);
+
+        _cleanup_strv_free_ char **l = NULL;
+        assert_int_equal(strv_extend(&l, "X-Amz-Security-Token: tok/+=="), 0);
+        assert_int_equal(strv_extend(&l, ""), 0);
+        assert_int_equal(strv_extend(&l, "Authorization: AWS4-HMAC-SHA256 ..."), 0);
+        size_t lens[3] = { strlen(l[0]), 0, strlen(l[2]) };
+        strv_erase(l);
+        for (size_t i = 0; i < 3; i++)
+                assert_true(all_zero(l[i], lens[i] + 1));
+        assert_int_equal(strv_length(l), 3); /* the vector itself is intact until freed */
+        strv_erase(NULL);
+
+        char **m = strv_copy(l);
+        assert_null(strv_free_erase(m));
+        assert_null(strv_free_erase(NULL));
+        {
+                _cleanup_strv_free_erase_ char **k = strv_copy(l);
+                _cleanup_erase_free_ char *t = strdup("token");
+                assert_non_null(k);
+                assert_non_null(t);
+        }
+        uint8_t *key = malloc(32);
+        assert_non_null(key);
+        memset(key, 0xa5, 32);
+        erase_and_free(key, 32);
+        erase_and_free(NULL, 32);
+}
+
+/* A secret Buf keeps its contents through growth (copied by hand, not realloc'ed), honours its cap, and
+ * zeroes what buf_reset() drops. */
+static void test_buf_secret(void **state) {
+        _cleanup_buf_ Buf b;
+        char chunk[1000];
+        memset(chunk, 'S', sizeof(chunk));
+        buf_init_secret(&b, 20000);
+        assert_true(b.secret);
+        for (unsigned i = 0; i < 12; i++)
+                assert_int_equal(buf_add(&b, chunk, sizeof(chunk)), 0);
+        assert_int_equal(buf_printf(&b, "|%s|", "token"), 0);
+        assert_int_equal(b.len, 12007);
+        assert_true(b.alloc >= b.len + 1);
+        for (size_t i = 0; i < 12000; i++)
+                assert_int_equal(b.data[i], 'S');
+        assert_memory_equal(b.data + 12000, "|token|", 8);
+        assert_int_equal(buf_add(&b, chunk, sizeof(chunk) * 8), PK_ETOOBIG);
+        assert_int_equal(b.len, 12007);
+
+        size_t len = b.len;
+        buf_reset(&b);
+        assert_int_equal(b.len, 0);
+        assert_true(all_zero(b.data, len));
+
+        assert_int_equal(buf_add_str(&b, "secret"), 0);
+        char *s = buf_steal_str(&b);
+        assert_string_equal(s, "secret");
+        assert_true(b.secret); /* still a secret buffer for what comes next */
+        assert_null(b.data);
+        string_free_erase(s);
+        assert_int_equal(buf_add_str(&b, "again"), 0);
+}
+
+/* Key and credential files: read whole across several growths, capped, nothing left behind on failure. */
+static void test_read_secret(void **state) {
+        char path[] = "/tmp/test-basic-secret-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        char *data = malloc(10000);
+        assert_non_null(data);
+        for (size_t i = 0; i < 10000; i++)
+                data[i] = (char)('a' + i % 26);
+        assert_int_equal(loop_write(fd, data, 10000), 0);
+        close(fd);
+
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(read_full_file_secret(path, 1 << 20, &text, &len), 0);
+        assert_int_equal(len, 10000);
+        assert_memory_equal(text, data, 10000);
+        assert_int_equal(text[10000], 0);
+        erase_and_free(text, len);
+        text = NULL;
+        assert_int_equal(read_full_file_secret(path, 9999, &text, &len), -EFBIG);
+        assert_null(text);
+        free(data);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(read_full_file_secret(path, 1 << 20, &text, &len), -ENOENT);
+        assert_null(text);
+}
+
 static void test_atomic_write(void **state) {
         char dir[] = "/tmp/pk-test-XXXXXX";
         assert_non_null(mkdtemp(dir));
@@ -123,7 +232,8 @@ int main(void) {
                 cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
                 cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_strv),
                 cmocka_unit_test(test_strings),       cmocka_unit_test(test_buf_cap),
-                cmocka_unit_test(test_atomic_write),
+                cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
+                cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* TSIG (RFC 8945) against external vectors (../shared/testdata/tsig) and against libldns as an oracle. */
+/* TSIG (RFC 8945) against external vectors (tests/vectors/tsig) and against libldns as an oracle. */
 #include <ldns/ldns.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include "dns/dns-tsig.h"
 #include "dns/dns-update.h"
 #include "unit-test.h"
+#include "vectors.h"
 
 #define FIXED_SECRET "c2VjcmV0LWtleS1mb3ItdGVzdGluZy0zMmJ5dGVzISE="
 #define FIXED_TIME   1700000000ULL
@@ -38,20 +39,14 @@ static TsigKey *make_key(const char *name, const char *alg, const char *b64) {
         return k;
 }
 
-static void read_vector(const char *name, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *path = strjoin(TESTDATA_DIR "/tsig/", name);
-        assert_int_equal(read_full_file(path, 1 << 16, ret, ret_len), 0);
-}
-
 /* The dnspython fixed-time message, rebuilt with our writer and signer, byte for byte. */
 static void test_fixed_vector(void **state) {
-        _cleanup_(tsig_key_freep) TsigKey *k = make_key("protokube-key", "hmac-sha256", FIXED_SECRET);
-        _cleanup_free_ char *want = NULL;
         size_t want_len, mac_len;
+        _cleanup_free_ char *want = vector_read("tsig/dnspython-tsig-hmac-sha256-fixedtime.bin", &want_len);
+        _cleanup_(tsig_key_freep) TsigKey *k = make_key("protokube-key", "hmac-sha256", FIXED_SECRET);
         uint8_t mac[CRYPTO_HMAC_MAX];
         DnsUpdate u;
 
-        read_vector("dnspython-tsig-hmac-sha256-fixedtime.bin", &want, &want_len);
         set_time(FIXED_TIME);
         dns_update_init(&u, 0x1234, "cluster.example.");
         dns_update_add_address(&u, "api.cluster.example.", 60, "10.0.0.5");
@@ -115,8 +110,15 @@ static void test_nsupdate_capture(void **state) {
         size_t keylen, len;
         TsigVerdict v;
 
-        read_vector("nsupdate-tsig-hmac-sha256.key", &keytext, &keylen);
-        read_vector("nsupdate-tsig-hmac-sha256.bin", &msg, &len);
+        static const char *const names[] = { "tsig/nsupdate-tsig-hmac-sha256.key",
+                                             "tsig/nsupdate-tsig-hmac-sha256.bin" };
+        char *text[2];
+        size_t sizes[2];
+        vectors_read(names, 2, text, sizes);
+        keytext = text[0];
+        keylen = sizes[0];
+        msg = text[1];
+        len = sizes[1];
         assert_int_equal(tsig_key_parse(keytext, keylen, &k, &error), 0);
         assert_string_equal(k->name, "protokube-key.");
         assert_string_equal(k->algorithm, "hmac-sha256.");
@@ -147,10 +149,9 @@ static void test_nsupdate_capture(void **state) {
 }
 
 static void test_fixed_vector_bits(void **state) {
-        _cleanup_(tsig_key_freep) TsigKey *k = make_key("protokube-key", "hmac-sha256", FIXED_SECRET);
-        _cleanup_free_ char *msg = NULL;
         size_t len;
-        read_vector("dnspython-tsig-hmac-sha256-fixedtime.bin", &msg, &len);
+        _cleanup_free_ char *msg = vector_read("tsig/dnspython-tsig-hmac-sha256-fixedtime.bin", &len);
+        _cleanup_(tsig_key_freep) TsigKey *k = make_key("protokube-key", "hmac-sha256", FIXED_SECRET);
         flip_every_bit((uint8_t *)msg, len, k);
 }
 
@@ -309,6 +310,26 @@ static void test_key_file_mode(void **state) {
         assert_int_equal(tsig_key_load_file(path, &k, &e), 0);
         assert_int_equal(k->hash, CRYPTO_HASH_SHA512);
         tsig_key_free(k);
+        k = NULL;
+
+        /* Owned by another user (here nobody, 65534), even 0600: that user could swap the key. Only root
+         * can give a file away, so this part needs root (make check runs as root). */
+        if (geteuid() == 0) {
+                assert_int_equal(chown(path, 65534, 65534), 0);
+                assert_int_equal(tsig_key_load_file(path, &k, &e), -EPERM);
+                assert_null(k);
+                print_message("%s\n", e);
+                assert_non_null(strstr(e, path));
+                assert_non_null(strstr(e, "0600"));
+                assert_non_null(strstr(e, "uid 65534"));
+                free(e);
+                e = NULL;
+                assert_int_equal(chown(path, 0, 0), 0);
+                assert_int_equal(tsig_key_load_file(path, &k, &e), 0);
+                tsig_key_free(k);
+                k = NULL;
+        } else
+                print_message("not root: the other-owner case is covered by tests/integration\n");
         unlink(path);
         assert_int_equal(tsig_key_load_file(path, &k, &e), -ENOENT);
         assert_non_null(strstr(e, path));
