@@ -42,6 +42,7 @@ lint:
 	@scripts/check-format.sh
 	@scripts/check-banned.sh
 	@scripts/check-standalone.sh
+	@scripts/check-layers.sh
 
 integration: build-asan
 	PROTOKUBE_BIN=$(CURDIR)/$(BUILD_ASAN)/src/cli/protokube scripts/run-integration.sh
