@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Apply: run the planned actions. Each is idempotent and safe to repeat after a crash at any point:
  * claims are compare-and-set, mounts are checked against mountinfo first, files are written atomically,
- * and nothing is ever formatted unless libblkid proves the device blank. */
+ * and nothing is ever formatted unless it is proven blank (no signature, zeros where data would be). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -157,27 +158,65 @@ static int mount_state(const char *path, dev_t devnum) {
         return mounted == devnum ? 1 : -EBUSY;
 }
 
-static int format_blank(ApplyContext *c, size_t i) {
+/* The proof that a device is blank, through fd (held O_EXCL): no signature libblkid knows, and zeros
+ * wherever a filesystem it cannot recognise (a damaged primary superblock) would still have data. */
+static int prove_blank(ApplyContext *c, size_t i, int fd) {
         _cleanup_free_ char *what = NULL;
-        const char *dev = c->devices[i];
-        int status;
-        int r = blockdev_probe_signature(dev, &what);
+        const char *dev = c->devices[i], *id = c->in->volumes[i].id;
+        uint64_t off;
+        int r = blockdev_probe_signature_fd(fd, &what);
         if (r < 0)
                 return r;
         if (r > 0) {
                 report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
                        "Volume '%s' (%s) does not mount and holds a '%s' signature: not formatting it, "
-                       "leaving it "
-                       "alone",
-                       c->in->volumes[i].id, dev, what);
+                       "leaving it alone",
+                       id, dev, what);
                 return PK_ENOTBLANK;
         }
+        r = blockdev_prove_zero(fd, &off);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
+                       "Volume '%s' (%s) does not mount and is not blank: has data but no recognised "
+                       "filesystem (first non-zero byte at offset %" PRIu64
+                       "): not formatting it, leaving it alone (a damaged ext4 may still be recovered "
+                       "from a backup superblock, e2fsck -b; 'protokube wipe' destroys it)",
+                       id, dev, off);
+                return PK_ENOTBLANK;
+        }
+        return 0;
+}
+
+static int format_blank(ApplyContext *c, size_t i) {
+        const char *dev = c->devices[i];
+        int status;
+        /* The proof runs under O_EXCL (nothing mounts it or claims it for md/dm meanwhile) and immediately
+         * before mkfs. The fd cannot be held through mkfs: mke2fs opens the device O_EXCL itself, and so
+         * would a reopen through /proc/self/fd (a new open, another holder): it would fail with EBUSY. So
+         * it is closed just before the spawn; what guards the microseconds in between is the claim this
+         * node holds (no other node's protokube touches the volume), and mke2fs's own O_EXCL fails if
+         * anything mounted it since. O_EXCL never kept out plain writers anyway. */
+        _cleanup_close_ int excl = blockdev_open_exclusive(dev, BLOCKDEV_RELEASE_TIMEOUT);
+        if (excl < 0) {
+                _cleanup_free_ char *users = excl == -EBUSY ? blockdev_describe_users(c->devnums[i]) : NULL;
+                report(c->cfg, LOG_LEVEL_ERROR, excl,
+                       "Not formatting '%s' (volume '%s'): the device is in use (%s)", dev,
+                       c->in->volumes[i].id, users ?: "by nothing visible from here");
+                return excl;
+        }
+        int r = prove_blank(c, i, excl);
+        if (r < 0)
+                return r;
         report(c->cfg, LOG_LEVEL_INFO, 0, "Volume '%s' (%s) is blank: creating an ext4 filesystem",
                c->in->volumes[i].id, dev);
-        /* no -F: mkfs.ext4 itself refuses a device that is in use or holds something */
+        /* No -F. But mkfs.ext4 asks "Proceed anyway?" about an existing signature only on a terminal; with
+         * stdin /dev/null it goes ahead: the proof above is the only guard against destroying data. */
         char *argv[] = {
                 (char *)"mkfs.ext4", (char *)"-q", (char *)"-L", (char *)"etcd", (char *)dev, NULL
         };
+        excl = safe_close(excl);
         r = run_tool(c, argv, &status);
         if (r < 0)
                 return r;
