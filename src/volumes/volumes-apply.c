@@ -86,6 +86,9 @@ static int action_wait_device(ApplyContext *c, size_t i) {
                 _cleanup_free_ char *path = NULL;
                 dev_t devnum;
                 int r = c->provider->vtable->resolve_device(c->provider->state, v->id, &path, &devnum);
+                if (r == -ENODEV) /* a device that may be the volume's but cannot be proven to be */
+                        report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s", v->id,
+                               volume_provider_last_error(c->provider) ?: "cannot identify its device");
                 if (r < 0)
                         return r;
                 if (r > 0) {
