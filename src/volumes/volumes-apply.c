@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/errors.h"
@@ -161,6 +162,51 @@ static int mount_state(const char *path, dev_t devnum) {
         return mounted == devnum ? 1 : -EBUSY;
 }
 
+/* A format this node began and did not finish (a crash, kill -9) leaves mke2fs's first writes (group
+ * descriptors, bitmaps) without the superblock it writes last: data, no signature, which the proof refuses
+ * like any other. So the format's intent is recorded first, node-local, next to the mount point
+ * (<mount-root>/master-<id>.formatting, with the device size), and removed when mkfs succeeds and whenever
+ * the volume mounts. Data found while a fresh intent is there is that format's own. The intent is honoured
+ * for FORMAT_INTENT_MAX_AGE only: the volume cannot otherwise have passed through another node and an
+ * operator's wipe and come back with data while an old intent lies here. */
+#define FORMAT_INTENT_MAX_AGE (60 * 60 * USEC_PER_SEC)
+
+static char *format_intent_path(const ApplyContext *c, size_t i) {
+        _cleanup_free_ char *m = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id);
+        return m ? strjoin(m, ".formatting") : NULL;
+}
+
+static int format_intent_write(const ApplyContext *c, size_t i, uint64_t size) {
+        _cleanup_free_ char *path = format_intent_path(c, i), *text = NULL;
+        if (!path || !(text = strprintf("device-size=%" PRIu64 "\n", size)))
+                return -ENOMEM;
+        int r = mkdir_p(c->cfg->mount_root, 0755);
+        return r < 0 ? r : write_file_atomic(path, text, strlen(text), 0600, false);
+}
+
+static void format_intent_remove(const ApplyContext *c, size_t i) {
+        _cleanup_free_ char *path = format_intent_path(c, i);
+        if (path)
+                (void)unlink(path);
+}
+
+/* 1 when this node's fresh intent for a device of this size is there. */
+static int format_intent_present(const ApplyContext *c, size_t i, uint64_t size) {
+        _cleanup_free_ char *path = format_intent_path(c, i), *text = NULL, *want = NULL;
+        struct stat st;
+        if (!path || !(want = strprintf("device-size=%" PRIu64 "\n", size)))
+                return -ENOMEM;
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        usec_t mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC + (usec_t)st.st_mtim.tv_nsec / 1000;
+        if (mtime + FORMAT_INTENT_MAX_AGE < now(CLOCK_REALTIME))
+                return 0;
+        int r = read_full_file(path, 64, &text, NULL);
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
+        return streq(text, want);
+}
+
 /* The proof that a device is blank, through fd (held O_EXCL): no signature libblkid knows, and zeros
  * wherever a filesystem it cannot recognise (a damaged primary superblock) would still have data. */
 static int prove_blank(ApplyContext *c, size_t i, int fd) {
@@ -180,6 +226,19 @@ static int prove_blank(ApplyContext *c, size_t i, int fd) {
         r = blockdev_prove_zero(fd, &off);
         if (r < 0)
                 return r;
+        uint64_t size;
+        int k = r > 0 ? blockdev_get_size(fd, &size) : 0;
+        if (k >= 0 && r > 0)
+                k = format_intent_present(c, i, size);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                report(c->cfg, LOG_LEVEL_WARNING, 0,
+                       "Volume '%s' (%s) holds data from 0x%" PRIx64
+                       " on but no filesystem: the format this node began did not finish; formatting again",
+                       id, dev, off);
+                return 0;
+        }
         if (r > 0) {
                 report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
                        "Volume '%s' (%s) does not mount and is not blank: has data but no recognised "
@@ -219,6 +278,12 @@ static int format_blank(ApplyContext *c, size_t i) {
         char *argv[] = {
                 (char *)"mkfs.ext4", (char *)"-q", (char *)"-L", (char *)"etcd", (char *)dev, NULL
         };
+        uint64_t size;
+        r = blockdev_get_size(excl, &size);
+        if (r >= 0)
+                r = format_intent_write(c, i, size);
+        if (r < 0)
+                return r;
         excl = safe_close(excl);
         r = run_tool(c, argv, &status);
         if (r < 0)
@@ -227,6 +292,7 @@ static int format_blank(ApplyContext *c, size_t i) {
                 report(c->cfg, LOG_LEVEL_ERROR, PK_ECHILD, "mkfs.ext4 '%s' exited %d", dev, status);
                 return PK_ECHILD;
         }
+        format_intent_remove(c, i);
         c->result->n_changes++;
         return 0;
 }
@@ -266,6 +332,7 @@ static int action_mount(ApplyContext *c, size_t i) {
                         return r;
                 }
         }
+        format_intent_remove(c, i); /* a format that finished but was not recorded as finished */
         report(c->cfg, LOG_LEVEL_INFO, 0, "Mounted volume '%s' (%s) on '%s'", c->in->volumes[i].id,
                c->devices[i], path);
         return 0;

@@ -3,6 +3,7 @@
 # `protokube wipe` is the only way to make a device blank, and only when told to destroy data.
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -151,3 +152,46 @@ def test_wipe(env, tmp_path):
     add_device(env, dev)
     p = env.pk("once", "n1", check=0)
     assert "blank: creating an ext4 filesystem" in p.stderr, p.stderr
+
+
+# mkfs.ext4 stand-in for the crash test: writes what a real mke2fs of this size writes before its superblock
+# (its blocks 1..15, from a real run on a scratch file: group descriptors, bitmaps), then kills protokube
+# (its parent) and itself, as a crash in the middle of the first format would.
+CRASHING_MKFS = """#!/bin/sh
+dev="$(eval echo \\${$#})"
+scratch="$PK_SCRATCH/mkfs-scratch.img"
+truncate -s "$(blockdev --getsize64 "$dev")" "$scratch"
+/usr/sbin/mkfs.ext4 -q -F -b 4096 "$scratch" >/dev/null
+dd if="$scratch" of="$dev" bs=4096 skip=1 seek=1 count=15 conv=notrunc,fsync status=none
+kill -9 $PPID
+kill -9 $$
+"""
+
+
+def test_format_interrupted_by_crash_resumed_by_same_node_only(env):
+    dev = env.new_loop("crash", size=64 * MIB)
+    add_device(env, dev)
+    bindir = os.path.join(env.base, "crashbin")
+    os.mkdir(bindir)
+    with open(os.path.join(bindir, "mkfs.ext4"), "w") as f:
+        f.write(CRASHING_MKFS)
+    os.chmod(os.path.join(bindir, "mkfs.ext4"), 0o755)
+    crash_env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"], PK_SCRATCH=env.base)
+    p = subprocess.run(env.argv("once", "n1"), capture_output=True, text=True, timeout=60, env=crash_env)
+    assert p.returncode == -9, (p.returncode, p.stderr)
+    assert "blank: creating an ext4 filesystem" in p.stderr
+    assert os.path.exists(env.mount_path("n1", "vol") + ".formatting")
+    assert read_at(dev, 4096, 4096) != bytes(4096)
+    assert "TYPE=" not in blkid_probe(dev)
+
+    # another node that finds this state did not start that format: data, no filesystem, refused
+    env.pool_cmd("release-node", "n1")
+    p = env.pk("once", "n2")
+    assert p.returncode == 1 and "not blank: has data but no recognised filesystem" in p.stderr, p.stderr
+    env.pool_cmd("release-node", "n2")
+
+    # the node that began it knows the data is its own format's: formats again, mounts
+    p = env.pk("once", "n1", check=0)
+    assert "the format this node began did not finish; formatting again" in p.stderr, p.stderr
+    assert env.mount_path("n1", "vol") in mounts_under(env.base)
+    assert not os.path.exists(env.mount_path("n1", "vol") + ".formatting")
