@@ -51,6 +51,7 @@ VERB(validate);
 VERB(volumes);
 VERB(dns);
 VERB(pool);
+VERB(wipe);
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

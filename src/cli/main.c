@@ -23,6 +23,7 @@ static const struct {
         { "volumes", verb_volumes, "list this cluster's volumes and why each is or isn't eligible" },
         { "dns", verb_dns, "print the desired records ('dns sync' publishes them once)" },
         { "pool", verb_pool, "the local volume pool: create, add-device, list, detach, release-node" },
+        { "wipe", verb_wipe, "DEVICE --yes-destroy-data: erase a device so that a pass may format it" },
 };
 
 static void help(void) {

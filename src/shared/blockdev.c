@@ -5,9 +5,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -17,12 +19,8 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(blkid_probe, blkid_free_probe)
 
-/* Opens dev (O_CLOEXEC, which blkid_new_probe_from_filename() does not promise) and a probe on it. Returns
- * the fd, which the caller closes after freeing the probe (libblkid never closes an fd it was given). */
-static int probe_new(const char *dev, bool partitions, blkid_probe *ret) {
-        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
+/* A probe reading through fd (libblkid never closes an fd it was given). */
+static int probe_on_fd(int fd, bool partitions, blkid_probe *ret) {
         blkid_probe pr = blkid_new_probe();
         if (!pr)
                 return -ENOMEM;
@@ -36,6 +34,18 @@ static int probe_new(const char *dev, bool partitions, blkid_probe *ret) {
         if (partitions)
                 blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
         *ret = pr;
+        return 0;
+}
+
+/* Opens dev (O_CLOEXEC, which blkid_new_probe_from_filename() does not promise) and a probe on it. Returns
+ * the fd, which the caller closes after freeing the probe. */
+static int probe_new(const char *dev, bool partitions, blkid_probe *ret) {
+        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        int r = probe_on_fd(fd, partitions, ret);
+        if (r < 0)
+                return r;
         return TAKE_FD(fd);
 }
 
@@ -50,15 +60,12 @@ static int probe_value(blkid_probe pr, const char *name, char **ret) {
         return 1;
 }
 
-int blockdev_probe_signature(const char *dev, char **ret_what) {
-        _cleanup_close_ int fd = -1;
+int blockdev_probe_signature_fd(int fd, char **ret_what) {
         _cleanup_(blkid_free_probep) blkid_probe pr = NULL;
         _cleanup_free_ char *what = NULL;
-        int r;
-
-        fd = probe_new(dev, true, &pr);
-        if (fd < 0)
-                return fd;
+        int r = probe_on_fd(fd, true, &pr);
+        if (r < 0)
+                return r;
         errno = 0;
         r = blkid_do_safeprobe(pr);
         if (r == 1) /* nothing found: no filesystem, no partition table, no RAID/LVM/LUKS/swap */
@@ -80,6 +87,13 @@ int blockdev_probe_signature(const char *dev, char **ret_what) {
         if (ret_what)
                 *ret_what = TAKE_PTR(what);
         return 1;
+}
+
+int blockdev_probe_signature(const char *dev, char **ret_what) {
+        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        return blockdev_probe_signature_fd(fd, ret_what);
 }
 
 int blockdev_probe_fstype(const char *dev, char **ret_fstype) {
@@ -107,6 +121,183 @@ int blockdev_probe_fstype(const char *dev, char **ret_fstype) {
         return 0;
 }
 
+/* ext2/3/4 (e2fsprogs lib/ext2fs/closefs.c, ext2fs_bg_has_super()): a group holds 8 * block size blocks;
+ * with 1 KiB blocks block 0 is the boot block and group 0 starts at block 1. Without sparse_super every
+ * group has a backup, with it groups 1 and the powers of 3, 5 and 7, with sparse_super2 at most two
+ * (normally group 1 and the last). Reading the powers and the last group covers all three well enough:
+ * one surviving backup is what e2fsck -b needs. */
+static const uint64_t ext_block_sizes[] = { 1024, 2048, 4096, 65536 };
+#define EXT_SUPERBLOCK_READ \
+        UINT64_C(4096) /* the superblock, and with 1 KiB blocks the descriptors after it */
+#define ZERO_RANGES_MAX (2 + BLOCKDEV_ZERO_SAMPLES + ELEMENTSOF(ext_block_sizes) * (3 * 64 + 2))
+#define ZERO_IO_CHUNK   (UINT64_C(256) << 10)
+
+static void range_add(BlockdevRange *l, size_t *n, uint64_t size, uint64_t offset, uint64_t length) {
+        if (offset >= size || *n >= ZERO_RANGES_MAX)
+                return;
+        uint64_t end = offset + MIN(length, size - offset);
+        offset -= offset % BLOCKDEV_ZERO_ALIGN;
+        end = MIN(size, (end + BLOCKDEV_ZERO_ALIGN - 1) / BLOCKDEV_ZERO_ALIGN * BLOCKDEV_ZERO_ALIGN);
+        l[(*n)++] = (BlockdevRange){ offset, end - offset };
+}
+
+static void ext_backups_add(BlockdevRange *l, size_t *n, uint64_t size, uint64_t bs) {
+        uint64_t first = bs == 1024 ? 1 : 0, per_group = 8 * bs, blocks = size / bs;
+        if (blocks <= first)
+                return;
+        uint64_t groups = (blocks - first + per_group - 1) / per_group;
+        static const uint64_t bases[] = { 3, 5, 7 };
+        range_add(l, n, size, (first + per_group) * bs, EXT_SUPERBLOCK_READ);
+        for (size_t b = 0; b < ELEMENTSOF(bases); b++)
+                for (uint64_t g = bases[b]; g < groups; g *= bases[b])
+                        range_add(l, n, size, (first + g * per_group) * bs, EXT_SUPERBLOCK_READ);
+        if (groups > 1)
+                range_add(l, n, size, (first + (groups - 1) * per_group) * bs, EXT_SUPERBLOCK_READ);
+}
+
+static int range_cmp(const void *a, const void *b) {
+        const BlockdevRange *x = a, *y = b;
+        return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int blockdev_zero_ranges(uint64_t size, BlockdevRange **ret, size_t *ret_n) {
+        _cleanup_free_ BlockdevRange *l = new0(BlockdevRange, ZERO_RANGES_MAX);
+        size_t n = 0, m = 0;
+        if (!l)
+                return -ENOMEM;
+        range_add(l, &n, size, 0, BLOCKDEV_ZERO_EDGE);
+        range_add(l, &n, size, size > BLOCKDEV_ZERO_EDGE ? size - BLOCKDEV_ZERO_EDGE : 0,
+                  BLOCKDEV_ZERO_EDGE);
+        for (unsigned k = 1; k < BLOCKDEV_ZERO_SAMPLES; k++)
+                range_add(l, &n, size, size / BLOCKDEV_ZERO_SAMPLES * k, BLOCKDEV_ZERO_SAMPLE_SIZE);
+        for (size_t b = 0; b < ELEMENTSOF(ext_block_sizes); b++)
+                ext_backups_add(l, &n, size, ext_block_sizes[b]);
+        qsort(l, n, sizeof(BlockdevRange), range_cmp);
+        for (size_t i = 0; i < n; i++) {
+                if (m > 0 && l[i].offset <= l[m - 1].offset + l[m - 1].length) {
+                        uint64_t end = MAX(l[m - 1].offset + l[m - 1].length, l[i].offset + l[i].length);
+                        l[m - 1].length = end - l[m - 1].offset;
+                } else
+                        l[m++] = l[i];
+        }
+        *ret = TAKE_PTR(l);
+        *ret_n = m;
+        return 0;
+}
+
+int blockdev_get_size(int fd, uint64_t *ret) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISREG(st.st_mode)) {
+                *ret = (uint64_t)st.st_size;
+                return 0;
+        }
+        if (!S_ISBLK(st.st_mode))
+                return -ENOTBLK;
+        uint64_t size;
+        if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+                return -errno;
+        *ret = size;
+        return 0;
+}
+
+/* O_DIRECT on fd for the duration of a proof: the disk's content, not pages cached before someone wrote
+ * to it behind our back. Returns the flags to restore, or -1 when nothing is to be restored. */
+static int direct_io_begin(int fd) {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || (flags & O_DIRECT))
+                return -1;
+        if (fcntl(fd, F_SETFL, flags | O_DIRECT) < 0)
+                return -1; /* not supported here (tmpfs): buffered it is */
+        return flags;
+}
+
+static void direct_io_end(int fd, int flags) {
+        if (flags >= 0)
+                (void)fcntl(fd, F_SETFL, flags);
+}
+
+/* pread/pwrite of the whole length; an O_DIRECT refusal (EINVAL) falls back to buffered I/O once. */
+static int io_full(int fd, bool write, void *buf, size_t length, uint64_t offset) {
+        size_t done = 0;
+        while (done < length) {
+                ssize_t k = write ? pwrite(fd, (char *)buf + done, length - done, (off_t)(offset + done))
+                                  : pread(fd, (char *)buf + done, length - done, (off_t)(offset + done));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EINVAL) {
+                        int flags = fcntl(fd, F_GETFL);
+                        if (flags < 0 || !(flags & O_DIRECT) || fcntl(fd, F_SETFL, flags & ~O_DIRECT) < 0)
+                                return -EINVAL;
+                        continue;
+                }
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EIO; /* the device shrank under us */
+                done += (size_t)k;
+        }
+        return 0;
+}
+
+static bool find_nonzero(const unsigned char *p, size_t n, size_t *ret) {
+        for (size_t i = 0; i < n; i++)
+                if (p[i] != 0) {
+                        *ret = i;
+                        return true;
+                }
+        return false;
+}
+
+/* Reads (or, fill, writes zeros over) every range. Returns 1 with the first non-zero offset when reading
+ * finds one. */
+static int zero_ranges_io(int fd, bool fill, uint64_t *ret_offset, uint64_t *ret_bytes) {
+        _cleanup_free_ BlockdevRange *l = NULL;
+        _cleanup_free_ void *buf = NULL;
+        uint64_t size, bytes = 0;
+        size_t n;
+        int r = blockdev_get_size(fd, &size);
+        if (r < 0)
+                return r;
+        r = blockdev_zero_ranges(size, &l, &n);
+        if (r < 0)
+                return r;
+        if (posix_memalign(&buf, BLOCKDEV_ZERO_ALIGN, ZERO_IO_CHUNK) != 0)
+                return -ENOMEM;
+        memset(buf, 0, ZERO_IO_CHUNK);
+        int saved = direct_io_begin(fd);
+        for (size_t i = 0; i < n && r == 0; i++)
+                for (uint64_t off = 0; off < l[i].length && r == 0;) {
+                        size_t len = (size_t)MIN(ZERO_IO_CHUNK, l[i].length - off), at;
+                        r = io_full(fd, fill, buf, len, l[i].offset + off);
+                        if (r == 0 && !fill && find_nonzero(buf, len, &at)) {
+                                *ret_offset = l[i].offset + off + at;
+                                r = 1;
+                        }
+                        off += len;
+                        bytes += len;
+                }
+        if (r == 0 && fill && fsync(fd) < 0)
+                r = -errno;
+        direct_io_end(fd, saved);
+        if (r == 0 && ret_bytes)
+                *ret_bytes = bytes;
+        return r;
+}
+
+int blockdev_prove_zero(int fd, uint64_t *ret_offset) {
+        uint64_t off = 0;
+        int r = zero_ranges_io(fd, false, &off, NULL);
+        if (r == 1)
+                *ret_offset = off;
+        return r;
+}
+
+int blockdev_zero_fill(int fd, uint64_t *ret_bytes) {
+        return zero_ranges_io(fd, true, NULL, ret_bytes);
+}
+
 int blockdev_get_devnum(const char *path, dev_t *ret) {
         struct stat st;
         if (stat(path, &st) < 0)
@@ -125,10 +316,10 @@ int blockdev_is(const char *path, dev_t devnum) {
         return d == devnum;
 }
 
-int blockdev_open_exclusive(const char *path, usec_t timeout) {
+int blockdev_open_exclusive_flags(const char *path, int flags, usec_t timeout) {
         usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
         for (;;) {
-                int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                int fd = open(path, flags | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
                 if (fd >= 0)
                         return fd;
                 int e = errno;
@@ -136,6 +327,10 @@ int blockdev_open_exclusive(const char *path, usec_t timeout) {
                         return -e;
                 usleep(20 * 1000);
         }
+}
+
+int blockdev_open_exclusive(const char *path, usec_t timeout) {
+        return blockdev_open_exclusive_flags(path, O_RDONLY, timeout);
 }
 
 static void describe_processes(dev_t devnum, char **out) {

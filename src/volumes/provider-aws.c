@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `aws` volume provider: EBS volumes found by their kops tags, attached to this instance with
  * AttachVolume (a compare-and-set at EC2: a volume in use answers VolumeInUse), their block devices found by
- * identity (the NVMe serial's by-id link on Nitro, else the xvd name EC2 recorded). */
+ * identity (the NVMe serial's by-id link on Nitro; on Xen the xvd name EC2 recorded, only when size and the
+ * instance's other devices confirm it). */
 #include "volumes/provider-aws.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "aws/client.h"
 #include "aws/ec2.h"
 #include "aws/imds.h"
 #include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "volumes/volume-tags.h"
@@ -537,28 +545,225 @@ static int stat_block(const char *path, char **ret_path, dev_t *ret_devnum) {
         return 1;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* The first line of a small sysfs file, without its newline. */
+static int read_one_line(const char *path, char *buf, size_t size) {
+        _cleanup_free_ char *s = NULL;
+        size_t len;
+        int r = read_full_file(path, size - 1, &s, &len);
+        if (r < 0)
+                return r;
+        s[strcspn(s, "\n")] = 0;
+        snprintf(buf, size, "%s", s);
+        return 0;
+}
+
+/* 1 and the whole disk holding path (its own number when it is no partition), 0 when sysfs does not know
+ * it, -errno. */
+static int whole_disk_of(dev_t devnum, dev_t *ret) {
+        char path[96], buf[32];
+        unsigned maj, min;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        if (access(path, F_OK) < 0) {
+                *ret = devnum;
+                return 1;
+        }
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", major(devnum), minor(devnum));
+        int r = read_one_line(path, buf, sizeof(buf));
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
+        if (sscanf(buf, "%u:%u", &maj, &min) != 2)
+                return -EIO;
+        *ret = makedev(maj, min);
+        return 1;
+}
+
+/* The size sysfs reports for devnum, in bytes (it counts 512-byte sectors whatever the block size). */
+static int sysfs_size(dev_t devnum, uint64_t *ret) {
+        char path[96], buf[32];
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/size", major(devnum), minor(devnum));
+        int r = read_one_line(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        uint64_t sectors;
+        if (safe_atou64(buf, &sectors) < 0 || sectors > UINT64_MAX / 512)
+                return -EIO;
+        *ret = sectors * 512;
+        return 0;
+}
+
+/* Another volume's NVMe identity (a by-id link other than id's own) naming devnum: its name, or NULL. */
+static int byid_other_volume(const char *dir, const char *own, dev_t devnum, char **ret) {
+        _cleanup_closedir_ DIR *d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                struct stat st;
+                if (!startswith(de->d_name, "nvme-Amazon_Elastic_Block_Store_vol") ||
+                    streq(de->d_name, own) || fstatat(dirfd(d), de->d_name, &st, 0) < 0 ||
+                    !S_ISBLK(st.st_mode) || st.st_rdev != devnum)
+                        continue;
+                char *n = strdup(de->d_name);
+                if (!n)
+                        return -ENOMEM;
+                *ret = n;
+                return 1;
+        }
+        return 0;
+}
+
+/* A /dev/xvd* disk that no attachment of this instance explains (root included): the kernel's names are
+ * not EC2's here (old kernels showed sdf as xvdj), so no name can be trusted. Returns its name or NULL. */
+static int xvd_unexplained(const char *dev_dir, char **mapping, char **ret) {
+        _cleanup_closedir_ DIR *d = opendir(dev_dir);
+        if (!d)
+                return -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *key = startswith(de->d_name, "xvd");
+                bool known = false;
+                if (!key || isempty(key) || strspn(key, "abcdefghijklmnopqrstuvwxyz") != strlen(key))
+                        continue; /* partitions (xvda1) belong to their disk */
+                STRV_FOREACH (m, mapping)
+                        known = known || streq(device_key(*m), key) ||
+                                (startswith(device_key(*m), key) &&
+                                 strspn(device_key(*m) + strlen(key), "0123456789") ==
+                                     strlen(device_key(*m) + strlen(key)));
+                if (known)
+                        continue;
+                char *n = strdup(de->d_name);
+                if (!n)
+                        return -ENOMEM;
+                *ret = n;
+                return 1;
+        }
+        return 0;
+}
+
+/* What the disk itself can prove: a whole disk, exactly want bytes, not the root filesystem's. */
+static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64_t want) {
+        uint64_t size = 0;
+        dev_t disk, root_disk;
+        struct stat root;
+        int r;
+
+        r = whole_disk_of(devnum, &disk);
+        if (r > 0 && disk != devnum)
+                return fail(-ENODEV, "cannot identify volume %s's device: %s is a partition", id, path);
+        r = sysfs_size(devnum, &size);
+        if (r < 0)
+                return fail(-ENODEV, "cannot identify volume %s's device: no size for %s in sysfs: %s", id,
+                            path, pk_strerror(r));
+        if (size != want)
+                return fail(-ENODEV,
+                            "cannot identify volume %s's device: %s is %" PRIu64
+                            " bytes, the volume %" PRIu64 " bytes",
+                            id, path, size, want);
+        if (stat("/", &root) >= 0 && whole_disk_of(root.st_dev, &root_disk) > 0 && root_disk == devnum)
+                return fail(-ENODEV, "cannot identify volume %s's device: %s holds the root filesystem", id,
+                            path);
+        return 0;
+}
+
+/* Xen: the device keeps the name EC2 attached it under ("sdf" shows as "xvdf"), but a name is no identity.
+ * Accepted only when what can be checked agrees: EC2 says the volume is attached here under that name; the
+ * device is a whole disk of exactly the volume's size; it is not the disk of the root filesystem; no other
+ * volume's NVMe by-id link names it; and every xvd disk here is explained by an attachment of this instance
+ * (so names map one to one). Anything else: -ENODEV, "cannot identify volume vol-x's device: ...". */
+static int xen_verify(AwsProvider *p, const char *id, const char *path, dev_t devnum, const char *byid_dir,
+                      const char *own_link, const char *dev_dir) {
+        _cleanup_free_ char *other = NULL;
+        AwsVolume v = {};
+        AwsInstance *self = NULL;
+        const char *ids[] = { p->node.name, NULL };
+        size_t n = 0;
+
+        int r = describe_one(p, id, &v);
+        if (r < 0)
+                return r;
+        const AwsVolumeAttachment *a = active_attachment(&v);
+        bool here = a && streq_ptr(a->instance_id, p->node.name) && a->device &&
+                    streq(device_key(a->device), device_key(path + strlen(dev_dir) + 1));
+        uint64_t want = MIN(v.size_gib, AWS_VOLUME_SIZE_GIB_MAX) * AWS_GIB;
+        aws_volume_done(&v);
+        if (!here)
+                return fail(-ENODEV,
+                            "cannot identify volume %s's device: EC2 no longer has it attached here as %s",
+                            id, path);
+        r = xen_check_disk(id, path, devnum, want);
+        if (r < 0)
+                return r;
+        r = byid_other_volume(byid_dir, own_link, devnum, &other);
+        if (r < 0)
+                return fail(r, "cannot identify volume %s's device: reading '%s': %s", id, byid_dir,
+                            pk_strerror(r));
+        if (r > 0)
+                return fail(-ENODEV, "cannot identify volume %s's device: %s is another volume's (%s/%s)",
+                            id, path, byid_dir, other);
+        r = aws_ec2_describe_instances(p->client, NULL, 0, ids, &self, &n);
+        if (r < 0)
+                return fail_client(p, r);
+        r = n == 1 ? xvd_unexplained(dev_dir, self[0].block_devices, &other)
+                   : fail(PK_ECLOUD, "ec2 DescribeInstances: %zu instances for '%s', expected 1", n,
+                          p->node.name);
+        aws_instances_free(self, n);
+        if (r < 0)
+                return r == PK_ECLOUD ? r
+                                      : fail(r, "cannot identify volume %s's device: reading '%s': %s", id,
+                                             dev_dir, pk_strerror(r));
+        if (r > 0)
+                return fail(
+                    -ENODEV,
+                    "cannot identify volume %s's device: %s/%s is attached under no name EC2 knows for "
+                    "this instance, so device names do not map one to one here",
+                    id, dev_dir, other);
+        return 0;
+}
+
 static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum) {
         AwsProvider *p = state;
-        _cleanup_free_ char *name = NULL, *link = NULL;
-        const char *dir = getenv(AWS_BYID_DIR_ENV);
+        _cleanup_free_ char *name = NULL, *link = NULL, *xvd = NULL, *path = NULL;
+        const char *dir = getenv(AWS_BYID_DIR_ENV), *dev_dir = getenv(AWS_DEV_DIR_ENV);
+        dev_t devnum;
         int r = aws_ebs_by_id_name(id, &name);
         if (r < 0)
                 return r;
-        link = strjoin(isempty(dir) ? AWS_BYID_DIR_DEFAULT : dir, "/", name);
+        dir = isempty(dir) ? AWS_BYID_DIR_DEFAULT : dir;
+        dev_dir = isempty(dev_dir) ? AWS_DEV_DIR_DEFAULT : dev_dir;
+        link = strjoin(dir, "/", name);
         if (!link)
                 return -ENOMEM;
         /* Nitro: the NVMe serial carries the volume id, so this link is the volume's identity. */
         r = stat_block(link, ret_path, ret_devnum);
         if (r != 0)
                 return r;
-        /* Xen: the device keeps the name EC2 attached it under, with "sd" shown as "xvd". */
         const char *dev = device_remembered(p, id);
         if (!dev)
                 return 0;
-        _cleanup_free_ char *xvd = strjoin("/dev/xvd", device_key(dev));
+        const char *key = device_key(dev);
+        if (isempty(key) || strspn(key, "abcdefghijklmnopqrstuvwxyz") != strlen(key))
+                return fail(-ENODEV, "cannot identify volume %s's device: '%s' is not a whole-disk name", id,
+                            dev);
+        xvd = strjoin(dev_dir, "/xvd", key);
         if (!xvd)
                 return -ENOMEM;
-        return stat_block(xvd, ret_path, ret_devnum);
+        struct stat st;
+        if (lstat(xvd, &st) < 0)
+                return errno == ENOENT ? 0 : -errno; /* not there yet: the caller waits, bounded */
+        if (stat(xvd, &st) < 0 || !S_ISBLK(st.st_mode))
+                return fail(-ENODEV, "cannot identify volume %s's device: %s is not a block device", id,
+                            xvd);
+        devnum = st.st_rdev;
+        r = xen_verify(p, id, xvd, devnum, dir, name, dev_dir);
+        if (r < 0)
+                return r;
+        path = realpath(xvd, NULL);
+        if (!path)
+                return -errno;
+        *ret_path = TAKE_PTR(path);
+        *ret_devnum = devnum;
+        return 1;
 }
 
 static int wait_detached(AwsProvider *p, const char *id) {

@@ -108,7 +108,8 @@ typedef struct VolumeProviderVTable {
          * attaching a volume this node already holds makes sure its device exists. */
         int (*attach)(void *state, const char *id, const NodeIdentity *node);
         /* The block device of volume id attached here, by identity (never guessed from a name):
-         * 1 and path + device number, 0 if not (yet) present. */
+         * 1 and path + device number, 0 if not (yet) present, -ENODEV when a device is there that cannot be
+         * proven to be the volume's (last_error says why). */
         int (*resolve_device)(void *state, const char *id, char **ret_path, dev_t *ret_devnum);
         /* Detach; node NULL detaches whoever holds it, else PK_ECONFLICT if another node holds it. */
         int (*detach)(void *state, const char *id, const char *node);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Apply: run the planned actions. Each is idempotent and safe to repeat after a crash at any point:
  * claims are compare-and-set, mounts are checked against mountinfo first, files are written atomically,
- * and nothing is ever formatted unless libblkid proves the device blank. */
+ * and nothing is ever formatted unless it is proven blank (no signature, zeros where data would be). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/beneath.h"
@@ -103,6 +105,9 @@ static int action_wait_device(ApplyContext *c, size_t i) {
                 _cleanup_free_ char *path = NULL;
                 dev_t devnum;
                 int r = c->provider->vtable->resolve_device(c->provider->state, v->id, &path, &devnum);
+                if (r == -ENODEV) /* a device that may be the volume's but cannot be proven to be */
+                        report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s", v->id,
+                               volume_provider_last_error(c->provider) ?: "cannot identify its device");
                 if (r < 0)
                         return r;
                 if (r > 0) {
@@ -177,8 +182,96 @@ static int mount_state(const char *path, dev_t devnum) {
         return mounted == devnum ? 1 : -EBUSY;
 }
 
-static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
+/* A format this node began and did not finish (a crash, kill -9) leaves mke2fs's first writes (group
+ * descriptors, bitmaps) without the superblock it writes last: data, no signature, which the proof refuses
+ * like any other. So the format's intent is recorded first, node-local, next to the mount point
+ * (<mount-root>/master-<id>.formatting, with the device size), and removed when mkfs succeeds and whenever
+ * the volume mounts. Data found while a fresh intent is there is that format's own. The intent is honoured
+ * for FORMAT_INTENT_MAX_AGE only: the volume cannot otherwise have passed through another node and an
+ * operator's wipe and come back with data while an old intent lies here. */
+#define FORMAT_INTENT_MAX_AGE (60 * 60 * USEC_PER_SEC)
+
+static char *format_intent_path(const ApplyContext *c, size_t i) {
+        _cleanup_free_ char *m = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id);
+        return m ? strjoin(m, ".formatting") : NULL;
+}
+
+static int format_intent_write(const ApplyContext *c, size_t i, uint64_t size) {
+        _cleanup_free_ char *path = format_intent_path(c, i), *text = NULL;
+        if (!path || !(text = strprintf("device-size=%" PRIu64 "\n", size)))
+                return -ENOMEM;
+        int r = mkdir_p(c->cfg->mount_root, 0755);
+        return r < 0 ? r : write_file_atomic(path, text, strlen(text), 0600, false);
+}
+
+static void format_intent_remove(const ApplyContext *c, size_t i) {
+        _cleanup_free_ char *path = format_intent_path(c, i);
+        if (path)
+                (void)unlink(path);
+}
+
+/* 1 when this node's fresh intent for a device of this size is there. */
+static int format_intent_present(const ApplyContext *c, size_t i, uint64_t size) {
+        _cleanup_free_ char *path = format_intent_path(c, i), *text = NULL, *want = NULL;
+        struct stat st;
+        if (!path || !(want = strprintf("device-size=%" PRIu64 "\n", size)))
+                return -ENOMEM;
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        usec_t mtime = (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC + (usec_t)st.st_mtim.tv_nsec / 1000;
+        if (mtime + FORMAT_INTENT_MAX_AGE < now(CLOCK_REALTIME))
+                return 0;
+        int r = read_full_file(path, 64, &text, NULL);
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
+        return streq(text, want);
+}
+
+/* The proof that a device is blank, through fd (held O_EXCL): no signature libblkid knows, and zeros
+ * wherever a filesystem it cannot recognise (a damaged primary superblock) would still have data. */
+static int prove_blank(ApplyContext *c, size_t i, int fd) {
         _cleanup_free_ char *what = NULL;
+        const char *dev = c->devices[i], *id = c->in->volumes[i].id;
+        uint64_t off;
+        int r = blockdev_probe_signature_fd(fd, &what);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
+                       "Volume '%s' (%s) does not mount and holds a '%s' signature: not formatting it, "
+                       "leaving it alone",
+                       id, dev, what);
+                return PK_ENOTBLANK;
+        }
+        r = blockdev_prove_zero(fd, &off);
+        if (r < 0)
+                return r;
+        uint64_t size;
+        int k = r > 0 ? blockdev_get_size(fd, &size) : 0;
+        if (k >= 0 && r > 0)
+                k = format_intent_present(c, i, size);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                report(c->cfg, LOG_LEVEL_WARNING, 0,
+                       "Volume '%s' (%s) holds data from 0x%" PRIx64
+                       " on but no filesystem: the format this node began did not finish; formatting again",
+                       id, dev, off);
+                return 0;
+        }
+        if (r > 0) {
+                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
+                       "Volume '%s' (%s) does not mount and is not blank: has data but no recognised "
+                       "filesystem (first non-zero byte at offset %" PRIu64
+                       "): not formatting it, leaving it alone (a damaged ext4 may still be recovered "
+                       "from a backup superblock, e2fsck -b; 'protokube wipe' destroys it)",
+                       id, dev, off);
+                return PK_ENOTBLANK;
+        }
+        return 0;
+}
+
+static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
         const char *dev = c->devices[i];
         int status;
         if (s->format_blocked_by) {
@@ -190,24 +283,38 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
                        c->in->volumes[i].id, dev, s->format_blocked_by, c->in->volumes[i].id);
                 return PK_ENOTBLANK;
         }
-        int r = blockdev_probe_signature(dev, &what);
+        /* The proof runs under O_EXCL (nothing mounts it or claims it for md/dm meanwhile) and immediately
+         * before mkfs. The fd cannot be held through mkfs: mke2fs opens the device O_EXCL itself, and so
+         * would a reopen through /proc/self/fd (a new open, another holder): it would fail with EBUSY. So
+         * it is closed just before the spawn; what guards the microseconds in between is the claim this
+         * node holds (no other node's protokube touches the volume), and mke2fs's own O_EXCL fails if
+         * anything mounted it since. O_EXCL never kept out plain writers anyway. */
+        _cleanup_close_ int excl = blockdev_open_exclusive(dev, BLOCKDEV_RELEASE_TIMEOUT);
+        if (excl < 0) {
+                _cleanup_free_ char *users = excl == -EBUSY ? blockdev_describe_users(c->devnums[i]) : NULL;
+                report(c->cfg, LOG_LEVEL_ERROR, excl,
+                       "Not formatting '%s' (volume '%s'): the device is in use (%s)", dev,
+                       c->in->volumes[i].id, users ?: "by nothing visible from here");
+                return excl;
+        }
+        int r = prove_blank(c, i, excl);
         if (r < 0)
                 return r;
-        if (r > 0) {
-                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
-                       "Volume '%s' (%s) does not mount and holds a '%s' signature: not formatting it, "
-                       "leaving it "
-                       "alone",
-                       c->in->volumes[i].id, dev, what);
-                return PK_ENOTBLANK;
-        }
         report(c->cfg, LOG_LEVEL_INFO, 0, "Volume '%s' (%s) is blank: creating an ext4 filesystem",
                c->in->volumes[i].id, dev);
-        progress(c->cfg, "mkfs.ext4", c->in->volumes[i].id);
-        /* no -F: mkfs.ext4 itself refuses a device that is in use or holds something */
+        /* No -F. But mkfs.ext4 asks "Proceed anyway?" about an existing signature only on a terminal; with
+         * stdin /dev/null it goes ahead: the proof above is the only guard against destroying data. */
         char *argv[] = {
                 (char *)"mkfs.ext4", (char *)"-q", (char *)"-L", (char *)"etcd", (char *)dev, NULL
         };
+        uint64_t size;
+        r = blockdev_get_size(excl, &size);
+        if (r >= 0)
+                r = format_intent_write(c, i, size);
+        if (r < 0)
+                return r;
+        excl = safe_close(excl);
+        progress(c->cfg, "mkfs.ext4", c->in->volumes[i].id);
         r = run_tool(c, argv, dev, &status);
         if (r < 0)
                 return r;
@@ -215,6 +322,7 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
                 report(c->cfg, LOG_LEVEL_ERROR, PK_ECHILD, "mkfs.ext4 '%s' exited %d", dev, status);
                 return PK_ECHILD;
         }
+        format_intent_remove(c, i);
         c->result->n_changes++;
         return 0;
 }
@@ -254,6 +362,7 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
                         return r;
                 }
         }
+        format_intent_remove(c, i); /* a format that finished but was not recorded as finished */
         report(c->cfg, LOG_LEVEL_INFO, 0, "Mounted volume '%s' (%s) on '%s'", c->in->volumes[i].id,
                c->devices[i], path);
         return 0;

@@ -130,7 +130,9 @@ static int observe_volume(VolumeProvider *p, const VolumesPassConfig *cfg, const
         int r;
 
         r = p->vtable->resolve_device(p->state, v->id, &dev, &devnum);
-        if (r < 0 && r != -ENOENT)
+        /* -ENODEV: a device that cannot be proven the volume's counts as none here; waiting for the device
+         * reports it and stops only this volume, not the whole pass */
+        if (r < 0 && r != -ENOENT && r != -ENODEV)
                 return r;
         obs->device_present = r > 0;
         mount_path = volume_mount_path(cfg->mount_root, v->id);

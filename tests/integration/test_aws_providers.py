@@ -5,6 +5,7 @@ per simulated instance (the double's "/_as/<id>" prefix), Route 53 records check
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -60,9 +61,10 @@ def instance_ips(k):
 
 
 class AwsEnv:
-    def __init__(self, n_instances, members=("a", "b", "c")):
+    def __init__(self, n_instances, members=("a", "b", "c"), image_size=24 << 20, xen=False):
         self.base = tempfile.mkdtemp(prefix="pk-awsprov-")
         self.byid = os.path.join(self.base, "by-id")
+        self.xvd = os.path.join(self.base, "dev")  # a Xen instance's /dev/xvdX names (when xen)
         self.spec = os.path.join(self.base, "cluster.yaml")
         with open(self.spec, "w") as f:
             f.write(SPEC)
@@ -87,7 +89,7 @@ class AwsEnv:
             for m in members:
                 image = os.path.join(self.base, vol_id(c, m) + ".img")
                 with open(image, "wb") as f:
-                    f.truncate(24 << 20)
+                    f.truncate(image_size)
                 volumes.append({"id": vol_id(c, m), "az": AZ, "size": 1, "image": image,
                                 "tags": {"KubernetesCluster": CLUSTER, "k8s.io/role/master": "1",
                                          f"k8s.io/etcd/{c}": f"{m}/{','.join(members)}"}})
@@ -102,6 +104,7 @@ class AwsEnv:
                         "tags": {"KubernetesCluster": CLUSTER, "k8s.io/role/master": "1",
                                  "k8s.io/etcd/main": "d/a,b,c,d"}})
         self.configure({"instances": instances, "volumes": volumes, "byid_dir": self.byid,
+                        "xvd_dir": self.xvd if xen else None,
                         "zones": [{"id": ZONE_ID, "name": "k8s.test."}]})
 
     # --- the double
@@ -147,7 +150,7 @@ class AwsEnv:
                   "AWS_ENDPOINT_URL_EC2": self.url, "AWS_ENDPOINT_URL_ROUTE_53": self.url,
                   "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{self.url}/_as/{instance_id(k)}",
                   "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.base, "no-credentials"),
-                  "PROTOKUBE_AWS_BYID_DIR": self.byid, "HOME": self.base})
+                  "PROTOKUBE_AWS_BYID_DIR": self.byid, "PROTOKUBE_AWS_DEV_DIR": self.xvd, "HOME": self.base})
         return e
 
     def argv(self, verb, k, *extra):
@@ -424,3 +427,64 @@ def test_wrong_secret_fails_and_nothing_secret_logged(env1):
 def test_wrong_secret_message_names_the_request(env1):
     p, out = wrong_secret_pass(env1)
     assert "SignatureDoesNotMatch" in out and "ec2 Describe" in out, out
+
+
+# Xen instances (issue item 12): no NVMe serial, so no by-id link; the device is /dev/xvdX of the name EC2
+# attached it under, taken only when its size is the volume's and every xvd disk is explained by an
+# attachment of this instance. Volumes of 1 GiB (the double's size) backed by images of the given size.
+@pytest.fixture
+def xen_env(request):
+    need_root()
+    e = AwsEnv(1, members=("a",), image_size=request.param, xen=True)
+    yield e
+    errors = e.cleanup()
+    assert not errors, errors
+
+
+def xvd_devices(env):
+    state = env.state()
+    out = {}
+    for vid in (vol_id("main", "a"), vol_id("events", "a")):
+        name = state["volumes"][vid]["attachment"]["device"].replace("/dev/sd", "/dev/xvd")
+        out[vid] = os.path.realpath(os.path.join(env.xvd, os.path.basename(name)))
+    return out
+
+
+@pytest.mark.parametrize("xen_env", [1 << 30], indirect=True)
+def test_xen_device_accepted_by_name_and_size(xen_env):
+    env = xen_env
+    p = env.pk("once", 0, check=0)
+    assert "cannot identify" not in p.stderr, p.stderr
+    assert not os.path.exists(env.byid) or os.listdir(env.byid) == []
+    for vid, dev in xvd_devices(env).items():
+        assert dev.startswith("/dev/loop"), dev
+        assert f"Mounted volume '{vid}' ({dev})" in p.stderr, p.stderr
+        assert mount_path(env, 0, vid) in mounts_under(env.mount_root(0))
+    assert env.pk("once", 0, check=0).stderr.count("0 change(s)") == 1
+
+
+@pytest.mark.parametrize("xen_env", [24 << 20], indirect=True)
+def test_xen_device_of_another_size_refused(xen_env):
+    env = xen_env
+    p = env.pk("once", 0, check=1)
+    vid = vol_id("main", "a")
+    m = re.search(rf"cannot identify volume {vid}'s device: {re.escape(env.xvd)}/xvd[f-z] is 25165824 bytes, "
+                  rf"the volume 1073741824", p.stderr)
+    assert m, p.stderr
+    assert "creating an ext4 filesystem" not in p.stderr and "Mounted" not in p.stderr, p.stderr
+    assert mounts_under(env.base) == []
+    for dev in xvd_devices(env).values():
+        assert run("blkid", "-p", dev, check=False).stdout == ""  # untouched
+
+
+@pytest.mark.parametrize("xen_env", [1 << 30], indirect=True)
+def test_xen_unexplained_device_name_refused(xen_env):
+    env = xen_env
+    # the kernel shows a disk under a name no attachment of this instance has (as old kernels that showed
+    # sdf as xvdj did): the names do not map one to one, so none is trusted
+    os.makedirs(env.xvd, exist_ok=True)
+    os.symlink(env.byid, os.path.join(env.xvd, "xvdq"))
+    p = env.pk("once", 0, check=1)
+    assert re.search(r"cannot identify volume vol-0\w+'s device: .*/xvdq is attached under no name EC2 knows",
+                     p.stderr), p.stderr
+    assert "creating an ext4 filesystem" not in p.stderr and mounts_under(env.base) == []

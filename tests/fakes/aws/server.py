@@ -82,6 +82,7 @@ class State:
         self.imds_tokens = {}
         self.imds_token_ttl_override = None
         self.byid_dir = None
+        self.xvd_dir = None  # set: a Xen instance, /dev/xvdX names in this directory instead of by-id links
         self.log = []
         self.counters = {"requests": 0, "throttled": 0, "errors500": 0, "bad_signatures": 0, "imds_token_puts": 0,
                          "role_fetches": 0, "seq": 0}
@@ -89,7 +90,7 @@ class State:
 
     def configure(self, cfg):
         with self.lock:
-            for k in ("region", "self_id", "byid_dir", "imds_token_ttl_override"):
+            for k in ("region", "self_id", "byid_dir", "xvd_dir", "imds_token_ttl_override"):
                 if k in cfg:
                     setattr(self, k, cfg[k])
             for k, v in cfg.get("keys", {}).items():
@@ -404,8 +405,9 @@ def byid_name(vid):
     return "nvme-Amazon_Elastic_Block_Store_" + vid.replace("-", "")
 
 
-def attach_backing(vid, v):
-    """Sets up the loop device for an image-backed volume and the by-id link a Nitro instance shows."""
+def attach_backing(vid, v, device):
+    """Sets up the loop device for an image-backed volume and the by-id link a Nitro instance shows, or with
+    xvd_dir (a Xen instance) the /dev/xvdX name the kernel gives the device EC2 attached as sdX/xvdX."""
     if not v.get("image"):
         return
     if not STATE.byid_dir:
@@ -415,8 +417,12 @@ def attach_backing(vid, v):
     if loop.returncode != 0:
         raise ApiError(500, "InternalError", "losetup failed: " + loop.stderr.strip())
     dev = loop.stdout.strip()
-    os.makedirs(STATE.byid_dir, exist_ok=True)
-    link = os.path.join(STATE.byid_dir, byid_name(vid))
+    if STATE.xvd_dir:
+        os.makedirs(STATE.xvd_dir, exist_ok=True)
+        link = os.path.join(STATE.xvd_dir, "xvd" + re.sub(r"^/dev/(xvd|sd)", "", device))
+    else:
+        os.makedirs(STATE.byid_dir, exist_ok=True)
+        link = os.path.join(STATE.byid_dir, byid_name(vid))
     if os.path.lexists(link):
         os.unlink(link)
     os.symlink(dev, link)
@@ -448,7 +454,7 @@ def ec2_attach_volume(params):
                 raise ApiError(400, "InvalidParameterValue", f"Attachment point {dev} is already in use")
         if dev == inst["root_device"]:
             raise ApiError(400, "InvalidParameterValue", f"Attachment point {dev} is already in use")
-        attach_backing(vid, v)
+        attach_backing(vid, v, dev)
         v["attachment"] = {"instance": iid, "device": dev, "state": "attaching", "since": time.time(),
                            "polls": int(STATE.faults.get("attach_stuck_polls", 0))}
     return f"<AttachVolumeResponse xmlns=\"{EC2_NS}\"><requestId>{rid()}</requestId><volumeId>{vid}</volumeId>" \
