@@ -12,7 +12,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
-#include "volumes/pool.h"
+#include "cloud/pool.h"
 
 typedef struct PoolArgs {
         uint64_t size;

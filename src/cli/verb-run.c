@@ -9,7 +9,6 @@
 #include "cli/cli.h"
 #include "daemon/loop.h"
 #include "daemon/pass.h"
-#include "volumes/provider-aws.h"
 
 static void run_pass(void *userdata, PassReport *rep) {
         pass_run(userdata, rep);
@@ -49,16 +48,9 @@ VERB(run) {
         if (pass_new(ctx->spec_path, &node, &pass) < 0)
                 return EXIT_ERROR;
 
-        /* What wakes a pass before the timer: on the local pool, its metadata changing (a volume released
-         * or claimed by another node); on AWS, the attached volume's device link appearing. */
-        const char *cloud =
-            cloud_provider_to_string(pass->spec->cloud.set ? pass->spec->cloud.value : CLOUD_LOCAL);
-        const char *byid = getenv(AWS_BYID_DIR_ENV);
-        if (streq(cloud, "local") && strv_extend(&watch, ctx->pool_dir) < 0)
-                return log_oom(), EXIT_ERROR;
-        if (streq(cloud, "aws") && strv_extend(&watch, !isempty(byid) ? byid : AWS_BYID_DIR_DEFAULT) < 0)
-                return log_oom(), EXIT_ERROR;
-        if (strv_extend(&watch, "/dev") < 0)
+        /* What wakes a pass before the timer: what the provider names (its pool's metadata changing, an
+         * attached volume's device link appearing), and devices appearing in /dev. */
+        if (volume_provider_watch_paths(pass->provider, &watch) < 0 || strv_extend(&watch, "/dev") < 0)
                 return log_oom(), EXIT_ERROR;
 
         DaemonConfig cfg = {

@@ -8,7 +8,7 @@
 #include "basic/string-util.h"
 #include "cli/cli.h"
 #include "daemon/pass.h"
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 
 static const char *mount_column(const VolumesObservation *o, size_t i) {
         switch (o->observed[i].mount) {

@@ -23,7 +23,7 @@
 #include "shared/blockdev.h"
 #include "shared/mount-util.h"
 #include "shared/spawn.h"
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 #include "volumes/volumes.h"
 
 #define PASS_ROUNDS_MAX      16 /* re-plans after lost claims; each round some node wins a claim */

@@ -12,7 +12,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "shared/mount-util.h"
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 #include "volumes/volumes.h"
 
 char *volume_mount_path(const char *mount_root, const char *id) {

@@ -7,7 +7,7 @@
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 
 static const char *const action_names[_ACTION_TYPE_MAX] = {
         [ACTION_CLAIM] = "claim",

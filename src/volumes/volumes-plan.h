@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "volumes/volume-tags.h"
-#include "volumes/volume.h"
+#include "cloud/volume-tags.h"
+#include "cloud/volume.h"
 
 typedef enum MountState {
         MOUNT_STATE_NONE,  /* nothing mounted on <mount-root>/master-<id> */

@@ -6,7 +6,7 @@
  * never logs, it reports through cfg->report and the verbs/daemon turn that into log lines. */
 
 #include "shared/cluster-view.h"
-#include "volumes/volume.h"
+#include "cloud/volume.h"
 #include "volumes/volumes-plan.h"
 
 /* Renders the etcd manifest for one member whose volume is mounted at mount_path (the components

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "volumes/pool-meta.h"
+#include "cloud/pool-meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

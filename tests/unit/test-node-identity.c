@@ -18,8 +18,8 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "unit-test.h"
-#include "volumes/node-addrs.h"
-#include "volumes/volume.h"
+#include "cloud/node-addrs.h"
+#include "cloud/volume.h"
 
 static void test_in_addr_literal(void **state) {
         static const char *const good[][2] = {

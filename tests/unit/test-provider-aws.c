@@ -11,8 +11,8 @@
 #include "aws-double.h"
 #include "basic/errors.h"
 #include "basic/strv.h"
-#include "volumes/provider-aws.h"
-#include "volumes/volume.h"
+#include "cloud/provider-aws.h"
+#include "cloud/volume.h"
 
 #define CLUSTER "c1.k8s.test"
 #define OTHER   "i-0other"

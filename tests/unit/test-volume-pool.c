@@ -14,7 +14,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "unit-test.h"
-#include "volumes/pool.h"
+#include "cloud/pool.h"
 
 static const char good[] =
     "{\"version\":1,\"id\":\"v1\",\"zone\":\"z1\",\"size\":16777216,\"image\":\"v1.img\","

@@ -6,7 +6,7 @@
 #include "basic/errors.h"
 #include "basic/strv.h"
 #include "unit-test.h"
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 
 static void test_etcd_tag_ok(void **state) {
         EtcdTag t = {};

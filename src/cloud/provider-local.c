@@ -11,10 +11,10 @@
 #include "basic/machine-id.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "volumes/node-addrs.h"
-#include "volumes/pool.h"
-#include "volumes/volume-tags.h"
-#include "volumes/volume.h"
+#include "cloud/node-addrs.h"
+#include "cloud/pool.h"
+#include "cloud/volume-tags.h"
+#include "cloud/volume.h"
 
 #define LOCAL_DEFAULT_ZONE "local"
 
@@ -213,6 +213,16 @@ static int local_detach(void *state, const char *id, const char *node) {
         return pool_detach(lp->pool, id, !node ? NULL : streq(node, lp->node.name) ? &lp->node : &other);
 }
 
+/* Another node's claim or release rewrites a metadata file of the pool (a rename into it). */
+static int local_watch_paths(void *state, char ***ret) {
+        LocalProvider *lp = state;
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l || strv_extend(&l, lp->pool->dir) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 const VolumeProviderVTable volume_provider_local = {
         .name = "local",
         .open = local_open,
@@ -222,5 +232,6 @@ const VolumeProviderVTable volume_provider_local = {
         .attach = local_attach,
         .resolve_device = local_resolve_device,
         .detach = local_detach,
+        .watch_paths = local_watch_paths,
         .last_error = local_last_error,
 };

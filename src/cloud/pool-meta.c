@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "volumes/pool-meta.h"
+#include "cloud/pool-meta.h"
 
 #include <jansson.h>
 #include <stdarg.h>

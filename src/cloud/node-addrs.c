@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "volumes/node-addrs.h"
+#include "cloud/node-addrs.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

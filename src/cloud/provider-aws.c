@@ -3,7 +3,7 @@
  * AttachVolume (a compare-and-set at EC2: a volume in use answers VolumeInUse), their block devices found by
  * identity (the NVMe serial's by-id link on Nitro; on Xen the xvd name EC2 recorded, only when size and the
  * instance's other devices confirm it). */
-#include "volumes/provider-aws.h"
+#include "cloud/provider-aws.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +25,7 @@
 #include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 
 #define AWS_ATTACH_TIMEOUT      (120 * USEC_PER_SEC)
 #define AWS_ATTACH_POLL         (300 * USEC_PER_MSEC)
@@ -813,6 +813,16 @@ static int aws_detach(void *state, const char *id, const char *node) {
         return r;
 }
 
+/* An attached volume's device appears as its NVMe by-id link. */
+static int aws_watch_paths(void *state, char ***ret) {
+        const char *dir = getenv(AWS_BYID_DIR_ENV);
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l || strv_extend(&l, isempty(dir) ? AWS_BYID_DIR_DEFAULT : dir) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 const VolumeProviderVTable volume_provider_aws = {
         .name = "aws",
         .open = aws_open,
@@ -822,5 +832,6 @@ const VolumeProviderVTable volume_provider_aws = {
         .attach = aws_attach,
         .resolve_device = aws_resolve_device,
         .detach = aws_detach,
+        .watch_paths = aws_watch_paths,
         .last_error = aws_last_error,
 };

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "basic/time-util.h"
-#include "volumes/pool-meta.h"
+#include "cloud/pool-meta.h"
 
 #define POOL_LOCK_TIMEOUT_DEFAULT (10 * USEC_PER_SEC)
 

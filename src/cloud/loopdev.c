@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "volumes/loopdev.h"
+#include "cloud/loopdev.h"
 #include "shared/blockdev.h"
 
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "volumes/volume-tags.h"
+#include "cloud/volume-tags.h"
 
 #include <stdint.h>
 #include <stdlib.h>

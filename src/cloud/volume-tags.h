@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "volumes/volume.h"
+#include "cloud/volume.h"
 
 #define VOLUME_TAG_CLUSTER     "KubernetesCluster"
 #define VOLUME_TAG_ROLE_MASTER "k8s.io/role/master"

@@ -3,7 +3,7 @@
 
 /* The `aws` volume provider: EBS volumes through the EC2 API (src/aws), this node's identity from IMDS. */
 
-#include "volumes/volume.h"
+#include "cloud/volume.h"
 
 /* Tests point the by-id lookup at a directory of their own (the AWS double creates its links there). */
 #define AWS_BYID_DIR_ENV     "PROTOKUBE_AWS_BYID_DIR"

@@ -113,6 +113,10 @@ typedef struct VolumeProviderVTable {
         int (*resolve_device)(void *state, const char *id, char **ret_path, dev_t *ret_devnum);
         /* Detach; node NULL detaches whoever holds it, else PK_ECONFLICT if another node holds it. */
         int (*detach)(void *state, const char *id, const char *node);
+        /* Optional: the directories whose changes should wake the daemon before its timer (the pool's
+         * metadata; the directory where an attached volume's device link appears). Fills ret with a
+         * NULL-terminated list (caller frees). */
+        int (*watch_paths)(void *state, char ***ret);
         /* Optional: what the last failing call said (a cloud API's code and message), or NULL. Never a
          * secret; valid until the next call. */
         const char *(*last_error)(void *state);
@@ -131,6 +135,8 @@ int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, Volu
 /* Wraps an existing vtable + state (tests); takes state. */
 int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret);
 VolumeProvider *volume_provider_free(VolumeProvider *p);
+/* What to watch for wake-ups (an empty list when the provider names none); caller frees. */
+int volume_provider_watch_paths(const VolumeProvider *p, char ***ret);
 /* The provider's own words on its last failure, or NULL. */
 const char *volume_provider_last_error(const VolumeProvider *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VolumeProvider *, volume_provider_free)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "volumes/volume.h"
+#include "cloud/volume.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "volumes/provider-aws.h"
+#include "cloud/provider-aws.h"
 
 void node_identity_done(NodeIdentity *n) {
         free(n->name);
@@ -210,4 +210,14 @@ VolumeProvider *volume_provider_free(VolumeProvider *p) {
 
 const char *volume_provider_last_error(const VolumeProvider *p) {
         return p && p->vtable->last_error ? p->vtable->last_error(p->state) : NULL;
+}
+
+int volume_provider_watch_paths(const VolumeProvider *p, char ***ret) {
+        if (p->vtable->watch_paths)
+                return p->vtable->watch_paths(p->state, ret);
+        char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        *ret = l;
+        return 0;
 }

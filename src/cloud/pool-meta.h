@@ -9,7 +9,7 @@
  * "attachment" is absent when the volume is free. The parser is strict: unknown keys, wrong types, bad
  * names and oversized strings are errors (the pool directory is shared by every node's process). */
 
-#include "volumes/volume.h"
+#include "cloud/volume.h"
 
 #define POOL_META_MAX      (64U * 1024U)
 #define POOL_TAGS_MAX      50  /* as EC2 */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "volumes/pool.h"
+#include "cloud/pool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,9 +19,9 @@
 #include "basic/machine-id.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "cloud/loopdev.h"
+#include "cloud/volume-tags.h"
 #include "shared/blockdev.h"
-#include "volumes/loopdev.h"
-#include "volumes/volume-tags.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 
