@@ -7,8 +7,8 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "cli/cli.h"
-#include "daemon/pass.h"
 #include "cloud/volume-tags.h"
+#include "daemon/pass.h"
 
 static const char *mount_column(const VolumesObservation *o, size_t i) {
         switch (o->observed[i].mount) {

@@ -19,11 +19,11 @@
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "cloud/volume-tags.h"
 #include "manifest/manifest-dir.h"
 #include "shared/blockdev.h"
 #include "shared/mount-util.h"
 #include "shared/spawn.h"
-#include "cloud/volume-tags.h"
 #include "volumes/volumes.h"
 
 #define PASS_ROUNDS_MAX      16 /* re-plans after lost claims; each round some node wins a claim */

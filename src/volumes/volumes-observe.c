@@ -11,8 +11,8 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "shared/mount-util.h"
 #include "cloud/volume-tags.h"
+#include "shared/mount-util.h"
 #include "volumes/volumes.h"
 
 char *volume_mount_path(const char *mount_root, const char *id) {

@@ -5,8 +5,8 @@
  * plan (volumes-plan.h, pure), apply (each action idempotent, each wait bounded). Library code: it
  * never logs, it reports through cfg->report and the verbs/daemon turn that into log lines. */
 
-#include "shared/cluster-view.h"
 #include "cloud/volume.h"
+#include "shared/cluster-view.h"
 #include "volumes/volumes-plan.h"
 
 /* Renders the etcd manifest for one member whose volume is mounted at mount_path (the components

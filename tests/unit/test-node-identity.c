@@ -17,9 +17,9 @@
 #include "basic/machine-id.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "unit-test.h"
 #include "cloud/node-addrs.h"
 #include "cloud/volume.h"
+#include "unit-test.h"
 
 static void test_in_addr_literal(void **state) {
         static const char *const good[][2] = {

@@ -13,8 +13,8 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "unit-test.h"
 #include "cloud/pool.h"
+#include "unit-test.h"
 
 static const char good[] =
     "{\"version\":1,\"id\":\"v1\",\"zone\":\"z1\",\"size\":16777216,\"image\":\"v1.img\","

@@ -5,8 +5,8 @@
 
 #include "basic/errors.h"
 #include "basic/strv.h"
-#include "unit-test.h"
 #include "cloud/volume-tags.h"
+#include "unit-test.h"
 
 static void test_etcd_tag_ok(void **state) {
         EtcdTag t = {};
