@@ -9,7 +9,7 @@ int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret
         int r = pass_open_volume_provider(spec, &node, &p);
         if (r < 0)
                 return r;
-        r = volumes_observe_view(p, spec->name, ret);
+        r = volumes_list_view(p, spec->name, ret);
         if (r < 0) {
                 const char *detail = volume_provider_last_error(p);
                 if (detail)

@@ -21,7 +21,8 @@ static const char *mount_column(const VolumesObservation *o, size_t i) {
         }
 }
 
-static void print_row(const char *mount_root, const VolumesObservation *o, const PassPlan *plan, size_t i) {
+static void print_row(const char *mount_root, const VolumesObservation *o, const VolumesPlan *plan,
+                      size_t i) {
         const Volume *vol = &o->volumes.items[i];
         const VolumeEligibility *e = &plan->eligibility[i];
         _cleanup_free_ char *mount = volume_mount_path(mount_root, vol->id);
@@ -37,9 +38,8 @@ static void print_row(const char *mount_root, const VolumesObservation *o, const
 
 VERB(volumes) {
         _cleanup_(pass_freep) Pass *pass = NULL;
-        VolumesObservation o = {};
+        PassObservation o = {};
         PassPlan plan = {};
-        PassInput in;
         int r;
 
         r = cli_parse_options(argc, argv, ctx, NULL, NULL, NULL, NULL);
@@ -50,14 +50,19 @@ VERB(volumes) {
         if (!ctx->spec_path)
                 return cli_usage_error("volumes", "needs the cluster spec (-c FILE or PROTOKUBE_CONFIG)");
         NodeSettings node = cli_node_settings(ctx);
-        if (pass_new(ctx->spec_path, &node, &pass) < 0 || pass_observe(pass, &o, &in, &plan) < 0)
+        if (pass_new(ctx->spec_path, &node, &pass) < 0 || pass_observe(pass, &o) < 0)
                 return EXIT_ERROR;
-        printf("node %s, zone %s\n", o.node.name, o.node.zone);
+        r = pass_plan(pass, &o, &plan);
+        if (r < 0) {
+                pass_observation_done(&o);
+                return log_oom(), EXIT_ERROR;
+        }
+        printf("node %s, zone %s\n", o.volumes.node.name, o.volumes.node.zone);
         printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s\n", "ID", "ZONE", "ETCD", "MEMBER", "ATTACHED-TO",
                "DEVICE", "MOUNT", "ELIGIBLE");
-        for (size_t i = 0; i < o.volumes.n; i++)
-                print_row(pass->node.mount_root, &o, &plan, i);
+        for (size_t i = 0; i < o.volumes.volumes.n; i++)
+                print_row(pass->node.mount_root, &o.volumes, &plan.volumes, i);
         pass_plan_done(&plan);
-        volumes_observation_done(&o);
+        pass_observation_done(&o);
         return EXIT_SUCCESS;
 }

@@ -8,28 +8,15 @@
 #include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/path-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
-#include "components/etcd.h"
-#include "components/render.h"
 #include "daemon/loop.h"
 #include "daemon/progress.h"
 #include "dns/dns-provider.h"
 #include "dns/dns-wire.h"
 #include "manifest/manifest-dir.h"
 #include "shared/cluster-view.h"
-
-static int render_etcd(void *userdata, const char *etcd_cluster, const char *member, char *const *members,
-                       const char *mount_path, char **ret_yaml) {
-        const ClusterSpec *spec = userdata;
-        EtcdMemberAssignment a = {
-                .cluster = etcd_cluster,
-                .member = member,
-                .members = members,
-                .mount_path = mount_path,
-        };
-        return etcd_manifest_render(spec, &a, ret_yaml);
-}
 
 static void report_log(void *userdata, int level, int error, const char *message) {
         PassReport *rep = userdata;
@@ -84,6 +71,19 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
         return 0;
 }
 
+/* The volume steps' settings for this node and spec; reports go to the log (and, during a run, the report).
+ */
+static void pass_configure(Pass *p) {
+        p->cfg = (VolumesPassConfig){
+                .cluster = p->spec->name,
+                .etcd_clusters = p->etcd_clusters,
+                .mount_root = p->node.mount_root,
+                .manifest_dir = p->node.manifest_dir,
+                .report = report_log,
+                .progress = report_progress,
+        };
+}
+
 int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         _cleanup_(pass_freep) Pass *p = new0(Pass, 1);
         int r;
@@ -101,6 +101,7 @@ int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         r = pass_open_volume_provider(p->spec, node, &p->provider);
         if (r < 0)
                 return r;
+        pass_configure(p);
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -136,50 +137,39 @@ int pass_reload(Pass *p) {
         p->provider = provider;
         p->etcd_clusters = names;
         p->spec = spec;
+        pass_configure(p);
         log_info("Reloaded the cluster spec '%s'.", p->spec_path);
         return 0;
 }
 
-static VolumesPassConfig volumes_config(Pass *p, PassReport *rep, bool manifests) {
-        return (VolumesPassConfig){
-                .cluster = p->spec->name,
-                .etcd_clusters = p->etcd_clusters,
-                .mount_root = p->node.mount_root,
-                .manifest_dir = p->node.manifest_dir,
-                .render = manifests ? render_etcd : NULL,
-                .render_userdata = p->spec,
-                .report = report_log,
-                .report_userdata = rep,
-                .progress = report_progress,
+#define PASS_ROUNDS_MAX 16 /* observe and plan again after lost claims; each round some node wins one */
+
+/* Where a failed volume action counts in the report. */
+static PassStage volumes_error_stage(VolumesErrorKind k) {
+        static const PassStage stages[_VOLUMES_ERROR_MAX] = {
+                [VOLUMES_ERROR_CLAIM] = PASS_STAGE_CLAIM, [VOLUMES_ERROR_DEVICE] = PASS_STAGE_DEVICE,
+                [VOLUMES_ERROR_FSCK] = PASS_STAGE_FSCK,   [VOLUMES_ERROR_FORMAT] = PASS_STAGE_FORMAT,
+                [VOLUMES_ERROR_MOUNT] = PASS_STAGE_MOUNT, [VOLUMES_ERROR_MANIFEST] = PASS_STAGE_MANIFEST,
         };
+        return stages[k];
 }
 
-static void pass_volumes(Pass *p, PassReport *rep, bool manifests) {
-        VolumesPassConfig cfg = volumes_config(p, rep, manifests);
-        VolumesPassResult res = {};
-        PassStage stage = manifests ? PASS_STAGE_MANIFEST : PASS_STAGE_CLAIM;
-        int r = volumes_pass(p->provider, &cfg, &res);
-
-        if (r == -ECANCELED) {
-                pass_report_error(rep, stage, PK_EWAITING, "stopping");
-                return;
-        }
-        if (r < 0) {
-                const char *detail = volume_provider_last_error(p->provider);
+static void report_volumes(PassReport *rep, const VolumesPassResult *res) {
+        rep->actions_applied += res->n_changes;
+        rep->volumes_held = res->n_ready;
+        rep->volumes_member_conflicts = res->n_member_conflicts;
+        for (int k = 0; k < _VOLUMES_ERROR_MAX; k++)
+                for (unsigned n = 0; n < res->errors[k]; n++)
+                        pass_report_error(rep, volumes_error_stage(k), -EIO,
+                                          "a volume is stuck on an error (see the log)");
+        if (res->n_errors > 0 && !rep->errors[PASS_STAGE_CLAIM] && !rep->errors[PASS_STAGE_DEVICE] &&
+            !rep->errors[PASS_STAGE_FSCK] && !rep->errors[PASS_STAGE_FORMAT] &&
+            !rep->errors[PASS_STAGE_MOUNT] && !rep->errors[PASS_STAGE_MANIFEST])
+                pass_report_error(rep, PASS_STAGE_CLAIM, -EIO,
+                                  "a volume is stuck on an error (see the log)");
+        if (res->n_waiting > 0) {
                 _cleanup_free_ char *why =
-                    strprintf("the volume provider failed: %s", detail ?: pk_strerror(r));
-                log_error_errno(r, "The volume pass failed: %m");
-                pass_report_error(rep, PASS_STAGE_DISCOVER, r, why);
-                return;
-        }
-        rep->actions_applied += res.n_changes;
-        rep->volumes_held = res.n_ready;
-        rep->volumes_member_conflicts = res.n_member_conflicts;
-        if (res.n_errors > 0)
-                pass_report_error(rep, stage, -EIO, "a volume is stuck on an error (see the log)");
-        if (res.n_waiting > 0 && manifests) {
-                _cleanup_free_ char *why =
-                    strprintf("%u etcd cluster(s) have no volume for this node yet", res.n_waiting);
+                    strprintf("%u etcd cluster(s) have no volume for this node yet", res->n_waiting);
                 pass_report_error(rep, PASS_STAGE_CLAIM, PK_EWAITING, why);
         }
 }
@@ -197,79 +187,56 @@ static void log_dns_changes(const DnsRRsetList *changes, const char *provider) {
         }
 }
 
-static void pass_dns(Pass *p, PassReport *rep, bool dry_run, FILE *plan_out) {
-        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
-        _cleanup_(dns_rrset_list_donep) DnsRRsetList changes = {};
-        _cleanup_free_ char *err = NULL;
-        const char *provider = NULL;
-        int r;
-
-        r = volumes_observe_view(p->provider, p->spec->name, &view);
-        if (r < 0) {
-                log_error_errno(r, "Failed to observe the masters for DNS: %m");
-                pass_report_error(rep, PASS_STAGE_DNS, r, "cannot observe the masters for DNS");
+static void apply_dns(const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+        if (plan->dns_status == PK_EWAITING) {
+                log_info("DNS: %s", strna(plan->dns_note));
                 return;
         }
-        r = dns_publish(p->spec, view, dry_run, &changes, &provider, &err);
-        if (r == PK_EWAITING) {
-                log_info("DNS: %s", strna(err));
+        if (plan->dns_status < 0) {
+                log_error_errno(plan->dns_status, "DNS publication failed: %s", strna(plan->dns_note));
+                _cleanup_free_ char *why = strprintf("DNS: %s", strna(plan->dns_note));
+                pass_report_error(rep, PASS_STAGE_DNS, plan->dns_status, why);
                 return;
         }
-        if (r < 0) {
-                log_error_errno(r, "DNS publication failed: %s", strna(err));
-                _cleanup_free_ char *why = strprintf("DNS: %s", strna(err));
-                pass_report_error(rep, PASS_STAGE_DNS, r, why);
+        if (!o->dns)
                 return;
-        }
-        if (plan_out) {
-                for (size_t i = 0; i < changes.n; i++) {
-                        _cleanup_free_ char *a =
-                            changes.items[i].addresses ? strv_join(changes.items[i].addresses, ",") : NULL;
-                        fprintf(plan_out, "dns-replace %s %s %s\n", changes.items[i].name,
-                                changes.items[i].type == DNS_TYPE_AAAA ? "AAAA" : "A",
-                                isempty(a) ? "(delete)" : a);
-                }
-                return;
-        }
-        log_dns_changes(&changes, strna(provider));
-        rep->actions_applied += (unsigned)changes.n;
-        /* What the provider now serves is the desired set: count its records. */
-        _cleanup_(dns_rrset_list_donep) DnsRRsetList desired = {};
-        if (dns_desired_records(p->spec, view, &desired, NULL) >= 0)
-                for (size_t i = 0; i < desired.n; i++)
-                        rep->records_published += (unsigned)strv_length(desired.items[i].addresses);
-}
-
-/* The control-plane manifests other than etcd's (those live on the volumes). */
-static void pass_control_plane(Pass *p, PassReport *rep, bool dry_run, FILE *plan_out) {
-        _cleanup_(rendered_manifests_done) RenderedManifests m = {};
-        const char *failed = NULL;
-        int r = control_plane_render(p->spec, NULL, 0, &m, &failed);
-        if (r < 0) {
-                log_error_errno(r, "Failed to render '%s': %m", strna(failed));
-                pass_report_error(rep, PASS_STAGE_MANIFEST, r, "cannot render the control-plane manifests");
-                return;
-        }
-        if (!dry_run && (r = mkdir_p(p->node.manifest_dir, 0755)) < 0) {
-                log_error_errno(r, "Failed to create the manifest directory '%s': %m", p->node.manifest_dir);
-                pass_report_error(rep, PASS_STAGE_MANIFEST, r, "cannot create the manifest directory");
-                return;
-        }
-        for (size_t i = 0; i < m.n; i++) {
-                _cleanup_free_ char *path = strjoin(p->node.manifest_dir, "/", m.items[i].file_name);
-                if (!path) {
-                        pass_report_error(rep, PASS_STAGE_MANIFEST, -ENOMEM, "out of memory");
+        if (plan->dns_send) {
+                _cleanup_free_ char *error = NULL;
+                int r = dns_session_apply(o->dns, &plan->dns_changes, &error);
+                if (r < 0) {
+                        log_error_errno(r, "DNS publication failed: %s", strna(error));
+                        _cleanup_free_ char *why = strprintf("DNS: %s", strna(error));
+                        pass_report_error(rep, PASS_STAGE_DNS, r, why);
                         return;
                 }
-                if (dry_run) {
-                        _cleanup_free_ char *cur = NULL;
-                        if (read_full_file(path, 1 << 20, &cur, NULL) < 0 || !streq(cur, m.items[i].text))
-                                fprintf(plan_out, "write-manifest %s\n", path);
+                log_dns_changes(&plan->dns_changes, dns_session_provider(o->dns));
+                rep->actions_applied += (unsigned)plan->dns_changes.n;
+        }
+        /* What the provider now serves is the desired set: count its records. */
+        for (size_t i = 0; i < plan->dns_desired.n; i++)
+                rep->records_published += (unsigned)strv_length(plan->dns_desired.items[i].addresses);
+}
+
+static void apply_control_plane(const Pass *p, const PassPlan *plan, PassReport *rep) {
+        int r;
+        if (plan->render_error < 0) {
+                log_error_errno(plan->render_error, "Failed to render '%s': %m", strna(plan->render_failed));
+                pass_report_error(rep, PASS_STAGE_MANIFEST, plan->render_error,
+                                  "cannot render the control-plane manifests");
+                return;
+        }
+        for (size_t i = 0; i < plan->control_plane.n; i++) {
+                if (!plan->control_plane_write[i])
                         continue;
-                }
-                r = manifest_write(path, m.items[i].text);
+                if (stop_requested())
+                        return;
+                _cleanup_free_ char *path =
+                    strjoin(p->node.manifest_dir, "/", plan->control_plane.items[i].file_name);
+                r = path ? mkdir_p(p->node.manifest_dir, 0755) : -ENOMEM;
+                if (r >= 0)
+                        r = manifest_write(path, plan->control_plane.items[i].text);
                 if (r < 0) {
-                        log_error_errno(r, "Failed to write the manifest '%s': %m", path);
+                        log_error_errno(r, "Failed to write the manifest '%s': %m", strna(path));
                         pass_report_error(rep, PASS_STAGE_MANIFEST, r,
                                           "cannot write a control-plane manifest");
                 } else if (r > 0) {
@@ -279,75 +246,67 @@ static void pass_control_plane(Pass *p, PassReport *rep, bool dry_run, FILE *pla
         }
 }
 
-static void pass_stage_volumes(Pass *p, PassReport *rep) {
-        pass_progress_step("volumes: observing");
-        pass_volumes(p, rep, false);
-}
-
-static void pass_stage_dns(Pass *p, PassReport *rep) {
-        pass_progress_step("DNS: publishing");
-        pass_dns(p, rep, false, NULL);
-}
-
-static void pass_stage_etcd_manifests(Pass *p, PassReport *rep) {
-        pass_progress_step("etcd manifests");
-        pass_volumes(p, rep, true);
-}
-
-static void pass_stage_control_plane(Pass *p, PassReport *rep) {
-        pass_progress_step("control-plane manifests");
-        pass_control_plane(p, rep, false, NULL);
-}
-
-void pass_run(Pass *p, PassReport *rep) {
-        /* Each stage leaves the node consistent, so a pending SIGTERM can end the pass between stages. */
-        static void (*const stages[])(Pass *, PassReport *) = {
-                pass_stage_volumes,
-                pass_stage_dns,
-                pass_stage_etcd_manifests,
-                pass_stage_control_plane,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(stages); i++) {
-                if (i > 0 && daemon_stop_requested()) {
-                        pass_report_error(rep, PASS_STAGE_SPEC, PK_EWAITING, "stopping");
-                        return;
-                }
-                stages[i](p, rep);
+/* One round: apply the plan. 1 when a claim was lost and the pass must observe and plan again. */
+static int apply_round(Pass *p, const PassObservation *o, const PassPlan *plan, bool last, PassReport *rep) {
+        _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
+        VolumesPassResult res = {};
+        int r = volumes_apply_new(p->provider, &p->cfg, &plan->in, &plan->volumes, &va);
+        if (r < 0)
+                return r;
+        pass_progress_step("volumes");
+        r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, NULL);
+        if (r > 0 && !last)
+                return 1;
+        bool interrupted = r > 0;
+        if (r >= 0 && !stop_requested()) {
+                pass_progress_step("DNS: publishing");
+                apply_dns(o, plan, rep);
         }
-}
-
-VolumesPassConfig pass_volumes_config(Pass *p) {
-        return volumes_config(p, NULL, true);
-}
-
-int pass_observe(Pass *p, VolumesObservation *ret_o, PassInput *ret_in, PassPlan *ret_plan) {
-        VolumesPassConfig cfg = volumes_config(p, NULL, true);
-        int r = volumes_observe(p->provider, &cfg, ret_o);
-        if (r >= 0) {
-                /* The input points into the observation and the spec: valid as long as they are. */
-                p->observed_cfg = cfg;
-                volumes_pass_input(&p->observed_cfg, ret_o, ret_in);
-                r = pass_plan(ret_in, ret_plan);
+        if (r >= 0 && !stop_requested()) {
+                pass_progress_step("etcd manifests");
+                if (plan->etcd_render_error)
+                        log_error("Failed to render the etcd manifest: %s", plan->etcd_render_error);
+                r = volumes_apply_run(va, VOLUMES_PHASE_MANIFESTS, plan->etcd_texts);
+                interrupted = interrupted || r > 0;
         }
-        if (r < 0) {
-                const char *detail = volume_provider_last_error(p->provider);
-                volumes_observation_done(ret_o);
-                if (detail)
-                        return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
-                                               p->spec->name, detail);
-                return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
-                                       p->spec->name);
+        if (r >= 0 && !stop_requested()) {
+                pass_progress_step("control-plane manifests");
+                apply_control_plane(p, plan, rep);
         }
-        STRV_FOREACH (w, ret_o->volumes.warnings)
-                log_warning("Unreadable volume: %s", *w);
+        if (r == -ECANCELED || stop_requested()) {
+                pass_report_error(rep, PASS_STAGE_SPEC, PK_EWAITING, "stopping");
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        volumes_apply_finish(va, interrupted, &res);
+        report_volumes(rep, &res);
         return 0;
 }
 
-int pass_print_plan_rest(Pass *p, FILE *out) {
-        PassReport rep = {};
-        pass_dns(p, &rep, true, out);
-        pass_control_plane(p, &rep, true, out);
-        int r = rep.status;
-        pass_report_done(&rep);
-        return r;
+void pass_run(Pass *p, PassReport *rep) {
+        p->cfg.report_userdata = rep;
+        for (unsigned round = 0; round < PASS_ROUNDS_MAX; round++) {
+                PassObservation o = {};
+                PassPlan plan = {};
+                pass_progress_step("observing");
+                int r = pass_observe(p, &o);
+                if (r < 0) {
+                        const char *detail = volume_provider_last_error(p->provider);
+                        _cleanup_free_ char *why =
+                            strprintf("the volume provider failed: %s", detail ?: pk_strerror(r));
+                        pass_report_error(rep, PASS_STAGE_DISCOVER, r, why);
+                        break;
+                }
+                r = pass_plan(p, &o, &plan);
+                if (r >= 0)
+                        r = apply_round(p, &o, &plan, round + 1 == PASS_ROUNDS_MAX, rep);
+                pass_plan_done(&plan);
+                pass_observation_done(&o);
+                if (r < 0)
+                        pass_report_error(rep, PASS_STAGE_DISCOVER, r, "out of memory");
+                if (r <= 0)
+                        break;
+        }
+        p->cfg.report_userdata = NULL;
 }

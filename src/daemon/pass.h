@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* One pass of protokube, wired from the rooms below (ARCHITECTURE.md, "One pass, in one direction"):
- *   1. volumes: discover, claim, attach, fsck, mount (no etcd manifest yet);
- *   2. DNS: publish the desired records from the provider's view (etcd member names, api names);
- *   3. volumes again with the etcd manifests: written on the volume, linked from the manifest dir;
- *   4. the other control-plane manifests, written atomically and only when changed.
- * DNS goes before the etcd manifests so that when kubelet starts etcd its own name already points here
- * (docs/etcd-dns.md). A failing stage is reported and the pass goes on with the others: a DNS outage must
- * not stop etcd's manifest from being kept, and a bad volume must not stop the records. */
+/* One pass of protokube, in one direction (docs/ARCHITECTURE.md):
+ *   observe: once per pass: the provider's volumes and this node's identity, per held volume its device,
+ *            mount, etcd manifest and link; the records DNS serves for the names we own; the control-plane
+ *            manifests on disk;
+ *   plan:    a pure function of (spec, node settings, observation) returning every action as data: volume
+ *            steps, the DNS changes (computed from the cluster view with this pass's claims folded in),
+ *            the etcd manifests of the selected members and the control-plane manifests to write;
+ *   apply:   volume steps, then DNS, then the etcd manifests, then the control plane. DNS goes before the
+ *            etcd manifests so that when kubelet starts etcd its own name already points here
+ *            (docs/etcd-dns.md). A failing part is reported and the pass goes on with the others: a DNS
+ *            outage must not stop etcd's manifest from being kept, and a bad volume must not stop the
+ *            records. A lost claim (another node was first) observes and plans again, bounded.
+ * `protokube plan` prints the plan of the same observation and applies nothing. */
 
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "components/render.h"
 #include "daemon/report.h"
+#include "dns/dns-provider.h"
 #include "spec/spec.h"
 #include "volumes/volumes.h"
 
@@ -32,7 +39,7 @@ typedef struct Pass {
         VolumeProvider *provider;
         NodeSettings node; /* node.mount_root points at mount_root */
         char *mount_root;  /* canonical (path_canonicalize), resolved once: mountinfo is compared with it */
-        VolumesPassConfig observed_cfg; /* what pass_observe()'s input points into */
+        VolumesPassConfig cfg; /* the volume steps' settings for this node; report fields set per pass */
 } Pass;
 
 /* Loads the spec and opens its volume provider. Spec errors are logged one per line (FILE:LINE:COL). */
@@ -43,19 +50,52 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Pass *, pass_free)
 /* SIGHUP: loads the spec again; on any error keeps the old one (and says so). */
 int pass_reload(Pass *p);
 
-/* Runs one pass and fills the report. */
+/* Runs one pass (observe, plan, apply) and fills the report. */
 void pass_run(Pass *p, PassReport *rep);
 
-/* The volume part of a pass, configured for this node (etcd manifests included), for `plan`. */
-VolumesPassConfig pass_volumes_config(Pass *p);
+/* What one observation saw. */
+typedef struct PassObservation {
+        VolumesObservation volumes;
+        VolumesInput in; /* the volume planner's view of it (points into volumes and the pass) */
+        DnsSession *dns; /* NULL: no DNS in the spec, or it could not be opened (dns_error) */
+        int dns_error;   /* reading what DNS serves failed: the plan carries it to the report */
+        char *dns_message;
+        DnsRRsetList dns_served;
+        bool dns_repair;       /* the store needs a write even if nothing differs */
+        char **manifest_names; /* control-plane manifests in the manifest dir (regular files) */
+        char **manifest_texts; /* parallel to manifest_names */
+} PassObservation;
 
-/* Observes the volumes and plans the volume part of a pass without changing anything (`plan`, `volumes`).
- * Logs what failed. On success the caller frees with volumes_observation_done() and pass_plan_done(). */
-int pass_observe(Pass *p, VolumesObservation *ret_o, PassInput *ret_in, PassPlan *ret_plan);
+void pass_observation_done(PassObservation *o);
+/* Logs what failed: < 0 only when nothing could be observed (the provider's volumes). Fills *ret in
+ * place (its input points into it): it must not be moved until pass_observation_done(). */
+int pass_observe(Pass *p, PassObservation *ret);
+
+typedef struct PassPlan {
+        VolumeObserved *observed; /* the observation's, with manifest_current set from the rendered text */
+        VolumesInput in;          /* in.observed = observed */
+        VolumesPlan volumes;
+        char **etcd_texts;       /* per volume selection: the etcd manifest for its member (NULL: none) */
+        char *etcd_render_error; /* rendering an etcd manifest failed: why */
+        ClusterView *view;       /* the masters and members after this pass's claims */
+        int dns_status;          /* 0; PK_EWAITING (nothing to publish yet); < 0 DNS cannot be planned */
+        char *dns_note;          /* why, when dns_status != 0 */
+        DnsRRsetList dns_desired;
+        DnsRRsetList dns_changes; /* the RRsets to replace, in one batch */
+        bool dns_send;            /* changes, or a repair the store needs */
+        RenderedManifests control_plane;
+        bool *control_plane_write; /* parallel to control_plane.items: differs from what is on disk */
+        const char *render_failed; /* the control plane could not be rendered: which component */
+        int render_error;
+} PassPlan;
+
+void pass_plan_done(PassPlan *p);
+/* Pure: spec, node settings and observation in, every action out. -ENOMEM only; what cannot be planned
+ * (a component that does not render, DNS with nothing to publish) is carried in the plan. */
+int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret);
+/* Prints the plan: the volume selections and steps, "dns-replace NAME TYPE ADDRESSES", "write-manifest
+ * PATH", one line each. */
+void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
 
 /* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);
-
-/* Prints what the DNS and control-plane stages of a pass would do (after the volume actions), one line
- * each ("dns-replace NAME TYPE ADDRESSES", "write-manifest PATH"), and changes nothing. */
-int pass_print_plan_rest(Pass *p, FILE *out);

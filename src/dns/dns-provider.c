@@ -49,6 +49,78 @@ int dns_sync(const DnsProvider *p, DnsProviderState *s, const DnsRRsetList *desi
         return 0;
 }
 
+struct DnsSession {
+        const DnsProvider *provider;
+        DnsProviderState *state;
+};
+
+int dns_session_open(const ClusterSpec *spec, DnsSession **ret, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        int kind = spec->dns.provider.set ? spec->dns.provider.value : DNS_PROVIDER_NONE;
+        const char *name = dns_provider_kind_to_string(kind);
+        if (kind == DNS_PROVIDER_NONE) {
+                *ret = NULL;
+                return 0;
+        }
+        const DnsProvider *p = dns_provider_find(name);
+        if (!p) {
+                *ret_error = strprintf("DNS provider '%s' is not available in this build", strna(name));
+                return -EOPNOTSUPP;
+        }
+        DnsSession *s = new0(DnsSession, 1);
+        if (!s)
+                return -ENOMEM;
+        s->provider = p;
+        int r = p->open(spec, &s->state, &error);
+        if (r < 0) {
+                free(s);
+                *ret_error = strprintf("cannot set up DNS provider '%s': %s", p->name,
+                                       error ? error : pk_strerror(r));
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+DnsSession *dns_session_free(DnsSession *s) {
+        if (s) {
+                s->provider->close(s->state);
+                free(s);
+        }
+        return NULL;
+}
+
+const char *dns_session_provider(const DnsSession *s) {
+        return s ? s->provider->name : "none";
+}
+
+int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret, bool *ret_repair,
+                     char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        int r = s->provider->read(s->state, owned, ret, &error);
+        if (r < 0) {
+                *ret_error =
+                    strprintf("DNS provider '%s': %s", s->provider->name, error ? error : pk_strerror(r));
+                return r;
+        }
+        *ret_repair = s->provider->repair_pending && s->provider->repair_pending(s->state);
+        return 0;
+}
+
+int dns_session_diff(const DnsSession *s, const DnsRRsetList *desired, const DnsRRsetList *served,
+                     DnsRRsetList *ret) {
+        return dns_rrsets_diff(desired, served, s->provider->tracks_ttl, ret);
+}
+
+int dns_session_apply(DnsSession *s, const DnsRRsetList *changes, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        int r = s->provider->apply(s->state, changes, &error);
+        if (r < 0)
+                *ret_error =
+                    strprintf("DNS provider '%s': %s", s->provider->name, error ? error : pk_strerror(r));
+        return r;
+}
+
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
                 const char **ret_provider, char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};

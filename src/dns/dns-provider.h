@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "basic/macro.h"
+
 #include "dns/dns-records.h"
 
 typedef struct ClusterSpec ClusterSpec;
@@ -39,6 +41,23 @@ const DnsProvider *dns_provider_find(const char *name);
  * do, nothing was sent. */
 int dns_sync(const DnsProvider *p, DnsProviderState *s, const DnsRRsetList *desired, bool dry_run,
              DnsRRsetList *ret_changes, char **ret_error);
+
+/* The spec's provider, opened for one pass: read in the pass's observation, written by its apply step.
+ * NULL session with 0: the spec says no DNS (provider none). Errors come with a message (caller frees)
+ * naming the provider, server, zone and cause. */
+typedef struct DnsSession DnsSession;
+int dns_session_open(const ClusterSpec *spec, DnsSession **ret, char **ret_error);
+DnsSession *dns_session_free(DnsSession *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DnsSession *, dns_session_free)
+const char *dns_session_provider(const DnsSession *s);
+/* The RRsets served for the (name, type) pairs of owned; ret_repair: the store needs a write even when no
+ * RRset differs (an interrupted rewrite of a hosts file). */
+int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret, bool *ret_repair,
+                     char **ret_error);
+/* What differs between desired and served (pure: the provider only says whether TTLs are compared). */
+int dns_session_diff(const DnsSession *s, const DnsRRsetList *desired, const DnsRRsetList *served,
+                     DnsRRsetList *ret);
+int dns_session_apply(DnsSession *s, const DnsRRsetList *changes, char **ret_error);
 
 /* Everything a pass does for DNS, for the CLI and the daemon: the desired set from spec and view, the
  * spec's provider opened, synced (or only compared, with dry_run), closed. *ret_provider is the provider's

@@ -26,7 +26,6 @@
 #include "shared/spawn.h"
 #include "volumes/volumes.h"
 
-#define PASS_ROUNDS_MAX      16 /* re-plans after lost claims; each round some node wins a claim */
 #define DEVICE_TIMEOUT       (30 * USEC_PER_SEC)
 #define CHILD_TIMEOUT        (10 * 60 * USEC_PER_SEC)
 #define CHILD_OUTPUT_MAX     (16U * 1024U)
@@ -38,14 +37,21 @@
 typedef struct ApplyContext {
         VolumeProvider *provider;
         const VolumesPassConfig *cfg;
-        const PassInput *in;
-        const PassPlan *plan;
+        const VolumesInput *in;
+        const VolumesPlan *plan;
         /* per volume, filled as the actions run */
         char **devices;
         dev_t *devnums;
         bool *failed;
         VolumesPassResult *result;
+        VolumesPassResult own_result;
+        char *const *etcd_texts; /* per selection, the etcd manifest to write (MANIFESTS phase) */
+        bool format_failed;      /* the last mount action failed in its format */
 } ApplyContext;
+
+struct VolumesApply {
+        ApplyContext c;
+};
 
 _printf_(4, 5) static void report(const VolumesPassConfig *cfg, int level, int error, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
@@ -351,6 +357,7 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
                        "Mounting '%s' on '%s' failed (%s): checking whether it is blank", c->devices[i],
                        path, strna(msg));
                 r = format_blank(c, i, s);
+                c->format_failed = r < 0;
                 if (r < 0)
                         return r;
                 free(msg);
@@ -388,10 +395,10 @@ static int write_volume_manifest(ApplyContext *c, size_t i, const char *mount_pa
         return r;
 }
 
-static int action_manifest(ApplyContext *c, size_t i, bool link) {
+static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool link) {
         const VolumeEligibility *e = &c->plan->eligibility[i];
         _cleanup_free_ char *mount_path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id);
-        _cleanup_free_ char *file = NULL, *yaml = NULL, *lpath = NULL;
+        _cleanup_free_ char *file = NULL, *lpath = NULL;
         int r = ensure_device(c, i);
         if (r < 0)
                 return r;
@@ -415,10 +422,9 @@ static int action_manifest(ApplyContext *c, size_t i, bool link) {
                 if (r >= 0)
                         r = manifest_symlink(lpath, file);
         } else {
-                r = c->cfg->render(c->cfg->render_userdata, e->etcd.cluster, e->etcd.member, e->etcd.members,
-                                   mount_path, &yaml);
-                if (r < 0)
-                        return r;
+                const char *yaml = c->etcd_texts ? c->etcd_texts[selection] : NULL;
+                if (!yaml)
+                        return -EINVAL;
                 r = write_volume_manifest(c, i, mount_path, yaml);
         }
         if (r > 0)
@@ -446,9 +452,9 @@ static int run_action(ApplyContext *c, const PlanAction *a) {
         case ACTION_MOUNT:
                 return action_mount(c, a->volume, &c->plan->selections[a->selection]);
         case ACTION_WRITE_MANIFEST:
-                return action_manifest(c, a->volume, false);
+                return action_manifest(c, a->volume, a->selection, false);
         case ACTION_LINK_MANIFEST:
-                return action_manifest(c, a->volume, true);
+                return action_manifest(c, a->volume, a->selection, true);
         case ACTION_RELEASE:
                 r = c->provider->vtable->detach(c->provider->state, v->id, c->in->node->name);
                 if (r >= 0)
@@ -505,16 +511,38 @@ static void progress(const VolumesPassConfig *cfg, const char *what, const char 
         cfg->progress(cfg->report_userdata, step);
 }
 
-static int apply_plan(ApplyContext *c) {
+static VolumesErrorKind error_kind(ActionType t, bool format_failed) {
+        switch (t) {
+        case ACTION_WAIT_DEVICE:
+                return VOLUMES_ERROR_DEVICE;
+        case ACTION_FSCK:
+                return VOLUMES_ERROR_FSCK;
+        case ACTION_MOUNT:
+                return format_failed ? VOLUMES_ERROR_FORMAT : VOLUMES_ERROR_MOUNT;
+        case ACTION_WRITE_MANIFEST:
+        case ACTION_LINK_MANIFEST:
+                return VOLUMES_ERROR_MANIFEST;
+        default:
+                return VOLUMES_ERROR_CLAIM;
+        }
+}
+
+static bool in_phase(ActionType t, VolumesPhase phase) {
+        bool manifest = t == ACTION_WRITE_MANIFEST || t == ACTION_LINK_MANIFEST;
+        return manifest == (phase == VOLUMES_PHASE_MANIFESTS);
+}
+
+static int apply_plan(ApplyContext *c, VolumesPhase phase) {
         for (size_t k = 0; k < c->plan->n_actions; k++) {
                 const PlanAction *a = &c->plan->actions[k];
                 const Volume *v = &c->in->volumes[a->volume];
-                if (c->failed[a->volume])
+                if (c->failed[a->volume] || !in_phase(a->type, phase))
                         continue;
                 /* every action leaves the volume consistent: a stop lands between two of them */
                 if (stop_requested())
                         return -ECANCELED;
                 progress(c->cfg, a->type == ACTION_FSCK ? "e2fsck" : action_type_to_string(a->type), v->id);
+                c->format_failed = false;
                 int r = run_action(c, a);
                 if (r >= 0 && a->type == ACTION_CLAIM) {
                         r = verify_claim(c, a->volume);
@@ -531,6 +559,7 @@ static int apply_plan(ApplyContext *c) {
                 if (r < 0) {
                         c->failed[a->volume] = true;
                         c->result->n_errors++;
+                        c->result->errors[error_kind(a->type, c->format_failed)]++;
                         const char *detail = r == PK_ECLOUD ? volume_provider_last_error(c->provider) : NULL;
                         report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s failed: %s", v->id,
                                action_type_to_string(a->type), detail ?: pk_strerror(r));
@@ -541,7 +570,7 @@ static int apply_plan(ApplyContext *c) {
         return 0;
 }
 
-static void report_plan_notes(const VolumesPassConfig *cfg, const PassInput *in, const PassPlan *plan,
+static void report_plan_notes(const VolumesPassConfig *cfg, const VolumesInput *in, const VolumesPlan *plan,
                               VolumesPassResult *res) {
         res->n_member_conflicts = 0;
         for (size_t i = 0; i < plan->n_volumes; i++) {
@@ -565,7 +594,7 @@ static void report_plan_notes(const VolumesPassConfig *cfg, const PassInput *in,
 
 /* interrupted: the plan's actions did not all run (claims kept being lost), so planned work counts as
  * waiting, not ready. */
-static void tally(const PassPlan *plan, const bool *failed, bool interrupted, VolumesPassResult *res) {
+static void tally(const VolumesPlan *plan, const bool *failed, bool interrupted, VolumesPassResult *res) {
         res->n_ready = res->n_waiting = 0;
         for (size_t k = 0; k < plan->n_selections; k++) {
                 const PlanSelection *s = &plan->selections[k];
@@ -579,72 +608,49 @@ static void tally(const PassPlan *plan, const bool *failed, bool interrupted, Vo
         }
 }
 
-static void free_devices(char **devices, size_t n) {
-        for (size_t i = 0; devices && i < n; i++)
-                free(devices[i]);
-        free(devices);
-}
-
-/* One round: observe, plan, apply. 1 = a claim was lost, plan again. */
-static int pass_round(VolumeProvider *p, const VolumesPassConfig *cfg, bool last, VolumesPassResult *res) {
-        VolumesObservation o = {};
-        PassPlan plan = {};
-        PassInput in;
-        int r;
-
-        r = volumes_observe(p, cfg, &o);
-        if (r < 0) {
-                const char *detail = volume_provider_last_error(p);
-                if (detail)
-                        report(cfg, LOG_LEVEL_ERROR, r, "Observing the volumes failed: %s", detail);
-                return r;
-        }
-        STRV_FOREACH (w, o.volumes.warnings)
-                report(cfg, LOG_LEVEL_WARNING, PK_EMALFORMED, "Unreadable volume: %s", *w);
-        volumes_pass_input(cfg, &o, &in);
-        r = pass_plan(&in, &plan);
-        if (r < 0) {
-                volumes_observation_done(&o);
-                return r;
-        }
-        ApplyContext c = {
+int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const VolumesInput *in,
+                      const VolumesPlan *plan, VolumesApply **ret) {
+        VolumesApply *a = new0(VolumesApply, 1);
+        if (!a)
+                return -ENOMEM;
+        a->c = (ApplyContext){
                 .provider = p,
                 .cfg = cfg,
-                .in = &in,
-                .plan = &plan,
-                .result = res,
-                .devices = new0(char *, o.volumes.n),
-                .devnums = new0(dev_t, o.volumes.n),
-                .failed = new0(bool, o.volumes.n),
+                .in = in,
+                .plan = plan,
+                .devices = new0(char *, in->n_volumes),
+                .devnums = new0(dev_t, in->n_volumes),
+                .failed = new0(bool, in->n_volumes),
         };
-        if (!c.devices || !c.devnums || !c.failed)
-                r = -ENOMEM;
-        else {
-                res->n_errors = 0;
-                r = apply_plan(&c);
-                if (r == 0 || (r > 0 && last)) {
-                        report_plan_notes(cfg, &in, &plan, res);
-                        tally(&plan, c.failed, r > 0, res);
-                }
+        a->c.result = &a->c.own_result;
+        if (!a->c.devices || !a->c.devnums || !a->c.failed) {
+                volumes_apply_free(a);
+                return -ENOMEM;
         }
-        free_devices(c.devices, o.volumes.n);
-        free(c.devnums);
-        free(c.failed);
-        pass_plan_done(&plan);
-        volumes_observation_done(&o);
-        return r;
+        *ret = a;
+        return 0;
 }
 
-int volumes_pass(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesPassResult *ret) {
-        VolumesPassResult res = {};
-        for (unsigned round = 0; round < PASS_ROUNDS_MAX; round++) {
-                bool last = round + 1 == PASS_ROUNDS_MAX;
-                int r = pass_round(p, cfg, last, &res);
-                if (r < 0)
-                        return r;
-                if (r == 0 || last)
-                        break;
-        }
-        *ret = res;
-        return 0;
+VolumesApply *volumes_apply_free(VolumesApply *a) {
+        if (!a)
+                return NULL;
+        for (size_t i = 0; a->c.devices && i < a->c.in->n_volumes; i++)
+                free(a->c.devices[i]);
+        free(a->c.devices);
+        free(a->c.devnums);
+        free(a->c.failed);
+        free(a);
+        return NULL;
+}
+
+int volumes_apply_run(VolumesApply *a, VolumesPhase phase, char *const *etcd_texts) {
+        a->c.etcd_texts = etcd_texts;
+        return apply_plan(&a->c, phase);
+}
+
+void volumes_apply_finish(VolumesApply *a, bool interrupted, VolumesPassResult *ret) {
+        VolumesPassResult *res = a->c.result;
+        report_plan_notes(a->c.cfg, a->c.in, a->c.plan, res);
+        tally(a->c.plan, a->c.failed, interrupted, res);
+        *ret = *res;
 }

@@ -37,19 +37,21 @@ char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster) {
 void volumes_observation_done(VolumesObservation *o) {
         node_identity_done(&o->node);
         volume_list_done(&o->volumes);
+        for (size_t i = 0; o->observed && i < o->volumes.n; i++)
+                free(o->observed[i].manifest_text);
         free(o->observed);
         *o = (VolumesObservation){};
 }
 
-void volumes_pass_input(const VolumesPassConfig *cfg, const VolumesObservation *o, PassInput *ret) {
-        *ret = (PassInput){
+void volumes_input(const VolumesPassConfig *cfg, const VolumesObservation *o, VolumesInput *ret) {
+        *ret = (VolumesInput){
                 .cluster = cfg->cluster,
                 .etcd_clusters = cfg->etcd_clusters,
                 .node = &o->node,
                 .volumes = o->volumes.items,
                 .n_volumes = o->volumes.n,
                 .observed = o->observed,
-                .manifests = cfg->render != NULL,
+                .manifests = true,
         };
 }
 
@@ -62,22 +64,19 @@ int volume_manifest_dir_open(const char *mount_path, bool create) {
         return beneath_open_dir(mfd, VOLUME_MANIFEST_SUBDIR, create, 0755);
 }
 
-/* 1 when the manifest on the volume holds exactly text; 0 when it is absent or differs. Anything but a
- * regular file there (a symlink, a FIFO) is an error: it is never followed or read. */
-static int manifest_holds(const char *mount_path, const char *etcd_cluster, const char *text) {
-        _cleanup_free_ char *cur = NULL, *name = volume_etcd_manifest_name(etcd_cluster);
+/* The etcd manifest on the volume, or NULL when absent. Anything but a regular file there (a symlink, a
+ * FIFO) reads as absent: it is never followed or read, and writing it reports why. */
+static int manifest_read(const char *mount_path, const char *etcd_cluster, char **ret) {
+        _cleanup_free_ char *name = volume_etcd_manifest_name(etcd_cluster);
         size_t len;
+        *ret = NULL;
         if (!name)
                 return -ENOMEM;
         _cleanup_close_ int dfd = volume_manifest_dir_open(mount_path, false);
-        if (dfd == -ENOENT)
-                return 0;
         if (dfd < 0)
-                return dfd;
-        int r = beneath_read_file(dfd, name, 1024 * 1024, &cur, &len);
-        if (r < 0)
-                return r == -ENOENT ? 0 : r;
-        return len == strlen(text) && memcmp(cur, text, len) == 0;
+                return dfd == -ENOMEM ? dfd : 0;
+        int r = beneath_read_file(dfd, name, 1024 * 1024, ret, &len);
+        return r == -ENOMEM ? r : 0;
 }
 
 static int link_points_at(const char *link, const char *target) {
@@ -90,11 +89,12 @@ static int link_points_at(const char *link, const char *target) {
 }
 
 /* Step 7's state: only meaningful once the volume is mounted (otherwise the path would be read on the
- * root filesystem under the mount point). */
+ * root filesystem under the mount point). Whether the text is the one to have is the pass's to say: it
+ * renders; this only reads. */
 static int observe_manifests(const VolumesPassConfig *cfg, const Volume *v, const char *mount_path,
                              VolumeObserved *obs) {
         VolumeEligibility e = {};
-        _cleanup_free_ char *yaml = NULL, *file = NULL, *link = NULL;
+        _cleanup_free_ char *file = NULL, *link = NULL;
         int r;
 
         r = volume_classify(v, cfg->cluster, NULL, cfg->etcd_clusters, &e);
@@ -102,24 +102,16 @@ static int observe_manifests(const VolumesPassConfig *cfg, const Volume *v, cons
                 volume_eligibility_done(&e);
                 return r;
         }
-        r = cfg->render(cfg->render_userdata, e.etcd.cluster, e.etcd.member, e.etcd.members, mount_path,
-                        &yaml);
-        if (r >= 0) {
-                file = volume_manifest_path(mount_path, e.etcd.cluster);
-                link = volume_manifest_link(cfg->manifest_dir, e.etcd.cluster);
-                r = file && link ? 0 : -ENOMEM;
-        }
+        file = volume_manifest_path(mount_path, e.etcd.cluster);
+        link = volume_manifest_link(cfg->manifest_dir, e.etcd.cluster);
+        r = file && link ? 0 : -ENOMEM;
         if (r >= 0)
-                r = manifest_holds(mount_path, e.etcd.cluster, yaml);
-        if (r >= 0) {
-                obs->manifest_current = r > 0;
+                r = manifest_read(mount_path, e.etcd.cluster, &obs->manifest_text);
+        if (r >= 0)
                 r = link_points_at(link, file);
-        }
         if (r >= 0)
                 obs->link_current = r > 0;
         volume_eligibility_done(&e);
-        /* a render failure or something odd on the volume shows up as "not current"; the write action
-         * reports it */
         return r == -ENOMEM ? r : 0;
 }
 
@@ -145,7 +137,7 @@ static int observe_volume(VolumeProvider *p, const VolumesPassConfig *cfg, const
                 obs->mount = MOUNT_STATE_NONE;
         else
                 obs->mount = obs->device_present && mounted == devnum ? MOUNT_STATE_OURS : MOUNT_STATE_OTHER;
-        if (obs->mount == MOUNT_STATE_OURS && cfg->render)
+        if (obs->mount == MOUNT_STATE_OURS)
                 return observe_manifests(cfg, v, mount_path, obs);
         return 0;
 }
@@ -197,44 +189,71 @@ static int view_add_unheld_members(ClusterView *view, const EtcdTag *t) {
         return 0;
 }
 
-int volumes_observe_view(VolumeProvider *p, const char *cluster, ClusterView **ret) {
+/* Where this pass leaves a volume: attached as observed, or as its planned claim or release makes it. */
+static const char *holder_after(const VolumesInput *in, const VolumesPlan *plan, size_t i,
+                                const VolumeAttachment **ret_ips) {
+        const Volume *v = &in->volumes[i];
+        for (size_t k = 0; plan && k < plan->n_actions; k++) {
+                if (plan->actions[k].volume != i)
+                        continue;
+                if (plan->actions[k].type == ACTION_CLAIM) {
+                        *ret_ips = NULL;
+                        return in->node->name;
+                }
+                if (plan->actions[k].type == ACTION_RELEASE)
+                        return NULL;
+        }
+        *ret_ips = &v->attachment;
+        return v->attachment.node;
+}
+
+int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **ret) {
         _cleanup_(cluster_view_freep) ClusterView *view = new0(ClusterView, 1);
-        VolumeList l = {};
         VolumeEligibility *e = NULL;
-        int r;
+        size_t n = in->n_volumes;
+        int r = 0;
 
         if (!view)
                 return -ENOMEM;
-        r = p->vtable->list_volumes(p->state, cluster, NULL, &l);
-        if (r < 0)
-                return r;
-        e = new0(VolumeEligibility, l.n);
+        e = new0(VolumeEligibility, n);
         if (!e)
-                r = -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < l.n; i++)
-                r = volume_classify(&l.items[i], cluster, NULL, NULL, &e[i]);
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = volume_classify(&in->volumes[i], in->cluster, NULL, NULL, &e[i]);
         /* a member has one holder, so its name never resolves to two masters */
         if (r >= 0)
-                r = volume_resolve_members(l.items, l.n, cluster, NULL, e);
-        for (size_t i = 0; r >= 0 && i < l.n; i++) {
-                const Volume *v = &l.items[i];
-                if (!e[i].eligible || !v->attachment.node)
+                r = volume_resolve_members(in->volumes, n, in->cluster, NULL, e);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const VolumeAttachment *a = NULL;
+                const char *holder = e[i].eligible ? holder_after(in, plan, i, &a) : NULL;
+                if (!holder)
                         continue;
-                r = cluster_view_add_member(view, e[i].etcd.cluster, e[i].etcd.member, v->attachment.node);
+                r = cluster_view_add_member(view, e[i].etcd.cluster, e[i].etcd.member, holder);
                 if (r >= 0 && streq(e[i].etcd.cluster, "main"))
-                        r = cluster_view_add_master(view, v->attachment.node, v->attachment.internal_ips,
-                                                    v->attachment.external_ips);
+                        r = cluster_view_add_master(view, holder,
+                                                    a ? a->internal_ips : in->node->internal_ips,
+                                                    a ? a->external_ips : in->node->external_ips);
         }
-        for (size_t i = 0; r >= 0 && i < l.n; i++)
+        for (size_t i = 0; r >= 0 && i < n; i++)
                 if (e[i].eligible || e[i].held_through)
                         r = view_add_unheld_members(view, &e[i].etcd);
-        for (size_t i = 0; e && i < l.n; i++)
+        for (size_t i = 0; i < n; i++)
                 volume_eligibility_done(&e[i]);
         free(e);
-        volume_list_done(&l);
         if (r < 0)
                 return r;
         cluster_view_sort(view);
         *ret = TAKE_PTR(view);
         return 0;
+}
+
+int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret) {
+        VolumeList l = {};
+        int r = p->vtable->list_volumes(p->state, cluster, NULL, &l);
+        if (r < 0)
+                return r;
+        VolumesInput in = { .cluster = cluster, .volumes = l.items, .n_volumes = l.n };
+        r = volumes_view(&in, NULL, ret);
+        volume_list_done(&l);
+        return r;
 }

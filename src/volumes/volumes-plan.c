@@ -24,7 +24,7 @@ const char *action_type_to_string(ActionType t) {
         return t >= 0 && t < _ACTION_TYPE_MAX ? action_names[t] : NULL;
 }
 
-void pass_plan_done(PassPlan *p) {
+void volumes_plan_done(VolumesPlan *p) {
         for (size_t i = 0; i < p->n_volumes; i++)
                 volume_eligibility_done(&p->eligibility[i]);
         for (size_t i = 0; i < p->n_selections; i++)
@@ -32,10 +32,10 @@ void pass_plan_done(PassPlan *p) {
         free(p->eligibility);
         free(p->selections);
         free(p->actions);
-        *p = (PassPlan){};
+        *p = (VolumesPlan){};
 }
 
-bool pass_plan_converged(const PassPlan *p) {
+bool volumes_plan_converged(const VolumesPlan *p) {
         for (size_t i = 0; i < p->n_selections; i++)
                 if (p->selections[i].state != SELECTION_READY)
                         return false;
@@ -52,7 +52,7 @@ static int content_rank(VolumeContent c) {
 }
 
 /* Orders candidates of one etcd cluster: (member, content, id). */
-static bool candidate_before(const PassPlan *plan, const PassInput *in, size_t a, size_t b) {
+static bool candidate_before(const VolumesPlan *plan, const VolumesInput *in, size_t a, size_t b) {
         int c = strcmp(plan->eligibility[a].etcd.member, plan->eligibility[b].etcd.member);
         if (c != 0)
                 return c < 0;
@@ -62,14 +62,14 @@ static bool candidate_before(const PassPlan *plan, const PassInput *in, size_t a
         return strcmp(in->volumes[a].id, in->volumes[b].id) < 0;
 }
 
-static bool of_cluster(const PassPlan *plan, size_t i, const char *etcd_cluster) {
+static bool of_cluster(const VolumesPlan *plan, size_t i, const char *etcd_cluster) {
         return plan->eligibility[i].eligible && streq(plan->eligibility[i].etcd.cluster, etcd_cluster);
 }
 
 /* A volume of etcd_cluster held under this node's name by another machine: two machines share the name.
  * SIZE_MAX if none. Claiming anything then would make the two indistinguishable in DNS and in the
  * pool, so the selection stops with an error naming both machines. */
-static size_t find_name_clash(const PassPlan *plan, const PassInput *in, const char *etcd_cluster) {
+static size_t find_name_clash(const VolumesPlan *plan, const VolumesInput *in, const char *etcd_cluster) {
         for (size_t i = 0; i < in->n_volumes; i++)
                 if (of_cluster(plan, i, etcd_cluster) &&
                     node_identity_name_clash(in->node, &in->volumes[i].attachment))
@@ -80,7 +80,7 @@ static size_t find_name_clash(const PassPlan *plan, const PassInput *in, const c
 /* A damaged record that reads as this node's, of etcd_cluster or of an unreadable etcd cluster: this
  * node may hold that member already, so it claims no other (it would hold two) until the record is
  * mended or released. SIZE_MAX if none. */
-static size_t find_damaged_own(const PassInput *in, const char *etcd_cluster) {
+static size_t find_damaged_own(const VolumesInput *in, const char *etcd_cluster) {
         _cleanup_free_ char *key = strjoin(VOLUME_TAG_ETCD_PREFIX, etcd_cluster);
         for (size_t i = 0; key && i < in->n_volumes; i++) {
                 const Volume *v = &in->volumes[i];
@@ -95,7 +95,7 @@ static size_t find_damaged_own(const PassInput *in, const char *etcd_cluster) {
         return SIZE_MAX;
 }
 
-static int plan_damaged_own(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
+static int plan_damaged_own(VolumesPlan *plan, const VolumesInput *in, size_t sel, size_t i) {
         PlanSelection *s = &plan->selections[sel];
         s->volume = i;
         s->state = SELECTION_ERROR;
@@ -106,7 +106,7 @@ static int plan_damaged_own(PassPlan *plan, const PassInput *in, size_t sel, siz
         return s->note ? 0 : -ENOMEM;
 }
 
-static int plan_name_clash(PassPlan *plan, const PassInput *in, size_t sel, size_t i) {
+static int plan_name_clash(VolumesPlan *plan, const VolumesInput *in, size_t sel, size_t i) {
         PlanSelection *s = &plan->selections[sel];
         const VolumeAttachment *a = &in->volumes[i].attachment;
         s->volume = i;
@@ -118,7 +118,7 @@ static int plan_name_clash(PassPlan *plan, const PassInput *in, size_t sel, size
         return s->note ? 0 : -ENOMEM;
 }
 
-static int push_action(PassPlan *plan, ActionType t, size_t volume, size_t selection) {
+static int push_action(VolumesPlan *plan, ActionType t, size_t volume, size_t selection) {
         PlanAction *a = realloc(plan->actions, sizeof(PlanAction) * (plan->n_actions + 1));
         if (!a)
                 return -ENOMEM;
@@ -129,8 +129,8 @@ static int push_action(PassPlan *plan, ActionType t, size_t volume, size_t selec
 
 /* The volume this node uses for etcd_cluster: one it holds (lowest (member, id) if it somehow holds
  * several), else the first free candidate. Sets *ret_held. SIZE_MAX if none. */
-static size_t choose(const PassPlan *plan, const PassInput *in, const char *etcd_cluster, bool *ret_held,
-                     size_t *ret_n_held) {
+static size_t choose(const VolumesPlan *plan, const VolumesInput *in, const char *etcd_cluster,
+                     bool *ret_held, size_t *ret_n_held) {
         size_t best_held = SIZE_MAX, best_free = SIZE_MAX, n_held = 0;
 
         for (size_t i = 0; i < in->n_volumes; i++) {
@@ -152,7 +152,7 @@ static size_t choose(const PassPlan *plan, const PassInput *in, const char *etcd
         return best_held != SIZE_MAX ? best_held : best_free;
 }
 
-static int plan_volume(PassPlan *plan, const PassInput *in, size_t sel, size_t i, bool held) {
+static int plan_volume(VolumesPlan *plan, const VolumesInput *in, size_t sel, size_t i, bool held) {
         const VolumeObserved none = {};
         const VolumeObserved *o = held && in->observed ? &in->observed[i] : &none;
         PlanSelection *s = &plan->selections[sel];
@@ -202,7 +202,8 @@ static int order_clusters(char *const *etcd_clusters, char ***ret) {
 
 /* A duplicate this node holds mounted (plan_releases() leaves it): it may be serving an etcd of the
  * member another node holds, so claiming another volume of the etcd cluster would make it worse. */
-static size_t held_mounted_duplicate(const PassPlan *plan, const PassInput *in, const char *etcd_cluster) {
+static size_t held_mounted_duplicate(const VolumesPlan *plan, const VolumesInput *in,
+                                     const char *etcd_cluster) {
         for (size_t i = 0; in->observed && i < in->n_volumes; i++) {
                 const VolumeEligibility *e = &plan->eligibility[i];
                 if (e->held_through && e->etcd.cluster && streq(e->etcd.cluster, etcd_cluster) &&
@@ -212,7 +213,7 @@ static size_t held_mounted_duplicate(const PassPlan *plan, const PassInput *in, 
         return SIZE_MAX;
 }
 
-static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
+static int plan_selection(VolumesPlan *plan, const VolumesInput *in, size_t sel) {
         PlanSelection *s = &plan->selections[sel];
         bool held;
         size_t n_held, clash;
@@ -252,7 +253,7 @@ static int plan_selection(PassPlan *plan, const PassInput *in, size_t sel) {
 /* A volume this node holds whose member is held through another volume (two claims raced, or the
  * volume was claimed before this rule): give it back while nothing uses it. A mounted one may be serving
  * an etcd: that is left to the operator, never unmounted from under it. */
-static int plan_releases(PassPlan *plan, const PassInput *in) {
+static int plan_releases(VolumesPlan *plan, const VolumesInput *in) {
         for (size_t i = 0; i < in->n_volumes; i++) {
                 const VolumeObserved *o = in->observed ? &in->observed[i] : NULL;
                 if (!plan->eligibility[i].held_through || !held_by(&in->volumes[i], in->node))
@@ -266,9 +267,9 @@ static int plan_releases(PassPlan *plan, const PassInput *in) {
         return 0;
 }
 
-int pass_plan(const PassInput *in, PassPlan *ret) {
+int volumes_plan(const VolumesInput *in, VolumesPlan *ret) {
         _cleanup_strv_free_ char **order = NULL;
-        PassPlan plan = {};
+        VolumesPlan plan = {};
         int r;
 
         r = order_clusters(in->etcd_clusters, &order);
@@ -277,7 +278,7 @@ int pass_plan(const PassInput *in, PassPlan *ret) {
         plan.eligibility = new0(VolumeEligibility, in->n_volumes);
         plan.selections = new0(PlanSelection, strv_length(order));
         if (!plan.eligibility || !plan.selections) {
-                pass_plan_done(&plan);
+                volumes_plan_done(&plan);
                 return -ENOMEM;
         }
         plan.n_volumes = in->n_volumes;
@@ -309,6 +310,6 @@ int pass_plan(const PassInput *in, PassPlan *ret) {
         *ret = plan;
         return 0;
 fail:
-        pass_plan_done(&plan);
+        volumes_plan_done(&plan);
         return r;
 }

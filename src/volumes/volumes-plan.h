@@ -24,11 +24,13 @@ typedef enum MountState {
 typedef struct VolumeObserved {
         bool device_present;   /* attached here and its block device resolved by identity */
         MountState mount;      /* at <mount-root>/master-<id> */
-        bool manifest_current; /* the manifest on the volume holds exactly the rendered text */
+        char *manifest_text;   /* the etcd manifest on the volume as read (NULL: absent or not a regular
+                                * file); owned by the observation */
+        bool manifest_current; /* it holds exactly the rendered text (set by the pass, which renders) */
         bool link_current;     /* the manifest-dir symlink points at it */
 } VolumeObserved;
 
-typedef struct PassInput {
+typedef struct VolumesInput {
         const char *cluster;        /* KubernetesCluster tag value */
         char *const *etcd_clusters; /* from the spec, in spec order; "main" goes first regardless */
         const NodeIdentity *node;
@@ -36,7 +38,7 @@ typedef struct PassInput {
         size_t n_volumes;
         const VolumeObserved *observed; /* parallel to volumes; NULL = nothing observed */
         bool manifests;                 /* plan step 7 (writing the etcd manifests) */
-} PassInput;
+} VolumesInput;
 
 typedef enum ActionType {
         ACTION_CLAIM,          /* compare-and-set attach of a free volume to this node */
@@ -55,8 +57,8 @@ const char *action_type_to_string(ActionType t);
 
 typedef struct PlanAction {
         ActionType type;
-        size_t volume;    /* index into PassInput.volumes */
-        size_t selection; /* index into PassPlan.selections; SIZE_MAX for a release */
+        size_t volume;    /* index into VolumesInput.volumes */
+        size_t selection; /* index into VolumesPlan.selections; SIZE_MAX for a release */
 } PlanAction;
 
 typedef enum SelectionState {
@@ -69,25 +71,26 @@ typedef enum SelectionState {
 } SelectionState;
 
 typedef struct PlanSelection {
-        const char *etcd_cluster; /* points into PassInput.etcd_clusters */
+        const char *etcd_cluster; /* points into VolumesInput.etcd_clusters */
         SelectionState state;
-        size_t volume; /* index into PassInput.volumes, SIZE_MAX when none */
+        size_t volume; /* index into VolumesInput.volumes, SIZE_MAX when none */
         char *note;    /* why waiting / error; NULL otherwise */
         /* Another volume names the same member and may hold its data: the chosen volume must never be
-         * formatted (points into PassInput.volumes); NULL when formatting a proven-blank device is safe. */
+         * formatted (points into VolumesInput.volumes); NULL when formatting a proven-blank device is safe.
+         */
         const char *format_blocked_by;
 } PlanSelection;
 
-typedef struct PassPlan {
-        VolumeEligibility *eligibility; /* parallel to PassInput.volumes */
+typedef struct VolumesPlan {
+        VolumeEligibility *eligibility; /* parallel to VolumesInput.volumes */
         size_t n_volumes;
         PlanSelection *selections; /* one per etcd cluster, main first */
         size_t n_selections;
         PlanAction *actions; /* ordered */
         size_t n_actions;
-} PassPlan;
+} VolumesPlan;
 
-void pass_plan_done(PassPlan *p);
+void volumes_plan_done(VolumesPlan *p);
 
 /* Eligibility of every volume, the selection for each etcd cluster, the ordered actions. A member is
  * held by one node only (volume_resolve_members): a volume naming a member held through another volume
@@ -96,7 +99,7 @@ void pass_plan_done(PassPlan *p);
  * otherwise the free eligible volumes of that etcd cluster ordered by (member, what the provider knows
  * of their contents: data, unknown, blank; id) and the first is claimed. Deterministic; exclusivity
  * between nodes comes from the compare-and-set claim (the loser re-reads and plans again). -ENOMEM only. */
-int pass_plan(const PassInput *in, PassPlan *ret);
+int volumes_plan(const VolumesInput *in, VolumesPlan *ret);
 
 /* True when every selection is READY. */
-bool pass_plan_converged(const PassPlan *p);
+bool volumes_plan_converged(const VolumesPlan *p);

@@ -9,10 +9,6 @@
 #include "shared/cluster-view.h"
 #include "volumes/volumes-plan.h"
 
-/* Renders the etcd manifest for one member whose volume is mounted at mount_path (the components
- * layer: etcd_manifest_render). Caller frees *ret_yaml. */
-typedef int (*VolumesRenderFunc)(void *userdata, const char *etcd_cluster, const char *member,
-                                 char *const *members, const char *mount_path, char **ret_yaml);
 /* level is a LogLevel; error 0 or a negative errno / PK_E* code. */
 typedef void (*VolumesReportFunc)(void *userdata, int level, int error, const char *message);
 
@@ -23,9 +19,7 @@ typedef struct VolumesPassConfig {
         const char *manifest_dir;   /* kubelet's static pod dir: the links go here */
         usec_t device_timeout;      /* wait for an attached device; 0 = 30s */
         usec_t child_timeout;       /* fsck, mkfs; 0 = 10min */
-        VolumesRenderFunc render;   /* NULL: no manifests (step 7 skipped) */
-        void *render_userdata;
-        VolumesReportFunc report; /* may be NULL */
+        VolumesReportFunc report;   /* may be NULL */
         void *report_userdata;
         /* Called as each action starts ("fsck vol-x", "mkfs.ext4 vol-x"): what the pass is doing now, for
          * /healthz. May be NULL; shares report_userdata. */
@@ -43,7 +37,18 @@ void volumes_observation_done(VolumesObservation *o);
 
 int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObservation *ret);
 /* observation -> the pure planner's input (pointers into o and cfg). */
-void volumes_pass_input(const VolumesPassConfig *cfg, const VolumesObservation *o, PassInput *ret);
+void volumes_input(const VolumesPassConfig *cfg, const VolumesObservation *o, VolumesInput *ret);
+
+/* Which step a failed volume action was in (the report counts errors by stage). */
+typedef enum VolumesErrorKind {
+        VOLUMES_ERROR_CLAIM, /* claim, attach, release */
+        VOLUMES_ERROR_DEVICE,
+        VOLUMES_ERROR_FSCK,
+        VOLUMES_ERROR_FORMAT,
+        VOLUMES_ERROR_MOUNT,
+        VOLUMES_ERROR_MANIFEST,
+        _VOLUMES_ERROR_MAX,
+} VolumesErrorKind;
 
 typedef struct VolumesPassResult {
         unsigned n_ready;            /* etcd clusters whose volume is mounted with its manifest in place */
@@ -51,12 +56,25 @@ typedef struct VolumesPassResult {
         unsigned n_errors;           /* volumes stuck on an error this pass */
         unsigned n_changes;          /* actions that ran */
         unsigned n_member_conflicts; /* volumes naming a member that another volume holds */
+        unsigned errors[_VOLUMES_ERROR_MAX]; /* failed actions by step */
 } VolumesPassResult;
 
-/* One pass: observe, plan, apply; a lost claim re-reads and plans again (bounded). Errors of one volume
- * do not stop the others; they are reported and counted. Returns < 0 only when the pass could not run
- * at all (provider unreachable, OOM). */
-int volumes_pass(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesPassResult *ret);
+/* Apply: runs a plan's actions in two phases, so that the pass can publish DNS in between (a member's
+ * name points here before kubelet can start its etcd: docs/etcd-dns.md). DEVICES: claim, attach, wait for
+ * the device, fsck, mount (formatting only a proven-blank device), release; MANIFESTS: write the etcd
+ * manifests (the texts the pass rendered, one per selection) on the volumes and link them. Errors of one
+ * volume do not stop the others; they are reported and counted. */
+typedef enum VolumesPhase { VOLUMES_PHASE_DEVICES, VOLUMES_PHASE_MANIFESTS } VolumesPhase;
+typedef struct VolumesApply VolumesApply;
+int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const VolumesInput *in,
+                      const VolumesPlan *plan, VolumesApply **ret);
+VolumesApply *volumes_apply_free(VolumesApply *a);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VolumesApply *, volumes_apply_free)
+/* 1 when a claim was lost (observe and plan again), 0 when the phase ran, -ENOMEM or -ECANCELED (a stop
+ * was requested; the node is consistent between two actions). */
+int volumes_apply_run(VolumesApply *a, VolumesPhase phase, char *const *etcd_texts);
+/* Reports the plan's notes and counts the outcome; interrupted: not every action ran. */
+void volumes_apply_finish(VolumesApply *a, bool interrupted, VolumesPassResult *ret);
 
 /* <mount_root>/master-<id>, and the manifest paths of an etcd cluster's member (caller frees). */
 char *volume_mount_path(const char *mount_root, const char *id);
@@ -69,6 +87,9 @@ char *volume_manifest_path(const char *mount_path, const char *etcd_cluster);
 int volume_manifest_dir_open(const char *mount_path, bool create);
 char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster);
 
-/* The masters and member holders as the provider sees them (every zone): a master is a node holding an
- * eligible etcd-main volume, with the IPs recorded in the attachment. */
-int volumes_observe_view(VolumeProvider *p, const char *cluster, ClusterView **ret);
+/* The masters and member holders (every zone), from the observation with this pass's planned claims and
+ * releases folded in (plan NULL: as observed): a master is a node holding an eligible etcd-main volume,
+ * with the IPs recorded in the attachment (this node's own for its claims). Pure. */
+int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **ret);
+/* The same as the provider lists it now, without a pass (`protokube dns`). */
+int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret);

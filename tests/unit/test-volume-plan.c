@@ -54,7 +54,7 @@ static size_t find(const Volume *vols, size_t n, const char *id) {
 }
 
 /* "claim:vol-main-a wait-device:vol-main-a ..." */
-static char *actions_string(const PassPlan *p, const Volume *vols) {
+static char *actions_string(const VolumesPlan *p, const Volume *vols) {
         char *s = strdup("");
         for (size_t k = 0; k < p->n_actions; k++) {
                 char *n = NULL;
@@ -67,7 +67,7 @@ static char *actions_string(const PassPlan *p, const Volume *vols) {
         return s;
 }
 
-static void assert_actions(const PassPlan *p, const Volume *vols, const char *want) {
+static void assert_actions(const VolumesPlan *p, const Volume *vols, const char *want) {
         char *got = actions_string(p, vols);
         if (strcmp(got, want) != 0)
                 fail_msg("actions\n got: %s\nwant: %s", got, want);
@@ -78,14 +78,14 @@ static void test_fresh_node(void **state) {
         Volume vols[8];
         size_t n = standard_pool(vols);
         NodeIdentity me = node("n1");
-        PassInput in = { .cluster = "demo",
+        VolumesInput in = { .cluster = "demo",
                          .etcd_clusters = clusters,
                          .node = &me,
                          .volumes = vols,
                          .n_volumes = n,
                          .manifests = true };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.n_selections, 2);
         assert_string_equal(p.selections[0].etcd_cluster, "main");
         assert_string_equal(p.selections[1].etcd_cluster, "events");
@@ -95,16 +95,16 @@ static void test_fresh_node(void **state) {
                        "write-manifest:vol-main-a link-manifest:vol-main-a "
                        "claim:vol-ev-a wait-device:vol-ev-a fsck:vol-ev-a mount:vol-ev-a "
                        "write-manifest:vol-ev-a link-manifest:vol-ev-a");
-        assert_false(pass_plan_converged(&p));
-        pass_plan_done(&p);
+        assert_false(volumes_plan_converged(&p));
+        volumes_plan_done(&p);
 
         /* without step 7 */
         in.manifests = false;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols,
                        "claim:vol-main-a wait-device:vol-main-a fsck:vol-main-a mount:vol-main-a "
                        "claim:vol-ev-a wait-device:vol-ev-a fsck:vol-ev-a mount:vol-ev-a");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -121,45 +121,45 @@ static void test_converged_and_partial(void **state) {
                                     .manifest_current = true,
                                     .link_current = true };
         obs[eb] = obs[mb];
-        PassInput in = { .cluster = "demo",
+        VolumesInput in = { .cluster = "demo",
                          .etcd_clusters = clusters,
                          .node = &me,
                          .volumes = vols,
                          .n_volumes = n,
                          .observed = obs,
                          .manifests = true };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.n_actions, 0);
-        assert_true(pass_plan_converged(&p));
+        assert_true(volumes_plan_converged(&p));
         assert_int_equal(p.selections[0].volume, mb);
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* unmounted after a reboot, loop device gone: attach again, then the whole chain; never a claim */
         obs[mb] = (VolumeObserved){};
         obs[eb].link_current = false;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols,
                        "attach:vol-main-b wait-device:vol-main-b fsck:vol-main-b mount:vol-main-b "
                        "write-manifest:vol-main-b link-manifest:vol-main-b link-manifest:vol-ev-b");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* device there but not mounted: no attach */
         obs[mb].device_present = true;
         obs[eb].link_current = true;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols,
                        "wait-device:vol-main-b fsck:vol-main-b mount:vol-main-b write-manifest:vol-main-b "
                        "link-manifest:vol-main-b");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* another device on the mount point: an error, nothing planned for it */
         obs[mb].mount = MOUNT_STATE_OTHER;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.selections[0].state, SELECTION_ERROR);
         assert_non_null(strstr(p.selections[0].note, "another device"));
         assert_int_equal(p.n_actions, 0);
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -173,11 +173,11 @@ static void test_waiting_and_others(void **state) {
         add_volume(vols, &n, "e-a", "z2", "k8s.io/etcd/events", "a/a,b,c", NULL); /* other zone */
         add_volume(vols, &n, "e-b", "z1", "k8s.io/etcd/events", "b/a,c", NULL);   /* malformed */
         add_volume(vols, &n, "e-c", "z1", "k8s.io/etcd/events", "c/a,b,c", NULL);
-        PassInput in = {
+        VolumesInput in = {
                 .cluster = "demo", .etcd_clusters = clusters, .node = &me, .volumes = vols, .n_volumes = n
         };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.selections[0].state, SELECTION_WAITING);
         assert_non_null(strstr(p.selections[0].note, "no free volume of etcd cluster 'main'"));
         assert_int_equal(p.selections[1].state, SELECTION_ACTIONS);
@@ -186,7 +186,7 @@ static void test_waiting_and_others(void **state) {
         assert_false(p.eligibility[4].eligible);
         assert_true(p.eligibility[4].malformed);
         assert_non_null(strstr(p.eligibility[4].reason, "malformed tag 'k8s.io/etcd/events=b/a,c'"));
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -198,15 +198,15 @@ static void test_holds_two(void **state) {
         add_volume(vols, &n, "m-a", "z1", "k8s.io/etcd/main", "a/a,b,c", "n1");
         add_volume(vols, &n, "m-b", "z1", "k8s.io/etcd/main", "b/a,b,c", NULL);
         char *only_main[] = { (char *)"main", NULL };
-        PassInput in = {
+        VolumesInput in = {
                 .cluster = "demo", .etcd_clusters = only_main, .node = &me, .volumes = vols, .n_volumes = n
         };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.selections[0].volume, 1);
         assert_non_null(strstr(p.selections[0].note, "holds 2 volumes"));
         assert_actions(&p, vols, "attach:m-a wait-device:m-a fsck:m-a mount:m-a");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -220,16 +220,16 @@ static void test_deterministic(void **state) {
                 Volume first = vols[0];
                 memmove(vols, vols + 1, sizeof(Volume) * (n - 1));
                 vols[n - 1] = first;
-                PassInput in = { .cluster = "demo",
+                VolumesInput in = { .cluster = "demo",
                                  .etcd_clusters = clusters,
                                  .node = &me,
                                  .volumes = vols,
                                  .n_volumes = n };
-                PassPlan p;
-                assert_int_equal(pass_plan(&in, &p), 0);
+                VolumesPlan p;
+                assert_int_equal(volumes_plan(&in, &p), 0);
                 assert_string_equal(vols[p.selections[0].volume].id, "vol-main-a");
                 assert_string_equal(vols[p.selections[1].volume].id, "vol-ev-a");
-                pass_plan_done(&p);
+                volumes_plan_done(&p);
         }
         free_volumes(vols, n);
 }
@@ -270,14 +270,14 @@ static void simulate_race(unsigned n_nodes, unsigned extra, uint32_t seed) {
                         if (vols[i].attachment.node && strcmp(vols[i].attachment.node, names[k]) == 0)
                                 obs[i] =
                                     (VolumeObserved){ .device_present = true, .mount = MOUNT_STATE_OURS };
-                PassInput in = { .cluster = "demo",
+                VolumesInput in = { .cluster = "demo",
                                  .etcd_clusters = clusters,
                                  .node = &nodes[k],
                                  .volumes = vols,
                                  .n_volumes = n,
                                  .observed = obs };
-                PassPlan p;
-                assert_int_equal(pass_plan(&in, &p), 0);
+                VolumesPlan p;
+                assert_int_equal(volumes_plan(&in, &p), 0);
                 /* a stale view: another node may have claimed in between planning and claiming */
                 size_t claim = SIZE_MAX;
                 for (size_t a = 0; a < p.n_actions; a++)
@@ -307,7 +307,7 @@ static void simulate_race(unsigned n_nodes, unsigned extra, uint32_t seed) {
                         }
                 } else if (!vols[claim].attachment.node)
                         vols[claim].attachment.node = strdup(names[k]); /* compare-and-set won */
-                pass_plan_done(&p);
+                volumes_plan_done(&p);
         }
         assert_true(steps < 1000);
         /* invariants */
@@ -350,27 +350,27 @@ static void test_member_held_elsewhere(void **state) {
         add_volume(vols, &n, "vol-c", "z1", "k8s.io/etcd/main", "c/a,b,c", NULL);
         NodeIdentity me = node("Y");
         char *main_only[] = { (char *)"main", NULL };
-        PassInput in = {
+        VolumesInput in = {
                 .cluster = "demo", .etcd_clusters = main_only, .node = &me, .volumes = vols, .n_volumes = n
         };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
         assert_false(p.eligibility[1].eligible);
         assert_string_equal(p.eligibility[1].held_through, "vol-a1");
         assert_string_equal(p.eligibility[1].reason,
                             "etcd cluster 'main' member 'a' is held by node 'X' through volume 'vol-a1'");
         assert_true(p.eligibility[0].eligible); /* the holder stays */
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* even when the impostor sorts first and lives in another zone */
         free(vols[1].zone);
         vols[1].zone = strdup("z2");
         free(vols[1].id);
         vols[1].id = strdup("vol-a0");
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -385,33 +385,33 @@ static void test_member_siblings(void **state) {
         vols[1].content = VOLUME_CONTENT_DATA;
         NodeIdentity me = node("Y");
         char *main_only[] = { (char *)"main", NULL };
-        PassInput in = {
+        VolumesInput in = {
                 .cluster = "demo", .etcd_clusters = main_only, .node = &me, .volumes = vols, .n_volumes = n
         };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "claim:vol-a2 wait-device:vol-a2 fsck:vol-a2 mount:vol-a2");
         assert_null(p.selections[0].format_blocked_by); /* its sibling is provably blank */
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         vols[1].content = VOLUME_CONTENT_UNKNOWN;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "claim:vol-a2 wait-device:vol-a2 fsck:vol-a2 mount:vol-a2");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* both unknown: by id, and the chosen one may not be formatted */
         vols[0].content = VOLUME_CONTENT_UNKNOWN;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "claim:vol-a1 wait-device:vol-a1 fsck:vol-a1 mount:vol-a1");
         assert_string_equal(p.selections[0].format_blocked_by, "vol-a2");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* this node holds the blank one, the other may hold data: still never formatted */
         vols[0].content = VOLUME_CONTENT_BLANK;
         vols[0].attachment.node = strdup("Y");
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_string_equal(p.selections[0].format_blocked_by, "vol-a2");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -428,34 +428,34 @@ static void test_member_claims_raced(void **state) {
         VolumeObserved obs[4] = {};
         NodeIdentity me = node("Y");
         char *main_only[] = { (char *)"main", NULL };
-        PassInput in = { .cluster = "demo",
+        VolumesInput in = { .cluster = "demo",
                          .etcd_clusters = main_only,
                          .node = &me,
                          .volumes = vols,
                          .n_volumes = n,
                          .observed = obs };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "release:vol-a1 claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
         assert_string_equal(p.eligibility[0].held_through, "vol-a2");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         obs[0] = (VolumeObserved){ .device_present = true, .mount = MOUNT_STATE_OURS };
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "");
         assert_int_equal(p.selections[0].state, SELECTION_ERROR);
         assert_non_null(strstr(p.selections[0].note, "holds volume 'vol-a1' mounted"));
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
 
         /* X's own view: it keeps vol-a2 */
         NodeIdentity x = node("X");
         in.node = &x;
         obs[0] = (VolumeObserved){};
         obs[1] = (VolumeObserved){ .device_present = true, .mount = MOUNT_STATE_OURS };
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.selections[0].state, SELECTION_READY);
         assert_int_equal(p.selections[0].volume, 1);
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -475,14 +475,14 @@ static void test_same_name_other_machine(void **state) {
         vols[a].attachment.node = strdup("n1");
         vols[a].attachment.machine_id = strdup(m1);
         vols[ev].attachment.node = strdup("n1");
-        PassInput in = { .cluster = "demo",
+        VolumesInput in = { .cluster = "demo",
                          .etcd_clusters = clusters,
                          .node = &me,
                          .volumes = vols,
                          .n_volumes = n,
                          .manifests = true };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.selections[0].state, SELECTION_ERROR);
         assert_int_equal(p.selections[0].volume, a);
         assert_non_null(strstr(p.selections[0].note, m1));
@@ -493,8 +493,8 @@ static void test_same_name_other_machine(void **state) {
         assert_actions(&p, vols,
                        "attach:vol-ev-a wait-device:vol-ev-a fsck:vol-ev-a mount:vol-ev-a "
                        "write-manifest:vol-ev-a link-manifest:vol-ev-a");
-        assert_false(pass_plan_converged(&p));
-        pass_plan_done(&p);
+        assert_false(volumes_plan_converged(&p));
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 
@@ -507,23 +507,23 @@ static void test_damaged_never_used(void **state) {
         size_t a = find(vols, n, "vol-main-a");
         vols[a].damaged = strdup("'internalIPs' holds something that is not an IP address");
         vols[a].attachment.node = strdup("n1");
-        PassInput in = {
+        VolumesInput in = {
                 .cluster = "demo", .etcd_clusters = clusters, .node = &me, .volumes = vols, .n_volumes = n
         };
-        PassPlan p;
-        assert_int_equal(pass_plan(&in, &p), 0);
+        VolumesPlan p;
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_false(p.eligibility[a].eligible);
         assert_non_null(strstr(p.eligibility[a].reason, "damaged record"));
         assert_int_equal(p.selections[0].state, SELECTION_ERROR);
         assert_non_null(strstr(p.selections[0].note, "damaged record"));
         assert_actions(&p, vols, "claim:vol-ev-a wait-device:vol-ev-a fsck:vol-ev-a mount:vol-ev-a");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         /* another node's damaged record: this node goes on with the next free member */
         free(vols[a].attachment.node);
         vols[a].attachment.node = strdup("n2");
-        assert_int_equal(pass_plan(&in, &p), 0);
+        assert_int_equal(volumes_plan(&in, &p), 0);
         assert_string_equal(vols[p.selections[0].volume].id, "vol-main-b");
-        pass_plan_done(&p);
+        volumes_plan_done(&p);
         free_volumes(vols, n);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* volumes_observe_view() and the observe step with the provider replaced by a table (a fake vtable). */
+/* volumes_list_view() and the observe step with the provider replaced by a table (a fake vtable). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +99,7 @@ static VolumeProvider *make_provider(void) {
 static void test_view(void **state) {
         VolumeProvider *p = make_provider();
         ClusterView *v = NULL;
-        assert_int_equal(volumes_observe_view(p, "demo", &v), 0);
+        assert_int_equal(volumes_list_view(p, "demo", &v), 0);
         /* masters: holders of eligible etcd-main volumes, every zone, with the recorded IPs */
         assert_int_equal(v->n_masters, 2);
         assert_string_equal(v->masters[0].name, "n1");
@@ -137,24 +137,26 @@ static void test_observe_and_pass_with_table(void **state) {
         assert_int_equal(volumes_observe(p, &cfg, &o), 0);
         assert_string_equal(o.node.name, "n1");
         assert_int_equal(o.volumes.n, 5); /* every zone of the cluster */
-        PassInput in;
-        PassPlan plan = {};
-        volumes_pass_input(&cfg, &o, &in);
-        assert_int_equal(pass_plan(&in, &plan), 0);
+        VolumesInput in;
+        VolumesPlan plan = {};
+        volumes_input(&cfg, &o, &in);
+        assert_int_equal(volumes_plan(&in, &plan), 0);
         /* n1 holds m-b but it is in z2: not eligible here; m-c is the free one in z1 */
         assert_string_equal(o.volumes.items[plan.selections[0].volume].id, "m-c");
         assert_int_equal(plan.selections[1].state, SELECTION_WAITING);
-        pass_plan_done(&plan);
-        volumes_observation_done(&o);
+        volumes_plan_done(&plan);
 
-        /* every claim loses: the pass re-plans a bounded number of times and gives up cleanly */
-        VolumesPassResult res = {};
-        assert_int_equal(volumes_pass(p, &cfg, &res), 0);
+        /* a claim that loses says so: the pass observes and plans again (tests/unit/test-pass.c) */
+        VolumesApply *a = NULL;
+        volumes_input(&cfg, &o, &in);
+        assert_int_equal(volumes_plan(&in, &plan), 0);
+        assert_int_equal(volumes_apply_new(p, &cfg, &in, &plan, &a), 0);
+        assert_int_equal(volumes_apply_run(a, VOLUMES_PHASE_DEVICES, NULL), 1);
         TableProvider *t = p->state;
-        assert_int_equal(t->attach_calls, 16);
-        assert_int_equal(res.n_ready, 0);
-        assert_int_equal(res.n_waiting, 2);
-        assert_int_equal(res.n_errors, 0);
+        assert_int_equal(t->attach_calls, 1);
+        volumes_apply_free(a);
+        volumes_plan_done(&plan);
+        volumes_observation_done(&o);
         volume_provider_free(p);
 }
 

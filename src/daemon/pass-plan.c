@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A pass's observation (all its reads, once) and its plan (pure: every action as data). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/beneath.h"
+#include "basic/errors.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "daemon/pass.h"
+#include "dns/dns-wire.h"
+#include "shared/cluster-view.h"
+
+#define MANIFEST_MAX (1024U * 1024U)
+
+void pass_observation_done(PassObservation *o) {
+        volumes_observation_done(&o->volumes);
+        dns_session_free(o->dns);
+        free(o->dns_message);
+        dns_rrset_list_done(&o->dns_served);
+        strv_free(o->manifest_names);
+        strv_free(o->manifest_texts);
+        *o = (PassObservation){};
+}
+
+/* Our control-plane manifests as they are on disk: every regular "*.manifest" file of the directory (the
+ * etcd links point onto the volumes and are observed there). A missing directory is an empty one. */
+static int observe_manifest_dir(const char *dir, char ***ret_names, char ***ret_texts) {
+        _cleanup_strv_free_ char **names = calloc(1, sizeof(char *)), **texts = calloc(1, sizeof(char *));
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!names || !texts)
+                return -ENOMEM;
+        if (dfd < 0 && errno != ENOENT)
+                return -errno;
+        DIR *d = dfd >= 0 ? fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3)) : NULL;
+        for (struct dirent *de; d && (de = readdir(d));) {
+                _cleanup_free_ char *text = NULL;
+                if (de->d_name[0] == '.' || !endswith(de->d_name, ".manifest"))
+                        continue;
+                int r = beneath_read_file(dfd, de->d_name, MANIFEST_MAX, &text, NULL);
+                if (r == -ENOMEM) {
+                        closedir(d);
+                        return r;
+                }
+                if (r < 0)
+                        continue; /* a link (etcd's), or not ours to read: written anew if it is ours */
+                if (strv_extend(&names, de->d_name) < 0 || strv_push(&texts, TAKE_PTR(text)) < 0) {
+                        closedir(d);
+                        return -ENOMEM;
+                }
+        }
+        if (d)
+                closedir(d);
+        *ret_names = TAKE_PTR(names);
+        *ret_texts = TAKE_PTR(texts);
+        return 0;
+}
+
+/* What DNS serves for the names we own. The names come from the view as observed: claims this pass makes
+ * change addresses, not names. */
+static void observe_dns(Pass *p, PassObservation *o) {
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        _cleanup_(dns_rrset_list_donep) DnsRRsetList owned = {};
+        _cleanup_free_ char *error = NULL;
+        int r = dns_session_open(p->spec, &o->dns, &error);
+        if (r >= 0 && o->dns)
+                r = volumes_view(&o->in, NULL, &view);
+        if (r >= 0 && o->dns)
+                r = dns_desired_records(p->spec, view, &owned, &error);
+        if (r >= 0 && o->dns)
+                r = dns_session_read(o->dns, &owned, &o->dns_served, &o->dns_repair, &error);
+        if (r < 0) {
+                o->dns_error = r;
+                o->dns_message = TAKE_PTR(error);
+                o->dns = dns_session_free(o->dns);
+        }
+}
+
+int pass_observe(Pass *p, PassObservation *ret) {
+        /* filled in place: the planner's input points into it */
+        PassObservation *o = ret;
+        *o = (PassObservation){};
+        int r = volumes_observe(p->provider, &p->cfg, &o->volumes);
+        if (r < 0) {
+                const char *detail = volume_provider_last_error(p->provider);
+                if (detail)
+                        return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
+                                               p->spec->name, detail);
+                return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
+                                       p->spec->name);
+        }
+        STRV_FOREACH (w, o->volumes.volumes.warnings)
+                log_warning("Unreadable volume: %s", *w);
+        volumes_input(&p->cfg, &o->volumes, &o->in);
+        observe_dns(p, o);
+        r = observe_manifest_dir(p->node.manifest_dir, &o->manifest_names, &o->manifest_texts);
+        if (r < 0) {
+                pass_observation_done(o);
+                return log_error_errno(r, "Failed to read the manifest directory '%s': %m",
+                                       p->node.manifest_dir);
+        }
+        return 0;
+}
+
+void pass_plan_done(PassPlan *p) {
+        for (size_t k = 0; p->etcd_texts && k < p->volumes.n_selections; k++)
+                free(p->etcd_texts[k]);
+        free(p->etcd_texts);
+        volumes_plan_done(&p->volumes);
+        free(p->observed);
+        free(p->etcd_render_error);
+        cluster_view_free(p->view);
+        free(p->dns_note);
+        dns_rrset_list_done(&p->dns_desired);
+        dns_rrset_list_done(&p->dns_changes);
+        rendered_manifests_done(&p->control_plane);
+        free(p->control_plane_write);
+        *p = (PassPlan){};
+}
+
+static int render_member(const Pass *pass, const VolumeEligibility *e, const char *id, char **ret) {
+        _cleanup_free_ char *mount = volume_mount_path(pass->node.mount_root, id);
+        if (!mount)
+                return -ENOMEM;
+        EtcdMemberAssignment a = {
+                .cluster = e->etcd.cluster,
+                .member = e->etcd.member,
+                .members = e->etcd.members,
+                .mount_path = mount,
+        };
+        return etcd_manifest_render(pass->spec, &a, ret);
+}
+
+/* The etcd manifest of each held, mounted volume against what it should be: the planner then plans a write
+ * only where they differ. */
+static int plan_manifest_currency(const Pass *pass, const VolumesInput *in, VolumeObserved *observed) {
+        for (size_t i = 0; i < in->n_volumes; i++) {
+                VolumeObserved *o = &observed[i];
+                VolumeEligibility e = {};
+                _cleanup_free_ char *text = NULL;
+                if (o->mount != MOUNT_STATE_OURS || !o->manifest_text)
+                        continue;
+                int r = volume_classify(&in->volumes[i], in->cluster, NULL, in->etcd_clusters, &e);
+                if (r >= 0 && e.eligible)
+                        r = render_member(pass, &e, in->volumes[i].id, &text);
+                volume_eligibility_done(&e);
+                if (r == -ENOMEM)
+                        return r;
+                o->manifest_current = r >= 0 && text && streq(text, o->manifest_text);
+        }
+        return 0;
+}
+
+/* The etcd manifest of each selected member, for the write actions. */
+static int plan_etcd_texts(const Pass *pass, PassPlan *plan) {
+        plan->etcd_texts = new0(char *, plan->volumes.n_selections + 1);
+        if (!plan->etcd_texts)
+                return -ENOMEM;
+        for (size_t k = 0; k < plan->volumes.n_selections; k++) {
+                size_t i = plan->volumes.selections[k].volume;
+                if (i == SIZE_MAX || !plan->volumes.eligibility[i].eligible)
+                        continue;
+                int r = render_member(pass, &plan->volumes.eligibility[i], plan->in.volumes[i].id,
+                                      &plan->etcd_texts[k]);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 && !plan->etcd_render_error)
+                        plan->etcd_render_error = strprintf(
+                            "etcd %s: %s", plan->volumes.selections[k].etcd_cluster, pk_strerror(r));
+        }
+        return 0;
+}
+
+static int plan_dns(const Pass *pass, const PassObservation *o, PassPlan *plan) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+        if (o->dns_error < 0) {
+                plan->dns_status = o->dns_error;
+                plan->dns_note = strdup(strna(o->dns_message));
+                return plan->dns_note ? 0 : -ENOMEM;
+        }
+        if (!o->dns)
+                return 0;
+        /* An empty view is likelier a failed observation than a cluster without masters: it must not
+         * wipe the records. */
+        if (plan->view->n_masters == 0 && plan->view->n_members == 0) {
+                plan->dns_status = PK_EWAITING;
+                plan->dns_note = strdup("the view has no masters and no etcd members; not publishing");
+                return plan->dns_note ? 0 : -ENOMEM;
+        }
+        r = dns_desired_records(pass->spec, plan->view, &plan->dns_desired, &error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                plan->dns_status = r;
+                plan->dns_note =
+                    strprintf("cannot compute the desired records: %s", error ?: pk_strerror(r));
+                return plan->dns_note ? 0 : -ENOMEM;
+        }
+        r = dns_session_diff(o->dns, &plan->dns_desired, &o->dns_served, &plan->dns_changes);
+        if (r < 0)
+                return r;
+        plan->dns_send = plan->dns_changes.n > 0 || o->dns_repair;
+        return 0;
+}
+
+static const char *observed_manifest(const PassObservation *o, const char *name) {
+        for (size_t i = 0; o->manifest_names && o->manifest_names[i]; i++)
+                if (streq(o->manifest_names[i], name))
+                        return o->manifest_texts[i];
+        return NULL;
+}
+
+/* The control-plane manifests other than etcd's (those live on the volumes). */
+static int plan_control_plane(const Pass *pass, const PassObservation *o, PassPlan *plan) {
+        int r = control_plane_render(pass->spec, NULL, 0, &plan->control_plane, &plan->render_failed);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                plan->render_error = r;
+                return 0;
+        }
+        plan->control_plane_write = new0(bool, plan->control_plane.n + 1);
+        if (!plan->control_plane_write)
+                return -ENOMEM;
+        for (size_t i = 0; i < plan->control_plane.n; i++) {
+                const RenderedManifest *m = &plan->control_plane.items[i];
+                const char *cur = observed_manifest(o, m->file_name);
+                plan->control_plane_write[i] = !cur || !streq(cur, m->text);
+        }
+        return 0;
+}
+
+int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
+        PassPlan plan = { .in = o->in };
+        int r = 0;
+
+        plan.observed = new0(VolumeObserved, o->in.n_volumes + 1);
+        if (!plan.observed)
+                r = -ENOMEM;
+        if (r >= 0 && o->in.observed)
+                memcpy(plan.observed, o->in.observed, sizeof(VolumeObserved) * o->in.n_volumes);
+        plan.in.observed = plan.observed;
+        if (r >= 0)
+                r = plan_manifest_currency(pass, &plan.in, plan.observed);
+        if (r >= 0)
+                r = volumes_plan(&plan.in, &plan.volumes);
+        if (r >= 0)
+                r = plan_etcd_texts(pass, &plan);
+        if (r >= 0)
+                r = volumes_view(&plan.in, &plan.volumes, &plan.view);
+        if (r >= 0)
+                r = plan_dns(pass, o, &plan);
+        if (r >= 0)
+                r = plan_control_plane(pass, o, &plan);
+        if (r < 0) {
+                pass_plan_done(&plan);
+                return r;
+        }
+        *ret = plan;
+        return 0;
+}
+
+static const char *selection_state_string(SelectionState s) {
+        static const char *const names[_SELECTION_STATE_MAX] = {
+                [SELECTION_READY] = "ready",
+                [SELECTION_ACTIONS] = "changes",
+                [SELECTION_WAITING] = "waiting",
+                [SELECTION_ERROR] = "error",
+        };
+        return s >= 0 && s < _SELECTION_STATE_MAX ? names[s] : "?";
+}
+
+static void print_volume_steps(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
+        const VolumesPlan *vp = &plan->volumes;
+        fprintf(out, "node %s, zone %s\n", o->volumes.node.name, o->volumes.node.zone);
+        for (size_t k = 0; k < vp->n_selections; k++) {
+                const PlanSelection *s = &vp->selections[k];
+                fprintf(out, "etcd %s: %s", s->etcd_cluster, selection_state_string(s->state));
+                if (s->volume != SIZE_MAX)
+                        fprintf(out, ", volume %s member %s", plan->in.volumes[s->volume].id,
+                                vp->eligibility[s->volume].etcd.member);
+                if (s->note)
+                        fprintf(out, " (%s)", s->note);
+                fprintf(out, "\n");
+        }
+        for (size_t k = 0; k < vp->n_actions; k++) {
+                const PlanAction *a = &vp->actions[k];
+                const Volume *vol = &plan->in.volumes[a->volume];
+                const char *cluster = vp->eligibility[a->volume].etcd.cluster;
+                _cleanup_free_ char *mount = volume_mount_path(pass->node.mount_root, vol->id),
+                                    *target = NULL;
+                if (a->type == ACTION_MOUNT)
+                        target = strdup(strna(mount));
+                else if (a->type == ACTION_WRITE_MANIFEST)
+                        target = volume_manifest_path(strna(mount), cluster);
+                else if (a->type == ACTION_LINK_MANIFEST)
+                        target = volume_manifest_link(pass->node.manifest_dir, cluster);
+                fprintf(out, "%zu. %s %s%s%s\n", k + 1, action_type_to_string(a->type), vol->id,
+                        target ? " " : "", strempty(target));
+        }
+        if (vp->n_actions == 0)
+                fprintf(out, "volumes: nothing to do\n");
+}
+
+void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
+        print_volume_steps(pass, o, plan, out);
+        if (plan->dns_status < 0)
+                fprintf(out, "dns: cannot plan: %s\n", strna(plan->dns_note));
+        else if (plan->dns_status == PK_EWAITING)
+                fprintf(out, "dns: waiting: %s\n", strna(plan->dns_note));
+        for (size_t i = 0; i < plan->dns_changes.n; i++) {
+                const DnsRRset *s = &plan->dns_changes.items[i];
+                _cleanup_free_ char *a = s->addresses ? strv_join(s->addresses, ",") : NULL;
+                fprintf(out, "dns-replace %s %s %s\n", s->name, s->type == DNS_TYPE_AAAA ? "AAAA" : "A",
+                        isempty(a) ? "(delete)" : a);
+        }
+        if (plan->render_error < 0)
+                fprintf(out, "control plane: cannot render '%s': %s\n", strna(plan->render_failed),
+                        pk_strerror(plan->render_error));
+        for (size_t i = 0; i < plan->control_plane.n; i++)
+                if (plan->control_plane_write[i])
+                        fprintf(out, "write-manifest %s/%s\n", pass->node.manifest_dir,
+                                plan->control_plane.items[i].file_name);
+}
