@@ -79,11 +79,11 @@ static void test_fresh_node(void **state) {
         size_t n = standard_pool(vols);
         NodeIdentity me = node("n1");
         VolumesInput in = { .cluster = "demo",
-                         .etcd_clusters = clusters,
-                         .node = &me,
-                         .volumes = vols,
-                         .n_volumes = n,
-                         .manifests = true };
+                            .etcd_clusters = clusters,
+                            .node = &me,
+                            .volumes = vols,
+                            .n_volumes = n,
+                            .manifests = true };
         VolumesPlan p;
         assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.n_selections, 2);
@@ -122,12 +122,12 @@ static void test_converged_and_partial(void **state) {
                                     .link_current = true };
         obs[eb] = obs[mb];
         VolumesInput in = { .cluster = "demo",
-                         .etcd_clusters = clusters,
-                         .node = &me,
-                         .volumes = vols,
-                         .n_volumes = n,
-                         .observed = obs,
-                         .manifests = true };
+                            .etcd_clusters = clusters,
+                            .node = &me,
+                            .volumes = vols,
+                            .n_volumes = n,
+                            .observed = obs,
+                            .manifests = true };
         VolumesPlan p;
         assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.n_actions, 0);
@@ -221,10 +221,10 @@ static void test_deterministic(void **state) {
                 memmove(vols, vols + 1, sizeof(Volume) * (n - 1));
                 vols[n - 1] = first;
                 VolumesInput in = { .cluster = "demo",
-                                 .etcd_clusters = clusters,
-                                 .node = &me,
-                                 .volumes = vols,
-                                 .n_volumes = n };
+                                    .etcd_clusters = clusters,
+                                    .node = &me,
+                                    .volumes = vols,
+                                    .n_volumes = n };
                 VolumesPlan p;
                 assert_int_equal(volumes_plan(&in, &p), 0);
                 assert_string_equal(vols[p.selections[0].volume].id, "vol-main-a");
@@ -271,11 +271,11 @@ static void simulate_race(unsigned n_nodes, unsigned extra, uint32_t seed) {
                                 obs[i] =
                                     (VolumeObserved){ .device_present = true, .mount = MOUNT_STATE_OURS };
                 VolumesInput in = { .cluster = "demo",
-                                 .etcd_clusters = clusters,
-                                 .node = &nodes[k],
-                                 .volumes = vols,
-                                 .n_volumes = n,
-                                 .observed = obs };
+                                    .etcd_clusters = clusters,
+                                    .node = &nodes[k],
+                                    .volumes = vols,
+                                    .n_volumes = n,
+                                    .observed = obs };
                 VolumesPlan p;
                 assert_int_equal(volumes_plan(&in, &p), 0);
                 /* a stale view: another node may have claimed in between planning and claiming */
@@ -429,11 +429,11 @@ static void test_member_claims_raced(void **state) {
         NodeIdentity me = node("Y");
         char *main_only[] = { (char *)"main", NULL };
         VolumesInput in = { .cluster = "demo",
-                         .etcd_clusters = main_only,
-                         .node = &me,
-                         .volumes = vols,
-                         .n_volumes = n,
-                         .observed = obs };
+                            .etcd_clusters = main_only,
+                            .node = &me,
+                            .volumes = vols,
+                            .n_volumes = n,
+                            .observed = obs };
         VolumesPlan p;
         assert_int_equal(volumes_plan(&in, &p), 0);
         assert_actions(&p, vols, "release:vol-a1 claim:vol-b wait-device:vol-b fsck:vol-b mount:vol-b");
@@ -476,11 +476,11 @@ static void test_same_name_other_machine(void **state) {
         vols[a].attachment.machine_id = strdup(m1);
         vols[ev].attachment.node = strdup("n1");
         VolumesInput in = { .cluster = "demo",
-                         .etcd_clusters = clusters,
-                         .node = &me,
-                         .volumes = vols,
-                         .n_volumes = n,
-                         .manifests = true };
+                            .etcd_clusters = clusters,
+                            .node = &me,
+                            .volumes = vols,
+                            .n_volumes = n,
+                            .manifests = true };
         VolumesPlan p;
         assert_int_equal(volumes_plan(&in, &p), 0);
         assert_int_equal(p.selections[0].state, SELECTION_ERROR);
