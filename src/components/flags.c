@@ -2,6 +2,8 @@
 #include "components/flags.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,7 +132,7 @@ static int render_value(const Field *f, const void *obj, char **ret) {
         return 0;
 }
 
-static int append_flag(char ***l, const char *flag, const char *value) {
+int flags_push(char ***l, const char *flag, const char *value) {
         char *s = strjoin("--", flag, "=", value);
         if (!s)
                 return -ENOMEM;
@@ -138,6 +140,19 @@ static int append_flag(char ***l, const char *flag, const char *value) {
         if (r < 0)
                 free(s);
         return r;
+}
+
+int flags_pushf(char ***l, const char *flag, const char *format, ...) {
+        _cleanup_free_ char *v = NULL;
+        va_list ap;
+        va_start(ap, format);
+        int n = vasprintf(&v, format, ap);
+        va_end(ap);
+        if (n < 0) {
+                v = NULL; /* undefined after a failure */
+                return -ENOMEM;
+        }
+        return flags_push(l, flag, v);
 }
 
 static int append_field(const Field *f, const void *obj, char ***l) {
@@ -156,13 +171,13 @@ static int append_field(const Field *f, const void *obj, char ***l) {
         if (f->type == FIELD_STRV && (f->flags & FIELD_FLAG_REPEAT)) {
                 char *const *v = *(char **const *)FIELD_PTR(obj, f);
                 for (size_t i = 0; v[i]; i++) {
-                        r = append_flag(l, f->flag, v[i]);
+                        r = flags_push(l, f->flag, v[i]);
                         if (r < 0)
                                 return r;
                 }
                 return 0;
         }
-        return append_flag(l, f->flag, value);
+        return flags_push(l, f->flag, value);
 }
 
 int flags_append(const Field *fields, const void *obj, char ***l) {

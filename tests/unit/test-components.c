@@ -205,8 +205,8 @@ static void test_kube_apiserver_defaults(void **state) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
 
-        assert_int_equal(kube_apiserver_flags(&s, &flags), 0);
-        assert_int_equal(kube_apiserver_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_APISERVER, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-apiserver", flags);
         assert_string_equal(pod->name, "kube-apiserver");
@@ -259,8 +259,8 @@ static void test_kube_apiserver_config(void **state) {
         test_etcd[0].tls_dir = "/pki/etcd";
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_apiserver_flags(&s, &flags), 0);
-        assert_int_equal(kube_apiserver_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_APISERVER, &s, &pod), 0);
         test_etcd[0].tls_dir = NULL;
 
         const PodContainer *c = only_container(pod);
@@ -293,8 +293,8 @@ static void test_kube_controller_manager(void **state) {
         s.kube_controller_manager.node_monitor_grace_period = (OptDuration){ true, 40 * USEC_PER_SEC };
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_controller_manager_flags(&s, &flags), 0);
-        assert_int_equal(kube_controller_manager_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-controller-manager", flags);
         assert_string_equal(c->image, "registry.k8s.io/kube-controller-manager:v1.31.2");
@@ -316,8 +316,8 @@ static void test_kube_scheduler(void **state) {
         s.kube_scheduler.secure_port = (OptInt){ true, 11259 };
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_scheduler_flags(&s, &flags), 0);
-        assert_int_equal(kube_scheduler_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_SCHEDULER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_SCHEDULER, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-scheduler", flags);
         assert_true(strv_contains(flags, "--secure-port=11259"));
@@ -334,8 +334,8 @@ static void test_kube_proxy(void **state) {
         s.kube_proxy.healthz_bind_address = "0.0.0.0:10266";
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_proxy_flags(&s, &flags), 0);
-        assert_int_equal(kube_proxy_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_PROXY, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-proxy", flags);
         assert_string_equal(pod->priority_class_name, "system-node-critical");
@@ -349,9 +349,9 @@ static void test_kube_proxy(void **state) {
 
         s.kube_proxy.healthz_bind_address = "no-port";
         Pod *bad = NULL;
-        assert_int_equal(kube_proxy_pod_build(&s, &bad), -EINVAL);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, &s, &bad), -EINVAL);
         s.kube_proxy.enabled = (OptBool){ true, false };
-        assert_int_equal(kube_proxy_pod_build(&s, &bad), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, &s, &bad), 0);
         assert_null(bad);
 }
 
@@ -394,19 +394,10 @@ static void test_golden_flags(void **state) {
         _cleanup_(cluster_spec_freep) ClusterSpec *s = NULL;
         _cleanup_strv_free_ char **errors = NULL;
         assert_int_equal(cluster_spec_load(SRCDIR "/examples/cluster.yaml", &s, &errors), 0);
-        static const struct {
-                const char *name;
-                int (*flags)(const ClusterSpec *spec, char ***ret);
-        } c[] = {
-                { "kube-apiserver", kube_apiserver_flags },
-                { "kube-controller-manager", kube_controller_manager_flags },
-                { "kube-scheduler", kube_scheduler_flags },
-                { "kube-proxy", kube_proxy_flags },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(c); i++) {
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 _cleanup_strv_free_ char **flags = NULL;
-                assert_int_equal(c[i].flags(s, &flags), 0);
-                compare_golden(c[i].name, flags);
+                assert_int_equal(component_flags(c, s, &flags), 0);
+                compare_golden(component_to_string(c), flags);
         }
         _cleanup_(pod_freep) Pod *pod = NULL;
         assert_int_equal(etcd_pod_build(s, &(EtcdMemberAssignment){ "main", "b", abc, "/mnt/x" }, &pod), 0);
