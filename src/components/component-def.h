@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "components/control-plane.h"
 #include "shared/pod.h"
 #include "spec/spec.h"
 
@@ -22,6 +23,14 @@ char *component_scratch_keep(ComponentScratch *scratch, char *s);
 /* The one-element list {s}, kept like s; NULL on allocation failure (s is freed). */
 char **component_scratch_list1(ComponentScratch *scratch, char *s);
 
+/* A string key that, when unset, takes another component's value of from_key (set or table default), so
+ * two components agree: the service range is the apiserver's, the pods' CIDR the controller-manager's. */
+typedef struct ComponentInherit {
+        const char *key;
+        Component from;
+        const char *from_key;
+} ComponentInherit;
+
 typedef struct ComponentDef {
         const char *name; /* pod, container, label, binary, log file and image name */
         const Field *fields;
@@ -34,6 +43,7 @@ typedef struct ComponentDef {
         bool expose_port;
         const char *const *file_keys; /* config keys (strings or lists) of files: directories mounted r/o */
         bool ca_certs;                /* mount the host's CA bundle (components that call out over TLS) */
+        const ComponentInherit *inherit; /* ends with a NULL key */
         /* Defaults from the rest of the spec, filled into the scratch copy config after the table's own. */
         int (*derive)(const ClusterSpec *spec, void *config, ComponentScratch *scratch);
         /* What is special about the pod; runs after the file mounts, before the CA bundle. */
@@ -43,5 +53,4 @@ typedef struct ComponentDef {
 int kube_apiserver_derive(const ClusterSpec *spec, void *config, ComponentScratch *scratch);
 int kube_apiserver_finish_pod(Pod *pod, PodContainer *ct, const void *config);
 int kube_controller_manager_derive(const ClusterSpec *spec, void *config, ComponentScratch *scratch);
-int kube_proxy_derive(const ClusterSpec *spec, void *config, ComponentScratch *scratch);
 int kube_proxy_finish_pod(Pod *pod, PodContainer *ct, const void *config);

@@ -47,6 +47,10 @@ static const ComponentDef component_table[_COMPONENT_MAX] = {
                         "authorizationKubeconfig", "clusterSigningCertFile", "clusterSigningKeyFile",
                         "rootCAFile", "serviceAccountPrivateKeyFile", NULL },
                 .ca_certs = true,
+                .inherit = (const ComponentInherit[]){
+                        { "serviceClusterIPRange", COMPONENT_KUBE_APISERVER, "serviceClusterIPRange" },
+                        {},
+                },
                 .derive = kube_controller_manager_derive,
         },
         [COMPONENT_KUBE_SCHEDULER] = {
@@ -68,7 +72,11 @@ static const ComponentDef component_table[_COMPONENT_MAX] = {
                 .cpu_request = "100m",
                 .file_keys = (const char *const[]){ "kubeconfig", NULL },
                 .ca_certs = true,
-                .derive = kube_proxy_derive,
+                /* The controller-manager allocates the pods' CIDR. */
+                .inherit = (const ComponentInherit[]){
+                        { "clusterCIDR", COMPONENT_KUBE_CONTROLLER_MANAGER, "clusterCIDR" },
+                        {},
+                },
                 .finish_pod = kube_proxy_finish_pod,
         },
 };
@@ -129,11 +137,16 @@ static void component_scratch_done(ComponentScratch *scratch) {
 
 /* The config's field called key (the YAML key: the field table already says where each one is and of which
  * type, so the table rows name keys rather than repeat offsets), or NULL. */
-static void *config_member(const ComponentDef *d, const void *config, const char *key, FieldType type) {
+static const Field *config_field(const ComponentDef *d, const char *key, FieldType type) {
         for (const Field *f = d->fields; f->name; f++)
                 if (streq(f->name, key))
-                        return f->type == type ? FIELD_PTR(config, f) : NULL;
+                        return f->type == type ? f : NULL;
         return NULL;
+}
+
+static void *config_member(const ComponentDef *d, const void *config, const char *key, FieldType type) {
+        const Field *f = config_field(d, key, type);
+        return f ? FIELD_PTR(config, f) : NULL;
 }
 
 static const char *config_string(const ComponentDef *d, const void *config, const char *key) {
@@ -152,6 +165,31 @@ bool component_enabled(Component c, const ClusterSpec *spec) {
         return d && def_enabled(d, spec);
 }
 
+/* key of component c as the spec has it, else its table default (derived defaults are not followed). */
+static int spec_string_or_default(Component c, const ClusterSpec *spec, const char *key, const char **ret) {
+        const ComponentDef *d = component_def(c);
+        const Field *f = d ? config_field(d, key, FIELD_STRING) : NULL;
+        if (!f)
+                return -EINVAL;
+        const char *v = *(char *const *)FIELD_PTR((const uint8_t *)spec + d->config_offset, f);
+        *ret = v ?: f->default_value;
+        return 0;
+}
+
+static int inherit_defaults(const ComponentDef *d, const ClusterSpec *spec, void *config) {
+        for (const ComponentInherit *i = d->inherit; i && i->key; i++) {
+                char **p = config_member(d, config, i->key, FIELD_STRING);
+                if (!p)
+                        return -EINVAL;
+                const char *v;
+                int r = spec_string_or_default(i->from, spec, i->from_key, &v);
+                if (r < 0)
+                        return r;
+                *p = *p ?: (char *)v; /* aliases the spec or the table, like the table's defaults */
+        }
+        return 0;
+}
+
 /* The effective config (table defaults, then the row's derived ones) and its flags; *ret_flags = NULL
  * when the component is disabled. */
 static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, ComponentConfig *config,
@@ -162,6 +200,9 @@ static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, Com
         }
         memcpy(config, (const uint8_t *)spec + d->config_offset, d->config_size);
         int r = flags_fill_defaults(d->fields, config);
+        if (r < 0)
+                return r;
+        r = inherit_defaults(d, spec, config);
         if (r < 0)
                 return r;
         r = d->derive ? d->derive(spec, config, scratch) : 0;

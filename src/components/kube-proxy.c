@@ -1,24 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What kube-proxy needs beyond its row in the component table: the pods' CIDR from the controller-manager,
- * and a privileged pod with the host's kernel modules and iptables lock, probed on its healthz address. */
+/* What kube-proxy needs beyond its row in the component table: a privileged pod with the host's kernel
+ * modules and iptables lock, probed on its healthz address. */
 #include <string.h>
 
 #include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "components/component-def.h"
 #include "components/conventions.h"
-#include "components/flags.h"
-
-int kube_proxy_derive(const ClusterSpec *spec, void *config, ComponentScratch *scratch) {
-        KubeProxyConfig *c = config;
-        KubeControllerManagerConfig kcm = spec->kube_controller_manager;
-        /* Pods' CIDR is the controller-manager's, which allocates it. */
-        int r = flags_fill_defaults(kube_controller_manager_config_fields, &kcm);
-        if (r < 0)
-                return r;
-        c->cluster_cidr = c->cluster_cidr ?: kcm.cluster_cidr;
-        return 0;
-}
 
 /* The port of healthzBindAddress ("0.0.0.0:10256", "[::]:10256"), or the default. */
 static int healthz_port(const KubeProxyConfig *c, int *ret) {
