@@ -355,6 +355,39 @@ static void test_kube_proxy(void **state) {
         assert_null(bad);
 }
 
+/* Every component has a row whose name maps back and names its pod; anything else is refused. */
+static void test_component_table(void **state) {
+        ClusterSpec s = test_spec();
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
+                _cleanup_(pod_freep) Pod *pod = NULL;
+                assert_non_null(component_to_string(c));
+                assert_int_equal(component_from_string(component_to_string(c)), c);
+                assert_true(component_enabled(c, &s));
+                assert_int_equal(component_pod_build(c, &s, &pod), 0);
+                assert_string_equal(pod->name, component_to_string(c));
+        }
+        _cleanup_strv_free_ char **flags = NULL;
+        Pod *pod = NULL;
+        assert_null(component_to_string(_COMPONENT_MAX));
+        assert_int_equal(component_from_string("etcd"), _COMPONENT_INVALID);
+        assert_int_equal(component_flags(_COMPONENT_MAX, &s, &flags), -EINVAL);
+        assert_int_equal(component_pod_build(_COMPONENT_INVALID, &s, &pod), -EINVAL);
+        assert_null(pod);
+}
+
+/* Unset, a key takes the other component's table default: the components agree without a loaded spec. */
+static void test_inherited_defaults(void **state) {
+        ClusterSpec s = test_spec();
+        _cleanup_strv_free_ char **kcm = NULL, **proxy = NULL;
+        assert_int_equal(component_flags(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &kcm), 0);
+        assert_true(strv_contains(kcm, "--service-cluster-ip-range=100.64.0.0/13"));
+        assert_int_equal(component_flags(COMPONENT_KUBE_PROXY, &s, &proxy), 0);
+        assert_true(strv_contains(proxy, "--cluster-cidr=100.96.0.0/11"));
+        /* the spec itself is not modified */
+        assert_null(s.kube_controller_manager.service_cluster_ip_range);
+        assert_null(s.kube_proxy.cluster_cidr);
+}
+
 static void test_render_set(void **state) {
         ClusterSpec s = test_spec();
         EtcdMemberAssignment m[] = { { "main", "a", abc, "/mnt/a" }, { "events", "a", abc, "/mnt/b" } };
@@ -460,6 +493,8 @@ int main(void) {
                 cmocka_unit_test(test_kube_controller_manager),
                 cmocka_unit_test(test_kube_scheduler),
                 cmocka_unit_test(test_kube_proxy),
+                cmocka_unit_test(test_component_table),
+                cmocka_unit_test(test_inherited_defaults),
                 cmocka_unit_test(test_render_set),
                 cmocka_unit_test(test_golden_flags),
                 cmocka_unit_test(test_config_validation),
