@@ -190,8 +190,8 @@ static int inherit_defaults(const ComponentDef *d, const ClusterSpec *spec, void
         return 0;
 }
 
-/* The effective config (table defaults, then the row's derived ones) and its flags; *ret_flags = NULL
- * when the component is disabled. */
+/* The effective config (table defaults, inherited ones, then the hook's derived ones) and its flags;
+ * *ret_flags = NULL when the component is disabled. */
 static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, ComponentConfig *config,
                              ComponentScratch *scratch, char ***ret_flags) {
         if (!def_enabled(d, spec)) {
