@@ -3,7 +3,8 @@
 
 /* The names, paths and ports a kops (or kubeadm) master expects, kept in one place so that a node
  * provisioned for kops keeps working and so that the whole set can move to a model room later: nothing
- * here depends on more than the cluster spec. ARCHITECTURE.md, "Conventions kept from kops". */
+ * here depends on more than the cluster spec. docs/components.md lists them ("What every static pod has",
+ * "etcd (kops naming)"). */
 
 #include "spec/spec.h"
 
