@@ -1,24 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The builders of the control-plane static pods: spec -> flags -> pod model. Each *_flags() gives the sorted
- * flags exactly as they end up in the pod's command (caller frees with strv_free); each *_pod_build() the
- * pod (caller frees with pod_free). Defaults from the field tables and from the rest of the spec (etcd
- * servers, images, issuer, cluster CIDR ...) are applied to a scratch copy, never to the spec. */
+/* The kube-* control-plane components, built from one table of definitions (component-table.c): spec ->
+ * flags -> pod model. component_flags() gives the sorted flags exactly as they end up in the pod's command
+ * (caller frees with strv_free); component_pod_build() the pod (caller frees with pod_free). Defaults from
+ * the field tables and from the rest of the spec (etcd servers, images, issuer, cluster CIDR ...) are
+ * applied to a scratch copy, never to the spec. A disabled component (kubeProxy.enabled: false) gives
+ * *ret = NULL and 0. etcd has its own builder (etcd.h): its pod depends on the member assignment. */
+
+#include <errno.h>
+#include <stdbool.h>
 
 #include "shared/pod.h"
 #include "spec/spec.h"
 
-int kube_apiserver_flags(const ClusterSpec *spec, char ***ret);
-int kube_apiserver_pod_build(const ClusterSpec *spec, Pod **ret);
+typedef enum Component {
+        COMPONENT_KUBE_APISERVER,
+        COMPONENT_KUBE_CONTROLLER_MANAGER,
+        COMPONENT_KUBE_SCHEDULER,
+        COMPONENT_KUBE_PROXY,
+        _COMPONENT_MAX,
+        _COMPONENT_INVALID = -EINVAL,
+} Component;
 
-int kube_controller_manager_flags(const ClusterSpec *spec, char ***ret);
-int kube_controller_manager_pod_build(const ClusterSpec *spec, Pod **ret);
+/* "kube-apiserver": the pod, container, binary and image name; NULL for an invalid component. */
+const char *component_to_string(Component c);
+Component component_from_string(const char *s);
 
-int kube_scheduler_flags(const ClusterSpec *spec, char ***ret);
-int kube_scheduler_pod_build(const ClusterSpec *spec, Pod **ret);
-
-/* kube-proxy is optional (kubeProxy.enabled: false): *ret = NULL then, and 0 is returned. */
-int kube_proxy_flags(const ClusterSpec *spec, char ***ret);
-int kube_proxy_pod_build(const ClusterSpec *spec, Pod **ret);
-bool kube_proxy_enabled(const ClusterSpec *spec);
+bool component_enabled(Component c, const ClusterSpec *spec);
+int component_flags(Component c, const ClusterSpec *spec, char ***ret);
+int component_pod_build(Component c, const ClusterSpec *spec, Pod **ret);

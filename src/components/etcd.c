@@ -1,32 +1,67 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "components/etcd.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "components/conventions.h"
+#include "components/flags.h"
 #include "components/static-pod.h"
 #include "manifest/pod-yaml.h"
 
-/* Data directories and pod names are kops' (ARCHITECTURE.md, "Conventions kept from kops"). */
-#define ETCD_DATA_DIR "/var/etcd/data"
-#define ETCD_BINARY   "/usr/local/bin/etcd"
-
 static bool is_main(const char *cluster) {
-        return streq(cluster, "main");
+        return streq(cluster, ETCD_MAIN_CLUSTER);
+}
+
+/* RFC 1123 label: [a-z0-9]([a-z0-9-]*[a-z0-9])?, at most 63 characters; cluster and member names end up in
+ * DNS names, pod names and file names. */
+static bool dns_label_is_valid(const char *s) {
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > 63)
+                return false;
+        if (s[strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-")] != 0)
+                return false;
+        return s[0] != '-' && s[n - 1] != '-';
+}
+
+const EtcdClusterSpec *etcd_cluster_find(const ClusterSpec *spec, const char *name) {
+        const EtcdClusterSpec *items = spec->etcd_clusters.items;
+        for (size_t i = 0; name && items && i < spec->etcd_clusters.n; i++)
+                if (items[i].name && streq(items[i].name, name))
+                        return &items[i];
+        return NULL;
+}
+
+int etcd_cluster_ports(const EtcdClusterSpec *e, int *ret_client, int *ret_peer) {
+        int client = -1, peer = -1;
+        if (streq(e->name, ETCD_MAIN_CLUSTER))
+                client = ETCD_MAIN_CLIENT_PORT, peer = ETCD_MAIN_PEER_PORT;
+        else if (streq(e->name, ETCD_EVENTS_CLUSTER))
+                client = ETCD_EVENTS_CLIENT_PORT, peer = ETCD_EVENTS_PEER_PORT;
+        if (e->client_port.set)
+                client = (int)e->client_port.value;
+        if (e->peer_port.set)
+                peer = (int)e->peer_port.value;
+        if (client < 1 || client > 65535 || peer < 1 || peer > 65535 || client == peer)
+                return -EINVAL;
+        *ret_client = client;
+        *ret_peer = peer;
+        return 0;
 }
 
 /* "etcd" / "etcd-events": kops' etcd cluster name, the stem of member names and the cluster token. */
 static char *kops_cluster_name(const char *cluster) {
-        return is_main(cluster) ? strdup("etcd") : strjoin("etcd-", cluster);
+        return is_main(cluster) ? strdup(ETCD_KOPS_NAME) : strjoin(ETCD_KOPS_NAME "-", cluster);
 }
 
 int etcd_member_name(const char *cluster, const char *member, char **ret) {
         if (!dns_label_is_valid(cluster) || !dns_label_is_valid(member))
                 return -EINVAL;
-        char *s = is_main(cluster) ? strjoin("etcd-", member) : strjoin("etcd-", cluster, "-", member);
+        _cleanup_free_ char *kops = kops_cluster_name(cluster);
+        if (!kops)
+                return -ENOMEM;
+        char *s = strjoin(kops, "-", member);
         if (!s)
                 return -ENOMEM;
         /* It becomes one DNS label of the member's name. */
@@ -37,13 +72,12 @@ int etcd_member_name(const char *cluster, const char *member, char **ret) {
         *ret = s;
         return 0;
 }
-
 int etcd_member_dns_name(const ClusterSpec *spec, const char *cluster, const char *member, char **ret) {
         _cleanup_free_ char *name = NULL, *suffix = NULL;
         int r = etcd_member_name(cluster, member, &name);
         if (r < 0)
                 return r;
-        r = spec_internal_suffix(spec, &suffix);
+        r = conventions_internal_suffix(spec, &suffix);
         if (r < 0)
                 return r;
         char *s = strjoin(name, ".", suffix);
@@ -56,7 +90,8 @@ int etcd_member_dns_name(const ClusterSpec *spec, const char *cluster, const cha
 int etcd_manifest_file_name(const char *cluster, char **ret) {
         if (!dns_label_is_valid(cluster))
                 return -EINVAL;
-        char *s = is_main(cluster) ? strdup("etcd.manifest") : strjoin("etcd-", cluster, ".manifest");
+        char *s = is_main(cluster) ? strdup(ETCD_KOPS_NAME MANIFEST_SUFFIX)
+                                   : strjoin(ETCD_KOPS_NAME "-", cluster, MANIFEST_SUFFIX);
         if (!s)
                 return -ENOMEM;
         *ret = s;
@@ -102,7 +137,7 @@ static int etcd_layout(const EtcdClusterSpec *e, const EtcdMemberAssignment *m, 
         /* With client-cert-auth the kubelet's probe cannot pass TLS, so a TLS member also serves /health in
          * plain http on loopback, on kops' etcd metrics ports (main 8081, events 8082). */
         if (!isempty(e->tls_dir)) {
-                l.metrics_port = l.client_port + 4080;
+                l.metrics_port = l.client_port + ETCD_METRICS_PORT_SHIFT;
                 if (l.metrics_port > 65535)
                         return -EINVAL;
         }
@@ -116,30 +151,6 @@ static int etcd_layout(const EtcdClusterSpec *e, const EtcdMemberAssignment *m, 
         }
         *ret = l;
         return 0;
-}
-
-static int push_flag(char ***l, const char *name, const char *value) {
-        char *s = strjoin("--", name, "=", value);
-        if (!s)
-                return -ENOMEM;
-        int r = strv_push(l, s);
-        if (r < 0)
-                free(s);
-        return r;
-}
-
-static int push_flag_printf(char ***l, const char *name, const char *format, ...) _printf_(3, 4);
-static int push_flag_printf(char ***l, const char *name, const char *format, ...) {
-        _cleanup_free_ char *v = NULL;
-        va_list ap;
-        va_start(ap, format);
-        int n = vasprintf(&v, format, ap);
-        va_end(ap);
-        if (n < 0) {
-                v = NULL;
-                return -ENOMEM;
-        }
-        return push_flag(l, name, v);
 }
 
 /* name1=url1,name2=url2 for every member, in the given order. */
@@ -174,50 +185,66 @@ static int tls_flags(const EtcdClusterSpec *e, char ***l) {
         };
         const char *sep = endswith(e->tls_dir, "/") ? "" : "/";
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                int r = push_flag_printf(l, files[i].flag, "%s%s%s", e->tls_dir, sep, files[i].file);
+                int r = flags_pushf(l, files[i].flag, "%s%s%s", e->tls_dir, sep, files[i].file);
                 if (r < 0)
                         return r;
         }
-        int r = push_flag(l, "client-cert-auth", "true");
+        int r = flags_push(l, "client-cert-auth", "true");
         if (r < 0)
                 return r;
-        return push_flag(l, "peer-client-cert-auth", "true");
+        return flags_push(l, "peer-client-cert-auth", "true");
 }
 
-/* Only flags etcd 3.4 and 3.5 both know. */
-static int etcd_flags(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
-                      const EtcdLayout *l, char ***ret) {
-        _cleanup_strv_free_ char **f = new0(char *, 1);
-        _cleanup_free_ char *name = NULL, *dns = NULL, *cluster = NULL,
-                            *kops = kops_cluster_name(m->cluster);
-        int r;
-
-        if (!f || !kops)
-                return -ENOMEM;
-        r = etcd_member_name(m->cluster, m->member, &name);
+/* This member's name, data and URLs: it listens on every address and advertises its DNS name. */
+static int member_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, const EtcdLayout *l,
+                        char ***f) {
+        _cleanup_free_ char *name = NULL, *dns = NULL;
+        int r = etcd_member_name(m->cluster, m->member, &name);
         if (r < 0)
                 return r;
         r = etcd_member_dns_name(spec, m->cluster, m->member, &dns);
         if (r < 0)
                 return r;
-        r = initial_cluster(spec, m, l, &cluster);
-        if (r < 0)
-                return r;
-
-        if (push_flag(&f, "name", name) < 0 || push_flag(&f, "data-dir", l->data_dir) < 0 ||
-            push_flag_printf(&f, "listen-client-urls", "%s://0.0.0.0:%d", l->scheme, l->client_port) < 0 ||
-            push_flag_printf(&f, "advertise-client-urls", "%s://%s:%d", l->scheme, dns, l->client_port) <
-                0 ||
-            push_flag_printf(&f, "listen-peer-urls", "%s://0.0.0.0:%d", l->scheme, l->peer_port) < 0 ||
-            push_flag_printf(&f, "initial-advertise-peer-urls", "%s://%s:%d", l->scheme, dns, l->peer_port) <
-                0 ||
-            push_flag(&f, "initial-cluster", cluster) < 0 ||
-            push_flag(&f, "initial-cluster-state", "new") < 0 ||
-            push_flag_printf(&f, "initial-cluster-token", "etcd-cluster-token-%s", kops) < 0)
+        if (flags_push(f, "name", name) < 0 || flags_push(f, "data-dir", l->data_dir) < 0 ||
+            flags_pushf(f, "listen-client-urls", "%s://0.0.0.0:%d", l->scheme, l->client_port) < 0 ||
+            flags_pushf(f, "advertise-client-urls", "%s://%s:%d", l->scheme, dns, l->client_port) < 0 ||
+            flags_pushf(f, "listen-peer-urls", "%s://0.0.0.0:%d", l->scheme, l->peer_port) < 0 ||
+            flags_pushf(f, "initial-advertise-peer-urls", "%s://%s:%d", l->scheme, dns, l->peer_port) < 0)
                 return -ENOMEM;
         if (l->metrics_port > 0 &&
-            push_flag_printf(&f, "listen-metrics-urls", "http://127.0.0.1:%d", l->metrics_port) < 0)
+            flags_pushf(f, "listen-metrics-urls", "http://127.0.0.1:%d", l->metrics_port) < 0)
                 return -ENOMEM;
+        return 0;
+}
+
+/* Every member bootstraps the same cluster from the same list: all members in tag order, kops' token. */
+static int cluster_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, const EtcdLayout *l,
+                         char ***f) {
+        _cleanup_free_ char *cluster = NULL, *kops = kops_cluster_name(m->cluster);
+        if (!kops)
+                return -ENOMEM;
+        int r = initial_cluster(spec, m, l, &cluster);
+        if (r < 0)
+                return r;
+        if (flags_push(f, "initial-cluster", cluster) < 0 ||
+            flags_push(f, "initial-cluster-state", "new") < 0 ||
+            flags_pushf(f, "initial-cluster-token", ETCD_TOKEN_PREFIX "%s", kops) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Only flags etcd 3.4 and 3.5 both know; sorted like every component's (flags.h). */
+static int etcd_flags(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
+                      const EtcdLayout *l, char ***ret) {
+        _cleanup_strv_free_ char **f = new0(char *, 1);
+        if (!f)
+                return -ENOMEM;
+        int r = member_flags(spec, m, l, &f);
+        if (r < 0)
+                return r;
+        r = cluster_flags(spec, m, l, &f);
+        if (r < 0)
+                return r;
         if (!isempty(e->tls_dir)) {
                 r = tls_flags(e, &f);
                 if (r < 0)
@@ -228,27 +255,16 @@ static int etcd_flags(const ClusterSpec *spec, const EtcdClusterSpec *e, const E
         return 0;
 }
 
-static int etcd_container(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
-                          const EtcdLayout *l, Pod *pod, PodContainer *c) {
-        _cleanup_strv_free_ char **flags = NULL;
-        int r = etcd_flags(spec, e, m, l, &flags);
-        if (r < 0)
-                return r;
-        r = container_set_command(c, (const char *const[]){ ETCD_BINARY, NULL }, flags);
-        if (r < 0)
-                return r;
-        /* kops' requests: main gets more CPU than the other clusters. */
-        r = container_set_requests(c, is_main(m->cluster) ? "200m" : "100m", "100Mi");
-        if (r < 0)
-                return r;
+/* Ports, the probe and the volumes: what etcd adds to the common static pod. */
+static int etcd_container(const EtcdClusterSpec *e, const EtcdLayout *l, Pod *pod, PodContainer *c) {
         if (pod_container_add_port(c, "client", l->client_port, l->client_port) < 0 ||
             pod_container_add_port(c, "peer", l->peer_port, l->peer_port) < 0)
                 return -ENOMEM;
         if (l->metrics_port > 0 &&
             pod_container_add_port(c, "metrics", l->metrics_port, l->metrics_port) < 0)
                 return -ENOMEM;
-        r = pod_probe_http(&c->liveness_probe, "HTTP", "127.0.0.1", "/health",
-                           l->metrics_port > 0 ? l->metrics_port : l->client_port, 15, 15);
+        int r = pod_probe_http(&c->liveness_probe, "HTTP", HEALTH_PROBE_HOST, "/health",
+                               l->metrics_port > 0 ? l->metrics_port : l->client_port, 15, 15);
         if (r < 0)
                 return r;
 
@@ -266,16 +282,38 @@ static int etcd_container(const ClusterSpec *spec, const EtcdClusterSpec *e, con
         return 0;
 }
 
+static int etcd_pod_new(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
+                        const EtcdLayout *l, Pod **ret, PodContainer **ret_container) {
+        _cleanup_strv_free_ char **flags = NULL;
+        _cleanup_free_ char *pod_name =
+            is_main(m->cluster) ? strdup(ETCD_POD_NAME) : strjoin(ETCD_POD_NAME "-", m->cluster);
+        if (!pod_name)
+                return -ENOMEM;
+        int r = etcd_flags(spec, e, m, l, &flags);
+        if (r < 0)
+                return r;
+        StaticPodParams p = {
+                .name = pod_name,
+                .image = isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image,
+                .priority_class = PRIORITY_CLUSTER_CRITICAL,
+                .binary = ETCD_BINARY,
+                .flags = flags,
+                /* kops' requests: main gets more CPU than the other clusters. */
+                .cpu_request = is_main(m->cluster) ? "200m" : "100m",
+                .memory_request = "100Mi",
+        };
+        return static_pod_new(&p, ret, ret_container);
+}
+
 int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod **ret) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_(etcd_layout_done) EtcdLayout l = {};
-        _cleanup_free_ char *pod_name = NULL;
         PodContainer *c;
 
         int r = check_assignment(m);
         if (r < 0)
                 return r;
-        const EtcdClusterSpec *e = spec_find_etcd_cluster(spec, m->cluster);
+        const EtcdClusterSpec *e = etcd_cluster_find(spec, m->cluster);
         if (!e)
                 return -ENOENT;
         if (!isempty(e->tls_dir) && (e->tls_dir[0] != '/' || string_has_cc(e->tls_dir)))
@@ -283,15 +321,10 @@ int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod *
         r = etcd_layout(e, m, &l);
         if (r < 0)
                 return r;
-
-        pod_name = is_main(m->cluster) ? strdup("etcd-server") : strjoin("etcd-server-", m->cluster);
-        if (!pod_name)
-                return -ENOMEM;
-        r = static_pod_new(pod_name, isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image,
-                           PRIORITY_CLUSTER_CRITICAL, &pod, &c);
+        r = etcd_pod_new(spec, e, m, &l, &pod, &c);
         if (r < 0)
                 return r;
-        r = etcd_container(spec, e, m, &l, pod, c);
+        r = etcd_container(e, &l, pod, c);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(pod);

@@ -2,6 +2,8 @@
 #include "components/flags.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,96 +43,85 @@ static int render_map(const Field *f, char *const *map, char **ret) {
         return 0;
 }
 
+/* Every Opt* type of field.h starts with `bool set`, so one check serves them all. */
+static bool field_is_opt(FieldType t) {
+        return t == FIELD_BOOL || t == FIELD_INT || t == FIELD_DURATION || t == FIELD_ENUM;
+}
+
+static bool opt_is_set(const void *p) {
+        return *(const bool *)p;
+}
+
+/* The name of enum value i; -EINVAL when i is not in the (NULL-terminated) enum_values. */
+static int enum_name(const Field *f, int i, const char **ret) {
+        if (!f->enum_values || i < 0)
+                return -EINVAL;
+        for (int j = 0; j <= i; j++)
+                if (!f->enum_values[j])
+                        return -EINVAL;
+        *ret = f->enum_values[i];
+        return 0;
+}
+
 /* The value of one scalar-ish field as the flag would carry it; *ret = NULL when the field emits nothing. */
 static int render_value(const Field *f, const void *obj, char **ret) {
         const void *p = FIELD_PTR(obj, f);
         char buf[GO_DURATION_MAX];
-        char *s = NULL;
+        const char *v = NULL;          /* a value to copy, or */
+        _cleanup_free_ char *s = NULL; /* one made here */
+        int r = 0;
 
+        if (field_is_opt(f->type) && !opt_is_set(p)) {
+                *ret = NULL;
+                return 0;
+        }
         switch (f->type) {
-        case FIELD_STRING: {
-                const char *v = *(char *const *)p;
-                if (isempty(v))
-                        break;
-                s = strdup(v);
-                if (!s)
-                        return -ENOMEM;
+        case FIELD_STRING:
+                v = *(char *const *)p;
+                v = isempty(v) ? NULL : v;
                 break;
-        }
-        case FIELD_BOOL: {
-                const OptBool *v = p;
-                if (!v->set)
-                        break;
-                s = strdup(v->value ? "true" : "false");
-                if (!s)
-                        return -ENOMEM;
+        case FIELD_BOOL:
+                v = ((const OptBool *)p)->value ? "true" : "false";
                 break;
-        }
-        case FIELD_INT: {
-                const OptInt *v = p;
-                if (!v->set)
-                        break;
-                s = strprintf("%" PRIi64, v->value);
-                if (!s)
-                        return -ENOMEM;
+        case FIELD_INT:
+                s = strprintf("%" PRIi64, ((const OptInt *)p)->value);
+                r = s ? 0 : -ENOMEM;
                 break;
-        }
-        case FIELD_DURATION: {
-                const OptDuration *v = p;
-                if (!v->set)
-                        break;
-                s = strdup(format_go_duration(buf, v->value));
-                if (!s)
-                        return -ENOMEM;
+        case FIELD_DURATION:
+                v = format_go_duration(buf, ((const OptDuration *)p)->value);
                 break;
-        }
-        case FIELD_ENUM: {
-                const OptEnum *v = p;
-                if (!v->set)
-                        break;
-                if (!f->enum_values || v->value < 0)
-                        return -EINVAL;
-                for (int i = 0; i < v->value; i++)
-                        if (!f->enum_values[i])
-                                return -EINVAL;
-                if (!f->enum_values[v->value])
-                        return -EINVAL;
-                s = strdup(f->enum_values[v->value]);
-                if (!s)
-                        return -ENOMEM;
+        case FIELD_ENUM:
+                r = enum_name(f, ((const OptEnum *)p)->value, &v);
                 break;
-        }
-        case FIELD_STRV: {
-                char *const *v = *(char **const *)p;
-                if (strv_length(v) == 0)
-                        break;
-                s = strv_join(v, ",");
-                if (!s)
-                        return -ENOMEM;
+        case FIELD_STRV:
+                if (strv_length(*(char **const *)p) > 0) {
+                        s = strv_join(*(char **const *)p, ",");
+                        r = s ? 0 : -ENOMEM;
+                }
                 break;
-        }
-        case FIELD_MAP: {
-                char *const *v = *(char **const *)p;
-                if (strv_length(v) == 0)
-                        break;
-                int r = render_map(f, v, &s);
-                if (r < 0)
-                        return r;
+        case FIELD_MAP:
+                if (strv_length(*(char **const *)p) > 0)
+                        r = render_map(f, *(char **const *)p, &s);
                 break;
-        }
         default:
                 return -EINVAL;
         }
-
+        if (r < 0)
+                return r;
+        if (!s && v) {
+                s = strdup(v);
+                if (!s)
+                        return -ENOMEM;
+        }
         if (s && f->empty_value && streq(s, f->empty_value)) {
                 free(s);
                 s = NULL;
         }
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
-static int append_flag(char ***l, const char *flag, const char *value) {
+int flags_push(char ***l, const char *flag, const char *value) {
         char *s = strjoin("--", flag, "=", value);
         if (!s)
                 return -ENOMEM;
@@ -138,6 +129,19 @@ static int append_flag(char ***l, const char *flag, const char *value) {
         if (r < 0)
                 free(s);
         return r;
+}
+
+int flags_pushf(char ***l, const char *flag, const char *format, ...) {
+        _cleanup_free_ char *v = NULL;
+        va_list ap;
+        va_start(ap, format);
+        int n = vasprintf(&v, format, ap);
+        va_end(ap);
+        if (n < 0) {
+                v = NULL; /* undefined after a failure */
+                return -ENOMEM;
+        }
+        return flags_push(l, flag, v);
 }
 
 static int append_field(const Field *f, const void *obj, char ***l) {
@@ -156,13 +160,13 @@ static int append_field(const Field *f, const void *obj, char ***l) {
         if (f->type == FIELD_STRV && (f->flags & FIELD_FLAG_REPEAT)) {
                 char *const *v = *(char **const *)FIELD_PTR(obj, f);
                 for (size_t i = 0; v[i]; i++) {
-                        r = append_flag(l, f->flag, v[i]);
+                        r = flags_push(l, f->flag, v[i]);
                         if (r < 0)
                                 return r;
                 }
                 return 0;
         }
-        return append_flag(l, f->flag, value);
+        return flags_push(l, f->flag, value);
 }
 
 int flags_append(const Field *fields, const void *obj, char ***l) {
@@ -189,55 +193,41 @@ int flags_build(const Field *fields, const void *obj, char ***ret) {
 static int fill_default(const Field *f, void *obj) {
         void *p = FIELD_PTR(obj, f);
         const char *d = f->default_value;
+        int64_t i;
+        uint64_t u;
 
-        switch (f->type) {
-        case FIELD_STRING:
+        if (f->type == FIELD_STRING) {
                 if (!*(char **)p)
                         *(char **)p = (char *)d;
                 return 0;
-        case FIELD_BOOL: {
-                OptBool *v = p;
-                if (v->set)
-                        return 0;
+        }
+        /* Lists and maps have no scalar default (see component-config.c); a set value is kept. */
+        if (!field_is_opt(f->type) || opt_is_set(p))
+                return 0;
+
+        switch (f->type) {
+        case FIELD_BOOL:
                 if (!streq(d, "true") && !streq(d, "false"))
                         return -EINVAL;
-                *v = (OptBool){ .set = true, .value = streq(d, "true") };
+                *(OptBool *)p = (OptBool){ .set = true, .value = streq(d, "true") };
                 return 0;
-        }
-        case FIELD_INT: {
-                OptInt *v = p;
-                int64_t i;
-                if (v->set)
-                        return 0;
+        case FIELD_INT:
                 if (safe_atoi64(d, &i) < 0)
                         return -EINVAL;
-                *v = (OptInt){ .set = true, .value = i };
+                *(OptInt *)p = (OptInt){ .set = true, .value = i };
                 return 0;
-        }
-        case FIELD_DURATION: {
-                OptDuration *v = p;
-                uint64_t u;
-                if (v->set)
-                        return 0;
+        case FIELD_DURATION:
                 if (parse_duration_usec(d, &u) < 0)
                         return -EINVAL;
-                *v = (OptDuration){ .set = true, .value = u };
+                *(OptDuration *)p = (OptDuration){ .set = true, .value = u };
                 return 0;
-        }
-        case FIELD_ENUM: {
-                OptEnum *v = p;
-                if (v->set)
-                        return 0;
-                for (int i = 0; f->enum_values && f->enum_values[i]; i++)
-                        if (streq(f->enum_values[i], d)) {
-                                *v = (OptEnum){ .set = true, .value = i };
+        default: /* FIELD_ENUM */
+                for (int e = 0; f->enum_values && f->enum_values[e]; e++)
+                        if (streq(f->enum_values[e], d)) {
+                                *(OptEnum *)p = (OptEnum){ .set = true, .value = e };
                                 return 0;
                         }
                 return -EINVAL;
-        }
-        default:
-                /* Lists and maps have no scalar default (see component-config.c). */
-                return 0;
         }
 }
 

@@ -13,7 +13,12 @@
  *   - nested FIELD_STRUCT fields are walked; FIELD_STRUCT_LIST has no flag form and is skipped;
  *   - the whole list is sorted as strings, so the order never depends on the table. */
 
+#include "basic/macro.h"
 #include "spec/field.h"
+
+/* Appends "--flag=value" to *l; the printf form formats the value. */
+int flags_push(char ***l, const char *flag, const char *value);
+int flags_pushf(char ***l, const char *flag, const char *format, ...) _printf_(3, 4);
 
 /* Appends the flags of obj (described by fields) to *l, unsorted. */
 int flags_append(const Field *fields, const void *obj, char ***l);

@@ -6,6 +6,7 @@
 
 #include "basic/string-util.h"
 #include "components/control-plane.h"
+#include "components/conventions.h"
 #include "manifest/pod-yaml.h"
 
 void rendered_manifests_done(RenderedManifests *m) {
@@ -28,7 +29,7 @@ static int add(RenderedManifests *m, char **file_name, char **text) {
 }
 
 static int add_pod(RenderedManifests *m, const char *name, Pod *pod) {
-        _cleanup_free_ char *file_name = strjoin(name, ".manifest"), *text = NULL;
+        _cleanup_free_ char *file_name = strjoin(name, MANIFEST_SUFFIX), *text = NULL;
         if (!file_name)
                 return -ENOMEM;
         int r = pod_to_yaml(pod, &text);
@@ -37,29 +38,19 @@ static int add_pod(RenderedManifests *m, const char *name, Pod *pod) {
         return add(m, &file_name, &text);
 }
 
-static const struct {
-        const char *name;
-        int (*build)(const ClusterSpec *spec, Pod **ret);
-} builders[] = {
-        { "kube-apiserver", kube_apiserver_pod_build },
-        { "kube-controller-manager", kube_controller_manager_pod_build },
-        { "kube-scheduler", kube_scheduler_pod_build },
-        { "kube-proxy", kube_proxy_pod_build },
-};
-
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
                          RenderedManifests *ret, const char **ret_failed) {
         _cleanup_(rendered_manifests_done) RenderedManifests m = {};
         int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(builders); i++) {
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 _cleanup_(pod_freep) Pod *pod = NULL;
-                r = builders[i].build(spec, &pod);
-                if (r >= 0 && pod)
-                        r = add_pod(&m, builders[i].name, pod);
+                r = component_pod_build(c, spec, &pod);
+                if (r >= 0 && pod) /* NULL: disabled */
+                        r = add_pod(&m, component_to_string(c), pod);
                 if (r < 0) {
                         if (ret_failed)
-                                *ret_failed = builders[i].name;
+                                *ret_failed = component_to_string(c);
                         return r;
                 }
         }

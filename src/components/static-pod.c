@@ -5,110 +5,30 @@
 
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "components/conventions.h"
 
-int static_pod_new(const char *name, const char *image, const char *priority_class, Pod **ret,
-                   PodContainer **ret_container) {
-        _cleanup_(pod_freep) Pod *pod = NULL;
-        PodContainer *c;
-
-        int r = pod_new(name, STATIC_POD_NAMESPACE, &pod);
-        if (r < 0)
-                return r;
-        pod->host_network = true;
-        pod->priority_class_name = strdup(priority_class);
-        if (!pod->priority_class_name)
+/* command = [go-runner --log-file=... --also-stdout] /usr/local/bin/<binary> flags... */
+static int set_command(Pod *pod, PodContainer *c, const StaticPodParams *p) {
+        _cleanup_free_ char *binary = strjoin(COMPONENT_BINARY_DIR, p->binary);
+        _cleanup_free_ char *log = strjoin(COMPONENT_LOG_DIR, p->binary, ".log");
+        _cleanup_free_ char *log_flag = strjoin("--log-file=", log);
+        _cleanup_strv_free_ char **l = new0(char *, 1);
+        if (!binary || !log || !log_flag || !l)
                 return -ENOMEM;
-        r = pod_kv_set(&pod->labels, "k8s-app", name);
-        if (r < 0)
-                return r;
-        /* Control-plane pods must run even where nodes are tainted for add-ons only (kops does the same). */
-        r = pod_add_toleration(pod, "CriticalAddonsOnly", "Exists", NULL, NULL);
-        if (r < 0)
-                return r;
-        r = pod_add_container(pod, name, image, &c);
-        if (r < 0)
-                return r;
-        *ret_container = c;
-        *ret = TAKE_PTR(pod);
-        return 0;
-}
-
-static bool version_is_valid(const char *v) {
-        return !isempty(v) && strlen(v) < 64 &&
-               v[strspn(v, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-")] == 0;
-}
-
-int component_image(const ClusterSpec *spec, const char *override, const char *component, char **ret) {
-        char *s;
-        if (!isempty(override))
-                s = strdup(override);
-        else {
-                const char *v = spec->kubernetes_version;
-                if (!version_is_valid(v))
-                        return -EINVAL;
-                if (v[0] == 'v')
-                        v++;
-                s = strprintf("%s/%s:v%s", CONTROL_PLANE_IMAGE_REGISTRY, component, v);
-        }
-        if (!s)
+        if (p->go_runner && (strv_extend(&l, GO_RUNNER) < 0 || strv_extend(&l, log_flag) < 0 ||
+                             strv_extend(&l, "--also-stdout") < 0))
                 return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
-int spec_internal_suffix(const ClusterSpec *spec, char **ret) {
-        char *s;
-        if (!isempty(spec->dns.internal_suffix))
-                s = strdup(spec->dns.internal_suffix);
-        else if (!isempty(spec->name))
-                s = strjoin("internal.", spec->name);
-        else
-                return -EINVAL;
-        if (!s)
+        if (strv_extend(&l, binary) < 0)
                 return -ENOMEM;
-        /* a trailing dot would end up inside URLs */
-        size_t n = strlen(s);
-        if (n > 1 && s[n - 1] == '.')
-                s[n - 1] = 0;
-        *ret = s;
-        return 0;
+        for (size_t i = 0; p->flags && p->flags[i]; i++)
+                if (strv_extend(&l, p->flags[i]) < 0)
+                        return -ENOMEM;
+        strv_free(c->command);
+        c->command = TAKE_PTR(l);
+        return p->go_runner ? pod_add_host_mount(pod, c, "logfile", log, "FileOrCreate", false) : 0;
 }
 
-const EtcdClusterSpec *spec_find_etcd_cluster(const ClusterSpec *spec, const char *name) {
-        const EtcdClusterSpec *items = spec->etcd_clusters.items;
-        for (size_t i = 0; name && items && i < spec->etcd_clusters.n; i++)
-                if (items[i].name && streq(items[i].name, name))
-                        return &items[i];
-        return NULL;
-}
-
-int etcd_cluster_ports(const EtcdClusterSpec *e, int *ret_client, int *ret_peer) {
-        int client = -1, peer = -1;
-        if (streq(e->name, "main"))
-                client = 4001, peer = 2380;
-        else if (streq(e->name, "events"))
-                client = 4002, peer = 2381;
-        if (e->client_port.set)
-                client = (int)e->client_port.value;
-        if (e->peer_port.set)
-                peer = (int)e->peer_port.value;
-        if (client < 1 || client > 65535 || peer < 1 || peer > 65535 || client == peer)
-                return -EINVAL;
-        *ret_client = client;
-        *ret_peer = peer;
-        return 0;
-}
-
-bool dns_label_is_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-        if (n == 0 || n > 63)
-                return false;
-        if (s[strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-")] != 0)
-                return false;
-        return s[0] != '-' && s[n - 1] != '-';
-}
-
-int container_set_requests(PodContainer *c, const char *cpu, const char *memory) {
+static int set_requests(PodContainer *c, const char *cpu, const char *memory) {
         int r;
         if (cpu) {
                 r = pod_kv_set(&c->requests, "cpu", cpu);
@@ -123,32 +43,36 @@ int container_set_requests(PodContainer *c, const char *cpu, const char *memory)
         return 0;
 }
 
-int container_set_command(PodContainer *c, const char *const *prefix, char *const *args) {
-        _cleanup_strv_free_ char **l = new0(char *, 1);
-        if (!l)
-                return -ENOMEM;
-        for (size_t i = 0; prefix && prefix[i]; i++)
-                if (strv_extend(&l, prefix[i]) < 0)
-                        return -ENOMEM;
-        for (size_t i = 0; args && args[i]; i++)
-                if (strv_extend(&l, args[i]) < 0)
-                        return -ENOMEM;
-        strv_free(c->command);
-        c->command = TAKE_PTR(l);
-        return 0;
-}
+int static_pod_new(const StaticPodParams *p, Pod **ret, PodContainer **ret_container) {
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        PodContainer *c;
 
-int container_set_go_runner_command(Pod *pod, PodContainer *c, const char *name, char *const *args) {
-        _cleanup_free_ char *log = strprintf("/var/log/%s.log", name);
-        _cleanup_free_ char *log_flag = strprintf("--log-file=/var/log/%s.log", name);
-        _cleanup_free_ char *binary = strprintf("/usr/local/bin/%s", name);
-        if (!log || !log_flag || !binary)
-                return -ENOMEM;
-        int r = container_set_command(
-            c, (const char *const[]){ "/go-runner", log_flag, "--also-stdout", binary, NULL }, args);
+        int r = pod_new(p->name, STATIC_POD_NAMESPACE, &pod);
         if (r < 0)
                 return r;
-        return pod_add_host_mount(pod, c, "logfile", log, "FileOrCreate", false);
+        pod->host_network = true;
+        pod->priority_class_name = strdup(p->priority_class);
+        if (!pod->priority_class_name)
+                return -ENOMEM;
+        r = pod_kv_set(&pod->labels, STATIC_POD_APP_LABEL, p->name);
+        if (r < 0)
+                return r;
+        /* Control-plane pods must run even where nodes are tainted for add-ons only (kops does the same). */
+        r = pod_add_toleration(pod, STATIC_POD_TOLERATION, "Exists", NULL, NULL);
+        if (r < 0)
+                return r;
+        r = pod_add_container(pod, p->name, p->image, &c);
+        if (r < 0)
+                return r;
+        r = set_command(pod, c, p);
+        if (r < 0)
+                return r;
+        r = set_requests(c, p->cpu_request, p->memory_request);
+        if (r < 0)
+                return r;
+        *ret_container = c;
+        *ret = TAKE_PTR(pod);
+        return 0;
 }
 
 /* A volume name from a path: a valid DNS label, unique in the pod. */
@@ -191,7 +115,7 @@ static bool path_is_below(const char *path, const char *dir) {
         return rest && (streq(dir, "/") || *rest == '/' || *rest == 0);
 }
 
-int pod_mount_file_dirs(Pod *pod, PodContainer *c, const char *const *files, size_t n_files) {
+int static_pod_mount_file_dirs(Pod *pod, PodContainer *c, const char *const *files, size_t n_files) {
         _cleanup_strv_free_ char **dirs = new0(char *, 1);
         if (!dirs)
                 return -ENOMEM;
@@ -232,50 +156,29 @@ int pod_mount_file_dirs(Pod *pod, PodContainer *c, const char *const *files, siz
         return 0;
 }
 
-int pod_mount_ca_certs(Pod *pod, PodContainer *c) {
-        return pod_add_host_mount(pod, c, "ca-certs", "/etc/ssl/certs", "DirectoryOrCreate", true);
+int static_pod_mount_ca_certs(Pod *pod, PodContainer *c) {
+        return pod_add_host_mount(pod, c, "ca-certs", HOST_CA_CERTS_DIR, "DirectoryOrCreate", true);
 }
 
-int container_set_health_probes(PodContainer *c, const char *scheme, int port, const char *live_path,
-                                const char *ready_path) {
-        int r = pod_probe_http(&c->liveness_probe, scheme, "127.0.0.1", live_path, port, 10, 15);
+int static_pod_set_health_probes(PodContainer *c, const char *scheme, int port, const char *live_path,
+                                 const char *ready_path) {
+        int r = pod_probe_http(&c->liveness_probe, scheme, HEALTH_PROBE_HOST, live_path, port, 10, 15);
         if (r < 0)
                 return r;
         c->liveness_probe.period_seconds = 10;
         c->liveness_probe.failure_threshold = 8;
         /* A slow first start (etcd still electing) must not be killed by the liveness probe. */
-        r = pod_probe_http(&c->startup_probe, scheme, "127.0.0.1", live_path, port, 10, 15);
+        r = pod_probe_http(&c->startup_probe, scheme, HEALTH_PROBE_HOST, live_path, port, 10, 15);
         if (r < 0)
                 return r;
         c->startup_probe.period_seconds = 10;
         c->startup_probe.failure_threshold = 24;
         if (ready_path) {
-                r = pod_probe_http(&c->readiness_probe, scheme, "127.0.0.1", ready_path, port, 0, 15);
+                r = pod_probe_http(&c->readiness_probe, scheme, HEALTH_PROBE_HOST, ready_path, port, 0, 15);
                 if (r < 0)
                         return r;
                 c->readiness_probe.period_seconds = 1;
                 c->readiness_probe.failure_threshold = 3;
         }
-        return 0;
-}
-
-int component_pod_new(const ClusterSpec *spec, const ComponentPod *c, Pod **ret_pod, PodContainer **ret_ct) {
-        _cleanup_(pod_freep) Pod *pod = NULL;
-        _cleanup_free_ char *image = NULL;
-        PodContainer *ct;
-        int r = component_image(spec, c->image_override, c->name, &image);
-        if (r < 0)
-                return r;
-        r = static_pod_new(c->name, image, c->priority_class, &pod, &ct);
-        if (r < 0)
-                return r;
-        r = container_set_go_runner_command(pod, ct, c->name, c->flags);
-        if (r < 0)
-                return r;
-        r = container_set_requests(ct, c->cpu_request, c->memory_request);
-        if (r < 0)
-                return r;
-        *ret_ct = ct;
-        *ret_pod = TAKE_PTR(pod);
         return 0;
 }

@@ -205,8 +205,8 @@ static void test_kube_apiserver_defaults(void **state) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
 
-        assert_int_equal(kube_apiserver_flags(&s, &flags), 0);
-        assert_int_equal(kube_apiserver_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_APISERVER, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-apiserver", flags);
         assert_string_equal(pod->name, "kube-apiserver");
@@ -259,8 +259,8 @@ static void test_kube_apiserver_config(void **state) {
         test_etcd[0].tls_dir = "/pki/etcd";
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_apiserver_flags(&s, &flags), 0);
-        assert_int_equal(kube_apiserver_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_APISERVER, &s, &pod), 0);
         test_etcd[0].tls_dir = NULL;
 
         const PodContainer *c = only_container(pod);
@@ -293,8 +293,8 @@ static void test_kube_controller_manager(void **state) {
         s.kube_controller_manager.node_monitor_grace_period = (OptDuration){ true, 40 * USEC_PER_SEC };
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_controller_manager_flags(&s, &flags), 0);
-        assert_int_equal(kube_controller_manager_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-controller-manager", flags);
         assert_string_equal(c->image, "registry.k8s.io/kube-controller-manager:v1.31.2");
@@ -316,8 +316,8 @@ static void test_kube_scheduler(void **state) {
         s.kube_scheduler.secure_port = (OptInt){ true, 11259 };
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_scheduler_flags(&s, &flags), 0);
-        assert_int_equal(kube_scheduler_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_SCHEDULER, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_SCHEDULER, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-scheduler", flags);
         assert_true(strv_contains(flags, "--secure-port=11259"));
@@ -334,8 +334,8 @@ static void test_kube_proxy(void **state) {
         s.kube_proxy.healthz_bind_address = "0.0.0.0:10266";
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_strv_free_ char **flags = NULL;
-        assert_int_equal(kube_proxy_flags(&s, &flags), 0);
-        assert_int_equal(kube_proxy_pod_build(&s, &pod), 0);
+        assert_int_equal(component_flags(COMPONENT_KUBE_PROXY, &s, &flags), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, &s, &pod), 0);
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-proxy", flags);
         assert_string_equal(pod->priority_class_name, "system-node-critical");
@@ -349,10 +349,43 @@ static void test_kube_proxy(void **state) {
 
         s.kube_proxy.healthz_bind_address = "no-port";
         Pod *bad = NULL;
-        assert_int_equal(kube_proxy_pod_build(&s, &bad), -EINVAL);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, &s, &bad), -EINVAL);
         s.kube_proxy.enabled = (OptBool){ true, false };
-        assert_int_equal(kube_proxy_pod_build(&s, &bad), 0);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, &s, &bad), 0);
         assert_null(bad);
+}
+
+/* Every component has a row whose name maps back and names its pod; anything else is refused. */
+static void test_component_table(void **state) {
+        ClusterSpec s = test_spec();
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
+                _cleanup_(pod_freep) Pod *pod = NULL;
+                assert_non_null(component_to_string(c));
+                assert_int_equal(component_from_string(component_to_string(c)), c);
+                assert_true(component_enabled(c, &s));
+                assert_int_equal(component_pod_build(c, &s, &pod), 0);
+                assert_string_equal(pod->name, component_to_string(c));
+        }
+        _cleanup_strv_free_ char **flags = NULL;
+        Pod *pod = NULL;
+        assert_null(component_to_string(_COMPONENT_MAX));
+        assert_int_equal(component_from_string("etcd"), _COMPONENT_INVALID);
+        assert_int_equal(component_flags(_COMPONENT_MAX, &s, &flags), -EINVAL);
+        assert_int_equal(component_pod_build(_COMPONENT_INVALID, &s, &pod), -EINVAL);
+        assert_null(pod);
+}
+
+/* Unset, a key takes the other component's table default: the components agree without a loaded spec. */
+static void test_inherited_defaults(void **state) {
+        ClusterSpec s = test_spec();
+        _cleanup_strv_free_ char **kcm = NULL, **proxy = NULL;
+        assert_int_equal(component_flags(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &kcm), 0);
+        assert_true(strv_contains(kcm, "--service-cluster-ip-range=100.64.0.0/13"));
+        assert_int_equal(component_flags(COMPONENT_KUBE_PROXY, &s, &proxy), 0);
+        assert_true(strv_contains(proxy, "--cluster-cidr=100.96.0.0/11"));
+        /* the spec itself is not modified */
+        assert_null(s.kube_controller_manager.service_cluster_ip_range);
+        assert_null(s.kube_proxy.cluster_cidr);
 }
 
 static void test_render_set(void **state) {
@@ -394,19 +427,10 @@ static void test_golden_flags(void **state) {
         _cleanup_(cluster_spec_freep) ClusterSpec *s = NULL;
         _cleanup_strv_free_ char **errors = NULL;
         assert_int_equal(cluster_spec_load(SRCDIR "/examples/cluster.yaml", &s, &errors), 0);
-        static const struct {
-                const char *name;
-                int (*flags)(const ClusterSpec *spec, char ***ret);
-        } c[] = {
-                { "kube-apiserver", kube_apiserver_flags },
-                { "kube-controller-manager", kube_controller_manager_flags },
-                { "kube-scheduler", kube_scheduler_flags },
-                { "kube-proxy", kube_proxy_flags },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(c); i++) {
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 _cleanup_strv_free_ char **flags = NULL;
-                assert_int_equal(c[i].flags(s, &flags), 0);
-                compare_golden(c[i].name, flags);
+                assert_int_equal(component_flags(c, s, &flags), 0);
+                compare_golden(component_to_string(c), flags);
         }
         _cleanup_(pod_freep) Pod *pod = NULL;
         assert_int_equal(etcd_pod_build(s, &(EtcdMemberAssignment){ "main", "b", abc, "/mnt/x" }, &pod), 0);
@@ -469,6 +493,8 @@ int main(void) {
                 cmocka_unit_test(test_kube_controller_manager),
                 cmocka_unit_test(test_kube_scheduler),
                 cmocka_unit_test(test_kube_proxy),
+                cmocka_unit_test(test_component_table),
+                cmocka_unit_test(test_inherited_defaults),
                 cmocka_unit_test(test_render_set),
                 cmocka_unit_test(test_golden_flags),
                 cmocka_unit_test(test_config_validation),

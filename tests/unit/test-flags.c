@@ -200,6 +200,16 @@ static void test_fill_defaults(void **state) {
         assert_int_equal(keep.inner.level.value, 0);
 }
 
+/* Flags made by hand (etcd's) take the same "--flag=value" form as the table's. */
+static void test_push(void **state) {
+        _cleanup_strv_free_ char **l = NULL;
+        assert_int_equal(flags_push(&l, "name", "etcd-a"), 0);
+        assert_int_equal(flags_pushf(&l, "listen-client-urls", "%s://0.0.0.0:%d", "https", 4001), 0);
+        assert_int_equal(strv_length(l), 2);
+        assert_string_equal(l[0], "--name=etcd-a");
+        assert_string_equal(l[1], "--listen-client-urls=https://0.0.0.0:4001");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unset_emits_nothing),
@@ -214,6 +224,7 @@ int main(void) {
                 cmocka_unit_test(test_nested_struct),
                 cmocka_unit_test(test_sorted_output),
                 cmocka_unit_test(test_fill_defaults),
+                cmocka_unit_test(test_push),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

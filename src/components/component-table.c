@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The kube-* components as one table: each row says which config and field table, which priority and CPU
+ * request, which probes and which files to mount; a row's hooks add what data cannot say. One engine turns a
+ * row into flags and a pod, so flags and pods are always built from the same effective config. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "components/component-def.h"
+#include "components/control-plane.h"
+#include "components/conventions.h"
+#include "components/flags.h"
+#include "components/static-pod.h"
+
+#define CONFIG_OF(member) \
+        .config_offset = offsetof(ClusterSpec, member), .config_size = sizeof(((ClusterSpec *)NULL)->member)
+
+static const ComponentDef component_table[_COMPONENT_MAX] = {
+        [COMPONENT_KUBE_APISERVER] = {
+                .name = KUBE_APISERVER,
+                .fields = kube_apiserver_config_fields,
+                CONFIG_OF(kube_apiserver),
+                .priority_class = PRIORITY_CLUSTER_CRITICAL,
+                .cpu_request = "150m",
+                .probe_path = "/livez",
+                .ready_path = "/readyz",
+                .expose_port = true,
+                .file_keys = (const char *const[]){ "tlsCertFile", "tlsPrivateKeyFile", "clientCAFile",
+                        "kubeletClientCertificate", "kubeletClientKey", "kubeletCertificateAuthority",
+                        "serviceAccountSigningKeyFile", "requestheaderClientCAFile", "proxyClientCertFile",
+                        "proxyClientKeyFile", "etcdCAFile", "etcdCertFile", "etcdKeyFile", "auditPolicyFile",
+                        "auditWebhookConfigFile", "oidcCAFile", "encryptionProviderConfig",
+                        "serviceAccountKeyFile", NULL },
+                .ca_certs = true,
+                .derive = kube_apiserver_derive,
+                .finish_pod = kube_apiserver_finish_pod,
+        },
+        [COMPONENT_KUBE_CONTROLLER_MANAGER] = {
+                .name = KUBE_CONTROLLER_MANAGER,
+                .fields = kube_controller_manager_config_fields,
+                CONFIG_OF(kube_controller_manager),
+                .priority_class = PRIORITY_CLUSTER_CRITICAL,
+                .cpu_request = "100m",
+                .probe_path = "/healthz",
+                .file_keys = (const char *const[]){ "kubeconfig", "authenticationKubeconfig",
+                        "authorizationKubeconfig", "clusterSigningCertFile", "clusterSigningKeyFile",
+                        "rootCAFile", "serviceAccountPrivateKeyFile", NULL },
+                .ca_certs = true,
+                .inherit = (const ComponentInherit[]){
+                        { "serviceClusterIPRange", COMPONENT_KUBE_APISERVER, "serviceClusterIPRange" },
+                        {},
+                },
+                .derive = kube_controller_manager_derive,
+        },
+        [COMPONENT_KUBE_SCHEDULER] = {
+                .name = KUBE_SCHEDULER,
+                .fields = kube_scheduler_config_fields,
+                CONFIG_OF(kube_scheduler),
+                .priority_class = PRIORITY_CLUSTER_CRITICAL,
+                .cpu_request = "100m",
+                .probe_path = "/healthz",
+                .file_keys = (const char *const[]){ "kubeconfig", "authenticationKubeconfig",
+                        "authorizationKubeconfig", "config", NULL },
+        },
+        [COMPONENT_KUBE_PROXY] = {
+                .name = KUBE_PROXY,
+                .fields = kube_proxy_config_fields,
+                CONFIG_OF(kube_proxy),
+                /* kube-proxy is per node, not per cluster: the node's priority class, as kops gives it. */
+                .priority_class = PRIORITY_NODE_CRITICAL,
+                .cpu_request = "100m",
+                .file_keys = (const char *const[]){ "kubeconfig", NULL },
+                .ca_certs = true,
+                /* The controller-manager allocates the pods' CIDR. */
+                .inherit = (const ComponentInherit[]){
+                        { "clusterCIDR", COMPONENT_KUBE_CONTROLLER_MANAGER, "clusterCIDR" },
+                        {},
+                },
+                .finish_pod = kube_proxy_finish_pod,
+        },
+};
+
+/* Room for any component's config: the scratch copy the defaults are filled into. */
+typedef union ComponentConfig {
+        KubeAPIServerConfig kube_apiserver;
+        KubeControllerManagerConfig kube_controller_manager;
+        KubeSchedulerConfig kube_scheduler;
+        KubeProxyConfig kube_proxy;
+} ComponentConfig;
+
+static const ComponentDef *component_def(Component c) {
+        return c >= 0 && c < _COMPONENT_MAX ? &component_table[c] : NULL;
+}
+
+const char *component_to_string(Component c) {
+        const ComponentDef *d = component_def(c);
+        return d ? d->name : NULL;
+}
+
+Component component_from_string(const char *s) {
+        for (Component c = 0; s && c < _COMPONENT_MAX; c++)
+                if (streq(component_table[c].name, s))
+                        return c;
+        return _COMPONENT_INVALID;
+}
+
+char *component_scratch_keep(ComponentScratch *scratch, char *s) {
+        if (s && strv_push(&scratch->strings, s) < 0) {
+                free(s);
+                return NULL;
+        }
+        return s;
+}
+
+char **component_scratch_list1(ComponentScratch *scratch, char *s) {
+        char **l = s ? new0(char *, 2) : NULL;
+        char ***lists = l ? reallocarray(scratch->lists, scratch->n_lists + 1, sizeof(char **)) : NULL;
+        if (!lists) {
+                free(l);
+                free(s);
+                return NULL;
+        }
+        l[0] = s;
+        scratch->lists = lists;
+        scratch->lists[scratch->n_lists++] = l;
+        return l;
+}
+
+static void component_scratch_done(ComponentScratch *scratch) {
+        for (size_t i = 0; i < scratch->n_lists; i++)
+                strv_free(scratch->lists[i]);
+        free(scratch->lists);
+        strv_free(scratch->strings);
+        *scratch = (ComponentScratch){};
+}
+
+/* The config's field called key (the YAML key: the field table already says where each one is and of which
+ * type, so the table rows name keys rather than repeat offsets), or NULL. */
+static const Field *config_field(const ComponentDef *d, const char *key, FieldType type) {
+        for (const Field *f = d->fields; f->name; f++)
+                if (streq(f->name, key))
+                        return f->type == type ? f : NULL;
+        return NULL;
+}
+
+static void *config_member(const ComponentDef *d, const void *config, const char *key, FieldType type) {
+        const Field *f = config_field(d, key, type);
+        return f ? FIELD_PTR(config, f) : NULL;
+}
+
+static const char *config_string(const ComponentDef *d, const void *config, const char *key) {
+        char *const *p = config_member(d, config, key, FIELD_STRING);
+        return p ? *p : NULL;
+}
+
+/* Only components with an `enabled` key can be switched off; unset means on. */
+static bool def_enabled(const ComponentDef *d, const ClusterSpec *spec) {
+        const OptBool *b = config_member(d, (const uint8_t *)spec + d->config_offset, "enabled", FIELD_BOOL);
+        return !b || !b->set || b->value;
+}
+
+bool component_enabled(Component c, const ClusterSpec *spec) {
+        const ComponentDef *d = component_def(c);
+        return d && def_enabled(d, spec);
+}
+
+/* key of component c as the spec has it, else its table default (derived defaults are not followed). */
+static int spec_string_or_default(Component c, const ClusterSpec *spec, const char *key, const char **ret) {
+        const ComponentDef *d = component_def(c);
+        const Field *f = d ? config_field(d, key, FIELD_STRING) : NULL;
+        if (!f)
+                return -EINVAL;
+        const char *v = *(char *const *)FIELD_PTR((const uint8_t *)spec + d->config_offset, f);
+        *ret = v ?: f->default_value;
+        return 0;
+}
+
+static int inherit_defaults(const ComponentDef *d, const ClusterSpec *spec, void *config) {
+        for (const ComponentInherit *i = d->inherit; i && i->key; i++) {
+                char **p = config_member(d, config, i->key, FIELD_STRING);
+                if (!p)
+                        return -EINVAL;
+                const char *v;
+                int r = spec_string_or_default(i->from, spec, i->from_key, &v);
+                if (r < 0)
+                        return r;
+                *p = *p ?: (char *)v; /* aliases the spec or the table, like the table's defaults */
+        }
+        return 0;
+}
+
+/* The effective config (table defaults, inherited ones, then the hook's derived ones) and its flags;
+ * *ret_flags = NULL when the component is disabled. */
+static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, ComponentConfig *config,
+                             ComponentScratch *scratch, char ***ret_flags) {
+        if (!def_enabled(d, spec)) {
+                *ret_flags = NULL;
+                return 0;
+        }
+        memcpy(config, (const uint8_t *)spec + d->config_offset, d->config_size);
+        int r = flags_fill_defaults(d->fields, config);
+        if (r < 0)
+                return r;
+        r = inherit_defaults(d, spec, config);
+        if (r < 0)
+                return r;
+        r = d->derive ? d->derive(spec, config, scratch) : 0;
+        if (r < 0)
+                return r;
+        return flags_build(d->fields, config, ret_flags);
+}
+
+int component_flags(Component c, const ClusterSpec *spec, char ***ret) {
+        _cleanup_(component_scratch_done) ComponentScratch scratch = {};
+        ComponentConfig config;
+        const ComponentDef *d = component_def(c);
+        if (!d)
+                return -EINVAL;
+        return component_prepare(d, spec, &config, &scratch, ret);
+}
+
+/* The static pod with the image (the spec's, else the release's), go-runner and the requests. */
+static int component_pod_new(const ComponentDef *d, const ClusterSpec *spec, const void *config,
+                             char *const *flags, Pod **ret, PodContainer **ret_container) {
+        _cleanup_free_ char *image = NULL;
+        int r = conventions_component_image(spec, config_string(d, config, "image"), d->name, &image);
+        if (r < 0)
+                return r;
+        StaticPodParams p = {
+                .name = d->name,
+                .image = image,
+                .priority_class = d->priority_class,
+                .binary = d->name,
+                .go_runner = true,
+                .flags = flags,
+                .cpu_request = config_string(d, config, "cpuRequest") ?: d->cpu_request,
+                .memory_request = config_string(d, config, "memoryRequest"),
+        };
+        return static_pod_new(&p, ret, ret_container);
+}
+
+/* HTTPS probes (and the container port) on securePort, which the table's defaults always set. */
+static int add_probes(const ComponentDef *d, const void *config, PodContainer *ct) {
+        if (!d->probe_path)
+                return 0;
+        const OptInt *port = config_member(d, config, "securePort", FIELD_INT);
+        if (!port || !port->set)
+                return -EINVAL;
+        int p = (int)port->value;
+        if (d->expose_port && pod_container_add_port(ct, "https", p, p) < 0)
+                return -ENOMEM;
+        return static_pod_set_health_probes(ct, "HTTPS", p, d->probe_path, d->ready_path);
+}
+
+/* The directories of the files named by the row's keys, read-only. */
+static int mount_files(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {
+        const char *files[64]; /* bounds what one pod mounts */
+        size_t n = 0;
+        for (const char *const *k = d->file_keys; k && *k; k++) {
+                char *const *one = config_member(d, config, *k, FIELD_STRING);
+                char **const *list = config_member(d, config, *k, FIELD_STRV);
+                if (!one && !list)
+                        return -EINVAL;             /* a key the field table does not have */
+                char *const *values = one ?: *list; /* a string is a list of one */
+                size_t n_values = one ? 1 : strv_length(*list);
+                if (n_values > ELEMENTSOF(files) - n)
+                        return -E2BIG;
+                for (size_t i = 0; i < n_values; i++)
+                        files[n++] = values[i];
+        }
+        return static_pod_mount_file_dirs(pod, ct, files, n);
+}
+
+static int component_pod_finish(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {
+        int r = add_probes(d, config, ct);
+        if (r < 0)
+                return r;
+        r = mount_files(d, config, pod, ct);
+        if (r < 0)
+                return r;
+        r = d->finish_pod ? d->finish_pod(pod, ct, config) : 0;
+        if (r < 0)
+                return r;
+        return d->ca_certs ? static_pod_mount_ca_certs(pod, ct) : 0;
+}
+
+int component_pod_build(Component c, const ClusterSpec *spec, Pod **ret) {
+        _cleanup_(component_scratch_done) ComponentScratch scratch = {};
+        _cleanup_strv_free_ char **flags = NULL;
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        ComponentConfig config;
+        PodContainer *ct;
+        const ComponentDef *d = component_def(c);
+        if (!d)
+                return -EINVAL;
+        int r = component_prepare(d, spec, &config, &scratch, &flags);
+        if (r < 0)
+                return r;
+        if (flags) {
+                r = component_pod_new(d, spec, &config, flags, &pod, &ct);
+                if (r < 0)
+                        return r;
+                r = component_pod_finish(d, &config, pod, ct);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(pod); /* NULL when disabled */
+        return 0;
+}
