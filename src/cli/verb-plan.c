@@ -55,22 +55,14 @@ static void print_plan(const VolumesPassConfig *cfg, const VolumesObservation *o
                 printf("volumes: nothing to do\n");
 }
 
-VERB(plan) {
+int verb_plan(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         VolumesObservation o = {};
         PassPlan plan = {};
         PassInput in;
         int r;
 
-        r = cli_parse_options(argc, argv, ctx, NULL, NULL, NULL, NULL);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (r < argc)
-                return cli_usage_error("plan", "unexpected argument '%s'", argv[r]);
-        if (!ctx->spec_path)
-                return cli_usage_error("plan", "needs the cluster spec (-c FILE or PROTOKUBE_CONFIG)");
-        NodeSettings node = cli_node_settings(ctx);
-        if (pass_new(ctx->spec_path, &node, &pass) < 0)
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
                 return EXIT_ERROR;
         if (pass_observe(pass, &o, &in, &plan) < 0)
                 return EXIT_ERROR;
