@@ -71,24 +71,33 @@ def _options(text):
     return out
 
 
-def _verb_paths():
-    paths = []
-    for verb in _section(_help(), "verbs"):
-        paths.append((verb,))
-        text = _help(verb)
-        if "\ncommands" in text:
-            paths += [(verb, sub) for sub in _section(text, "commands")]
-    return paths
+def _names(text, title):
+    """Like _section(), but for collecting the test cases: a help without the section gives none."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(title)), None)
+    return [] if start is None else _section(text, title)
 
+
+def _verb_paths():
+    """The verbs listed by `protokube --help` and the commands listed by each one's --help. Lenient: the tests
+    below, not the collection, fail on a help that is missing or malformed."""
+    run = lambda *path: subprocess.run([protokube_bin(), *path, "--help"], capture_output=True, text=True,
+                                       timeout=30).stdout
+    paths = []
+    for verb in re.findall(r"^  ([a-z][a-z-]*)  +\S", run(), re.M):
+        paths.append((verb,))
+        paths += [(verb, sub) for sub in _names(run(verb), "commands")]
+    return paths
 
 VERB_PATHS = _verb_paths()
 ALL_OPTIONS = {}
 for _path in VERB_PATHS:
-    ALL_OPTIONS.update(_options(_help(*_path)))
+    ALL_OPTIONS.update(_options(subprocess.run([protokube_bin(), *_path, "--help"], capture_output=True,
+                                               text=True, timeout=30).stdout))
 
 
 def test_help_lists_the_verbs_and_sub_verbs():
-    names = [" ".join(p) for p in VERB_PATHS]
+    names = [" ".join(p) for p in _verb_paths()]
     for expected in ("run", "once", "plan", "render", "validate", "volumes", "dns", "dns sync", "pool",
                      "pool create", "pool add-device", "pool list", "pool detach", "pool release-node",
                      "version"):
@@ -131,8 +140,10 @@ def test_node_options_are_listed_where_they_are_taken():
     assert "PROTOKUBE_ZONE" in text and "PROTOKUBE_POOL" in text
 
 
-@pytest.mark.parametrize("path", [p for p in VERB_PATHS if "needs the cluster spec" in _help(*p)], ids=" ".join)
+@pytest.mark.parametrize("path", VERB_PATHS, ids=" ".join)
 def test_one_no_spec_wording_for_every_verb_that_needs_a_spec(pk, path):
+    if "needs the cluster spec" not in _help(*path):
+        pytest.skip("does not read the spec")
     p = pk(*path, check=2, env={"PROTOKUBE_CONFIG": ""})
     assert p.stderr.strip() == f"protokube {' '.join(path)}: {NO_SPEC}", p.stderr
 
