@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* What every verb gets: the global options and the node-local settings (ARCHITECTURE.md, CLI contract).
- * Each node-local setting is also read from PROTOKUBE_<NAME> (e.g. PROTOKUBE_NODE_NAME); options win. */
+/* The CLI spine (ARCHITECTURE.md, CLI contract). main.c holds the verb table; spine.c parses a verb's
+ * options from the tables its row names, prints its --help from the same tables, checks what the row asks
+ * for (a spec, root) and calls the verb with the NodeSettings built. A verb's function only does its work.
+ */
 
-#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #include "basic/time-util.h"
+#include "daemon/pass.h"
 
 enum {
         EXIT_CONVERGED = 0,
@@ -15,50 +20,102 @@ enum {
         EXIT_NOT_CONVERGED = 3,
 };
 
+typedef struct CliVerb CliVerb;
+
 typedef struct CliContext {
-        const char *spec_path; /* -c FILE */
-        const char *node_name;
-        const char *zone;
-        const char *internal_ip;
-        const char *external_ip;
-        const char *internal_ip_source; /* where internal_ip came from, for errors ("--internal-ip") */
+        const char *name;               /* "once", "pool create": for messages */
+        const char *spec_path;          /* -c FILE, PROTOKUBE_CONFIG */
+        NodeSettings node;              /* the node options, as the daemon layer takes them */
+        const char *internal_ip_source; /* where node.internal_ip came from ("--internal-ip"), for errors */
         const char *external_ip_source;
-        const char *machine_id_file; /* PROTOKUBE_MACHINE_ID_FILE; NULL: /etc/machine-id */
-        const char *manifest_dir;    /* default /etc/kubernetes/manifests */
-        const char *mount_root;      /* default /mnt */
-        const char *pool_dir;        /* default /var/lib/protokube/pool */
-        const char *listen;          /* default 127.0.0.1:9797 */
-        usec_t interval;             /* default 10s */
+        const char *interval_text, *interval_source; /* checked with the addresses, after parsing */
+        usec_t interval;                             /* default 10s */
+        const char *listen;                          /* default 127.0.0.1:9797 */
+        bool help, version;
 } CliContext;
 
-/* A verb's own options are parsed by cli_parse_options() together with the node-local ones. on_option is
- * called for each of the verb's options (those in `options`); return < 0 to fail with usage. */
-typedef int (*CliOptionHandler)(int opt, const char *arg, void *userdata);
-/* Parses argv (argv[0] is the verb); returns the index of the first positional argument, or -EINVAL after
- * printing a usage error. */
-int cli_parse_options(int argc, char **argv, CliContext *ctx, const struct option *options,
-                      const char *shortopts, CliOptionHandler on_option, void *userdata);
+typedef struct CliOption CliOption;
+/* Takes an option's value (NULL for an option without argument) from `source` ("--zone" or
+ * "PROTOKUBE_ZONE"). Returns < 0 after printing a usage error that names the source and the value. */
+typedef int (*CliOptionParser)(const CliOption *o, CliContext *ctx, const char *value, const char *source);
+
+struct CliOption {
+        const char *name;     /* long name without "--"; NULL ends a table */
+        char short_name;      /* 'c', or 0 */
+        const char *arg_name; /* "FILE" in the help; NULL: the option takes no argument */
+        const char *env;      /* PROTOKUBE_...; NULL: none */
+        const char *help;
+        CliOptionParser parse;
+        size_t field; /* for cli_option_string: offsetof(CliContext, ...) of a const char * */
+};
+
+/* Stores the value as it is in the CliContext field o->field. */
+int cli_option_string(const CliOption *o, CliContext *ctx, const char *value, const char *source);
+
+typedef enum CliVerbFlags {
+        CLI_NEEDS_SPEC = 1 << 0,   /* "no cluster spec given" unless -c FILE or PROTOKUBE_CONFIG */
+        CLI_NEEDS_ROOT = 1 << 1,   /* refused unless the effective uid is 0 */
+        CLI_NODE_OPTIONS = 1 << 2, /* takes cli_node_options (and their PROTOKUBE_* variables) */
+} CliVerbFlags;
+
+struct CliVerb {
+        const char *name; /* NULL ends a table */
+        /* args: the positional arguments, NULL-terminated. Returns an exit code. NULL: only sub-verbs. */
+        int (*run)(CliContext *ctx, char **args);
+        const char *help; /* one line */
+        CliVerbFlags flags;
+        const CliOption *options;  /* the verb's own; NULL or ended by {} */
+        const char *args_synopsis; /* "DEVICE"; NULL: no positional arguments */
+        unsigned min_args, max_args;
+        const CliVerb *sub_verbs; /* NULL or ended by {}; chosen by the first positional argument */
+};
+
+extern const CliOption cli_common_options[]; /* every verb: -c/--config, -h/--help */
+extern const CliOption cli_node_options[];   /* verbs with CLI_NODE_OPTIONS */
+
+/* Sets ctx fields from the environment variables of the options in `table`. Returns < 0 on a usage error. */
+int cli_options_from_environment(const CliOption *table, CliContext *ctx);
+
+/* Parses the options before the verb (argv[0] is the program), with the common options and global->options.
+ * Returns the index of the verb in argv (argc if none), or -1 after printing a usage error. */
+int cli_parse_global_options(const CliVerb *global, int argc, char **argv, CliContext *ctx);
+
+/* Runs `verb`: argv[0] is its name, the rest its options, positional arguments and sub-verb, in any order.
+ * Returns the exit code. */
+int cli_run_verb(const CliVerb *verb, int argc, char **argv, CliContext *ctx);
 
 /* Prints "protokube VERB: message" to stderr and returns EXIT_USAGE. */
 int cli_usage_error(const char *verb, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
-#define VERB(name) int verb_##name(int argc, char **argv, CliContext *ctx)
-VERB(run);
-VERB(once);
-VERB(plan);
-VERB(render);
-VERB(validate);
-VERB(volumes);
-VERB(dns);
-VERB(pool);
-VERB(wipe);
+/* The help of an option table: one line per option (its argument name and help), then the environment
+ * variables. Also used by `protokube --help` for the global options. */
+void cli_options_help(const CliOption *const *tables, size_t n_tables, FILE *f);
+
+/* The verbs (one file each). */
+int verb_run(CliContext *ctx, char **args);
+int verb_once(CliContext *ctx, char **args);
+int verb_plan(CliContext *ctx, char **args);
+int verb_render(CliContext *ctx, char **args);
+int verb_validate(CliContext *ctx, char **args);
+int verb_volumes(CliContext *ctx, char **args);
+int verb_dns(CliContext *ctx, char **args);
+int verb_dns_sync(CliContext *ctx, char **args);
+int verb_pool_create(CliContext *ctx, char **args);
+int verb_pool_add_device(CliContext *ctx, char **args);
+int verb_pool_list(CliContext *ctx, char **args);
+int verb_pool_detach(CliContext *ctx, char **args);
+int verb_pool_release_node(CliContext *ctx, char **args);
+int verb_wipe(CliContext *ctx, char **args);
+
+/* The verbs' own options. */
+extern const CliOption verb_render_options[];
+extern const CliOption verb_dns_options[];
+extern const CliOption verb_pool_create_options[];
+extern const CliOption verb_pool_add_device_options[];
+extern const CliOption verb_wipe_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */
 typedef struct ClusterSpec ClusterSpec;
 typedef struct ClusterView ClusterView;
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret);
-
-/* The node-local settings as the daemon layer takes them (verb-run.c). */
-#include "daemon/pass.h"
-NodeSettings cli_node_settings(const CliContext *ctx);

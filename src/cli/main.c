@@ -6,146 +6,194 @@
 
 #include "basic/log.h"
 #include "basic/macro.h"
-#include "basic/parse-util.h"
 #include "cli/cli.h"
 #include "config.h"
 
-static const struct {
-        const char *name;
-        int (*run)(int argc, char **argv, CliContext *ctx);
-        const char *help;
-} verbs[] = {
-        { "run", verb_run, "reconcile until SIGTERM/SIGINT; SIGHUP reloads the spec" },
-        { "once", verb_once, "one pass; exit 0 converged, 1 error, 2 usage, 3 not yet converged" },
-        { "plan", verb_plan, "print what a pass would do; change nothing" },
-        { "render", verb_render, "write the control-plane static pods (--out DIR, default stdout)" },
-        { "validate", verb_validate, "check the spec; errors as FILE:LINE:COL: message" },
-        { "volumes", verb_volumes, "list this cluster's volumes and why each is or isn't eligible" },
-        { "dns", verb_dns, "print the desired records ('dns sync' publishes them once)" },
-        { "pool", verb_pool, "the local volume pool: create, add-device, list, detach, release-node" },
-        { "wipe", verb_wipe, "DEVICE --yes-destroy-data: erase a device so that a pass may format it" },
+static int verb_version(CliContext *ctx, char **args) {
+        printf("protokube %s\n", PROTOKUBE_VERSION);
+        return EXIT_SUCCESS;
+}
+
+static const CliVerb dns_verbs[] = {
+        { .name = "sync",
+          .run = verb_dns_sync,
+          .help = "publish the desired records once through the spec's provider",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS,
+          .options = verb_dns_options },
+        {},
+};
+
+/* The pool's sub-verbs take the node options for --zone and --pool. */
+static const CliVerb pool_verbs[] = {
+        { .name = "create",
+          .run = verb_pool_create,
+          .help = "create a volume (a sparse image file) of --size in --zone; prints its ID",
+          .flags = CLI_NODE_OPTIONS,
+          .options = verb_pool_create_options },
+        { .name = "add-device",
+          .run = verb_pool_add_device,
+          .help = "add an existing block device as a volume in --zone; prints its ID",
+          .flags = CLI_NODE_OPTIONS,
+          .options = verb_pool_add_device_options,
+          .args_synopsis = "DEVICE",
+          .min_args = 1,
+          .max_args = 1 },
+        { .name = "list",
+          .run = verb_pool_list,
+          .help = "list the volumes, their attachments and tags",
+          .flags = CLI_NODE_OPTIONS },
+        { .name = "detach",
+          .run = verb_pool_detach,
+          .help = "detach a volume from the node that holds it",
+          .flags = CLI_NODE_OPTIONS,
+          .args_synopsis = "ID",
+          .min_args = 1,
+          .max_args = 1 },
+        { .name = "release-node",
+          .run = verb_pool_release_node,
+          .help = "release every volume a (dead) node holds",
+          .flags = CLI_NODE_OPTIONS,
+          .args_synopsis = "NODE",
+          .min_args = 1,
+          .max_args = 1 },
+        {},
+};
+
+/* A new verb is one row here (and its function and option table declared in cli.h). */
+static const CliVerb verbs[] = {
+        { .name = "run",
+          .run = verb_run,
+          .help = "reconcile until SIGTERM/SIGINT; SIGHUP reloads the spec",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS },
+        { .name = "once",
+          .run = verb_once,
+          .help = "one pass; exit 0 converged, 1 error, 2 usage, 3 not yet converged",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS },
+        { .name = "plan",
+          .run = verb_plan,
+          .help = "print what a pass would do; change nothing",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS },
+        { .name = "render",
+          .run = verb_render,
+          .help = "write the control-plane static pods (--out DIR, default stdout)",
+          .flags = CLI_NEEDS_SPEC,
+          .options = verb_render_options },
+        { .name = "validate",
+          .run = verb_validate,
+          .help = "check the spec; errors as FILE:LINE:COL: message",
+          .flags = CLI_NEEDS_SPEC },
+        { .name = "volumes",
+          .run = verb_volumes,
+          .help = "list this cluster's volumes and why each is or isn't eligible",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS },
+        { .name = "dns",
+          .run = verb_dns,
+          .help = "print the desired records ('dns sync' publishes them once)",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS,
+          .options = verb_dns_options,
+          .sub_verbs = dns_verbs },
+        { .name = "pool",
+          .help = "the local volume pool: create, add-device, list, detach, release-node",
+          .sub_verbs = pool_verbs },
+        { .name = "wipe",
+          .run = verb_wipe,
+          .help = "erase a device (wipefs -a and zeros) so that a pass may format it; never implicit",
+          .flags = CLI_NEEDS_ROOT,
+          .options = verb_wipe_options,
+          .args_synopsis = "DEVICE",
+          .min_args = 1,
+          .max_args = 1 },
+        { .name = "version", .run = verb_version, .help = "print the version" },
+        {},
+};
+
+static int parse_log_level(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        LogLevel l = log_level_from_string(value);
+        if (l < 0)
+                return cli_usage_error("", "invalid %s '%s' (error, warning, info, debug)", source, value),
+                       -EINVAL;
+        log_set_level(l);
+        return 0;
+}
+
+static int parse_log_format(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        LogFormat f = log_format_from_string(value);
+        if (f < 0)
+                return cli_usage_error("", "invalid %s '%s' (text, json)", source, value), -EINVAL;
+        log_set_format(f);
+        return 0;
+}
+
+static int parse_version(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        ctx->version = true;
+        return 0;
+}
+
+/* Before the verb: the common options (-c FILE, --help) and these. */
+static const CliOption global_options[] = {
+        { .name = "log-level",
+          .arg_name = "LEVEL",
+          .help = "error, warning, info (default) or debug",
+          .parse = parse_log_level },
+        { .name = "log-format",
+          .arg_name = "FORMAT",
+          .help = "text (default) or json",
+          .parse = parse_log_format },
+        { .name = "version", .help = "print the version and exit", .parse = parse_version },
+        {},
+};
+
+static const CliVerb global_verb = {
+        .name = "",
+        .help = "brings up and keeps a Kubernetes control plane",
+        .options = global_options,
 };
 
 static void help(void) {
-        printf("protokube %s — brings up and keeps a Kubernetes control plane\n\n"
-               "usage: protokube [-c FILE] [--log-level L] [--log-format text|json] VERB [OPTIONS]\n\n",
-               PROTOKUBE_VERSION);
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                printf("  %-10s %s\n", verbs[i].name, verbs[i].help);
-        printf("  %-10s %s\n\n", "version", "print the version");
-        printf("node-local options (also PROTOKUBE_<NAME> in the environment):\n"
-               "  --node-name --zone --internal-ip --external-ip --manifest-dir --mount-root --pool\n"
-               "  --interval --listen\n"
-               "PROTOKUBE_MACHINE_ID_FILE: this machine's machine-id(5) file (default /etc/machine-id)\n");
-}
-
-static void context_from_environment(CliContext *ctx) {
-        static const struct {
-                const char *env;
-                size_t offset;
-        } table[] = {
-                { "PROTOKUBE_CONFIG", offsetof(CliContext, spec_path) },
-                { "PROTOKUBE_NODE_NAME", offsetof(CliContext, node_name) },
-                { "PROTOKUBE_ZONE", offsetof(CliContext, zone) },
-                { "PROTOKUBE_INTERNAL_IP", offsetof(CliContext, internal_ip) },
-                { "PROTOKUBE_EXTERNAL_IP", offsetof(CliContext, external_ip) },
-                { "PROTOKUBE_MANIFEST_DIR", offsetof(CliContext, manifest_dir) },
-                { "PROTOKUBE_MOUNT_ROOT", offsetof(CliContext, mount_root) },
-                { "PROTOKUBE_POOL", offsetof(CliContext, pool_dir) },
-                { "PROTOKUBE_LISTEN", offsetof(CliContext, listen) },
-                { "PROTOKUBE_MACHINE_ID_FILE", offsetof(CliContext, machine_id_file) },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
-                const char *v = getenv(table[i].env);
-                if (!isempty(v))
-                        *(const char **)((char *)ctx + table[i].offset) = v;
-        }
-        if (ctx->internal_ip)
-                ctx->internal_ip_source = "PROTOKUBE_INTERNAL_IP";
-        if (ctx->external_ip)
-                ctx->external_ip_source = "PROTOKUBE_EXTERNAL_IP";
-        const char *iv = getenv("PROTOKUBE_INTERVAL");
-        usec_t u;
-        if (!isempty(iv) && parse_duration_usec(iv, &u) >= 0 && u > 0)
-                ctx->interval = u;
-}
-
-enum { OPT_LOG_LEVEL = 0x100, OPT_LOG_FORMAT, OPT_VERSION, OPT_HELP };
-
-static int parse_global(int argc, char **argv, CliContext *ctx) {
-        static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
-                { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-                { "log-format", required_argument, NULL, OPT_LOG_FORMAT },
-                { "version", no_argument, NULL, OPT_VERSION },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        int c;
-
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "+c:h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'c':
-                        ctx->spec_path = optarg;
-                        break;
-                case OPT_LOG_LEVEL: {
-                        LogLevel l = log_level_from_string(optarg);
-                        if (l < 0)
-                                return cli_usage_error(
-                                    "", "invalid --log-level '%s' (error, warning, info, debug)", optarg);
-                        log_set_level(l);
-                        break;
-                }
-                case OPT_LOG_FORMAT: {
-                        LogFormat f = log_format_from_string(optarg);
-                        if (f < 0)
-                                return cli_usage_error("", "invalid --log-format '%s' (text, json)", optarg);
-                        log_set_format(f);
-                        break;
-                }
-                case OPT_VERSION:
-                        printf("protokube %s\n", PROTOKUBE_VERSION);
-                        exit(EXIT_SUCCESS);
-                case 'h':
-                        help();
-                        exit(EXIT_SUCCESS);
-                default:
-                        return cli_usage_error("", "unknown option '%s' (see --help)", argv[optind - 1]);
-                }
-        }
-        return -1;
+        const CliOption *tables[] = { cli_common_options, global_options };
+        printf("protokube %s — %s\n\n"
+               "usage: protokube [GLOBAL OPTIONS] VERB [OPTIONS]\n\n"
+               "verbs ('protokube VERB --help' for a verb's options):\n",
+               PROTOKUBE_VERSION, global_verb.help);
+        for (const CliVerb *v = verbs; v->name; v++)
+                printf("  %-10s %s\n", v->name, v->help);
+        printf("\nglobal ");
+        cli_options_help(tables, ELEMENTSOF(tables), stdout);
 }
 
 int main(int argc, char **argv) {
         CliContext ctx = {
-                .manifest_dir = "/etc/kubernetes/manifests",
-                .mount_root = "/mnt",
-                .pool_dir = "/var/lib/protokube/pool",
+                .node = {
+                        .manifest_dir = "/etc/kubernetes/manifests",
+                        .mount_root = "/mnt",
+                        .pool_dir = "/var/lib/protokube/pool",
+                },
                 .listen = "127.0.0.1:9797",
                 .interval = 10 * USEC_PER_SEC,
         };
         int r;
 
-        context_from_environment(&ctx);
-        r = parse_global(argc, argv, &ctx);
-        if (r >= 0)
-                return r;
-        if (optind >= argc) {
+        if (cli_options_from_environment(cli_common_options, &ctx) < 0)
+                return EXIT_USAGE;
+        r = cli_parse_global_options(&global_verb, argc, argv, &ctx);
+        if (r < 0)
+                return EXIT_USAGE;
+        if (ctx.help) {
+                help();
+                return EXIT_SUCCESS;
+        }
+        if (ctx.version)
+                return verb_version(&ctx, NULL);
+        if (r >= argc) {
                 help();
                 return EXIT_USAGE;
         }
-        const char *verb = argv[optind];
-        if (streq(verb, "version")) {
-                printf("protokube %s\n", PROTOKUBE_VERSION);
-                return EXIT_SUCCESS;
-        }
-        if (streq(verb, "help")) {
+        if (streq(argv[r], "help")) {
                 help();
                 return EXIT_SUCCESS;
         }
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (streq(verb, verbs[i].name))
-                        return verbs[i].run(argc - optind, argv + optind, &ctx);
-        return cli_usage_error("", "unknown verb '%s' (see --help)", verb);
+        for (const CliVerb *v = verbs; v->name; v++)
+                if (streq(argv[r], v->name))
+                        return cli_run_verb(v, argc - r, argv + r, &ctx);
+        return cli_usage_error("", "unknown verb '%s' (see --help)", argv[r]);
 }

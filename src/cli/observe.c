@@ -5,8 +5,7 @@
 
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret) {
         _cleanup_(volume_provider_freep) VolumeProvider *p = NULL;
-        NodeSettings node = cli_node_settings(ctx);
-        int r = pass_open_volume_provider(spec, &node, &p);
+        int r = pass_open_volume_provider(spec, &ctx->node, &p);
         if (r < 0)
                 return r;
         r = volumes_list_view(p, spec->name, ret);

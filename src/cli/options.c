@@ -1,38 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The option tables every verb shares, their parsers, and the help text generated from any option table. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/in-addr-util.h"
 #include "basic/macro.h"
-#include "basic/parse-util.h"
 #include "cli/cli.h"
-
-enum {
-        OPT_NODE_NAME = 0x1000,
-        OPT_ZONE,
-        OPT_INTERNAL_IP,
-        OPT_EXTERNAL_IP,
-        OPT_MANIFEST_DIR,
-        OPT_MOUNT_ROOT,
-        OPT_POOL,
-        OPT_LISTEN,
-        OPT_INTERVAL,
-};
-
-static const struct option node_options[] = {
-        { "node-name", required_argument, NULL, OPT_NODE_NAME },
-        { "zone", required_argument, NULL, OPT_ZONE },
-        { "internal-ip", required_argument, NULL, OPT_INTERNAL_IP },
-        { "external-ip", required_argument, NULL, OPT_EXTERNAL_IP },
-        { "manifest-dir", required_argument, NULL, OPT_MANIFEST_DIR },
-        { "mount-root", required_argument, NULL, OPT_MOUNT_ROOT },
-        { "pool", required_argument, NULL, OPT_POOL },
-        { "listen", required_argument, NULL, OPT_LISTEN },
-        { "interval", required_argument, NULL, OPT_INTERVAL },
-        { "config", required_argument, NULL, 'c' },
-};
 
 int cli_usage_error(const char *verb, const char *format, ...) {
         va_list ap;
@@ -44,103 +18,146 @@ int cli_usage_error(const char *verb, const char *format, ...) {
         return EXIT_USAGE;
 }
 
-static int set_node_option(CliContext *ctx, const char *verb, int opt, const char *arg) {
-        switch (opt) {
-        case 'c':
-                ctx->spec_path = arg;
-                return 1;
-        case OPT_NODE_NAME:
-                ctx->node_name = arg;
-                return 1;
-        case OPT_ZONE:
-                ctx->zone = arg;
-                return 1;
-        case OPT_INTERNAL_IP:
-                ctx->internal_ip = arg;
-                ctx->internal_ip_source = "--internal-ip";
-                return 1;
-        case OPT_EXTERNAL_IP:
-                ctx->external_ip = arg;
-                ctx->external_ip_source = "--external-ip";
-                return 1;
-        case OPT_MANIFEST_DIR:
-                ctx->manifest_dir = arg;
-                return 1;
-        case OPT_MOUNT_ROOT:
-                ctx->mount_root = arg;
-                return 1;
-        case OPT_POOL:
-                ctx->pool_dir = arg;
-                return 1;
-        case OPT_LISTEN:
-                ctx->listen = arg;
-                return 1;
-        case OPT_INTERVAL:
-                if (parse_duration_usec(arg, &ctx->interval) < 0 || ctx->interval == 0) {
-                        cli_usage_error(verb, "invalid --interval '%s' (expected e.g. 10s, 500ms)", arg);
-                        return -EINVAL;
-                }
-                return 1;
-        default:
-                return 0;
-        }
+int cli_option_string(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        *(const char **)((char *)ctx + o->field) = value;
+        return 0;
 }
 
-/* An address enters here (option or environment): it is one IP literal or the verb fails, so that
- * nothing downstream (pool records, DNS) ever holds "192.0.2.11 " or "10.0.0.1,10.0.0.2". */
-static int check_ip(const char *verb, const char *source, const char *value) {
-        if (!value || in_addr_literal_valid(value))
-                return 0;
-        cli_usage_error(verb, "invalid %s '%s' (expected one IPv4 or IPv6 address, no spaces)", source,
-                        value);
-        return -EINVAL;
+static int parse_help(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        ctx->help = true;
+        return 0;
 }
 
-static int check_node_options(const CliContext *ctx, const char *verb) {
-        int r = check_ip(verb, ctx->internal_ip_source ?: "--internal-ip", ctx->internal_ip);
-        if (r >= 0)
-                r = check_ip(verb, ctx->external_ip_source ?: "--external-ip", ctx->external_ip);
-        return r;
+/* Addresses and the interval are stored with where they came from and checked after parsing (spine.c), so
+ * that an option overrides a bad environment value instead of failing on it. */
+static int parse_internal_ip(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        ctx->node.internal_ip = value;
+        ctx->internal_ip_source = source;
+        return 0;
 }
 
-int cli_parse_options(int argc, char **argv, CliContext *ctx, const struct option *options,
-                      const char *shortopts, CliOptionHandler on_option, void *userdata) {
-        struct option all[64];
-        size_t n = 0;
-        char shorts[64];
-        const char *verb = argv[0];
+static int parse_external_ip(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        ctx->node.external_ip = value;
+        ctx->external_ip_source = source;
+        return 0;
+}
 
-        for (const struct option *o = options; o && o->name && n < ELEMENTSOF(all) - 1; o++)
-                all[n++] = *o;
-        for (size_t i = 0; i < ELEMENTSOF(node_options) && n < ELEMENTSOF(all) - 1; i++)
-                all[n++] = node_options[i];
-        all[n] = (struct option){};
-        snprintf(shorts, sizeof(shorts), "c:%s", shortopts ? shortopts : "");
+static int parse_interval(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        ctx->interval_text = value;
+        ctx->interval_source = source;
+        return 0;
+}
 
-        optind = 0; /* full reinitialisation of getopt for the verb's argv */
-        opterr = 0;
-        for (;;) {
-                int idx = -1;
-                int c = getopt_long(argc, argv, shorts, all, &idx);
-                if (c < 0)
-                        break;
-                if (c == '?' || c == ':') {
-                        if (optopt)
-                                cli_usage_error(verb, "unknown option or missing argument '-%c'", optopt);
-                        else
-                                cli_usage_error(verb, "unknown option or missing argument '%s'",
-                                                argv[optind - 1]);
-                        return -EINVAL;
-                }
-                int r = set_node_option(ctx, verb, c, optarg);
+const CliOption cli_common_options[] = {
+        { .name = "config",
+          .short_name = 'c',
+          .arg_name = "FILE",
+          .env = "PROTOKUBE_CONFIG",
+          .help = "the cluster spec",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, spec_path) },
+        { .name = "help", .short_name = 'h', .help = "print this help and exit", .parse = parse_help },
+        {},
+};
+
+const CliOption cli_node_options[] = {
+        { .name = "node-name",
+          .arg_name = "NAME",
+          .env = "PROTOKUBE_NODE_NAME",
+          .help = "this node's name (default: from the volume provider)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.node_name) },
+        { .name = "zone",
+          .arg_name = "ZONE",
+          .env = "PROTOKUBE_ZONE",
+          .help = "this node's zone (default: from the volume provider)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.zone) },
+        { .name = "internal-ip",
+          .arg_name = "ADDRESS",
+          .env = "PROTOKUBE_INTERNAL_IP",
+          .help = "this node's internal address, one IP literal",
+          .parse = parse_internal_ip },
+        { .name = "external-ip",
+          .arg_name = "ADDRESS",
+          .env = "PROTOKUBE_EXTERNAL_IP",
+          .help = "this node's external address, one IP literal",
+          .parse = parse_external_ip },
+        { .name = "machine-id-file",
+          .arg_name = "FILE",
+          .env = "PROTOKUBE_MACHINE_ID_FILE",
+          .help = "this machine's machine-id(5) file (default /etc/machine-id)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.machine_id_file) },
+        { .name = "manifest-dir",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_MANIFEST_DIR",
+          .help = "the kubelet's static pod directory (default /etc/kubernetes/manifests)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.manifest_dir) },
+        { .name = "mount-root",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_MOUNT_ROOT",
+          .help = "where volumes are mounted (default /mnt)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.mount_root) },
+        { .name = "pool",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_POOL",
+          .help = "the local volume pool (default /var/lib/protokube/pool)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.pool_dir) },
+        { .name = "interval",
+          .arg_name = "DURATION",
+          .env = "PROTOKUBE_INTERVAL",
+          .help = "time between passes of 'run' (default 10s; e.g. 500ms, 1m)",
+          .parse = parse_interval },
+        { .name = "listen",
+          .arg_name = "HOST:PORT",
+          .env = "PROTOKUBE_LISTEN",
+          .help = "where 'run' serves /healthz and /metrics (default 127.0.0.1:9797)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, listen) },
+        {},
+};
+
+int cli_options_from_environment(const CliOption *table, CliContext *ctx) {
+        for (const CliOption *o = table; o && o->name; o++) {
+                if (!o->env)
+                        continue;
+                const char *v = getenv(o->env);
+                if (isempty(v)) /* an empty variable is unset: PROTOKUBE_CONFIG= must not name "" */
+                        continue;
+                int r = o->parse(o, ctx, v, o->env);
                 if (r < 0)
                         return r;
-                if (r > 0)
-                        continue;
-                if (!on_option || on_option(c, optarg, userdata) < 0)
-                        return -EINVAL;
         }
-        if (check_node_options(ctx, verb) < 0)
-                return -EINVAL;
-        return optind;
+        return 0;
+}
+
+static void option_synopsis(const CliOption *o, char *buf, size_t size) {
+        char shortpart[8] = "    ";
+        if (o->short_name)
+                snprintf(shortpart, sizeof(shortpart), "-%c, ", o->short_name);
+        snprintf(buf, size, "%s--%s%s%s", shortpart, o->name, o->arg_name ? " " : "", strempty(o->arg_name));
+}
+
+void cli_options_help(const CliOption *const *tables, size_t n_tables, FILE *f) {
+        char syn[64];
+        bool any_env = false;
+
+        fprintf(f, "options:\n");
+        for (size_t t = 0; t < n_tables; t++)
+                for (const CliOption *o = tables[t]; o && o->name; o++) {
+                        option_synopsis(o, syn, sizeof(syn));
+                        fprintf(f, "  %-28s %s\n", syn, o->help);
+                        any_env = any_env || o->env;
+                }
+        if (!any_env)
+                return;
+        fprintf(f, "\nenvironment (an option given on the command line wins):\n");
+        for (size_t t = 0; t < n_tables; t++)
+                for (const CliOption *o = tables[t]; o && o->name; o++)
+                        if (o->env)
+                                fprintf(f, "  %-28s like --%s\n", o->env, o->name);
 }

@@ -18,21 +18,20 @@
 
 #define VIEW_FILE_MAX (4 * 1024 * 1024)
 
-enum { OPT_VIEW = 0x2000 };
+static const char *arg_view = NULL;
 
-typedef struct DnsArgs {
-        const char *view_path;
-} DnsArgs;
-
-static int on_option(int opt, const char *arg, void *userdata) {
-        DnsArgs *a = userdata;
-        if (opt == OPT_VIEW) {
-                a->view_path = arg;
-                return 0;
-        }
-        cli_usage_error("dns", "unknown option");
-        return -EINVAL;
+static int parse_view(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_view = value;
+        return 0;
 }
+
+const CliOption verb_dns_options[] = {
+        { .name = "view",
+          .arg_name = "FILE",
+          .help = "the cluster view as JSON (masters, etcd members) instead of asking the volume provider",
+          .parse = parse_view },
+        {},
+};
 
 static int load_view(CliContext *ctx, const ClusterSpec *spec, const char *path, ClusterView **ret) {
         _cleanup_free_ char *text = NULL, *error = NULL;
@@ -70,37 +69,14 @@ static void print_changes(const DnsRRsetList *changes, const char *provider) {
         printf("%zu RRset(s) changed (%s)\n", changes->n, provider);
 }
 
-VERB(dns) {
-        static const struct option options[] = {
-                { "view", required_argument, NULL, OPT_VIEW },
-                {},
-        };
+/* Both verbs: the desired records, then printed or published. */
+static int dns_records(CliContext *ctx, bool sync) {
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
         _cleanup_strv_free_ char **errors = NULL;
         _cleanup_rrset_list_ DnsRRsetList desired = {};
         _cleanup_free_ char *error = NULL;
-        DnsArgs args = {};
-        bool sync = false;
         int r;
-
-        r = cli_parse_options(argc, argv, ctx, options, "", on_option, &args);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (r < argc) {
-                if (!streq(argv[r], "sync"))
-                        return cli_usage_error("dns", "unknown subcommand '%s' (expected 'sync')", argv[r]);
-                sync = true;
-                /* Options may follow the subcommand too: "dns sync --view FILE". */
-                int k = cli_parse_options(argc - r, argv + r, ctx, options, "", on_option, &args);
-                if (k < 0)
-                        return EXIT_USAGE;
-                r += k;
-        }
-        if (r < argc)
-                return cli_usage_error("dns", "unexpected argument '%s'", argv[r]);
-        if (!ctx->spec_path)
-                return cli_usage_error("dns", "no spec given (-c FILE)");
 
         r = cluster_spec_load(ctx->spec_path, &spec, &errors);
         if (r < 0) {
@@ -110,7 +86,7 @@ VERB(dns) {
                         log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
                 return EXIT_ERROR;
         }
-        if (load_view(ctx, spec, args.view_path, &view) < 0)
+        if (load_view(ctx, spec, arg_view, &view) < 0)
                 return EXIT_ERROR;
         r = dns_desired_records(spec, view, &desired, &error);
         if (r < 0) {
@@ -137,4 +113,12 @@ VERB(dns) {
         }
         print_changes(&changes, provider);
         return EXIT_CONVERGED;
+}
+
+int verb_dns(CliContext *ctx, char **args) {
+        return dns_records(ctx, false);
+}
+
+int verb_dns_sync(CliContext *ctx, char **args) {
+        return dns_records(ctx, true);
 }

@@ -7,20 +7,12 @@
 #include "cli/cli.h"
 #include "daemon/pass.h"
 
-VERB(once) {
+int verb_once(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassReport rep = {};
         int r;
 
-        r = cli_parse_options(argc, argv, ctx, NULL, NULL, NULL, NULL);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (r < argc)
-                return cli_usage_error("once", "unexpected argument '%s'", argv[r]);
-        if (!ctx->spec_path)
-                return cli_usage_error("once", "needs the cluster spec (-c FILE or PROTOKUBE_CONFIG)");
-        NodeSettings node = cli_node_settings(ctx);
-        if (pass_new(ctx->spec_path, &node, &pass) < 0)
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
                 return EXIT_ERROR;
         usec_t start = now(CLOCK_MONOTONIC);
         pass_run(pass, &rep);

@@ -17,19 +17,6 @@
 
 #define MAX_ETCD_CLUSTERS 8
 
-enum {
-        OPT_OUT = 0x2000,
-        OPT_ETCD_MEMBER,
-        OPT_ETCD_MOUNT,
-};
-
-static const struct option render_options[] = {
-        { "out", required_argument, NULL, OPT_OUT },
-        { "etcd-member", required_argument, NULL, OPT_ETCD_MEMBER },
-        { "etcd-mount", required_argument, NULL, OPT_ETCD_MOUNT },
-        {},
-};
-
 typedef struct EtcdArg {
         char *cluster;
         char *member;
@@ -95,23 +82,37 @@ static int parse_mount(RenderArgs *a, const char *arg) {
         return e->mount ? 0 : (log_oom(), -ENOMEM);
 }
 
-static int render_option(int opt, const char *arg, void *userdata) {
-        RenderArgs *a = userdata;
-        int r;
-        switch (opt) {
-        case OPT_OUT:
-                a->out = arg;
-                return 0;
-        case OPT_ETCD_MEMBER:
-                r = parse_member(a, arg);
-                return r == 0 ? 0 : -EINVAL;
-        case OPT_ETCD_MOUNT:
-                r = parse_mount(a, arg);
-                return r == 0 ? 0 : -EINVAL;
-        default:
-                return -EINVAL;
-        }
+/* The verb's options; render_args_done() in verb_render() releases them. */
+static RenderArgs arg_render = {};
+
+static int parse_out(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_render.out = value;
+        return 0;
 }
+
+static int parse_etcd_member(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        return parse_member(&arg_render, value) == 0 ? 0 : -EINVAL;
+}
+
+static int parse_etcd_mount(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        return parse_mount(&arg_render, value) == 0 ? 0 : -EINVAL;
+}
+
+const CliOption verb_render_options[] = {
+        { .name = "out",
+          .arg_name = "DIR",
+          .help = "write the manifests to DIR (atomically, only when changed) instead of stdout",
+          .parse = parse_out },
+        { .name = "etcd-member",
+          .arg_name = "CLUSTER=ME/ALL,...",
+          .help = "this node's member of an etcd cluster, as the volume tag says (main=a/a,b,c)",
+          .parse = parse_etcd_member },
+        { .name = "etcd-mount",
+          .arg_name = "CLUSTER=/PATH",
+          .help = "where that member's volume is mounted (main=/mnt/vol-x)",
+          .parse = parse_etcd_mount },
+        {},
+};
 
 static int write_out(const char *dir, const RenderedManifests *m) {
         int r = mkdir_p(dir, 0755);
@@ -149,20 +150,15 @@ static int render_load(CliContext *ctx, ClusterSpec **ret) {
         return 0;
 }
 
-VERB(render) {
-        _cleanup_(render_args_done) RenderArgs a = {};
+int verb_render(CliContext *ctx, char **args) {
+        _cleanup_(render_args_done) RenderArgs a = arg_render;
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
         _cleanup_(rendered_manifests_done) RenderedManifests m = {};
         EtcdMemberAssignment assign[MAX_ETCD_CLUSTERS];
         const char *failed = NULL;
+        int r;
 
-        int r = cli_parse_options(argc, argv, ctx, render_options, NULL, render_option, &a);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (r < argc)
-                return cli_usage_error("render", "unexpected argument '%s'", argv[r]);
-        if (!ctx->spec_path)
-                return cli_usage_error("render", "no spec given: use -c FILE");
+        arg_render = (RenderArgs){}; /* a owns them now */
         for (size_t i = 0; i < a.n_etcd; i++) {
                 if (!a.etcd[i].member)
                         return cli_usage_error("render", "--etcd-mount for '%s' without --etcd-member",

@@ -8,22 +8,10 @@
 #include "cli/cli.h"
 #include "spec/spec.h"
 
-static int validate_option(int opt, const char *arg, void *userdata) {
-        return -EINVAL; /* validate has no options of its own beyond the common ones */
-}
-
-VERB(validate) {
+int verb_validate(CliContext *ctx, char **args) {
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
         _cleanup_strv_free_ char **errors = NULL;
         int r;
-
-        r = cli_parse_options(argc, argv, ctx, NULL, NULL, validate_option, NULL);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (r < argc)
-                return cli_usage_error("validate", "unexpected argument '%s'", argv[r]);
-        if (!ctx->spec_path)
-                return cli_usage_error("validate", "no spec given: use -c FILE");
 
         r = cluster_spec_load(ctx->spec_path, &spec, &errors);
         if (r == PK_ESPEC) {

@@ -36,21 +36,13 @@ static void print_row(const char *mount_root, const VolumesObservation *o, const
                 printf("%-24s mount %s\n", "", strna(mount));
 }
 
-VERB(volumes) {
+int verb_volumes(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassObservation o = {};
         PassPlan plan = {};
         int r;
 
-        r = cli_parse_options(argc, argv, ctx, NULL, NULL, NULL, NULL);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (r < argc)
-                return cli_usage_error("volumes", "unexpected argument '%s'", argv[r]);
-        if (!ctx->spec_path)
-                return cli_usage_error("volumes", "needs the cluster spec (-c FILE or PROTOKUBE_CONFIG)");
-        NodeSettings node = cli_node_settings(ctx);
-        if (pass_new(ctx->spec_path, &node, &pass) < 0 || pass_observe(pass, &o) < 0)
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe(pass, &o) < 0)
                 return EXIT_ERROR;
         r = pass_plan(pass, &o, &plan);
         if (r < 0) {

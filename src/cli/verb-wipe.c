@@ -21,16 +21,6 @@
 #define WIPEFS_OUTPUT_MAX (16U * 1024U)
 #define REOPEN_TIMEOUT    (2 * USEC_PER_SEC) /* wipefs has just closed it */
 
-enum { OPT_YES_DESTROY_DATA = 0x3000 };
-
-static int on_option(int opt, const char *arg, void *userdata) {
-        bool *yes = userdata;
-        if (opt != OPT_YES_DESTROY_DATA)
-                return -EINVAL;
-        *yes = true;
-        return 0;
-}
-
 /* O_EXCL: refuses a device that is mounted (here or in another mount namespace) or held by md/dm/mkfs. */
 static int open_unused(const char *dev, dev_t devnum, usec_t timeout) {
         int fd = blockdev_open_exclusive_flags(dev, O_RDWR, timeout);
@@ -102,20 +92,23 @@ static int wipe(const char *dev) {
         return 0;
 }
 
-VERB(wipe) {
-        static const struct option options[] = {
-                { "yes-destroy-data", no_argument, NULL, OPT_YES_DESTROY_DATA },
-                {},
-        };
-        bool yes = false;
-        int r = cli_parse_options(argc, argv, ctx, options, NULL, on_option, &yes);
-        if (r < 0)
-                return EXIT_USAGE;
-        if (argc - r != 1)
-                return cli_usage_error("wipe", "needs exactly one DEVICE (protokube wipe DEVICE "
-                                               "--yes-destroy-data)");
-        const char *dev = argv[r];
-        if (!yes)
+static bool arg_yes_destroy_data;
+
+static int parse_yes(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_yes_destroy_data = true;
+        return 0;
+}
+
+const CliOption verb_wipe_options[] = {
+        { .name = "yes-destroy-data",
+          .help = "confirm that everything on DEVICE is to be destroyed (required)",
+          .parse = parse_yes },
+        {},
+};
+
+int verb_wipe(CliContext *ctx, char **args) {
+        const char *dev = args[0];
+        if (!arg_yes_destroy_data)
                 return cli_usage_error("wipe",
                                        "refusing to wipe '%s' without --yes-destroy-data: it destroys "
                                        "everything on the device",
