@@ -305,6 +305,9 @@ def test_one_node_claim_format_mount_and_route53(env1):
     assert "Claimed" not in p.stderr and "Mounted" not in p.stderr and "ext4 filesystem" not in p.stderr
     new = env.log()[n_log:]
     assert not [e for e in new if e.get("action") in ("AttachVolume", "ChangeResourceRecordSets")], new
+    # a converged pass observes the cloud once: DescribeVolumes and DescribeInstances, nothing else on EC2
+    ec2 = sorted(e.get("action") for e in new if e.get("service") == "ec2")
+    assert ec2 == ["DescribeInstances", "DescribeVolumes"], new
 
     # unmounted (a reboot): the same volumes come back, not reformatted, data intact
     env.umount(0)
