@@ -58,10 +58,3 @@ int manifest_symlink(const char *link_path, const char *target) {
         int r = fsync_parent_dir(link_path);
         return r < 0 ? r : 1;
 }
-
-int manifest_remove(const char *path) {
-        if (unlink(path) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        int r = fsync_parent_dir(path);
-        return r < 0 ? r : 1;
-}

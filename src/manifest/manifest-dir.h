@@ -13,5 +13,3 @@ int manifest_write(const char *path, const char *text);
  * link already pointed at target. */
 int manifest_symlink(const char *link_path, const char *target);
 
-/* Removes path if it is a symlink or regular file we wrote; 1 if removed, 0 if absent. */
-int manifest_remove(const char *path);
