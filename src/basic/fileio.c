@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "beneath.h"
 #include "macro.h"
 #include "string-util.h"
 
@@ -114,6 +115,22 @@ int loop_write(int fd, const void *buf, size_t len) {
         return 0;
 }
 
+int loop_pwrite(int fd, const void *buf, size_t len, size_t offset) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t k = pwrite(fd, p, len, (off_t)offset);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                len -= (size_t)k;
+                offset += (size_t)k;
+        }
+        return 0;
+}
+
 int fsync_parent_dir(const char *path) {
         _cleanup_free_ char *copy = strdup(path);
         if (!copy)
@@ -126,49 +143,16 @@ int fsync_parent_dir(const char *path) {
         return 0;
 }
 
-static int file_has_contents(const char *path, const void *data, size_t len, mode_t mode) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        _cleanup_free_ char *old = NULL;
-        struct stat st;
-        size_t old_len;
-
-        if (fd < 0)
-                return 0;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
-            (size_t)st.st_size != len)
-                return 0;
-        if (read_full_fd(fd, len + 1, &old, &old_len) < 0)
-                return 0;
-        return old_len == len && memcmp(old, data, len) == 0;
-}
-
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, int only_if_changed) {
-        _cleanup_free_ char *copy_dir = strdup(path), *copy_base = strdup(path), *tmp = NULL;
-        int r;
-
+        _cleanup_free_ char *copy_dir = strdup(path), *copy_base = strdup(path);
         if (!copy_dir || !copy_base)
                 return -ENOMEM;
-        if (only_if_changed && file_has_contents(path, data, len, mode))
-                return 0;
-        tmp = strjoin(dirname(copy_dir), "/.", basename(copy_base), ".XXXXXX");
-        if (!tmp)
-                return -ENOMEM;
-        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
+        /* the directory is the caller's (a path it chose); only the final name is replaced, never followed
+         */
+        _cleanup_close_ int dfd = open(dirname(copy_dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
                 return -errno;
-        r = loop_write(fd, data, len);
-        if (r >= 0 && fchmod(fd, mode) < 0)
-                r = -errno;
-        if (r >= 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, path) < 0)
-                r = -errno;
-        if (r < 0) {
-                unlink(tmp);
-                return r;
-        }
-        r = fsync_parent_dir(path);
-        return r < 0 ? r : 1;
+        return beneath_write_file_atomic(dfd, basename(copy_base), data, len, mode, only_if_changed);
 }
 
 int mkdir_p(const char *path, mode_t mode) {

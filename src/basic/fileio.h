@@ -18,8 +18,9 @@ int read_full_fd_secret(int fd, size_t max, char **ret, size_t *ret_len);
  * exactly these bytes and mode is not touched (mtime kept). Returns 1 if written, 0 if unchanged. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, int only_if_changed);
 
-/* Writes all of buf to fd, retrying on EINTR and short writes. */
+/* Writes all of buf to fd, retrying on EINTR and short writes (at offset, for loop_pwrite). */
 int loop_write(int fd, const void *buf, size_t len);
+int loop_pwrite(int fd, const void *buf, size_t len, size_t offset);
 
 /* mkdir -p with mode for each created component. */
 int mkdir_p(const char *path, mode_t mode);

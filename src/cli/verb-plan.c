@@ -21,6 +21,10 @@ int verb_plan(CliContext *ctx, char **args) {
                 return EXIT_ERROR;
         if (pass_observe(pass, &o) < 0)
                 return EXIT_ERROR;
+        if (o.volumes_error < 0) {
+                pass_observation_done(&o);
+                return EXIT_ERROR;
+        }
         r = pass_plan(pass, &o, &plan);
         if (r < 0) {
                 pass_observation_done(&o);

@@ -44,6 +44,10 @@ int verb_volumes(CliContext *ctx, char **args) {
 
         if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe(pass, &o) < 0)
                 return EXIT_ERROR;
+        if (o.volumes_error < 0) {
+                pass_observation_done(&o);
+                return EXIT_ERROR;
+        }
         r = pass_plan(pass, &o, &plan);
         if (r < 0) {
                 pass_observation_done(&o);

@@ -86,18 +86,23 @@ int pass_observe(Pass *p, PassObservation *ret) {
         PassObservation *o = ret;
         *o = (PassObservation){};
         int r = volumes_observe(p->provider, &p->cfg, &o->volumes);
+        if (r == -ENOMEM)
+                return log_oom();
         if (r < 0) {
                 const char *detail = volume_provider_last_error(p->provider);
                 if (detail)
-                        return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
-                                               p->spec->name, detail);
-                return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
-                                       p->spec->name);
+                        log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
+                                        p->spec->name, detail);
+                else
+                        log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
+                                        p->spec->name);
+                o->volumes_error = r;
+        } else {
+                STRV_FOREACH (w, o->volumes.volumes.warnings)
+                        log_warning("Unreadable volume: %s", *w);
+                volumes_input(&p->cfg, &o->volumes, &o->in);
+                observe_dns(p, o);
         }
-        STRV_FOREACH (w, o->volumes.volumes.warnings)
-                log_warning("Unreadable volume: %s", *w);
-        volumes_input(&p->cfg, &o->volumes, &o->in);
-        observe_dns(p, o);
         r = observe_manifest_dir(p->node.manifest_dir, &o->manifest_names, &o->manifest_texts);
         if (r < 0) {
                 pass_observation_done(o);
@@ -179,6 +184,11 @@ static int plan_etcd_texts(const Pass *pass, PassPlan *plan) {
 static int plan_dns(const Pass *pass, const PassObservation *o, PassPlan *plan) {
         _cleanup_free_ char *error = NULL;
         int r;
+        if (o->volumes_error < 0) {
+                plan->dns_status = o->volumes_error;
+                plan->dns_note = strdup("cannot observe the masters for DNS");
+                return plan->dns_note ? 0 : -ENOMEM;
+        }
         if (o->dns_error < 0) {
                 plan->dns_status = o->dns_error;
                 plan->dns_note = strdup(strna(o->dns_message));
@@ -246,14 +256,15 @@ int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
         if (r >= 0 && o->in.observed)
                 memcpy(plan.observed, o->in.observed, sizeof(VolumeObserved) * o->in.n_volumes);
         plan.in.observed = plan.observed;
-        if (r >= 0)
+        if (r >= 0 && o->volumes_error >= 0) {
                 r = plan_manifest_currency(pass, &plan.in, plan.observed);
-        if (r >= 0)
-                r = volumes_plan(&plan.in, &plan.volumes);
-        if (r >= 0)
-                r = plan_etcd_texts(pass, &plan);
-        if (r >= 0)
-                r = volumes_view(&plan.in, &plan.volumes, &plan.view);
+                if (r >= 0)
+                        r = volumes_plan(&plan.in, &plan.volumes);
+                if (r >= 0)
+                        r = plan_etcd_texts(pass, &plan);
+                if (r >= 0)
+                        r = volumes_view(&plan.in, &plan.volumes, &plan.view);
+        }
         if (r >= 0)
                 r = plan_dns(pass, o, &plan);
         if (r >= 0)

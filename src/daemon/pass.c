@@ -250,7 +250,13 @@ static void apply_control_plane(const Pass *p, const PassPlan *plan, PassReport 
 static int apply_round(Pass *p, const PassObservation *o, const PassPlan *plan, bool last, PassReport *rep) {
         _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
         VolumesPassResult res = {};
-        int r = volumes_apply_new(p->provider, &p->cfg, &plan->in, &plan->volumes, &va);
+        int r;
+        if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the control plane still is kept */
+                apply_dns(o, plan, rep);
+                apply_control_plane(p, plan, rep);
+                return 0;
+        }
+        r = volumes_apply_new(p->provider, &p->cfg, &plan->in, &plan->volumes, &va);
         if (r < 0)
                 return r;
         pass_progress_step("volumes");
@@ -291,14 +297,14 @@ void pass_run(Pass *p, PassReport *rep) {
                 PassPlan plan = {};
                 pass_progress_step("observing");
                 int r = pass_observe(p, &o);
-                if (r < 0) {
+                if (r >= 0 && o.volumes_error < 0) {
                         const char *detail = volume_provider_last_error(p->provider);
-                        _cleanup_free_ char *why =
-                            strprintf("the volume provider failed: %s", detail ?: pk_strerror(r));
-                        pass_report_error(rep, PASS_STAGE_DISCOVER, r, why);
-                        break;
+                        _cleanup_free_ char *why = strprintf("the volume provider failed: %s",
+                                                             detail ?: pk_strerror(o.volumes_error));
+                        pass_report_error(rep, PASS_STAGE_DISCOVER, o.volumes_error, why);
                 }
-                r = pass_plan(p, &o, &plan);
+                if (r >= 0)
+                        r = pass_plan(p, &o, &plan);
                 if (r >= 0)
                         r = apply_round(p, &o, &plan, round + 1 == PASS_ROUNDS_MAX, rep);
                 pass_plan_done(&plan);

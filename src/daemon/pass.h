@@ -55,6 +55,7 @@ void pass_run(Pass *p, PassReport *rep);
 
 /* What one observation saw. */
 typedef struct PassObservation {
+        int volumes_error; /* the provider could not be observed (logged): no volume steps, no DNS */
         VolumesObservation volumes;
         VolumesInput in; /* the volume planner's view of it (points into volumes and the pass) */
         DnsSession *dns; /* NULL: no DNS in the spec, or it could not be opened (dns_error) */
@@ -67,7 +68,8 @@ typedef struct PassObservation {
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
-/* Logs what failed: < 0 only when nothing could be observed (the provider's volumes). Fills *ret in
+/* Logs what failed; -ENOMEM only: a provider that cannot be observed is volumes_error, and the rest (the
+ * control-plane manifests) is still observed and planned. Fills *ret in
  * place (its input points into it): it must not be moved until pass_observation_done(). */
 int pass_observe(Pass *p, PassObservation *ret);
 

@@ -513,21 +513,6 @@ static bool rename_refused(int r) {
         return r == -EBUSY || r == -EXDEV || r == -EACCES || r == -EPERM || r == -EROFS || r == -EMLINK;
 }
 
-static int loop_pwrite(int fd, const char *data, size_t len, size_t offset) {
-        while (len > 0) {
-                ssize_t k = pwrite(fd, data, len, (off_t)offset);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                data += k;
-                len -= (size_t)k;
-                offset += (size_t)k;
-        }
-        return 0;
-}
-
 /* In place, crash-safe through the journal steps of hosts_write_plan() (dns-hosts-journal.c), each made
  * durable before the next starts. */
 static int write_in_place(int fd, const HostsFile *h, const char *text, size_t len) {
