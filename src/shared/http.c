@@ -118,6 +118,8 @@ static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdr
         SET(CURLOPT_HEADERDATA, x);
         SET(CURLOPT_HTTPHEADER, hdrs);
         SET(CURLOPT_USERAGENT, "protokube");
+        if (req->ca_file)
+                SET(CURLOPT_CAINFO, req->ca_file);
         /* Loopback and link-local never go through a proxy (the metadata service, local test doubles). */
         if (req->no_proxy)
                 SET(CURLOPT_NOPROXY, "*");

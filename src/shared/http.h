@@ -23,6 +23,7 @@ typedef struct HttpRequest {
         usec_t connect_timeout; /* 0 = 5 s */
         size_t max_response;    /* body cap; 0 = HTTP_RESPONSE_MAX_DEFAULT */
         bool no_proxy;          /* never through a proxy (the instance metadata service) */
+        const char *ca_file;    /* PEM bundle of the CAs to trust for https; NULL: the system's */
         bool sensitive;         /* the response holds a secret (IMDS token, role credentials): its buffers
                                    are erased before they are freed, http_response_done() included */
 } HttpRequest;

@@ -51,7 +51,8 @@ class MasterAws(Master):
     def env(self):
         c = self.cluster
         e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        e.update({"AWS_ENDPOINT_URL_EC2": c.double_url, "AWS_ENDPOINT_URL_ROUTE_53": c.double_url,
+        e.update({"AWS_ENDPOINT_URL_EC2": c.api_url, "AWS_ENDPOINT_URL_ROUTE_53": c.api_url,
+                  "AWS_CA_BUNDLE": c.tls_cert,
                   "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{c.double_url}/_as/{instance_id(self.name)}",
                   # no static keys and no credentials file: the instance role through IMDSv2, as on a master
                   "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.dir, "no-credentials"),
@@ -108,11 +109,24 @@ class ClusterAws(Cluster):
         """{volume id: instance id or None}."""
         return {v: (s["attachment"] or {}).get("instance") for v, s in self.double_state()["volumes"].items()}
 
+    def make_tls_cert(self):
+        """A self-signed certificate for the double's address: protokube speaks https to any AWS endpoint
+        that is not on loopback, and trusts this one through AWS_CA_BUNDLE."""
+        self.tls_cert = os.path.join(self.workdir, "double-cert.pem")
+        self.tls_key = os.path.join(self.workdir, "double-key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "1", "-subj", "/CN=aws-double", "-addext",
+                        f"subjectAltName=IP:{AWS_ADDR}", "-keyout", self.tls_key, "-out", self.tls_cert],
+                       check=True, capture_output=True)
+
     def start_double(self):
         port_file = os.path.join(self.workdir, "double.port")
+        tls_port_file = os.path.join(self.workdir, "double-tls.port")
+        self.make_tls_cert()
         self.double = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.lab.ns('aws')}", "--", "/usr/bin/python3", DOUBLE,
-             "--port-file", port_file, "--listen", AWS_ADDR],
+             "--port-file", port_file, "--listen", AWS_ADDR, "--tls-cert", self.tls_cert,
+             "--tls-key", self.tls_key, "--tls-port-file", tls_port_file],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.workdir, "double.log"), "ab"),
             start_new_session=True)
         deadline = time.monotonic() + 15
@@ -124,6 +138,8 @@ class ClusterAws(Cluster):
             time.sleep(0.05)
         with open(port_file) as f:
             self.double_url = f"http://{AWS_ADDR}:{f.read().strip()}"
+        with open(tls_port_file) as f:
+            self.api_url = f"https://{AWS_ADDR}:{f.read().strip()}"
 
     def instance(self, name, addr, external, zone, state="running"):
         return {instance_id(name): {"az": zone, "private_ip": addr, "public_ip": external, "state": state,

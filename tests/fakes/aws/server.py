@@ -884,17 +884,39 @@ def main():
     # Where to listen (default loopback); the e2e harness runs the double in a network namespace of its test
     # network and listens on that host's address.
     ap.add_argument("--listen", default="127.0.0.1")
+    # A second listener with TLS for the APIs (EC2, Route 53): protokube accepts plain http only on loopback,
+    # so a double on a test network's address serves https with this certificate (AWS_CA_BUNDLE for the
+    # client); IMDS stays on the plain port, as on EC2.
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--tls-port-file")
     args = ap.parse_args()
     if args.config:
         with open(args.config, encoding="utf-8") as f:
             STATE.configure(json.load(f))
     srv = ThreadingHTTPServer((args.listen, 0), Handler)
     srv.daemon_threads = True
+    servers = [srv]
+    if args.tls_cert:
+        import ssl
+        tls = ThreadingHTTPServer((args.listen, 0), Handler)
+        tls.daemon_threads = True
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
+        servers.append(tls)
+        threading.Thread(target=tls.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
 
     def stop(*_):
-        threading.Thread(target=srv.shutdown, daemon=True).start()
+        for s_ in servers:
+            threading.Thread(target=s_.shutdown, daemon=True).start()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if args.tls_cert:
+        tmp = args.tls_port_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(str(servers[1].server_address[1]))
+        os.rename(tmp, args.tls_port_file)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(str(srv.server_address[1]))
