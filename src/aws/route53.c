@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "aws/sigv4.h"
+#include "basic/dns-name.h"
 #include "basic/errors.h"
 #include "basic/parse-util.h"
 #include "basic/stop.h"
@@ -75,16 +76,6 @@ void aws_hosted_zones_free(AwsHostedZone *z, size_t n) {
                 free(z[i].name);
         }
         free(z);
-}
-
-/* DNS names compare without case and without the final dot. */
-static bool dns_name_equal(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-        if (la > 0 && a[la - 1] == '.')
-                la--;
-        if (lb > 0 && b[lb - 1] == '.')
-                lb--;
-        return la == lb && strncasecmp(a, b, la) == 0;
 }
 
 int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, size_t *ret_n) {

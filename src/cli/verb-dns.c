@@ -13,7 +13,7 @@
 #include "dns/dns-provider.h"
 #include "dns/dns-records.h"
 #include "dns/dns-wire.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 #include "spec/spec.h"
 
 #define VIEW_FILE_MAX (4 * 1024 * 1024)

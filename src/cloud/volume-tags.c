@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/dns-name.h"
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
@@ -14,19 +15,6 @@ void etcd_tag_done(EtcdTag *t) {
         free(t->member);
         strv_free(t->members);
         *t = (EtcdTag){};
-}
-
-/* Member and etcd cluster names end up in DNS labels (etcd-<member>.<internalSuffix>), so they follow
- * RFC 1123 labels: [a-z0-9-], 1-63, no leading or trailing '-'. */
-static bool name_valid(const char *s, size_t len) {
-        if (len == 0 || len > VOLUME_NAME_MAX || s[0] == '-' || s[len - 1] == '-')
-                return false;
-        for (size_t i = 0; i < len; i++) {
-                char c = s[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-                        return false;
-        }
-        return true;
 }
 
 static int fail(char **ret_error, const char *why) {
@@ -43,7 +31,7 @@ static int parse_members(const char *s, char ***ret, char **ret_error) {
         for (const char *p = s;;) {
                 const char *comma = strchr(p, ',');
                 size_t len = comma ? (size_t)(comma - p) : strlen(p);
-                if (!name_valid(p, len))
+                if (!dns_label_is_valid(p, len))
                         return fail(ret_error, "member names must be 1-63 characters of [a-z0-9-]");
                 _cleanup_free_ char *name = strndup(p, len);
                 if (!name)
@@ -68,13 +56,14 @@ int etcd_tag_parse(const char *key, const char *value, EtcdTag *ret, char **ret_
         const char *cluster = startswith(key, VOLUME_TAG_ETCD_PREFIX);
         int r;
 
-        if (!cluster || !name_valid(cluster, strlen(cluster)))
+        /* Member and etcd cluster names end up in DNS labels (etcd-<member>.<internalSuffix>). */
+        if (!cluster || !dns_label_is_valid(cluster, strlen(cluster)))
                 return fail(ret_error, "etcd cluster name must be 1-63 characters of [a-z0-9-]");
         const char *slash = value ? strchr(value, '/') : NULL;
         if (!slash)
                 return fail(ret_error, "value must be <me>/<member>,<member>...");
         size_t me_len = (size_t)(slash - value);
-        if (!name_valid(value, me_len))
+        if (!dns_label_is_valid(value, me_len))
                 return fail(ret_error, "member name must be 1-63 characters of [a-z0-9-]");
         r = parse_members(slash + 1, &members, ret_error);
         if (r < 0)

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "components/control-plane.h"
-#include "shared/pod.h"
+#include "model/pod.h"
 #include "spec/spec.h"
 
 /* Strings made for a scratch copy of a config (derived defaults), freed together by the engine. */

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "shared/pod.h"
+#include "model/pod.h"
 #include "spec/spec.h"
 
 typedef enum Component {

@@ -5,24 +5,6 @@
 
 #include "basic/string-util.h"
 
-int conventions_internal_suffix(const ClusterSpec *spec, char **ret) {
-        char *s;
-        if (!isempty(spec->dns.internal_suffix))
-                s = strdup(spec->dns.internal_suffix);
-        else if (!isempty(spec->name))
-                s = strjoin("internal.", spec->name);
-        else
-                return -EINVAL;
-        if (!s)
-                return -ENOMEM;
-        /* a trailing dot would end up inside URLs */
-        size_t n = strlen(s);
-        if (n > 1 && s[n - 1] == '.')
-                s[n - 1] = 0;
-        *ret = s;
-        return 0;
-}
-
 /* The version goes into an image reference: a tag allows only these characters. */
 static bool version_is_valid(const char *v) {
         return !isempty(v) && strlen(v) < 64 &&

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "basic/dns-name.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "components/conventions.h"
@@ -10,96 +11,25 @@
 #include "components/static-pod.h"
 #include "manifest/pod-yaml.h"
 
-static bool is_main(const char *cluster) {
-        return streq(cluster, ETCD_MAIN_CLUSTER);
-}
-
-/* RFC 1123 label: [a-z0-9]([a-z0-9-]*[a-z0-9])?, at most 63 characters; cluster and member names end up in
- * DNS names, pod names and file names. */
-static bool dns_label_is_valid(const char *s) {
-        size_t n = s ? strlen(s) : 0;
-        if (n == 0 || n > 63)
-                return false;
-        if (s[strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-")] != 0)
-                return false;
-        return s[0] != '-' && s[n - 1] != '-';
-}
-
-const EtcdClusterSpec *etcd_cluster_find(const ClusterSpec *spec, const char *name) {
-        const EtcdClusterSpec *items = spec->etcd_clusters.items;
-        for (size_t i = 0; name && items && i < spec->etcd_clusters.n; i++)
-                if (items[i].name && streq(items[i].name, name))
-                        return &items[i];
-        return NULL;
-}
-
 int etcd_cluster_ports(const EtcdClusterSpec *e, int *ret_client, int *ret_peer) {
-        int client = -1, peer = -1;
-        if (streq(e->name, ETCD_MAIN_CLUSTER))
-                client = ETCD_MAIN_CLIENT_PORT, peer = ETCD_MAIN_PEER_PORT;
-        else if (streq(e->name, ETCD_EVENTS_CLUSTER))
-                client = ETCD_EVENTS_CLIENT_PORT, peer = ETCD_EVENTS_PEER_PORT;
-        if (e->client_port.set)
-                client = (int)e->client_port.value;
-        if (e->peer_port.set)
-                peer = (int)e->peer_port.value;
+        /* The spec has applied kops' defaults (model/conventions.h); a cluster without ports is not loaded.
+         */
+        if (!e->client_port.set || !e->peer_port.set)
+                return -EINVAL;
+        int64_t client = e->client_port.value, peer = e->peer_port.value;
         if (client < 1 || client > 65535 || peer < 1 || peer > 65535 || client == peer)
                 return -EINVAL;
-        *ret_client = client;
-        *ret_peer = peer;
+        *ret_client = (int)client;
+        *ret_peer = (int)peer;
         return 0;
 }
 
-/* "etcd" / "etcd-events": kops' etcd cluster name, the stem of member names and the cluster token. */
-static char *kops_cluster_name(const char *cluster) {
-        return is_main(cluster) ? strdup(ETCD_KOPS_NAME) : strjoin(ETCD_KOPS_NAME "-", cluster);
-}
-
-int etcd_member_name(const char *cluster, const char *member, char **ret) {
-        if (!dns_label_is_valid(cluster) || !dns_label_is_valid(member))
-                return -EINVAL;
-        _cleanup_free_ char *kops = kops_cluster_name(cluster);
-        if (!kops)
-                return -ENOMEM;
-        char *s = strjoin(kops, "-", member);
-        if (!s)
-                return -ENOMEM;
-        /* It becomes one DNS label of the member's name. */
-        if (strlen(s) > 63) {
-                free(s);
-                return -EINVAL;
-        }
-        *ret = s;
-        return 0;
-}
-int etcd_member_dns_name(const ClusterSpec *spec, const char *cluster, const char *member, char **ret) {
-        _cleanup_free_ char *name = NULL, *suffix = NULL;
-        int r = etcd_member_name(cluster, member, &name);
-        if (r < 0)
-                return r;
-        r = conventions_internal_suffix(spec, &suffix);
-        if (r < 0)
-                return r;
-        char *s = strjoin(name, ".", suffix);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
-int etcd_manifest_file_name(const char *cluster, char **ret) {
-        if (!dns_label_is_valid(cluster))
-                return -EINVAL;
-        char *s = is_main(cluster) ? strdup(ETCD_KOPS_NAME MANIFEST_SUFFIX)
-                                   : strjoin(ETCD_KOPS_NAME "-", cluster, MANIFEST_SUFFIX);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
+static bool label_ok(const char *s) {
+        return s && dns_label_is_valid(s, strlen(s));
 }
 
 static int check_assignment(const EtcdMemberAssignment *m) {
-        if (!m || !dns_label_is_valid(m->cluster) || !dns_label_is_valid(m->member))
+        if (!m || !label_ok(m->cluster) || !label_ok(m->member))
                 return -EINVAL;
         if (isempty(m->mount_path) || m->mount_path[0] != '/' || strstr(m->mount_path, "/..") ||
             string_has_cc(m->mount_path))
@@ -108,7 +38,7 @@ static int check_assignment(const EtcdMemberAssignment *m) {
             !strv_contains(m->members, m->member))
                 return -EINVAL;
         for (size_t i = 0; m->members[i]; i++) {
-                if (!dns_label_is_valid(m->members[i]))
+                if (!label_ok(m->members[i]))
                         return -EINVAL;
                 for (size_t j = 0; j < i; j++)
                         if (streq(m->members[i], m->members[j]))
@@ -141,9 +71,9 @@ static int etcd_layout(const EtcdClusterSpec *e, const EtcdMemberAssignment *m, 
                 if (l.metrics_port > 65535)
                         return -EINVAL;
         }
-        l.data_dir = is_main(m->cluster) ? strdup(ETCD_DATA_DIR) : strjoin(ETCD_DATA_DIR "-", m->cluster);
-        if (!l.data_dir)
-                return -ENOMEM;
+        r = etcd_data_dir(m->cluster, &l.data_dir);
+        if (r < 0)
+                return r;
         l.host_data = strjoin(m->mount_path, endswith(m->mount_path, "/") ? "" : "/", l.data_dir + 1);
         if (!l.host_data) {
                 etcd_layout_done(&l);
@@ -164,7 +94,7 @@ static int initial_cluster(const ClusterSpec *spec, const EtcdMemberAssignment *
                 int r = etcd_member_name(m->cluster, m->members[i], &name);
                 if (r < 0)
                         return r;
-                r = etcd_member_dns_name(spec, m->cluster, m->members[i], &dns);
+                r = etcd_member_dns_name(m->cluster, m->members[i], spec->dns.internal_suffix, &dns);
                 if (r < 0)
                         return r;
                 if (strextend_printf(&s, "%s%s=%s://%s:%d", i > 0 ? "," : "", name, l->scheme, dns,
@@ -202,7 +132,7 @@ static int member_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, 
         int r = etcd_member_name(m->cluster, m->member, &name);
         if (r < 0)
                 return r;
-        r = etcd_member_dns_name(spec, m->cluster, m->member, &dns);
+        r = etcd_member_dns_name(m->cluster, m->member, spec->dns.internal_suffix, &dns);
         if (r < 0)
                 return r;
         if (flags_push(f, "name", name) < 0 || flags_push(f, "data-dir", l->data_dir) < 0 ||
@@ -220,15 +150,16 @@ static int member_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, 
 /* Every member bootstraps the same cluster from the same list: all members in tag order, kops' token. */
 static int cluster_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, const EtcdLayout *l,
                          char ***f) {
-        _cleanup_free_ char *cluster = NULL, *kops = kops_cluster_name(m->cluster);
-        if (!kops)
-                return -ENOMEM;
-        int r = initial_cluster(spec, m, l, &cluster);
+        _cleanup_free_ char *cluster = NULL, *token = NULL;
+        int r = etcd_cluster_token(m->cluster, &token);
+        if (r < 0)
+                return r;
+        r = initial_cluster(spec, m, l, &cluster);
         if (r < 0)
                 return r;
         if (flags_push(f, "initial-cluster", cluster) < 0 ||
             flags_push(f, "initial-cluster-state", "new") < 0 ||
-            flags_pushf(f, "initial-cluster-token", ETCD_TOKEN_PREFIX "%s", kops) < 0)
+            flags_push(f, "initial-cluster-token", token) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -285,11 +216,11 @@ static int etcd_container(const EtcdClusterSpec *e, const EtcdLayout *l, Pod *po
 static int etcd_pod_new(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
                         const EtcdLayout *l, Pod **ret, PodContainer **ret_container) {
         _cleanup_strv_free_ char **flags = NULL;
-        _cleanup_free_ char *pod_name =
-            is_main(m->cluster) ? strdup(ETCD_POD_NAME) : strjoin(ETCD_POD_NAME "-", m->cluster);
-        if (!pod_name)
-                return -ENOMEM;
-        int r = etcd_flags(spec, e, m, l, &flags);
+        _cleanup_free_ char *pod_name = NULL;
+        int r = etcd_pod_name(m->cluster, &pod_name);
+        if (r < 0)
+                return r;
+        r = etcd_flags(spec, e, m, l, &flags);
         if (r < 0)
                 return r;
         StaticPodParams p = {
@@ -299,7 +230,7 @@ static int etcd_pod_new(const ClusterSpec *spec, const EtcdClusterSpec *e, const
                 .binary = ETCD_BINARY,
                 .flags = flags,
                 /* kops' requests: main gets more CPU than the other clusters. */
-                .cpu_request = is_main(m->cluster) ? "200m" : "100m",
+                .cpu_request = etcd_cluster_is_main(m->cluster) ? "200m" : "100m",
                 .memory_request = "100Mi",
         };
         return static_pod_new(&p, ret, ret_container);
@@ -313,7 +244,7 @@ int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod *
         int r = check_assignment(m);
         if (r < 0)
                 return r;
-        const EtcdClusterSpec *e = etcd_cluster_find(spec, m->cluster);
+        const EtcdClusterSpec *e = cluster_spec_find_etcd(spec, m->cluster);
         if (!e)
                 return -ENOENT;
         if (!isempty(e->tls_dir) && (e->tls_dir[0] != '/' || string_has_cc(e->tls_dir)))

@@ -45,8 +45,8 @@ static int etcd_local_url(const EtcdClusterSpec *e, char **ret) {
 
 /* The servers of main and the /events override, unless the spec names them. */
 static int derive_etcd_servers(const ClusterSpec *spec, KubeAPIServerConfig *c, ComponentScratch *scratch) {
-        const EtcdClusterSpec *main_cluster = etcd_cluster_find(spec, ETCD_MAIN_CLUSTER);
-        const EtcdClusterSpec *events = etcd_cluster_find(spec, ETCD_EVENTS_CLUSTER);
+        const EtcdClusterSpec *main_cluster = cluster_spec_find_etcd(spec, ETCD_MAIN_CLUSTER);
+        const EtcdClusterSpec *events = cluster_spec_find_etcd(spec, ETCD_EVENTS_CLUSTER);
         int r;
 
         if (!c->etcd_servers) {
@@ -74,7 +74,7 @@ static int derive_etcd_servers(const ClusterSpec *spec, KubeAPIServerConfig *c, 
 
 /* With TLS on main, the client files default to the member's own files in its tlsDir. */
 static int derive_etcd_tls(const ClusterSpec *spec, KubeAPIServerConfig *c, ComponentScratch *scratch) {
-        const EtcdClusterSpec *main_cluster = etcd_cluster_find(spec, ETCD_MAIN_CLUSTER);
+        const EtcdClusterSpec *main_cluster = cluster_spec_find_etcd(spec, ETCD_MAIN_CLUSTER);
         if (!main_cluster || isempty(main_cluster->tls_dir))
                 return 0;
         const char *t = main_cluster->tls_dir, *sep = endswith(t, "/") ? "" : "/";
@@ -90,13 +90,13 @@ static int derive_etcd_tls(const ClusterSpec *spec, KubeAPIServerConfig *c, Comp
 }
 
 static int derive_issuer(const ClusterSpec *spec, KubeAPIServerConfig *c, ComponentScratch *scratch) {
-        _cleanup_free_ char *suffix = NULL;
+        _cleanup_free_ char *api = NULL;
         if (c->service_account_issuer)
                 return 0;
-        int r = conventions_internal_suffix(spec, &suffix);
+        int r = api_dns_name(spec->dns.internal_suffix, &api);
         if (r < 0)
                 return r;
-        c->service_account_issuer = component_scratch_keep(scratch, strjoin("https://api.", suffix));
+        c->service_account_issuer = component_scratch_keep(scratch, strjoin("https://", api));
         return c->service_account_issuer ? 0 : -ENOMEM;
 }
 

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "shared/pod.h"
+#include "model/pod.h"
 
 typedef struct StaticPodParams {
         const char *name; /* the pod, its one container and its k8s-app label */

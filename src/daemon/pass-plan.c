@@ -14,7 +14,7 @@
 #include "basic/strv.h"
 #include "daemon/pass.h"
 #include "dns/dns-wire.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 
 #define MANIFEST_MAX (1024U * 1024U)
 

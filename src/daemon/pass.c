@@ -16,7 +16,7 @@
 #include "dns/dns-provider.h"
 #include "dns/dns-wire.h"
 #include "manifest/manifest-dir.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 
 static void report_log(void *userdata, int level, int error, const char *message) {
         PassReport *rep = userdata;
@@ -50,7 +50,7 @@ static int load_spec(const char *path, ClusterSpec **ret, char ***ret_etcd_clust
 }
 
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
-        const char *cloud = spec->cloud.set ? cloud_provider_to_string(spec->cloud.value) : "local";
+        const char *cloud = cloud_provider_to_string(spec->cloud.value); /* defaulted by the spec */
         VolumeProviderConfig pc = {
                 .pool_dir = node->pool_dir,
                 .node_name = node->node_name,

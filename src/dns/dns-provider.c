@@ -5,7 +5,7 @@
 
 #include "basic/errors.h"
 #include "basic/string-util.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 #include "spec/spec.h"
 
 extern const DnsProvider dns_provider_route53; /* dns-route53.c */
@@ -56,7 +56,7 @@ struct DnsSession {
 
 int dns_session_open(const ClusterSpec *spec, DnsSession **ret, char **ret_error) {
         _cleanup_free_ char *error = NULL;
-        int kind = spec->dns.provider.set ? spec->dns.provider.value : DNS_PROVIDER_NONE;
+        int kind = spec->dns.provider.value; /* "none" unless set: the spec applied the default */
         const char *name = dns_provider_kind_to_string(kind);
         if (kind == DNS_PROVIDER_NONE) {
                 *ret = NULL;
@@ -126,7 +126,7 @@ int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, 
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
         _cleanup_free_ char *error = NULL;
         DnsProviderState *state = NULL;
-        int kind = spec->dns.provider.set ? spec->dns.provider.value : DNS_PROVIDER_NONE;
+        int kind = spec->dns.provider.value; /* "none" unless set: the spec applied the default */
         const char *name = dns_provider_kind_to_string(kind);
         int r;
 

@@ -7,7 +7,8 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "dns/dns-wire.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
+#include "model/conventions.h"
 #include "spec/spec.h"
 
 void dns_rrset_list_done(DnsRRsetList *l) {
@@ -191,16 +192,6 @@ static bool strv_isempty(char *const *l) {
         return !l || !l[0];
 }
 
-static bool spec_has_etcd_cluster(const ClusterSpec *spec, const char *name) {
-        const EtcdClusterSpec *items = spec->etcd_clusters.items;
-        if (spec->etcd_clusters.n == 0)
-                return true;
-        for (size_t i = 0; i < spec->etcd_clusters.n; i++)
-                if (items[i].name && streq(items[i].name, name))
-                        return true;
-        return false;
-}
-
 /* Ensures both an A and an AAAA RRset exist for name (owned, possibly empty), then adds ips. */
 static int add_owned(DnsRRsetList *l, const char *name, uint32_t ttl, char *const *ips, const char *node,
                      char **ret_error) {
@@ -230,17 +221,18 @@ static int add_members(const ClusterSpec *spec, const ClusterView *view, const c
         for (size_t i = 0; i < view->n_members; i++) {
                 const EtcdMemberHolder *h = &view->members[i];
                 _cleanup_free_ char *name = NULL;
-                if (!h->cluster || !h->member || !spec_has_etcd_cluster(spec, h->cluster))
+                if (!h->cluster || !h->member || !cluster_spec_find_etcd(spec, h->cluster))
                         continue;
-                /* kops' names: etcd-<m> for main, etcd-<cluster>-<m> for the others. */
-                if (streq(h->cluster, "main"))
-                        name = strjoin("etcd-", h->member, ".", suffix);
-                else
-                        name = strjoin("etcd-", h->cluster, "-", h->member, ".", suffix);
-                if (!name)
-                        return -ENOMEM;
+                int r = etcd_member_dns_name(h->cluster, h->member, suffix, &name);
+                if (r == -EINVAL) {
+                        *ret_error =
+                            strprintf("etcd member '%s' of cluster '%s' has no valid DNS name below '%s'",
+                                      h->member, h->cluster, suffix);
+                        return PK_EMALFORMED;
+                }
+                if (r < 0)
+                        return r;
                 const MasterNode *m = h->node ? cluster_view_find_master(view, h->node) : NULL;
-                int r;
                 if (m && !strv_isempty(m->internal_ips))
                         r = add_owned(l, name, ttl, m->internal_ips, h->node, ret_error);
                 else {
@@ -256,33 +248,40 @@ static int add_members(const ClusterSpec *spec, const ClusterView *view, const c
         return 0;
 }
 
+/* "api.<domain>", with an error naming the spec field it came from. */
+static int api_name(const char *domain, const char *field, char **ret, char **ret_error) {
+        int r = api_dns_name(domain, ret);
+        if (r == -EINVAL) {
+                *ret_error = strprintf("%s '%s' gives no valid DNS name", field, strna(domain));
+                return PK_ESPEC;
+        }
+        return r;
+}
+
 int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
                         char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList l = {};
-        _cleanup_free_ char *suffix_default = NULL, *api_internal = NULL, *api_external = NULL;
+        _cleanup_free_ char *api_internal = NULL, *api_external = NULL;
         char *error = NULL;
         int r;
 
-        if (!spec->name) {
-                *ret_error = strdup("the spec has no cluster name (metadata.name)");
+        /* The loaded spec holds every default (spec-check.c); nothing is derived again here. */
+        if (!spec->name || !spec->dns.internal_suffix || !spec->dns.ttl.set) {
+                *ret_error = strdup("the spec has no cluster name, dns.internalSuffix or dns.ttl");
                 return PK_ESPEC;
         }
-        int64_t ttl = spec->dns.ttl.set ? spec->dns.ttl.value : DNS_TTL_DEFAULT;
+        int64_t ttl = spec->dns.ttl.value;
         if (ttl < 0 || ttl > INT32_MAX) {
                 *ret_error = strprintf("dns.ttl %lld is out of range", (long long)ttl);
                 return PK_ESPEC;
         }
         const char *suffix = spec->dns.internal_suffix;
-        if (!suffix) {
-                suffix_default = strjoin("internal.", spec->name);
-                if (!suffix_default)
-                        return -ENOMEM;
-                suffix = suffix_default;
-        }
-        api_internal = strjoin("api.", suffix);
-        api_external = strjoin("api.", spec->name);
-        if (!api_internal || !api_external)
-                return -ENOMEM;
+        r = api_name(suffix, "dns.internalSuffix", &api_internal, ret_error);
+        if (r < 0)
+                return r;
+        r = api_name(spec->name, "metadata.name", &api_external, ret_error);
+        if (r < 0)
+                return r;
 
         r = add_members(spec, view, suffix, (uint32_t)ttl, &l, &error);
         if (r >= 0)

@@ -14,7 +14,6 @@
 typedef struct ClusterSpec ClusterSpec;
 typedef struct ClusterView ClusterView;
 
-#define DNS_TTL_DEFAULT 60
 /* A member whose volume nobody holds still gets a name, pointing here, so that no resolver can cache an
  * NXDOMAIN for it (docs/etcd-dns.md): TEST-NET-3 (RFC 5737, never routed), with a short TTL, as kops did. */
 #define DNS_PLACEHOLDER_ADDRESS "203.0.113.123"

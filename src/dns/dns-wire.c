@@ -49,138 +49,6 @@ const char *dns_type_to_string(uint16_t type, char buf[static 16]) {
         }
 }
 
-static bool is_digit(char c) {
-        return c >= '0' && c <= '9';
-}
-
-static uint8_t ascii_lower(uint8_t c) {
-        return c >= 'A' && c <= 'Z' ? (uint8_t)(c - 'A' + 'a') : c;
-}
-
-int dns_name_to_wire(const char *name, uint8_t ret[static DNS_WIRE_NAME_MAX], size_t *ret_len) {
-        uint8_t out[DNS_WIRE_NAME_MAX];
-        size_t o = 0;
-        const char *p = name;
-
-        if (streq(name, ".") || *name == 0) {
-                ret[0] = 0;
-                *ret_len = 1;
-                return 0;
-        }
-        while (*p) {
-                uint8_t label[DNS_LABEL_MAX];
-                size_t l = 0;
-                while (*p && *p != '.') {
-                        uint8_t c;
-                        if (*p == '\\') {
-                                p++;
-                                if (is_digit(p[0]) && is_digit(p[1]) && is_digit(p[2])) {
-                                        int v = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
-                                        if (v > 255)
-                                                return PK_EMALFORMED;
-                                        c = (uint8_t)v;
-                                        p += 3;
-                                } else if (*p)
-                                        c = (uint8_t)*p++;
-                                else
-                                        return PK_EMALFORMED;
-                        } else
-                                c = (uint8_t)*p++;
-                        if (l >= DNS_LABEL_MAX)
-                                return PK_EMALFORMED;
-                        label[l++] = c;
-                }
-                /* An empty label is only allowed as the root, handled above. */
-                if (l == 0 || o + 1 + l + 1 > DNS_WIRE_NAME_MAX)
-                        return PK_EMALFORMED;
-                out[o++] = (uint8_t)l;
-                memcpy(out + o, label, l);
-                o += l;
-                if (*p == '.')
-                        p++;
-        }
-        out[o++] = 0;
-        memcpy(ret, out, o);
-        *ret_len = o;
-        return 0;
-}
-
-/* Appends one label as text with RFC 1035 §5.1 escapes. out has room for DNS_NAME_TEXT_MAX. */
-static void label_to_text(const uint8_t *label, size_t l, bool lower, char *out, size_t *o) {
-        for (size_t i = 0; i < l; i++) {
-                uint8_t c = lower ? ascii_lower(label[i]) : label[i];
-                if (c == '.' || c == '\\' || c == '"' || c == ';' || c == '(' || c == ')' || c == '@' ||
-                    c == '$') {
-                        out[(*o)++] = '\\';
-                        out[(*o)++] = (char)c;
-                } else if (c <= 0x20 || c >= 0x7f) {
-                        snprintf(out + *o, 5, "\\%03u", c);
-                        *o += 4;
-                } else
-                        out[(*o)++] = (char)c;
-        }
-        out[(*o)++] = '.';
-}
-
-static void wire_to_text(const uint8_t *wire, bool lower, char out[static DNS_NAME_TEXT_MAX]) {
-        size_t o = 0;
-        if (wire[0] == 0) {
-                out[0] = '.';
-                out[1] = 0;
-                return;
-        }
-        for (size_t i = 0; wire[i] != 0; i += 1 + wire[i])
-                label_to_text(wire + i + 1, wire[i], lower, out, &o);
-        out[o] = 0;
-}
-
-int dns_name_normalize(const char *name, char **ret) {
-        uint8_t wire[DNS_WIRE_NAME_MAX];
-        char text[DNS_NAME_TEXT_MAX];
-        size_t len;
-        int r = dns_name_to_wire(name, wire, &len);
-        if (r < 0)
-                return r;
-        wire_to_text(wire, true, text);
-        char *s = strdup(text);
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
-static void wire_lower(uint8_t *wire, size_t len) {
-        /* Label length octets are below 64, so lowercasing them is harmless. */
-        for (size_t i = 0; i < len; i++)
-                wire[i] = ascii_lower(wire[i]);
-}
-
-bool dns_name_equal(const char *a, const char *b) {
-        uint8_t wa[DNS_WIRE_NAME_MAX], wb[DNS_WIRE_NAME_MAX];
-        size_t la, lb;
-        if (dns_name_to_wire(a, wa, &la) < 0 || dns_name_to_wire(b, wb, &lb) < 0 || la != lb)
-                return false;
-        wire_lower(wa, la);
-        wire_lower(wb, lb);
-        return memcmp(wa, wb, la) == 0;
-}
-
-bool dns_name_in_zone(const char *name, const char *zone) {
-        uint8_t wn[DNS_WIRE_NAME_MAX], wz[DNS_WIRE_NAME_MAX];
-        size_t ln, lz;
-        if (dns_name_to_wire(name, wn, &ln) < 0 || dns_name_to_wire(zone, wz, &lz) < 0)
-                return false;
-        wire_lower(wn, ln);
-        wire_lower(wz, lz);
-        for (size_t i = 0; i < ln; i += 1 + wn[i]) {
-                if (ln - i == lz && memcmp(wn + i, wz, lz) == 0)
-                        return true;
-                if (wn[i] == 0)
-                        break;
-        }
-        return false;
-}
-
 void dns_writer_init(DnsWriter *w) {
         *w = (DnsWriter){};
         buf_init(&w->buf, DNS_MESSAGE_MAX);
@@ -253,7 +121,7 @@ static bool wire_name_at_equals(const uint8_t *buf, size_t len, size_t o, const 
                 if (o + 1 + l > len)
                         return false;
                 for (size_t k = 1; k <= l; k++)
-                        if (ascii_lower(buf[o + k]) != ascii_lower(s[k]))
+                        if (dns_ascii_lower(buf[o + k]) != dns_ascii_lower(s[k]))
                                 return false;
                 o += 1 + l;
                 s += 1 + l;
@@ -370,7 +238,7 @@ void dns_read_name(DnsReader *r, char ret[static DNS_NAME_TEXT_MAX]) {
                         break;
         }
         r->pos = end ? end : pos;
-        wire_to_text(wire, false, ret);
+        dns_name_wire_to_text(wire, false, ret);
         return;
 bad:
         reader_fail(r);

@@ -10,12 +10,10 @@
 #include <stdint.h>
 
 #include "basic/buf.h"
+#include "basic/dns-name.h" /* the names: text, wire form, comparisons */
 #include "basic/macro.h"
 
 #define DNS_HEADER_SIZE     12
-#define DNS_WIRE_NAME_MAX   255 /* RFC 1035 §2.3.4, in wire form */
-#define DNS_LABEL_MAX       63
-#define DNS_NAME_TEXT_MAX   1024 /* worst case: 255 octets each escaped as \DDD, plus dots */
 #define DNS_MESSAGE_MAX     65535
 #define DNS_UDP_PAYLOAD_MAX 512 /* RFC 1035 §4.2.1: without EDNS a UDP message is at most 512 octets */
 
@@ -73,16 +71,6 @@ enum {
 const char *dns_rcode_to_string(unsigned rcode, char buf[static 16]);
 /* "A", "AAAA", ... or "TYPE<n>" in buf (RFC 3597 §5). */
 const char *dns_type_to_string(uint16_t type, char buf[static 16]);
-
-/* Text name ("api.k8s.test." or without the final dot; "\." and "\DDD" escapes) to wire form. Empty labels
- * (other than the root) and labels over 63 octets are PK_EMALFORMED. */
-int dns_name_to_wire(const char *name, uint8_t ret[static DNS_WIRE_NAME_MAX], size_t *ret_len);
-/* Canonical text form: lowercase ASCII, with the final dot. Caller frees. */
-int dns_name_normalize(const char *name, char **ret);
-/* Case-insensitive comparison of two text names, ignoring a final dot. */
-bool dns_name_equal(const char *a, const char *b);
-/* True if name is at or below zone. */
-bool dns_name_in_zone(const char *name, const char *zone);
 
 typedef struct DnsWriter {
         Buf buf;

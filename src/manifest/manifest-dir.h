@@ -12,4 +12,3 @@ int manifest_write(const char *path, const char *text);
  * then rename). Refuses (-EEXIST) to replace anything that is not a symlink. Returns 1 if changed, 0 if the
  * link already pointed at target. */
 int manifest_symlink(const char *link_path, const char *target);
-

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "shared/pod.h"
+#include "model/pod.h"
 
 /* The manifest text for pod (caller frees), ending in a newline. */
 int pod_to_yaml(const Pod *pod, char **ret);

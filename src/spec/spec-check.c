@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/dns-name.h"
 #include "basic/parse-util.h"
 #include "basic/string-util.h"
+#include "model/conventions.h"
 
 #define SPEC_API_VERSION  "protokube/v1alpha1"
 #define SPEC_KIND         "Cluster"
@@ -53,52 +55,13 @@ int spec_check_kind(const void *value, char **ret_message) {
         return fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s), SPEC_KIND);
 }
 
-static bool label_is_valid(const char *s, size_t n) {
-        if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-                        return false;
-        return true;
-}
-
-bool spec_dns_name_is_valid(const char *s) {
-        size_t len = strlen(s);
-
-        if (len == 0 || len > 253)
-                return false;
-        for (const char *p = s;;) {
-                const char *dot = strchr(p, '.');
-                size_t n = dot ? (size_t)(dot - p) : strlen(p);
-                if (!label_is_valid(p, n))
-                        return false;
-                if (!dot)
-                        return true;
-                p = dot + 1;
-        }
-}
-
-bool spec_dns_name_in_zone(const char *name, const char *zone) {
-        size_t zl = strlen(zone), nl = strlen(name);
-
-        if (zl > 0 && zone[zl - 1] == '.')
-                zl--;
-        if (nl > 0 && name[nl - 1] == '.')
-                nl--;
-        if (zl == 0)
-                return true; /* the root zone holds every name */
-        if (nl < zl || strncasecmp(name + nl - zl, zone, zl) != 0)
-                return false;
-        return nl == zl || name[nl - zl - 1] == '.';
-}
-
 int spec_check_dns_name(const void *value, char **ret_message) {
         char b[SPEC_ECHO_MAX];
         const char *s = string_of(value);
 
         if (endswith(s, "."))
                 return fail(ret_message, "%s must not end with a dot", spec_echo(b, s));
-        if (!spec_dns_name_is_valid(s))
+        if (!dns_hostname_is_valid(s))
                 return fail(
                     ret_message,
                     "%s is not a valid DNS name (lowercase letters, digits and '-', labels of 1 to 63 "
@@ -111,7 +74,7 @@ int spec_check_dns_label(const void *value, char **ret_message) {
         char b[SPEC_ECHO_MAX];
         const char *s = string_of(value);
 
-        if (!label_is_valid(s, strlen(s)) || strlen(s) > 32)
+        if (!dns_label_is_valid(s, strlen(s)) || strlen(s) > 32)
                 return fail(
                     ret_message,
                     "%s is not a valid name (1 to 32 lowercase letters, digits and '-', not starting "
@@ -131,7 +94,7 @@ int spec_check_zone(const void *value, char **ret_message) {
         _cleanup_free_ char *name = strndup(s, len - 1);
         if (!name)
                 return -ENOMEM;
-        if (!spec_dns_name_is_valid(name))
+        if (!dns_hostname_is_valid(name))
                 return fail(ret_message, "%s is not a valid DNS zone name", spec_echo(b, s));
         return 0;
 }
@@ -264,14 +227,14 @@ static const YamlNode *etcd_node(const YamlNode *root, size_t i, const char *key
 
 static int check_dns(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         DnsSpec *d = &s->dns;
-        bool name_ok = s->name && spec_dns_name_is_valid(s->name);
+        bool name_ok = s->name && dns_hostname_is_valid(s->name);
         DnsProviderKind provider = d->provider.set ? (DnsProviderKind)d->provider.value : DNS_PROVIDER_NONE;
 
         if (!d->internal_suffix && name_ok) {
-                d->internal_suffix = strjoin("internal.", s->name);
+                d->internal_suffix = strjoin(INTERNAL_SUFFIX_PREFIX, s->name);
                 if (!d->internal_suffix)
                         return -ENOMEM;
-                if (!spec_dns_name_is_valid(d->internal_suffix))
+                if (!dns_hostname_is_valid(d->internal_suffix))
                         spec_errors_add_at(errs, node_at(root, "metadata", "name", NULL),
                                            "metadata.name: too long for the default spec.dns.internalSuffix "
                                            "'internal.<name>'");
@@ -293,39 +256,30 @@ static int check_dns(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         }
         if (d->zone && spec_check_zone(&d->zone, NULL) >= 0) {
                 char b[SPEC_ECHO_MAX], z[SPEC_ECHO_MAX];
-                if (name_ok && !spec_dns_name_in_zone(s->name, d->zone))
+                if (name_ok && !dns_name_in_zone(s->name, d->zone))
                         spec_errors_add_at(errs, node_at(root, "spec", "dns", "zone", NULL),
                                            "spec.dns.zone: cluster name %s is not inside zone %s",
                                            spec_echo(b, s->name), spec_echo(z, d->zone));
                 const YamlNode *suffix =
                     yaml_tree_get(yaml_tree_get(yaml_tree_get(root, "spec"), "dns"), "internalSuffix");
-                if (suffix && d->internal_suffix && spec_dns_name_is_valid(d->internal_suffix) &&
-                    !spec_dns_name_in_zone(d->internal_suffix, d->zone))
+                if (suffix && d->internal_suffix && dns_hostname_is_valid(d->internal_suffix) &&
+                    !dns_name_in_zone(d->internal_suffix, d->zone))
                         spec_errors_add_at(errs, suffix, "spec.dns.internalSuffix: %s is not inside zone %s",
                                            spec_echo(b, d->internal_suffix), spec_echo(z, d->zone));
         }
         return 0;
 }
 
-static const struct {
-        const char *name;
-        int64_t client_port, peer_port;
-} etcd_defaults[] = {
-        /* kops' ports (ARCHITECTURE.md, "Conventions kept from kops"). */
-        { "main", 4001, 2380 },
-        { "events", 4002, 2381 },
-};
-
 static void etcd_apply_port_defaults(EtcdClusterSpec *e, size_t i, const YamlNode *root, SpecErrors *errs) {
         char b[SPEC_ECHO_MAX];
 
-        for (size_t k = 0; k < ELEMENTSOF(etcd_defaults); k++) {
-                if (!streq(e->name, etcd_defaults[k].name))
-                        continue;
+        int client, peer;
+        /* kops' ports for main and events (model/conventions.h) */
+        if (etcd_default_ports(e->name, &client, &peer) >= 0) {
                 if (!e->client_port.set)
-                        e->client_port = (OptInt){ .set = true, .value = etcd_defaults[k].client_port };
+                        e->client_port = (OptInt){ .set = true, .value = client };
                 if (!e->peer_port.set)
-                        e->peer_port = (OptInt){ .set = true, .value = etcd_defaults[k].peer_port };
+                        e->peer_port = (OptInt){ .set = true, .value = peer };
                 return;
         }
         if (!e->client_port.set)
@@ -401,7 +355,7 @@ static int check_etcd(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
                         names_ok = false;
                         continue;
                 }
-                has_main = has_main || streq(e->name, "main");
+                has_main = has_main || etcd_cluster_is_main(e->name);
                 bool dup = false;
                 for (size_t j = 0; j < i && !dup; j++) {
                         const EtcdClusterSpec *o = cluster_spec_etcd(s, j);

@@ -23,12 +23,6 @@ int spec_check_timeout(const void *value, char **ret_message);
 int spec_check_image(const void *value, char **ret_message);
 int spec_check_version(const void *value, char **ret_message);
 
-/* RFC 1123 host name in lowercase: labels of 1..63 letters, digits and '-', not starting or ending with
- * '-', at most 253 characters; no trailing dot. */
-bool spec_dns_name_is_valid(const char *s);
-/* True if name equals zone or lies below it; zone may end with a dot. */
-bool spec_dns_name_in_zone(const char *name, const char *zone);
-
 /* Cross-field rules and conditional defaults (internalSuffix, hosts file, etcd ports); errors are placed at
  * the nodes of root they concern. Returns -ENOMEM, else 0. */
 int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs);

@@ -12,21 +12,22 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cloud/volume-tags.h"
+#include "model/conventions.h"
 #include "shared/mount-util.h"
 #include "volumes/volumes.h"
 
+/* The names are kops' (model/conventions.h); these keep the NULL-on-failure shape the callers use. */
 char *volume_mount_path(const char *mount_root, const char *id) {
-        return strjoin(mount_root, "/master-", id);
+        return master_mount_path(mount_root, id);
 }
 
 char *volume_etcd_manifest_name(const char *etcd_cluster) {
-        return streq(etcd_cluster, "main") ? strdup("etcd.manifest")
-                                           : strjoin("etcd-", etcd_cluster, ".manifest");
+        char *name = NULL;
+        return etcd_manifest_file_name(etcd_cluster, &name) < 0 ? NULL : name;
 }
 
 char *volume_manifest_path(const char *mount_path, const char *etcd_cluster) {
-        _cleanup_free_ char *name = volume_etcd_manifest_name(etcd_cluster);
-        return name ? strjoin(mount_path, "/" VOLUME_MANIFEST_SUBDIR "/", name) : NULL;
+        return etcd_volume_manifest_path(mount_path, etcd_cluster);
 }
 
 char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster) {

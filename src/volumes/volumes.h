@@ -6,7 +6,8 @@
  * never logs, it reports through cfg->report and the verbs/daemon turn that into log lines. */
 
 #include "cloud/volume.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
+#include "model/conventions.h" /* VOLUME_MANIFEST_SUBDIR, the mount and manifest names */
 #include "volumes/volumes-plan.h"
 
 /* level is a LogLevel; error 0 or a negative errno / PK_E* code. */
@@ -81,7 +82,6 @@ char *volume_mount_path(const char *mount_root, const char *id);
 /* "etcd.manifest" for main, "etcd-<cluster>.manifest" otherwise. */
 char *volume_etcd_manifest_name(const char *etcd_cluster);
 char *volume_manifest_path(const char *mount_path, const char *etcd_cluster);
-#define VOLUME_MANIFEST_SUBDIR "k8s.io/manifests"
 /* Opens <mount_path>/k8s.io/manifests without following any symlink on the volume (basic/beneath.h);
  * with create, missing directories are made. Returns the fd. */
 int volume_manifest_dir_open(const char *mount_path, bool create);

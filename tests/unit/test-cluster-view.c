@@ -4,7 +4,7 @@
 
 #include "basic/errors.h"
 #include "basic/strv.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 #include "unit-test.h"
 
 static const char view_json[] =

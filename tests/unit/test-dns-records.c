@@ -12,7 +12,7 @@
 #include "dns/dns-provider.h"
 #include "dns/dns-records.h"
 #include "dns/dns-wire.h"
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 #include "spec/spec.h"
 #include "unit-test.h"
 
@@ -21,7 +21,8 @@ static EtcdClusterSpec etcd_clusters[] = { { .name = (char *)"main" }, { .name =
 static ClusterSpec make_spec(void) {
         return (ClusterSpec){
                 .name = (char *)"demo.k8s.test",
-                .dns = { .ttl = { true, 30 } },
+                /* as cluster_spec_load leaves it: the suffix defaulted to internal.<name> */
+                .dns = { .ttl = { true, 30 }, .internal_suffix = (char *)"internal.demo.k8s.test" },
                 .etcd_clusters = { etcd_clusters, ELEMENTSOF(etcd_clusters) },
         };
 }
@@ -85,23 +86,24 @@ static void test_desired(void **state) {
         assert_string_equal(all, text2);
 }
 
-static void test_desired_defaults_and_errors(void **state) {
+/* The records take the spec's effective values as they are: no default is derived again here. */
+static void test_desired_from_spec_and_errors(void **state) {
         _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
         _cleanup_rrset_list_ DnsRRsetList l = {};
         _cleanup_free_ char *error = NULL;
         ClusterSpec spec = make_spec();
         char *ips[] = { (char *)"10.0.0.1", NULL }, *bad[] = { (char *)"10.0.0.300", NULL };
 
-        spec.dns.ttl.set = false;
-        spec.dns.internal_suffix = (char *)"Int.Example.";
-        spec.etcd_clusters.n = 0; /* no clusters named: every member counts */
+        spec.dns.internal_suffix = (char *)"int.example";
         assert_int_equal(cluster_view_add_master(v, "m1", ips, NULL), 0);
-        assert_int_equal(cluster_view_add_member(v, "other", "x", "m1"), 0);
+        assert_int_equal(cluster_view_add_member(v, "other", "x", "m1"), 0); /* not in the spec: skipped */
+        assert_int_equal(cluster_view_add_member(v, "events", "x", "m1"), 0);
         assert_int_equal(dns_desired_records(&spec, v, &l, &error), 0);
         assert_non_null(dns_rrset_list_find(&l, "api.int.example.", DNS_TYPE_A));
-        DnsRRset *s = dns_rrset_list_find(&l, "etcd-other-x.int.example.", DNS_TYPE_A);
+        assert_null(dns_rrset_list_find(&l, "etcd-other-x.int.example.", DNS_TYPE_A));
+        DnsRRset *s = dns_rrset_list_find(&l, "etcd-events-x.int.example.", DNS_TYPE_A);
         assert_non_null(s);
-        assert_int_equal(s->ttl, DNS_TTL_DEFAULT);
+        assert_int_equal(s->ttl, 30);
         dns_rrset_list_done(&l);
 
         assert_int_equal(cluster_view_add_master(v, "m2", bad, NULL), 0);
@@ -112,10 +114,20 @@ static void test_desired_defaults_and_errors(void **state) {
         error = NULL;
 
         spec.dns.internal_suffix = (char *)"bad..suffix";
-        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_EMALFORMED);
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_ESPEC);
+        assert_non_null(strstr(error, "dns.internalSuffix 'bad..suffix'"));
         free(error);
         error = NULL;
+        /* a spec that was not loaded (no defaults applied) is refused, not completed */
         spec.dns.internal_suffix = NULL;
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_ESPEC);
+        free(error);
+        error = NULL;
+        spec = make_spec();
+        spec.dns.ttl.set = false;
+        assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_ESPEC);
+        free(error);
+        error = NULL;
         spec.dns.ttl = (OptInt){ true, -1 };
         assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_ESPEC);
 }
@@ -303,7 +315,7 @@ static void test_large_list_index(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_desired),
-                cmocka_unit_test(test_desired_defaults_and_errors),
+                cmocka_unit_test(test_desired_from_spec_and_errors),
                 cmocka_unit_test(test_diff),
                 cmocka_unit_test(test_address_order),
                 cmocka_unit_test(test_hosts_roundtrip),

@@ -6,7 +6,7 @@
 
 #include "basic/strv.h"
 #include "manifest/pod-yaml.h"
-#include "shared/pod.h"
+#include "model/pod.h"
 #include "unit-test.h"
 
 static void test_ambiguous(void **state) {

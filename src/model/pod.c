@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "shared/pod.h"
+#include "model/pod.h"
 
 #include <stdlib.h>
 #include <string.h>

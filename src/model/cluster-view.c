@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "shared/cluster-view.h"
+#include "model/cluster-view.h"
 
 #include <jansson.h>
 #include <stdlib.h>
