@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The state store: a small object store every master can read and write, named by a URL in the spec
+ * (`stateStore: file:///srv/protokube` or `s3://bucket/prefix`; kops' "configBase"). It holds the cluster's
+ * keystore (CAs, the service-account key) and, later, etcd backups. Keys are relative paths of
+ * [A-Za-z0-9._/-] segments ("pki/ca/cluster.crt"), never absolute, never with "." or ".." segments.
+ *
+ * One interface, two providers (file, s3), the same semantics:
+ *   get           the object's bytes; -ENOENT when absent;
+ *   put_if_absent create-if-absent: exactly one of N concurrent callers wins (0), the others get -EEXIST
+ *                 and read the winner's object; a half-written object is never visible;
+ *   put           replace (atomic: readers see the old or the new object, never a mix);
+ *   list          the keys under a prefix, sorted;
+ *   delete        0 whether or not it existed.
+ * An object flagged private (STORE_PRIVATE: private keys) is never world-readable: mode 0600 in a
+ * directory store, server-side encryption requested on S3.
+ * Errors come back as a code and a message naming the store URL, the key and the cause (caller frees). */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "basic/macro.h"
+
+#define STORE_OBJECT_MAX (16U * 1024U * 1024U)
+
+typedef enum StoreFlags {
+        STORE_PRIVATE = 1 << 0, /* holds a secret: 0600 / server-side encryption */
+} StoreFlags;
+
+typedef struct Store Store;
+
+/* Opens the store at url ("file:///abs/dir" or "s3://bucket[/prefix]"). A missing or unreadable store is
+ * an error with a message naming it (a file store's directory must exist; it is not created). */
+int store_open(const char *url, Store **ret, char **ret_error);
+Store *store_free(Store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_free)
+const char *store_url(const Store *s);
+
+int store_get(Store *s, const char *key, char **ret_data, size_t *ret_len, char **ret_error);
+int store_put_if_absent(Store *s, const char *key, const void *data, size_t len, StoreFlags flags,
+                        char **ret_error);
+int store_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, char **ret_error);
+int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error);
+int store_delete(Store *s, const char *key, char **ret_error);
+
+/* A key as above: 1-1024 characters, relative, segments of [A-Za-z0-9._-] that are not "." or "..". */
+bool store_key_valid(const char *key);
