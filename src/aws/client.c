@@ -20,6 +20,7 @@
 struct AwsClient {
         char *region;
         char *endpoints[_AWS_SERVICE_MAX];
+        bool endpoint_given[_AWS_SERVICE_MAX]; /* from the environment, not the public default */
         char *ca_bundle; /* AWS_CA_BUNDLE: the CAs the endpoints' https certificates chain to */
         bool imds_disabled;
         AwsImds *imds;
@@ -36,6 +37,7 @@ struct AwsClient {
 static const char *const service_names[_AWS_SERVICE_MAX] = {
         [AWS_SERVICE_EC2] = "ec2",
         [AWS_SERVICE_ROUTE53] = "route53",
+        [AWS_SERVICE_S3] = "s3",
 };
 
 /* The SDKs' service-specific endpoint variables (AWS SDKs and Tools Reference, "Service-specific
@@ -43,6 +45,7 @@ static const char *const service_names[_AWS_SERVICE_MAX] = {
 static const char *const service_endpoint_env[_AWS_SERVICE_MAX] = {
         [AWS_SERVICE_EC2] = "AWS_ENDPOINT_URL_EC2",
         [AWS_SERVICE_ROUTE53] = "AWS_ENDPOINT_URL_ROUTE_53",
+        [AWS_SERVICE_S3] = "AWS_ENDPOINT_URL_S3",
 };
 
 const char *aws_service_to_string(AwsService s) {
@@ -200,6 +203,7 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
                 r = copy_endpoint(var, e, &c->endpoints[s], ret_error);
                 if (r < 0)
                         return r;
+                c->endpoint_given[s] = true;
         }
         /* The SDKs' variable for a private CA (a VPC endpoint behind a TLS-inspecting proxy, a test double)
          */
@@ -389,9 +393,11 @@ static int signing_region(AwsClient *c, AwsService svc, const char **ret) {
         return aws_client_region(c, ret);
 }
 
+#define CALL_HEADERS_MAX 8
+
 typedef struct PreparedCall {
         char *url;
-        char *headers[5];
+        char *headers[6 + CALL_HEADERS_MAX];
         size_t n_headers;
 } PreparedCall;
 
@@ -403,48 +409,97 @@ static void prepared_call_done(PreparedCall *p) {
         *p = (PreparedCall){};
 }
 
+/* The base URL of a call: the service's endpoint, or for S3 the bucket's (path-style below an endpoint
+ * given in the environment, since a local or private endpoint rarely has per-bucket DNS names). */
+static int call_base_url(AwsClient *c, const AwsCall *call, char **ret) {
+        const char *endpoint, *region;
+        int r = aws_client_endpoint(c, call->service, &endpoint);
+        if (r < 0)
+                return r;
+        if (call->service != AWS_SERVICE_S3)
+                *ret = strdup(endpoint);
+        else if (isempty(call->bucket) || strpbrk(call->bucket, "/?#@: "))
+                return -EINVAL;
+        else if (c->endpoint_given[AWS_SERVICE_S3])
+                *ret = strprintf("%s/%s", endpoint, call->bucket);
+        else {
+                r = aws_client_region(c, &region);
+                if (r < 0)
+                        return r;
+                *ret = strprintf("https://%s.s3.%s.amazonaws.com", call->bucket, region);
+        }
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The headers signed besides host and x-amz-date: Content-Type, the call's own and, for S3, the payload
+ * hash, which S3 takes from this header rather than computing it (AWS S3 API Reference, "Signature
+ * Calculations for the Authorization Header"). */
+static int call_sign_headers(const AwsCall *call, char sha[static 65], AwsHeader *h, size_t *ret_n) {
+        size_t n = 0;
+        if (call->n_headers > CALL_HEADERS_MAX || (call->n_headers > 0 && !call->headers))
+                return -E2BIG;
+        if (call->content_type)
+                h[n++] = (AwsHeader){ "Content-Type", call->content_type };
+        for (size_t i = 0; i < call->n_headers; i++)
+                h[n++] = call->headers[i];
+        if (call->service == AWS_SERVICE_S3) {
+                int r = aws_sha256_hex(call->body ?: "", call->body_len, sha);
+                if (r < 0)
+                        return r;
+                h[n++] = (AwsHeader){ "x-amz-content-sha256", sha };
+        }
+        *ret_n = n;
+        return 0;
+}
+
 static int call_prepare(AwsClient *c, const AwsCall *call, PreparedCall *ret) {
         const AwsCredentials *creds;
-        const char *endpoint, *region, *prefix;
+        const char *region, *prefix;
+        _cleanup_free_ char *base = NULL;
+        AwsHeader h[CALL_HEADERS_MAX + 2];
+        char sha[65];
+        size_t n_h = 0;
         AwsSigV4Result sig;
         int r;
 
-        r = aws_client_endpoint(c, call->service, &endpoint);
+        r = call_base_url(c, call, &base);
         if (r >= 0)
                 r = signing_region(c, call->service, &region);
         if (r >= 0)
                 r = aws_client_credentials(c, &creds);
+        if (r >= 0)
+                r = call_sign_headers(call, sha, h, &n_h);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *host = endpoint_host(endpoint, &prefix);
+        _cleanup_free_ char *host = endpoint_host(base, &prefix);
         _cleanup_free_ char *path = strjoin(prefix, call->path);
         if (!host || !path)
                 return -ENOMEM;
 
-        AwsHeader ct[] = { { "Content-Type", call->content_type } };
         AwsSigV4Request req = {
                 .method = call->method,
                 .host = host,
                 .path = path,
                 .query = call->query,
-                .headers = ct,
-                .n_headers = call->content_type ? 1 : 0,
+                .headers = h,
+                .n_headers = n_h,
                 .body = call->body,
                 .body_len = call->body_len,
                 .region = region,
                 .service = service_names[call->service],
+                .s3_style = call->service == AWS_SERVICE_S3,
         };
         r = aws_sigv4_sign(&req, creds, &sig);
         if (r < 0)
                 return r;
 
         PreparedCall p = {};
-        p.url = strprintf("%s%s%s%s", endpoint, call->path, isempty(call->query) ? "" : "?",
-                          strempty(call->query));
+        p.url =
+            strprintf("%s%s%s%s", base, call->path, isempty(call->query) ? "" : "?", strempty(call->query));
         p.headers[p.n_headers++] = strjoin("Authorization: ", sig.authorization);
         p.headers[p.n_headers++] = strjoin("X-Amz-Date: ", sig.amz_date);
-        if (call->content_type)
-                p.headers[p.n_headers++] = strjoin("Content-Type: ", call->content_type);
+        for (size_t i = 0; i < n_h; i++)
+                p.headers[p.n_headers++] = strjoin(h[i].name, ": ", h[i].value);
         if (creds->session_token)
                 p.headers[p.n_headers++] = strjoin("X-Amz-Security-Token: ", creds->session_token);
         aws_sigv4_result_done(&sig);
@@ -501,6 +556,7 @@ static bool code_is_retryable(const char *code) {
                 "PriorRequestNotComplete",
                 "SlowDown",
                 "RequestThrottledException",
+                "ConditionalRequestConflict", /* S3: a conditional write raced another; the retry decides */
                 "EC2ThrottledException",
                 "ServiceUnavailable",
                 "InternalError",
@@ -564,7 +620,38 @@ static bool transport_error_retryable(int r) {
         return r == PK_ETIMEOUT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EIO;
 }
 
-static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, XmlNode **ret,
+/* Where a 2xx answer goes: parsed (xml) or as received (raw). */
+typedef struct CallOutput {
+        XmlNode **xml;
+        char **raw;
+        size_t *raw_len;
+} CallOutput;
+
+static int take_output(AwsClient *c, const AwsCall *call, HttpResponse *resp, const CallOutput *out) {
+        XmlNode *doc = NULL;
+        if (out->raw) {
+                if (!resp->body && !(resp->body = strdup("")))
+                        return -ENOMEM;
+                *out->raw = TAKE_PTR(resp->body);
+                *out->raw_len = resp->body_len;
+                return 0;
+        }
+        if (resp->body_len > 0) {
+                int r = xml_parse(resp->body, resp->body_len, &doc);
+                if (r < 0) {
+                        client_set_error(c,
+                                         strprintf("%s %s: unparsable response (HTTP %ld, %zu bytes): %s",
+                                                   service_names[call->service], call->operation,
+                                                   resp->status, resp->body_len, pk_strerror(r)),
+                                         NULL);
+                        return r;
+                }
+        }
+        *out->xml = doc;
+        return 0;
+}
+
+static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const CallOutput *out,
                      Outcome *ret_outcome) {
         PreparedCall p;
         HttpResponse resp;
@@ -593,6 +680,7 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, XmlNode
                 .timeout = MAX(MIN(c->exchange_timeout, deadline > t ? deadline - t : 0), USEC_PER_MSEC),
                 .max_response = AWS_RESPONSE_MAX,
                 .ca_file = c->ca_bundle,
+                .sensitive = call->sensitive,
         };
         r = http_request(&hr, &resp, &err);
         prepared_call_done(&p);
@@ -607,27 +695,15 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, XmlNode
         }
         *ret_outcome = judge_response(c, call, &resp, &r);
         if (*ret_outcome == OUTCOME_DONE) {
-                XmlNode *doc = NULL;
-                if (resp.body_len > 0) {
-                        r = xml_parse(resp.body, resp.body_len, &doc);
-                        if (r < 0)
-                                client_set_error(
-                                    c,
-                                    strprintf("%s %s: unparsable response (HTTP %ld, %zu bytes): %s",
-                                              service_names[call->service], call->operation, resp.status,
-                                              resp.body_len, pk_strerror(r)),
-                                    NULL);
-                }
-                if (r >= 0)
-                        *ret = doc;
-                else
+                r = take_output(c, call, &resp, out);
+                if (r < 0)
                         *ret_outcome = OUTCOME_FAIL;
         }
         http_response_done(&resp);
         return r;
 }
 
-int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret) {
+static int call_with_retries(AwsClient *c, const AwsCall *call, const CallOutput *out) {
         usec_t deadline = now(CLOCK_MONOTONIC) + c->call_timeout;
         Outcome o;
         int r;
@@ -637,7 +713,7 @@ int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret) {
                 return -EINVAL;
         for (unsigned attempt = 0;; attempt++) {
                 client_set_error(c, NULL, NULL);
-                r = send_once(c, call, deadline, ret, &o);
+                r = send_once(c, call, deadline, out, &o);
                 if (o == OUTCOME_DONE)
                         return 0;
                 if (o == OUTCOME_FAIL)
@@ -655,4 +731,14 @@ int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret) {
                 sleep_usec(delay);
                 c->retries++;
         }
+}
+
+int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret) {
+        CallOutput out = { .xml = ret };
+        return call_with_retries(c, call, &out);
+}
+
+int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len) {
+        CallOutput out = { .raw = ret_body, .raw_len = ret_len };
+        return call_with_retries(c, call, &out);
 }

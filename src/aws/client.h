@@ -2,13 +2,15 @@
 #pragma once
 
 /* The shared part of every AWS call: endpoints, region, the credential chain, signing, sending, retrying and
- * turning error documents into messages. Service calls live in aws/ec2.h and aws/route53.h. */
+ * turning error documents into messages. Service calls live in aws/ec2.h and aws/route53.h; S3 objects are
+ * called from store/store-s3.c. */
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "aws/credentials.h"
 #include "aws/imds.h"
+#include "aws/sigv4.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "shared/xml.h"
@@ -16,6 +18,7 @@
 typedef enum AwsService {
         AWS_SERVICE_EC2,
         AWS_SERVICE_ROUTE53,
+        AWS_SERVICE_S3,
         _AWS_SERVICE_MAX,
         _AWS_SERVICE_INVALID = -EINVAL,
 } AwsService;
@@ -26,11 +29,11 @@ typedef enum AwsService {
 typedef struct AwsClient AwsClient;
 
 /* Reads the environment the way the AWS SDKs do: AWS_REGION (then AWS_DEFAULT_REGION, then IMDS on first
- * use), AWS_ENDPOINT_URL_EC2 / AWS_ENDPOINT_URL_ROUTE_53, then AWS_ENDPOINT_URL, then the public endpoints;
- * AWS_EC2_METADATA_SERVICE_ENDPOINT; AWS_EC2_METADATA_DISABLED=true turns IMDS off. Credentials are looked
- * up on first use (aws_client_credentials). An endpoint must be https, except on a loopback host
- * (aws_endpoint_check). On -EINVAL *ret_error (when not NULL) names the variable and its value (caller
- * frees). */
+ * use), AWS_ENDPOINT_URL_EC2 / AWS_ENDPOINT_URL_ROUTE_53 / AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then
+ * the public endpoints; AWS_EC2_METADATA_SERVICE_ENDPOINT; AWS_EC2_METADATA_DISABLED=true turns IMDS off.
+ * Credentials are looked up on first use (aws_client_credentials). An endpoint must be https, except on a
+ * loopback host (aws_endpoint_check). On -EINVAL *ret_error (when not NULL) names the variable and its value
+ * (caller frees). */
 int aws_client_new(AwsClient **ret, char **ret_error);
 AwsClient *aws_client_free(AwsClient *c);
 
@@ -78,6 +81,13 @@ typedef struct AwsCall {
         const char *content_type;
         const void *body;
         size_t body_len;
+        const AwsHeader *headers; /* further headers, sent and signed ("If-None-Match: *") */
+        size_t n_headers;
+        /* S3: the bucket. With an endpoint variable set the URL is path-style (ENDPOINT/bucket/path), else
+         * virtual-hosted (https://bucket.s3.REGION.amazonaws.com/path). S3 calls also send and sign
+         * x-amz-content-sha256, the body's SHA-256 (S3 refuses a request without it). */
+        const char *bucket;
+        bool sensitive; /* the answer may hold a secret (a private key): its buffers are erased */
 } AwsCall;
 
 /* Signs and sends call, retrying throttling, 5xx and transport errors with backoff. 2xx: *ret gets the
@@ -85,6 +95,9 @@ typedef struct AwsCall {
  * document's Code/Message/RequestID in aws_client_error()), PK_EMALFORMED for an unparsable answer,
  * PK_ETIMEOUT when the call's deadline passed, PK_ETOOBIG past AWS_RESPONSE_MAX. */
 int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret);
+/* The same for answers that are not XML (S3 GetObject): on 2xx *ret_body gets the body as received,
+ * NUL-terminated (caller frees), *ret_len its length. Errors as aws_client_call(). */
+int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len);
 
 /* Code, Message and RequestID (EC2) / RequestId (Route 53) of an error document, each sanitized and capped,
  * or NULL when absent. Callers free the three strings. */

@@ -32,6 +32,10 @@ static int sha256_hex(const void *data, size_t len, char out[static 65]) {
         return 0;
 }
 
+int aws_sha256_hex(const void *data, size_t len, char out[static 65]) {
+        return sha256_hex(data, len, out);
+}
+
 static int hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                        unsigned char out[32]) {
         unsigned n = 0;

@@ -58,5 +58,8 @@ int aws_sigv4_sign(const AwsSigV4Request *req, const AwsCredentials *creds, AwsS
  * keep_slash,
  * '/' stays. Appends to *p. */
 int aws_uri_encode_append(char **p, const char *s, size_t len, bool keep_slash);
+/* The lowercase hex SHA-256 of data: the payload hash, which S3 also wants as x-amz-content-sha256. */
+int aws_sha256_hex(const void *data, size_t len, char out[static 65]);
+
 /* Newly allocated encoding of s; NULL on OOM. */
 char *aws_uri_encode(const char *s, bool keep_slash);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What a provider implements (store.c checks keys and composes messages; the providers do the I/O). Each
+ * operation returns 0 or -errno/PK_E*; on failure it may set *ret_cause to the reason in its own words
+ * (caller frees), which store.c puts after the URL and the key. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store/store.h"
+
+typedef struct StoreOps {
+        const char *scheme; /* "file://", "s3://" */
+        /* location: the URL after the scheme */
+        int (*open)(Store *s, const char *location, char **ret_cause);
+        void (*free)(Store *s);
+        int (*get)(Store *s, const char *key, char **ret_data, size_t *ret_len, char **ret_cause);
+        /* if_absent: create-if-absent, -EEXIST when the key exists */
+        int (*put)(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
+                   char **ret_cause);
+        /* prefix: "" or valid; keys come back unsorted */
+        int (*list)(Store *s, const char *prefix, char ***ret_keys, char **ret_cause);
+        int (*delete)(Store *s, const char *key, char **ret_cause);
+} StoreOps;
+
+struct Store {
+        const StoreOps *ops;
+        char *url;
+        void *data; /* the provider's */
+};
+
+extern const StoreOps store_file_ops;
+extern const StoreOps store_s3_ops;
+
+/* Lists stop here: a store is a keystore and backups, not a bucket of millions of objects. */
+#define STORE_LIST_MAX 100000U
+
+/* "pki/ca/cluster.crt" -> dir "pki/ca" (or "" at the top), name "cluster.crt"; key must be valid. */
+int store_key_split(const char *key, char **ret_dir, const char **ret_name);

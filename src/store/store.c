@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "store/store-internal.h"
+
+#define STORE_KEY_MAX 1024U
+#define STORE_URL_MAX 1024U
+
+static const StoreOps *const providers[] = {
+        &store_file_ops,
+        &store_s3_ops,
+};
+
+static bool key_char_ok(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '_' || c == '-';
+}
+
+/* Segments never start with '.': that excludes "." and "..", and keeps the dot names free for a directory
+ * store's temporary files, which are then never mistaken for objects. */
+bool store_key_valid(const char *key) {
+        if (isempty(key) || strlen(key) > STORE_KEY_MAX)
+                return false;
+        for (const char *p = key; *p;) {
+                size_t len = strcspn(p, "/");
+                if (len == 0 || p[0] == '.')
+                        return false;
+                for (size_t i = 0; i < len; i++)
+                        if (!key_char_ok(p[i]))
+                                return false;
+                p += len;
+                if (*p == '/' && !*++p)
+                        return false; /* a trailing '/' */
+        }
+        return true;
+}
+
+/* A list prefix: "" (everything), or a key, optionally with one trailing '/'. */
+static bool prefix_valid(const char *prefix) {
+        if (isempty(prefix))
+                return true;
+        size_t l = strlen(prefix);
+        if (prefix[l - 1] != '/')
+                return store_key_valid(prefix);
+        _cleanup_free_ char *k = strndup(prefix, l - 1);
+        return k && store_key_valid(k);
+}
+
+int store_key_split(const char *key, char **ret_dir, const char **ret_name) {
+        const char *slash = strrchr(key, '/');
+        char *dir = slash ? strndup(key, (size_t)(slash - key)) : strdup("");
+        if (!dir)
+                return -ENOMEM;
+        *ret_dir = dir;
+        *ret_name = slash ? slash + 1 : key;
+        return 0;
+}
+
+/* "state store 'URL': key 'K': cause" (the key part when there is one). Takes cause. */
+static int store_fail(const char *url, const char *what, const char *key, int r, char *cause,
+                      char **ret_error) {
+        if (ret_error)
+                *ret_error = strprintf("state store '%s': %s%s%s%s: %s", url, what, key ? " '" : "",
+                                       strempty(key), key ? "'" : "", cause ?: pk_strerror(r));
+        free(cause);
+        return r;
+}
+
+int store_open(const char *url, Store **ret, char **ret_error) {
+        const StoreOps *ops = NULL;
+        const char *location = NULL;
+        char *cause = NULL;
+        int r;
+
+        if (!url || strlen(url) > STORE_URL_MAX || string_has_cc(url))
+                return store_fail(strempty(url), "open", NULL, -EINVAL,
+                                  strdup("not a URL (at most 1024 printable characters)"), ret_error);
+        for (size_t i = 0; i < ELEMENTSOF(providers) && !ops; i++)
+                if ((location = startswith(url, providers[i]->scheme)))
+                        ops = providers[i];
+        if (!ops)
+                return store_fail(url, "open", NULL, -EINVAL,
+                                  strdup("unknown scheme (expected file:///DIR or s3://BUCKET[/PREFIX])"),
+                                  ret_error);
+        _cleanup_(store_freep) Store *s = new0(Store, 1);
+        if (!s || !(s->url = strdup(url)))
+                return -ENOMEM;
+        r = ops->open(s, location, &cause);
+        if (r < 0)
+                return store_fail(url, "open", NULL, r, cause, ret_error);
+        s->ops = ops; /* set only now: store_free() calls ops->free for an opened store */
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Store *store_free(Store *s) {
+        if (!s)
+                return NULL;
+        if (s->ops)
+                s->ops->free(s);
+        free(s->url);
+        free(s);
+        return NULL;
+}
+
+const char *store_url(const Store *s) {
+        return s->url;
+}
+
+static int check_key(const Store *s, const char *key, char **ret_error) {
+        if (store_key_valid(key))
+                return 0;
+        return store_fail(s->url, "key", strempty(key), -EINVAL,
+                          strdup("invalid key (1-1024 characters, relative, segments of [A-Za-z0-9._-] not "
+                                 "starting with '.')"),
+                          ret_error);
+}
+
+int store_get(Store *s, const char *key, char **ret_data, size_t *ret_len, char **ret_error) {
+        char *cause = NULL;
+        int r = check_key(s, key, ret_error);
+        if (r < 0)
+                return r;
+        r = s->ops->get(s, key, ret_data, ret_len, &cause);
+        if (r < 0)
+                return store_fail(s->url, "get", key, r, cause,
+                                  ret_error); /* -ENOENT too: a caller may print it */
+        return 0;
+}
+
+static int store_put_full(Store *s, const char *key, const void *data, size_t len, StoreFlags flags,
+                          bool if_absent, char **ret_error) {
+        char *cause = NULL;
+        int r = check_key(s, key, ret_error);
+        if (r < 0)
+                return r;
+        if (len > STORE_OBJECT_MAX || (len > 0 && !data))
+                return store_fail(
+                    s->url, "put", key, PK_ETOOBIG,
+                    strprintf("%zu bytes: objects hold at most %u bytes", len, STORE_OBJECT_MAX), ret_error);
+        r = s->ops->put(s, key, data, len, flags, if_absent, &cause);
+        if (r < 0)
+                return store_fail(s->url, if_absent ? "put-if-absent" : "put", key, r, cause, ret_error);
+        return 0;
+}
+
+int store_put_if_absent(Store *s, const char *key, const void *data, size_t len, StoreFlags flags,
+                        char **ret_error) {
+        return store_put_full(s, key, data, len, flags, true, ret_error);
+}
+
+int store_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, char **ret_error) {
+        return store_put_full(s, key, data, len, flags, false, ret_error);
+}
+
+int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error) {
+        char **keys = NULL, *cause = NULL;
+        int r;
+
+        if (!prefix_valid(prefix))
+                return store_fail(s->url, "list prefix", strempty(prefix), -EINVAL,
+                                  strdup("invalid prefix (a key, optionally ending in '/')"), ret_error);
+        r = s->ops->list(s, strempty(prefix), &keys, &cause);
+        if (r < 0)
+                return store_fail(s->url, "list prefix", strempty(prefix), r, cause, ret_error);
+        if (!keys && !(keys = new0(char *, 1)))
+                return -ENOMEM;
+        strv_sort(keys);
+        *ret_keys = keys;
+        return 0;
+}
+
+int store_delete(Store *s, const char *key, char **ret_error) {
+        char *cause = NULL;
+        int r = check_key(s, key, ret_error);
+        if (r < 0)
+                return r;
+        r = s->ops->delete (s, key, &cause);
+        if (r < 0)
+                return store_fail(s->url, "delete", key, r, cause, ret_error);
+        return 0;
+}
