@@ -106,6 +106,11 @@ int verb_pool_list(CliContext *ctx, char **args);
 int verb_pool_detach(CliContext *ctx, char **args);
 int verb_pool_release_node(CliContext *ctx, char **args);
 int verb_wipe(CliContext *ctx, char **args);
+int verb_store_get(CliContext *ctx, char **args);
+int verb_store_put(CliContext *ctx, char **args);
+int verb_store_put_if_absent(CliContext *ctx, char **args);
+int verb_store_list(CliContext *ctx, char **args);
+int verb_store_delete(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -113,6 +118,8 @@ extern const CliOption verb_dns_options[];
 extern const CliOption verb_pool_create_options[];
 extern const CliOption verb_pool_add_device_options[];
 extern const CliOption verb_wipe_options[];
+extern const CliOption verb_store_get_options[];
+extern const CliOption verb_store_put_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

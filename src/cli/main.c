@@ -59,6 +59,44 @@ static const CliVerb pool_verbs[] = {
         {},
 };
 
+/* The state store by URL (file:///DIR, s3://BUCKET[/PREFIX]); no spec needed. */
+static const CliVerb store_verbs[] = {
+        { .name = "get",
+          .run = verb_store_get,
+          .help = "print an object (or write it to --file)",
+          .options = verb_store_get_options,
+          .args_synopsis = "URL KEY",
+          .min_args = 2,
+          .max_args = 2 },
+        { .name = "put",
+          .run = verb_store_put,
+          .help = "store an object from --file or stdin, replacing it",
+          .options = verb_store_put_options,
+          .args_synopsis = "URL KEY",
+          .min_args = 2,
+          .max_args = 2 },
+        { .name = "put-if-absent",
+          .run = verb_store_put_if_absent,
+          .help = "store an object unless the key exists; prints 'created KEY' or 'exists KEY'",
+          .options = verb_store_put_options,
+          .args_synopsis = "URL KEY",
+          .min_args = 2,
+          .max_args = 2 },
+        { .name = "list",
+          .run = verb_store_list,
+          .help = "print the keys under PREFIX (default all), sorted",
+          .args_synopsis = "URL [PREFIX]",
+          .min_args = 1,
+          .max_args = 2 },
+        { .name = "delete",
+          .run = verb_store_delete,
+          .help = "delete an object (absent is fine)",
+          .args_synopsis = "URL KEY",
+          .min_args = 2,
+          .max_args = 2 },
+        {},
+};
+
 /* A new verb is one row here (and its function and option table declared in cli.h). */
 static const CliVerb verbs[] = {
         { .name = "run",
@@ -103,6 +141,9 @@ static const CliVerb verbs[] = {
           .args_synopsis = "DEVICE",
           .min_args = 1,
           .max_args = 1 },
+        { .name = "store",
+          .help = "the state store: get, put, put-if-absent, list, delete",
+          .sub_verbs = store_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };
