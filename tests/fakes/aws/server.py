@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """A loopback double of the AWS APIs protokube uses: IMDSv2, an EC2 Query subset (DescribeInstances,
-DescribeVolumes, AttachVolume, DetachVolume) and a Route 53 REST subset (ListHostedZonesByName, ListResourceRecordSets,
-ChangeResourceRecordSets, GetChange).
+DescribeVolumes, AttachVolume, DetachVolume), a Route 53 REST subset (ListHostedZonesByName, ListResourceRecordSets,
+ChangeResourceRecordSets, GetChange) and an S3 subset, path-style only (GetObject, PutObject with If-None-Match: *,
+ListObjectsV2, DeleteObject; objects in memory, buckets from the config's "buckets").
 
 Every API request is checked with botocore's SigV4 (an implementation independent of ours); failures answer
 the way AWS does (SignatureDoesNotMatch, AuthFailure, InvalidClientTokenId...). Volumes may be backed by image
@@ -38,6 +39,7 @@ import sigv4_botocore  # noqa: E402
 EC2_NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 R53_NS = "https://route53.amazonaws.com/doc/2013-04-01/"
 BODY_MAX = 1 << 20
+S3_BODY_MAX = 17 << 20  # protokube's store objects are at most 16 MiB
 SKEW = 5 * 60  # AWS refuses requests signed more than 5 minutes off
 
 
@@ -75,6 +77,7 @@ class State:
         self.volumes = {}
         self.zones = {}
         self.changes = {}
+        self.buckets = {}  # name -> {key: {"data": bytes, "sse": str or None}}
         self.faults = {"throttle": 0, "error500": 0, "slow_seconds": 0, "slow_count": 0, "attach_stuck_polls": 0,
                        "insync_after_polls": 1, "throttle_pattern": None,
                        "garbage": 0}
@@ -112,6 +115,10 @@ class State:
                     tags = {k: v.replace("{i}", str(i)) for k, v in gen.get("tags", {}).items()}
                     self.add_volume({"id": "vol-%017x" % (0x100000 + i), "az": gen.get("az", "us-east-1a"),
                                      "size": 1, "tags": tags})
+            for b in cfg.get("buckets", []):
+                self.buckets.setdefault(b, {})
+            for o in cfg.get("objects", []):  # seeded objects: {"bucket", "key", "data"}
+                self.buckets.setdefault(o["bucket"], {})[o["key"]] = {"data": o["data"].encode(), "sse": None}
             for z in cfg.get("zones", []):
                 zid = z["id"]
                 self.zones[zid] = {"name": norm_name(z["name"]), "private": z.get("private", False),
@@ -654,6 +661,92 @@ def r53_dispatch(method, path, query, body):
     raise ApiError(404, "UnknownOperationException", f"no operation {method} {p}")
 
 
+# ---------------------------------------------------------------- S3 (path-style: /bucket/key)
+
+S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+
+def s3_check_payload(handler, body):
+    """S3 takes the payload hash from x-amz-content-sha256 and signs that header: it must be signed and match."""
+    claimed = handler.headers.get("x-amz-content-sha256")
+    if claimed is None:
+        raise ApiError(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
+    m = AUTH_RE.match(handler.headers.get("Authorization", ""))
+    if not m or "x-amz-content-sha256" not in m.group(5).split(";"):
+        raise ApiError(403, "SignatureDoesNotMatch", "x-amz-content-sha256 must be signed")
+    if claimed != hashlib.sha256(body).hexdigest():
+        raise ApiError(400, "XAmzContentSHA256Mismatch",
+                       "The provided 'x-amz-content-sha256' header does not match what was computed.")
+
+
+def s3_list(bucket, q):
+    if q.get("list-type") != "2":
+        raise ApiError(400, "InvalidArgument", "only ListObjectsV2 (list-type=2) is implemented")
+    mk = q.get("max-keys", "1000")
+    if not mk.isdigit():
+        raise ApiError(400, "InvalidArgument", "Provided max-keys not an integer or within integer range")
+    size = min(int(mk), 1000)
+    prefix = q.get("prefix", "")
+    keys = sorted(k for k in bucket if k.startswith(prefix))
+    tok = q.get("continuation-token")
+    if tok is not None:
+        try:
+            after = json.loads(base64.b64decode(tok))["after"]
+        except Exception:
+            raise ApiError(400, "InvalidArgument", "The continuation token provided is incorrect")
+        keys = [k for k in keys if k > after]
+    chunk = keys[:size]
+    truncated = len(keys) > size
+    nxt = ""
+    if truncated:
+        nxt = "<NextContinuationToken>%s</NextContinuationToken>" % esc(
+            base64.b64encode(json.dumps({"after": chunk[-1]}).encode()).decode())
+    contents = "".join(f"<Contents><Key>{esc(k)}</Key><Size>{len(bucket[k]['data'])}</Size>"
+                       f"<ETag>&quot;{hashlib.md5(bucket[k]['data']).hexdigest()}&quot;</ETag></Contents>"
+                       for k in chunk)
+    return (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"{S3_NS}\">"
+            f"<Prefix>{esc(prefix)}</Prefix><KeyCount>{len(chunk)}</KeyCount><MaxKeys>{size}</MaxKeys>"
+            f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>{nxt}{contents}</ListBucketResult>")
+
+
+def s3_dispatch(handler, method, path, query, body):
+    """Returns (action, status, content type, body)."""
+    bname, _, key = path[1:].partition("/")
+    key = urllib.parse.unquote(key)
+    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    with STATE.lock:
+        bucket = STATE.buckets.get(bname)
+        if bucket is None:
+            raise ApiError(404, "NoSuchBucket", "The specified bucket does not exist")
+        if not key:
+            if method != "GET":
+                raise ApiError(405, "MethodNotAllowed", f"{method} on a bucket is not implemented")
+            return "ListObjectsV2", 200, "application/xml", s3_list(bucket, q)
+        if method == "GET":
+            obj = bucket.get(key)
+            if obj is None:
+                raise ApiError(404, "NoSuchKey", "The specified key does not exist.")
+            return "GetObject", 200, "application/octet-stream", obj["data"]
+        if method == "PUT":
+            inm = handler.headers.get("If-None-Match")
+            if inm is not None and inm != "*":
+                raise ApiError(501, "NotImplemented", "If-None-Match takes only '*'")
+            sse = handler.headers.get("x-amz-server-side-encryption")
+            if sse not in (None, "AES256", "aws:kms"):
+                raise ApiError(400, "InvalidArgument", "The encryption method specified is not supported")
+            # Checked and written under the one lock: create-if-absent is atomic, as S3 promises.
+            if inm == "*" and key in bucket:
+                STATE.counters["s3_precondition_failed"] = STATE.counters.get("s3_precondition_failed", 0) + 1
+                raise ApiError(412, "PreconditionFailed",
+                               "At least one of the pre-conditions you specified did not hold")
+            bucket[key] = {"data": bytes(body), "sse": sse}
+            return "PutObject", 200, "application/xml", b""
+        if method == "DELETE":
+            bucket.pop(key, None)
+            return "DeleteObject", 204, "application/xml", b""
+    raise ApiError(405, "MethodNotAllowed", f"{method} on an object is not implemented")
+
+
 def rid():
     return secrets.token_hex(4) + "-" + secrets.token_hex(2) + "-" + secrets.token_hex(2) + "-" + \
         secrets.token_hex(2) + "-" + secrets.token_hex(6)
@@ -718,6 +811,9 @@ def imds(handler, method, path, as_instance=None):
 # ---------------------------------------------------------------- HTTP
 
 def error_xml(service, e, request_id):
+    if service == "s3":
+        return f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{esc(e.code)}</Code>" \
+               f"<Message>{esc(e.message)}</Message><RequestId>{request_id}</RequestId></Error>"
     if service == "ec2":
         return f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{esc(e.code)}</Code>" \
                f"<Message>{esc(e.message)}</Message></Error></Errors><RequestID>{request_id}</RequestID></Response>"
@@ -759,6 +855,8 @@ def injected_fault(service):
     if throttle:
         if service == "ec2":
             raise ApiError(503, "RequestLimitExceeded", "Request limit exceeded.")
+        if service == "s3":
+            raise ApiError(503, "SlowDown", "Please reduce your request rate.")
         raise ApiError(400, "Throttling", "Rate exceeded")
     if e500:
         raise ApiError(500, "InternalError", "An internal error has occurred")
@@ -782,9 +880,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def read_body(self):
+    def read_body(self, cap):
         n = int(self.headers.get("Content-Length", "0") or "0")
-        if n > BODY_MAX:
+        if n > cap:
             raise ApiError(413, "RequestEntityTooLarge", "request too large")
         return self.rfile.read(n) if n else b""
 
@@ -792,7 +890,8 @@ class Handler(BaseHTTPRequestHandler):
         parts = urllib.parse.urlsplit(self.path)
         path = parts.path
         try:
-            body = self.read_body()
+            body = self.read_body(BODY_MAX if path == "/" or path.startswith("/_") or path.startswith("/2013-04-01/")
+                                  or path.startswith("/latest/") else S3_BODY_MAX)
         except ApiError as e:
             return self.send(e.status, "text/plain", e.message)
         m = IMDS_AS_RE.match(path)
@@ -802,7 +901,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(status, ctype, text)
         if path.startswith("/_double/"):
             return self.control(path, body)
-        service = "route53" if path.startswith("/2013-04-01/") else "ec2"
+        # EC2 is form POSTs on "/", Route 53 lives under its version, S3 (path-style) is "/bucket[/key]".
+        service = "route53" if path.startswith("/2013-04-01/") else "ec2" if path == "/" else "s3"
         request_id = rid()
         action = "?"
         with STATE.lock:
@@ -812,9 +912,15 @@ class Handler(BaseHTTPRequestHandler):
             if service == "ec2" and (self.command != "POST" or path != "/"):
                 raise ApiError(400, "InvalidAction", "EC2 takes form POSTs on /")
             verify_sigv4(self, body, service, region)
+            if service == "s3":
+                s3_check_payload(self, body)
             if injected_fault(service):
                 STATE.record({"service": service, "action": "?", "status": 200, "code": "garbage"})
                 return self.send(200, "text/xml", "<DescribeVolumesResponse><volumeSet><item>", request_id)
+            if service == "s3":
+                action, status, ctype, data = s3_dispatch(self, self.command, path, parts.query, body)
+                STATE.record({"service": service, "action": action, "status": status})
+                return self.send(status, ctype, data, request_id)
             if service == "ec2":
                 action, text = ec2_dispatch(body)
             else:
@@ -844,7 +950,10 @@ class Handler(BaseHTTPRequestHandler):
                     for zid, z in STATE.zones.items()}
                 # Every secret the double knows, so tests can prove none of them reached a log.
                 issued = [v for k in STATE.keys.values() for v in (k.get("secret"), k.get("token")) if v]
-                out = {"counters": STATE.counters, "volumes": vols, "zones": zones, "secrets": issued,
+                # Object metadata only (the bytes may be keys): size, digest and the encryption asked for.
+                s3 = {b: {k: {"size": len(o["data"]), "sha256": hashlib.sha256(o["data"]).hexdigest(),
+                              "sse": o["sse"]} for k, o in objs.items()} for b, objs in STATE.buckets.items()}
+                out = {"counters": STATE.counters, "volumes": vols, "zones": zones, "secrets": issued, "s3": s3,
                        "loops": STATE.loops, "n_volumes": len(STATE.volumes)}
             return self.send(200, "application/json", json.dumps(out))
         if path == "/_double/log":

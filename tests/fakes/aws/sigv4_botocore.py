@@ -3,7 +3,7 @@
 the AWS double verifies every request with. Import only under /usr/bin/python3."""
 import datetime
 
-from botocore.auth import SigV4Auth
+from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
@@ -37,7 +37,8 @@ def expected_signature(method, url, signed_headers, body, region, service, acces
     """The signature botocore computes over exactly the headers a request says it signed (server side).
     signed_headers: list of (name, value) as received, including Host and X-Amz-Date."""
     creds = Credentials(access_key, secret_key, None)
-    auth = SigV4Auth(creds, service, region)
+    # S3 signs the path as sent (no normalisation) and the payload hash from x-amz-content-sha256.
+    auth = (S3SigV4Auth if service == "s3" else SigV4Auth)(creds, service, region)
     req = AWSRequest(method=method, url=url, data=body)
     for k, v in signed_headers:
         req.headers[k] = v
