@@ -88,10 +88,28 @@ static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsig
         return aws_client_call(t->client, &call, ret);
 }
 
+/* The client, and one listed key: a missing bucket or missing rights show at open, naming the store, not at
+ * the first key. */
+static int s3_connect(S3Store *t, const char *bucket, size_t blen, const char *prefix, char **ret_cause) {
+        _cleanup_(xml_node_freep) XmlNode *doc = NULL;
+        int r;
+
+        t->bucket = strndup(bucket, blen);
+        t->prefix = isempty(prefix) ? strdup("") : strjoin(prefix, "/");
+        if (!t->bucket || !t->prefix)
+                return -ENOMEM;
+        r = aws_client_new(&t->client, ret_cause);
+        if (r < 0)
+                return r;
+        r = s3_list_page(t, "", NULL, 1, &doc);
+        if (r < 0)
+                *ret_cause = client_cause(t, r);
+        return r;
+}
+
 static int s3_open(Store *s, const char *location, char **ret_cause) {
         size_t blen = strcspn(location, "/");
         const char *prefix = location[blen] == '/' ? location + blen + 1 : "";
-        char *err = NULL;
         int r;
 
         if (!bucket_valid(location, blen)) {
@@ -113,25 +131,12 @@ static int s3_open(Store *s, const char *location, char **ret_cause) {
         S3Store *t = new0(S3Store, 1);
         if (!t)
                 return -ENOMEM;
-        s->data = t; /* freed by s3_free below on failure */
-        t->bucket = strndup(location, blen);
-        t->prefix = pl > 0 ? strjoin(p, "/") : strdup("");
-        r = t->bucket && t->prefix ? aws_client_new(&t->client, &err) : -ENOMEM;
+        s->data = t;
+        r = s3_connect(t, location, blen, p, ret_cause);
         if (r < 0) {
-                *ret_cause = err;
-                goto fail;
+                s3_free(s);
+                s->data = NULL;
         }
-        /* A missing bucket or missing rights show now, naming the store, not at the first key. */
-        _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-        r = s3_list_page(t, "", NULL, 1, &doc);
-        if (r < 0) {
-                *ret_cause = client_cause(t, r);
-                goto fail;
-        }
-        return 0;
-fail:
-        s3_free(s);
-        s->data = NULL;
         return r;
 }
 

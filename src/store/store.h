@@ -4,7 +4,8 @@
 /* The state store: a small object store every master can read and write, named by a URL in the spec
  * (`stateStore: file:///srv/protokube` or `s3://bucket/prefix`; kops' "configBase"). It holds the cluster's
  * keystore (CAs, the service-account key) and, later, etcd backups. Keys are relative paths of
- * [A-Za-z0-9._/-] segments ("pki/ca/cluster.crt"), never absolute, never with "." or ".." segments.
+ * [A-Za-z0-9._-] segments ("pki/ca/cluster.crt"), never absolute, no segment starting with '.' (so never
+ * "." or ".."; dot names are a directory store's temporary files). docs/store.md.
  *
  * One interface, two providers (file, s3), the same semantics:
  *   get           the object's bytes; -ENOENT when absent;
@@ -44,5 +45,5 @@ int store_put(Store *s, const char *key, const void *data, size_t len, StoreFlag
 int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error);
 int store_delete(Store *s, const char *key, char **ret_error);
 
-/* A key as above: 1-1024 characters, relative, segments of [A-Za-z0-9._-] that are not "." or "..". */
+/* A key as above: 1-1024 characters, relative, segments of [A-Za-z0-9._-] that do not start with '.'. */
 bool store_key_valid(const char *key);

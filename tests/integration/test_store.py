@@ -140,6 +140,9 @@ def test_roundtrip(provider, tmp_path):
     assert out.read_bytes() == b"CERT-2" and stat.S_IMODE(out.stat().st_mode) == 0o600
     ok(s.run("put", s.url, "pki/sa.key", "--private", input=b"SA"))
     s.assert_private("pki/sa.key", True)
+    assert ok(s.run("put-if-absent", s.url, "empty", input=b"")) == b"created empty\n"
+    assert ok(s.run("get", s.url, "empty")) == b""
+    ok(s.run("delete", s.url, "empty"))
     big = os.urandom(3 * 1024 * 1024 + 7)
     ok(s.run("put", s.url, "backups/big.db", input=big))
     assert ok(s.run("get", s.url, "backups/big.db")) == big
