@@ -57,8 +57,14 @@ static int open_store(const char *url, Store **ret) {
 
 /* The object's bytes from --file or stdin; the same cap as the store's. */
 static int read_input(char **ret, size_t *ret_len) {
-        int r = arg_file ? read_full_file(arg_file, STORE_OBJECT_MAX, ret, ret_len)
-                         : read_full_fd(STDIN_FILENO, STORE_OBJECT_MAX, ret, ret_len);
+        int r;
+        /* A private object is a key: no copy of it is left behind in freed memory. */
+        if (arg_private)
+                r = arg_file ? read_full_file_secret(arg_file, STORE_OBJECT_MAX, ret, ret_len)
+                             : read_full_fd_secret(STDIN_FILENO, STORE_OBJECT_MAX, ret, ret_len);
+        else
+                r = arg_file ? read_full_file(arg_file, STORE_OBJECT_MAX, ret, ret_len)
+                             : read_full_fd(STDIN_FILENO, STORE_OBJECT_MAX, ret, ret_len);
         if (r < 0)
                 return log_error_errno(r, "Failed to read '%s': %m", arg_file ?: "stdin");
         return 0;
