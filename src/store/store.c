@@ -130,9 +130,9 @@ int store_get(Store *s, const char *key, char **ret_data, size_t *ret_len, char 
         if (r < 0)
                 return r;
         r = s->ops->get(s, key, ret_data, ret_len, &cause);
+        /* -ENOENT gets a message too: a caller that needed the object prints it as it is */
         if (r < 0)
-                return store_fail(s->url, "get", key, r, cause,
-                                  ret_error); /* -ENOENT too: a caller may print it */
+                return store_fail(s->url, "get", key, r, cause, ret_error);
         return 0;
 }
 
