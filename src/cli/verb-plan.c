@@ -19,7 +19,7 @@ int verb_plan(CliContext *ctx, char **args) {
 
         if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
                 return EXIT_ERROR;
-        if (pass_observe(pass, &o) < 0)
+        if (pass_observe(pass, &o, NULL) < 0)
                 return EXIT_ERROR;
         r = pass_plan(pass, &o, &plan);
         if (r < 0) {

@@ -42,7 +42,7 @@ int verb_volumes(CliContext *ctx, char **args) {
         PassPlan plan = {};
         int r;
 
-        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe(pass, &o) < 0)
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe(pass, &o, NULL) < 0)
                 return EXIT_ERROR;
         r = pass_plan(pass, &o, &plan);
         if (r < 0) {

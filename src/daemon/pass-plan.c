@@ -81,18 +81,22 @@ static void observe_dns(Pass *p, PassObservation *o) {
         }
 }
 
-int pass_observe(Pass *p, PassObservation *ret) {
+int pass_observe(Pass *p, PassObservation *ret, char **ret_error) {
         /* filled in place: the planner's input points into it */
         PassObservation *o = ret;
         *o = (PassObservation){};
-        int r = volumes_observe(p->provider, &p->cfg, &o->volumes);
+        _cleanup_free_ char *detail = NULL;
+        int r = volumes_observe(p->provider, &p->cfg, &o->volumes, &detail);
         if (r < 0) {
-                const char *detail = volume_provider_last_error(p->provider);
                 if (detail)
-                        return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
-                                               p->spec->name, detail);
-                return log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
-                                       p->spec->name);
+                        log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
+                                        p->spec->name, detail);
+                else
+                        log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
+                                        p->spec->name);
+                if (ret_error)
+                        free_and_replace(*ret_error, detail);
+                return r;
         }
         STRV_FOREACH (w, o->volumes.volumes.warnings)
                 log_warning("Unreadable volume: %s", *w);

@@ -67,9 +67,10 @@ typedef struct PassObservation {
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
-/* Logs what failed: < 0 only when nothing could be observed (the provider's volumes). Fills *ret in
- * place (its input points into it): it must not be moved until pass_observation_done(). */
-int pass_observe(Pass *p, PassObservation *ret);
+/* Logs what failed: < 0 only when nothing could be observed (the provider's volumes; *ret_error, may be
+ * NULL, then gets the provider's words, caller frees). Fills *ret in place (its input points into it): it
+ * must not be moved until pass_observation_done(). */
+int pass_observe(Pass *p, PassObservation *ret, char **ret_error);
 
 typedef struct PassPlan {
         VolumeObserved *observed; /* the observation's, with manifest_current set from the rendered text */
