@@ -128,9 +128,7 @@ static int action_wait_device(ApplyContext *c, size_t i, char **ret_error) {
                         c->devnums[i] = devnum;
                         return 0;
                 }
-                if (now(CLOCK_MONOTONIC) >= deadline)
-                        return PK_ETIMEOUT;
-                r = sleep_usec(DEVICE_POLL_INTERVAL);
+                r = deadline_sleep(deadline, DEVICE_POLL_INTERVAL);
                 if (r < 0)
                         return r;
         }

@@ -21,6 +21,7 @@
 #include "aws/route53.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
 
@@ -391,6 +392,29 @@ static void test_throttling_storm(void **state) {
         aws_double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
 }
 
+/* A stop request ends the retry backoff: the call returns -ECANCELED with the last answer's words instead of
+ * sleeping out its attempts. */
+static void test_backoff_ends_on_stop(void **state) {
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        _cleanup_free_ char *err = NULL;
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        aws_double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": null, \"throttle\": 100}}");
+        aws_client_set_retry(c, 4, 5 * USEC_PER_SEC, 5 * USEC_PER_SEC);
+        stop_request();
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        int r = aws_ec2_describe_volumes(c, NULL, 0, NULL, &v, &n, &err);
+        usec_t took = now(CLOCK_MONOTONIC) - t0;
+        stop_reset();
+        aws_double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
+        print_message("error: %s\n", strna(err));
+        assert_int_equal(r, -ECANCELED);
+        assert_true(took < 2 * USEC_PER_SEC);
+        assert_non_null(strstr(strna(err), "RequestLimitExceeded"));
+        assert_non_null(strstr(strna(err), "stop requested after 1 attempts"));
+        assert_int_equal(aws_client_retries(c), 0);
+}
+
 static void test_client_errors_not_retried(void **state) {
         _cleanup_free_ char *err = NULL;
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
@@ -623,6 +647,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_region_and_endpoint_env, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_endpoint_scheme, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_wrong_secret, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_backoff_ends_on_stop, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_unknown_key, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_shared_credentials_file, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_imds_role_credentials, double_start, aws_double_stop),
