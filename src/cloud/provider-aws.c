@@ -223,10 +223,8 @@ static int describe_holders(AwsProvider *p, char **ids, AwsInstance **ret, size_
                 AwsInstance *got = NULL;
                 size_t n_got = 0;
                 r = aws_ec2_describe_instances(p->client, &f, 1, NULL, &got, &n_got, ret_error);
-                if (r < 0) {
-                        r = r;
+                if (r < 0)
                         break;
-                }
                 AwsInstance *m = reallocarray(all, n_all + n_got ?: 1, sizeof(AwsInstance));
                 if (!m) {
                         aws_instances_free(got, n_got);
