@@ -55,7 +55,8 @@ void pass_run(Pass *p, PassReport *rep);
 
 /* What one observation saw. */
 typedef struct PassObservation {
-        int volumes_error; /* the provider could not be observed (logged): no volume steps, no DNS */
+        int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
+        char *volumes_message; /* the provider's words on it */
         VolumesObservation volumes;
         VolumesInput in; /* the volume planner's view of it (points into volumes and the pass) */
         DnsSession *dns; /* NULL: no DNS in the spec, or it could not be opened (dns_error) */
