@@ -341,3 +341,20 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
                         fprintf(out, "write-manifest %s/%s\n", pass->node.manifest_dir,
                                 plan->control_plane.items[i].file_name);
 }
+
+int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan) {
+        int r = pass_observe(p, o);
+        if (r < 0)
+                return r;
+        if (o->volumes_error < 0) { /* logged: nothing to plan from */
+                r = o->volumes_error;
+                pass_observation_done(o);
+                return r;
+        }
+        r = pass_plan(p, o, plan);
+        if (r < 0) {
+                pass_observation_done(o);
+                return log_oom();
+        }
+        return 0;
+}
