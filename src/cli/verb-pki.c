@@ -163,7 +163,7 @@ static int demo_leaf(const char *dir, X509 *ca, EVP_PKEY *ca_key, usec_t at) {
         _cleanup_(X509_freep) X509 *leaf = NULL;
         _cleanup_(EVP_PKEY_freep) EVP_PKEY *key = NULL;
         _cleanup_free_ char *err = NULL;
-        int r = pki_leaf_observe(dir, arg_pki.name, ca, at, &have);
+        int r = pki_leaf_observe(dir, arg_pki.name, ca, &have);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the pair '%s' in '%s': %m", arg_pki.name, dir);
         PkiRenewReason why = pki_plan_leaf(&have, arg_pki.dns, arg_pki.ips, at);

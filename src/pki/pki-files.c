@@ -328,11 +328,11 @@ int pki_pair_remove(const char *dir, const char *name) {
         return fsync(dfd) < 0 ? -errno : 0;
 }
 
-int pki_leaf_observe(const char *dir, const char *name, X509 *ca, usec_t at, PkiLeafState *ret) {
+int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *ret) {
         _cleanup_(X509_freep) X509 *cert = NULL;
         PkiLeafState s = { .status = PKI_LEAF_UNREADABLE };
         int r = pki_pair_load(dir, name, &cert, NULL);
-        if (r == -ENOMEM)
+        if (r == -ENOMEM || r == -EINVAL)
                 return r;
         if (r == -ENOENT) {
                 *ret = (PkiLeafState){ .status = PKI_LEAF_MISSING };

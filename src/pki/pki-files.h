@@ -10,7 +10,8 @@
  *
  * A new pair is written into a new generation directory and made current by renaming one symlink over
  * .NAME.current (see pki-files.c for why). Components are given DIR/NAME.crt and DIR/NAME.key; a container
- * must mount DIR (a bind mount of a single file pins the old inode). Library code: never logs. */
+ * must mount DIR (a bind mount of a single file pins the old inode). One writer per pair at a time (the
+ * pass); readers may run at any time. Library code: never logs. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,5 +46,5 @@ int pki_pair_load(const char *dir, const char *name, X509 **ret_cert, EVP_PKEY *
 int pki_pair_remove(const char *dir, const char *name);
 
 /* Observes the pair for pki_plan_leaf(): missing, unreadable, or present with its validity, SANs and
- * whether it verifies against ca at time at. Only allocation failures are errors. pki_leaf_state_done(). */
-int pki_leaf_observe(const char *dir, const char *name, X509 *ca, usec_t at, PkiLeafState *ret);
+ * whether it is signed by ca. Errors only for a bad name and allocation failures. pki_leaf_state_done(). */
+int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *ret);

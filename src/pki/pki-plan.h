@@ -5,6 +5,7 @@
  * OpenSSL: the caller observes (pki_leaf_observe in pki-files.h) and this decides, so the table of cases
  * is unit-tested without certificates. */
 
+#include <errno.h>
 #include <stdbool.h>
 
 #include "basic/time-util.h"

@@ -329,7 +329,7 @@ static void test_pair_files(void **state) {
         _cleanup_(X509_freep) X509 *c1 = issue(&r1, k1, ca, ca_key), *c2 = issue(&r2, k2, ca, ca_key);
 
         PkiLeafState s = {};
-        assert_int_equal(pki_leaf_observe(dir, "server", ca, T0, &s), 0);
+        assert_int_equal(pki_leaf_observe(dir, "server", ca, &s), 0);
         assert_int_equal(pki_plan_leaf(&s, dns1, NULL, T0), PKI_RENEW_MISSING);
 
         assert_int_equal(pki_pair_save(dir, "server", c1, k1), 0);
@@ -337,10 +337,16 @@ static void test_pair_files(void **state) {
         assert_true(S_ISLNK(mode_of(dir, "server.crt", false)));
         assert_int_equal(mode_of(dir, "server.key", true) & 07777, 0600);
         assert_int_equal(mode_of(dir, "server.crt", true) & 07777, 0644);
-        assert_int_equal(pki_leaf_observe(dir, "server", ca, T0, &s), 0);
+        assert_int_equal(pki_leaf_observe(dir, "server", ca, &s), 0);
         assert_int_equal(s.status, PKI_LEAF_PRESENT);
         assert_int_equal(pki_plan_leaf(&s, dns1, NULL, T0), PKI_RENEW_NONE);
         assert_int_equal(pki_plan_leaf(&s, dns2, NULL, T0), PKI_RENEW_SANS);
+        assert_int_equal(pki_plan_leaf(&s, dns1, NULL, T0 + 2 * YEAR),
+                         PKI_RENEW_EXPIRING); /* not "other CA" */
+        pki_leaf_state_done(&s);
+        _cleanup_(X509_freep) X509 *other_ca = make_ca("ca", k2); /* same CN, another key */
+        assert_int_equal(pki_leaf_observe(dir, "server", other_ca, &s), 0);
+        assert_int_equal(pki_plan_leaf(&s, dns1, NULL, T0), PKI_RENEW_OTHER_CA);
         pki_leaf_state_done(&s);
 
         /* replaced as a pair; the old generation is gone; the paths components use follow */
@@ -366,7 +372,7 @@ static void test_pair_files(void **state) {
         erase_and_free(key1, key1_len);
         X509 *none = NULL;
         assert_int_equal(pki_pair_load(dir, "mixed", &none, NULL), -EKEYREJECTED);
-        assert_int_equal(pki_leaf_observe(dir, "mixed", ca, T0, &s), 0);
+        assert_int_equal(pki_leaf_observe(dir, "mixed", ca, &s), 0);
         assert_int_equal(pki_plan_leaf(&s, dns1, NULL, T0), PKI_RENEW_UNREADABLE);
 
         /* an existing directory is tightened */
