@@ -106,6 +106,7 @@ int verb_pool_list(CliContext *ctx, char **args);
 int verb_pool_detach(CliContext *ctx, char **args);
 int verb_pool_release_node(CliContext *ctx, char **args);
 int verb_wipe(CliContext *ctx, char **args);
+int verb_pki_demo_issue(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -113,6 +114,7 @@ extern const CliOption verb_dns_options[];
 extern const CliOption verb_pool_create_options[];
 extern const CliOption verb_pool_add_device_options[];
 extern const CliOption verb_wipe_options[];
+extern const CliOption verb_pki_demo_issue_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */
