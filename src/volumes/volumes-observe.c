@@ -36,11 +36,11 @@ char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster) {
 }
 
 void volumes_observation_done(VolumesObservation *o) {
-        node_identity_done(&o->node);
-        volume_list_done(&o->volumes);
         for (size_t i = 0; o->observed && i < o->volumes.n; i++)
                 free(o->observed[i].manifest_text);
         free(o->observed);
+        node_identity_done(&o->node);
+        volume_list_done(&o->volumes);
         *o = (VolumesObservation){};
 }
 
