@@ -57,13 +57,16 @@ golden: build
 # libFuzzer over every parser, FUZZ_SECONDS each; new inputs go to build-fuzz/corpus-NAME (the committed seeds
 # in tests/fuzz/NAME are read, never written). Worth keeping: copy a crash's input into tests/fuzz/NAME.
 FUZZ_SECONDS ?= 60
+# FUZZ_RUNS=1000000 runs each target that many executions instead of for FUZZ_SECONDS.
+FUZZ_RUNS ?=
 fuzz:
 	test -f build-fuzz/build.ninja || CC=clang-14 meson setup build-fuzz -Dfuzzer=true
 	ninja -C build-fuzz
 	set -e; for f in build-fuzz/tests/fuzz/libfuzzer-*; do \
 		[ -f "$$f" ] && [ -x "$$f" ] || continue; n=$${f##*/libfuzzer-}; mkdir -p build-fuzz/corpus-$$n; \
 		echo "== fuzz $$n ($(FUZZ_SECONDS)s)"; \
-		"$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus-$$n tests/fuzz/$$n 2>&1 | tail -3; \
+		"$$f" $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS)) -print_final_stats=1 \
+			build-fuzz/corpus-$$n tests/fuzz/$$n 2>&1 | tail -3; \
 	done
 
 bench: build

@@ -11,6 +11,7 @@
 
 #include "aws/sigv4.h"
 #include "basic/errors.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
 
@@ -30,8 +31,6 @@ struct AwsClient {
         usec_t backoff_base, backoff_max;
         usec_t call_timeout, exchange_timeout;
         unsigned retries;
-        char *error;
-        char *error_code;
 };
 
 static const char *const service_names[_AWS_SERVICE_MAX] = {
@@ -61,8 +60,6 @@ AwsClient *aws_client_free(AwsClient *c) {
                 free(c->endpoints[i]);
         aws_imds_free(c->imds);
         aws_credentials_free(c->creds);
-        free(c->error);
-        free(c->error_code);
         free(c);
         return NULL;
 }
@@ -138,9 +135,7 @@ int aws_endpoint_check(const char *variable, const char *url, char **ret_error) 
                       "https";
         if (!why)
                 return 0;
-        if (ret_error)
-                *ret_error = strprintf("%s='%s': %s", variable, url, why);
-        return -EINVAL;
+        return error_setf(ret_error, -EINVAL, "%s='%s': %s", variable, url, why);
 }
 
 static int copy_endpoint(const char *variable, const char *e, char **ret, char **ret_error) {
@@ -183,11 +178,9 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
                 region = getenv(region_var);
         }
         if (!isempty(region)) {
-                if (!region_ok(region)) {
-                        if (ret_error)
-                                *ret_error = strprintf("%s='%s' is not a region name", region_var, region);
-                        return -EINVAL;
-                }
+                if (!region_ok(region))
+                        return error_setf(ret_error, -EINVAL, "%s='%s' is not a region name", region_var,
+                                          region);
                 c->region = strdup(region);
                 if (!c->region)
                         return -ENOMEM;
@@ -231,34 +224,8 @@ void aws_client_set_timeouts(AwsClient *c, usec_t call, usec_t exchange) {
         c->exchange_timeout = exchange;
 }
 
-const char *aws_client_error(const AwsClient *c) {
-        return c->error;
-}
-
-const char *aws_client_error_code(const AwsClient *c) {
-        return c->error_code;
-}
-
 unsigned aws_client_retries(const AwsClient *c) {
         return c->retries;
-}
-
-/* Takes msg (may be NULL on OOM). */
-static void client_set_error(AwsClient *c, char *msg, const char *code) {
-        free(c->error);
-        c->error = msg;
-        free(c->error_code);
-        c->error_code = code ? strdup(code) : NULL;
-}
-
-void aws_client_set_errorf(AwsClient *c, const char *format, ...) {
-        va_list ap;
-        char *m = NULL;
-        va_start(ap, format);
-        if (vasprintf(&m, format, ap) < 0)
-                m = NULL;
-        va_end(ap);
-        client_set_error(c, m, NULL);
 }
 
 int aws_client_imds(AwsClient *c, AwsImds **ret) {
@@ -273,31 +240,25 @@ int aws_client_imds(AwsClient *c, AwsImds **ret) {
         return 0;
 }
 
-int aws_client_region(AwsClient *c, const char **ret) {
+int aws_client_region(AwsClient *c, const char **ret, char **ret_error) {
         AwsImds *m;
-        char *err = NULL;
         if (!c->region) {
+                _cleanup_free_ char *err = NULL;
                 int r = aws_client_imds(c, &m);
-                if (r < 0) {
-                        client_set_error(c, strdup("no region: AWS_REGION is not set and IMDS is disabled"),
-                                         NULL);
-                        return r;
-                }
+                if (r < 0)
+                        return error_setf(ret_error, r,
+                                          "no region: AWS_REGION is not set and IMDS is disabled");
                 r = aws_imds_region(m, &c->region, &err);
-                if (r < 0) {
-                        client_set_error(c,
-                                         strprintf("no region: AWS_REGION is not set and IMDS failed: %s",
-                                                   err ?: pk_strerror(r)),
-                                         NULL);
-                        free(err);
-                        return r;
-                }
+                if (r < 0)
+                        return error_setf(ret_error, r,
+                                          "no region: AWS_REGION is not set and IMDS failed: %s",
+                                          err ?: pk_strerror(r));
         }
         *ret = c->region;
         return 0;
 }
 
-int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret) {
+int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret, char **ret_error) {
         const char *region;
         if (svc < 0 || svc >= _AWS_SERVICE_MAX)
                 return -EINVAL;
@@ -305,7 +266,7 @@ int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret) {
                 if (svc == AWS_SERVICE_ROUTE53)
                         c->endpoints[svc] = strdup("https://route53.amazonaws.com");
                 else {
-                        int r = aws_client_region(c, &region);
+                        int r = aws_client_region(c, &region, ret_error);
                         if (r < 0)
                                 return r;
                         c->endpoints[svc] =
@@ -318,9 +279,9 @@ int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret) {
         return 0;
 }
 
-static int credentials_lookup(AwsClient *c) {
+static int credentials_lookup(AwsClient *c, char **ret_error) {
         AwsCredentials *creds = NULL;
-        char *err = NULL;
+        _cleanup_free_ char *err = NULL;
         AwsImds *m;
         int r;
 
@@ -329,42 +290,36 @@ static int credentials_lookup(AwsClient *c) {
                 r = aws_credentials_from_file(NULL, NULL, &creds);
         if (r == -ENOENT) {
                 r = aws_client_imds(c, &m);
-                if (r == -ENXIO) {
-                        client_set_error(c,
-                                         strdup("no AWS credentials: none in the environment or the shared "
-                                                "credentials file, and IMDS is disabled"),
-                                         NULL);
-                        return -ENOKEY;
-                }
+                if (r == -ENXIO)
+                        return error_setf(ret_error, -ENOKEY,
+                                          "no AWS credentials: none in the environment or the shared "
+                                          "credentials file, and IMDS is disabled");
                 if (r >= 0)
                         r = aws_imds_role_credentials(m, &creds, &err);
-                if (r < 0) {
-                        client_set_error(
-                            c,
-                            strprintf("no AWS credentials: none in the environment or the shared "
-                                      "credentials file, and the instance role failed: %s",
-                                      err ?: pk_strerror(r)),
-                            NULL);
-                        free(err);
-                        return r;
-                }
-        } else if (r < 0) {
-                client_set_error(c, strprintf("AWS shared credentials file: %s", pk_strerror(r)), NULL);
-                return r;
-        }
+                if (r < 0)
+                        return error_setf(ret_error, r,
+                                          "no AWS credentials: none in the environment or the shared "
+                                          "credentials file, and the instance role failed: %s",
+                                          err ?: pk_strerror(r));
+        } else if (r < 0)
+                return error_setf(ret_error, r, "AWS shared credentials file: %s", pk_strerror(r));
         aws_credentials_free(c->creds);
         c->creds = creds;
         return 0;
 }
 
-int aws_client_credentials(AwsClient *c, const AwsCredentials **ret) {
+int aws_client_credentials(AwsClient *c, const AwsCredentials **ret, char **ret_error) {
         if (!c->creds || (!c->creds_fixed && aws_credentials_expiring(c->creds, CREDENTIALS_RENEW_MARGIN))) {
                 if (c->creds_fixed)
                         return -ENOKEY;
-                int r = credentials_lookup(c);
+                _cleanup_free_ char *err = NULL;
+                int r = credentials_lookup(c, &err);
                 /* Still-valid role credentials beat a failed renewal: the next call tries again. */
-                if (r < 0 && !(c->creds && !aws_credentials_expiring(c->creds, 0)))
+                if (r < 0 && !(c->creds && !aws_credentials_expiring(c->creds, 0))) {
+                        if (ret_error)
+                                free_and_replace(*ret_error, err);
                         return r;
+                }
         }
         *ret = c->creds;
         return 0;
@@ -385,12 +340,12 @@ static char *endpoint_host(const char *url, const char **ret_prefix) {
 
 /* Route53 is a global service: it signs with us-east-1 whatever the caller's region (AWS General Reference,
  * "Route 53 endpoints"). */
-static int signing_region(AwsClient *c, AwsService svc, const char **ret) {
+static int signing_region(AwsClient *c, AwsService svc, const char **ret, char **ret_error) {
         if (svc == AWS_SERVICE_ROUTE53) {
                 *ret = "us-east-1";
                 return 0;
         }
-        return aws_client_region(c, ret);
+        return aws_client_region(c, ret, ret_error);
 }
 
 #define CALL_HEADERS_MAX 8
@@ -411,19 +366,20 @@ static void prepared_call_done(PreparedCall *p) {
 
 /* The base URL of a call: the service's endpoint, or for S3 the bucket's (path-style below an endpoint
  * given in the environment, since a local or private endpoint rarely has per-bucket DNS names). */
-static int call_base_url(AwsClient *c, const AwsCall *call, char **ret) {
+static int call_base_url(AwsClient *c, const AwsCall *call, char **ret, char **ret_error) {
         const char *endpoint, *region;
-        int r = aws_client_endpoint(c, call->service, &endpoint);
+        int r = aws_client_endpoint(c, call->service, &endpoint, ret_error);
         if (r < 0)
                 return r;
         if (call->service != AWS_SERVICE_S3)
                 *ret = strdup(endpoint);
         else if (isempty(call->bucket) || strpbrk(call->bucket, "/?#@: "))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "s3 %s: invalid bucket name '%s'", call->operation,
+                                  strempty(call->bucket));
         else if (c->endpoint_given[AWS_SERVICE_S3])
                 *ret = strprintf("%s/%s", endpoint, call->bucket);
         else {
-                r = aws_client_region(c, &region);
+                r = aws_client_region(c, &region, ret_error);
                 if (r < 0)
                         return r;
                 *ret = strprintf("https://%s.s3.%s.amazonaws.com", call->bucket, region);
@@ -452,7 +408,7 @@ static int call_sign_headers(const AwsCall *call, char sha[static 65], AwsHeader
         return 0;
 }
 
-static int call_prepare(AwsClient *c, const AwsCall *call, PreparedCall *ret) {
+static int call_prepare(AwsClient *c, const AwsCall *call, PreparedCall *ret, char **ret_error) {
         const AwsCredentials *creds;
         const char *region, *prefix;
         _cleanup_free_ char *base = NULL;
@@ -462,11 +418,11 @@ static int call_prepare(AwsClient *c, const AwsCall *call, PreparedCall *ret) {
         AwsSigV4Result sig;
         int r;
 
-        r = call_base_url(c, call, &base);
+        r = call_base_url(c, call, &base, ret_error);
         if (r >= 0)
-                r = signing_region(c, call->service, &region);
+                r = signing_region(c, call->service, &region, ret_error);
         if (r >= 0)
-                r = aws_client_credentials(c, &creds);
+                r = aws_client_credentials(c, &creds, ret_error);
         if (r >= 0)
                 r = call_sign_headers(call, sha, h, &n_h);
         if (r < 0)
@@ -579,21 +535,22 @@ static usec_t backoff_delay(const AwsClient *c, unsigned attempt) {
         return cap ? x % (cap + 1) : 0;
 }
 
-static void sleep_usec(usec_t u) {
-        struct timespec ts;
-        usec_to_timespec(u, &ts);
-        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-                ;
-}
-
 typedef enum Outcome {
         OUTCOME_DONE,
         OUTCOME_RETRY,
         OUTCOME_FAIL,
 } Outcome;
 
+/* The caller's own return value for an AWS error code (and message part), or PK_ECLOUD. */
+static int error_code_map(const AwsCall *call, const char *code, const char *msg) {
+        for (const AwsErrorCode *e = call->error_codes; code && e && e->code; e++)
+                if (streq(code, e->code) && (!e->message_part || (msg && strstr(msg, e->message_part))))
+                        return e->r;
+        return PK_ECLOUD;
+}
+
 /* Judges one answer: 2xx is done, throttling and 5xx retry, anything else fails with the server's words. */
-static Outcome judge_response(AwsClient *c, const AwsCall *call, const HttpResponse *resp, int *ret_r) {
+static Outcome judge_response(const AwsCall *call, const HttpResponse *resp, int *ret_r, char **ret_error) {
         if (resp->status >= 200 && resp->status < 300) {
                 *ret_r = 0;
                 return OUTCOME_DONE;
@@ -604,12 +561,10 @@ static Outcome judge_response(AwsClient *c, const AwsCall *call, const HttpRespo
                 _cleanup_free_ char *h = http_response_header(resp, "x-amzn-RequestId");
                 id = sanitize(h);
         }
-        client_set_error(c,
-                         strprintf("%s %s: %s: %s (HTTP %ld, request id %s)", service_names[call->service],
-                                   call->operation, code ?: "UnknownError", msg ?: "no error message",
-                                   resp->status, id ?: "none"),
-                         code);
-        *ret_r = PK_ECLOUD;
+        *ret_r =
+            error_setf(ret_error, error_code_map(call, code, msg), "%s %s: %s: %s (HTTP %ld, request id %s)",
+                       service_names[call->service], call->operation, code ?: "UnknownError",
+                       msg ?: "no error message", resp->status, id ?: "none");
         if (resp->status >= 500 || resp->status == 429 || code_is_retryable(code))
                 return OUTCOME_RETRY;
         return OUTCOME_FAIL;
@@ -627,7 +582,7 @@ typedef struct CallOutput {
         size_t *raw_len;
 } CallOutput;
 
-static int take_output(AwsClient *c, const AwsCall *call, HttpResponse *resp, const CallOutput *out) {
+static int take_output(const AwsCall *call, HttpResponse *resp, const CallOutput *out, char **ret_error) {
         XmlNode *doc = NULL;
         if (out->raw) {
                 if (!resp->body && !(resp->body = strdup("")))
@@ -638,37 +593,31 @@ static int take_output(AwsClient *c, const AwsCall *call, HttpResponse *resp, co
         }
         if (resp->body_len > 0) {
                 int r = xml_parse(resp->body, resp->body_len, &doc);
-                if (r < 0) {
-                        client_set_error(c,
-                                         strprintf("%s %s: unparsable response (HTTP %ld, %zu bytes): %s",
-                                                   service_names[call->service], call->operation,
-                                                   resp->status, resp->body_len, pk_strerror(r)),
-                                         NULL);
-                        return r;
-                }
+                if (r < 0)
+                        return error_setf(ret_error, r,
+                                          "%s %s: unparsable response (HTTP %ld, %zu bytes): %s",
+                                          service_names[call->service], call->operation, resp->status,
+                                          resp->body_len, pk_strerror(r));
         }
         *out->xml = doc;
         return 0;
 }
 
 static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const CallOutput *out,
-                     Outcome *ret_outcome) {
+                     Outcome *ret_outcome, char **ret_error) {
         PreparedCall p;
         HttpResponse resp;
-        char *err = NULL;
+        _cleanup_free_ char *err = NULL;
         usec_t t = now(CLOCK_MONOTONIC);
         int r;
 
-        r = call_prepare(c, call, &p);
+        r = call_prepare(c, call, &p, &err);
         if (r < 0) {
-                if (!c->error)
-                        client_set_error(c,
-                                         strprintf("%s %s: cannot sign the request: %s",
-                                                   service_names[call->service], call->operation,
-                                                   pk_strerror(r)),
-                                         NULL);
                 *ret_outcome = OUTCOME_FAIL;
-                return r;
+                if (err && ret_error)
+                        return free_and_replace(*ret_error, err), r;
+                return error_setf(ret_error, r, "%s %s: cannot sign the request: %s",
+                                  service_names[call->service], call->operation, pk_strerror(r));
         }
         HttpRequest hr = {
                 .method = call->method,
@@ -685,17 +634,13 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
         r = http_request(&hr, &resp, &err);
         prepared_call_done(&p);
         if (r < 0) {
-                client_set_error(c,
-                                 strprintf("%s %s: %s", service_names[call->service], call->operation,
-                                           err ?: pk_strerror(r)),
-                                 NULL);
-                free(err);
                 *ret_outcome = transport_error_retryable(r) ? OUTCOME_RETRY : OUTCOME_FAIL;
-                return r;
+                return error_setf(ret_error, r, "%s %s: %s", service_names[call->service], call->operation,
+                                  err ?: pk_strerror(r));
         }
-        *ret_outcome = judge_response(c, call, &resp, &r);
+        *ret_outcome = judge_response(call, &resp, &r, ret_error);
         if (*ret_outcome == OUTCOME_DONE) {
-                r = take_output(c, call, &resp, out);
+                r = take_output(call, &resp, out, ret_error);
                 if (r < 0)
                         *ret_outcome = OUTCOME_FAIL;
         }
@@ -703,42 +648,48 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
         return r;
 }
 
-static int call_with_retries(AwsClient *c, const AwsCall *call, const CallOutput *out) {
+/* The last attempt's message with why no further attempt was made; r is returned. */
+static int call_give_up(char **ret_error, int r, char *err, const char *why, unsigned attempts) {
+        return error_setf(ret_error, r, "%s (%s after %u attempts)", strnull(err), why, attempts);
+}
+
+static int call_with_retries(AwsClient *c, const AwsCall *call, const CallOutput *out, char **ret_error) {
         usec_t deadline = now(CLOCK_MONOTONIC) + c->call_timeout;
         Outcome o;
         int r;
 
         if (!call || call->service < 0 || call->service >= _AWS_SERVICE_MAX || isempty(call->operation) ||
             isempty(call->method) || isempty(call->path))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "invalid AWS call");
         for (unsigned attempt = 0;; attempt++) {
-                client_set_error(c, NULL, NULL);
-                r = send_once(c, call, deadline, out, &o);
+                _cleanup_free_ char *err = NULL;
+                r = send_once(c, call, deadline, out, &o, &err);
                 if (o == OUTCOME_DONE)
                         return 0;
-                if (o == OUTCOME_FAIL)
-                        return r;
-                if (attempt + 1 >= c->max_attempts) {
-                        strextend_printf(&c->error, " (gave up after %u attempts)", attempt + 1);
+                if (o == OUTCOME_FAIL) {
+                        if (ret_error)
+                                free_and_replace(*ret_error, err);
                         return r;
                 }
+                if (attempt + 1 >= c->max_attempts)
+                        return call_give_up(ret_error, r, err, "gave up", attempt + 1);
                 usec_t delay = backoff_delay(c, attempt), t = now(CLOCK_MONOTONIC);
-                if (t + delay >= deadline) {
-                        strextend_printf(&c->error, " (gave up at the call's deadline after %u attempts)",
-                                         attempt + 1);
-                        return PK_ETIMEOUT;
-                }
-                sleep_usec(delay);
+                if (t + delay >= deadline)
+                        return call_give_up(ret_error, PK_ETIMEOUT, err, "gave up at the call's deadline",
+                                            attempt + 1);
+                if (sleep_usec(delay) < 0)
+                        return call_give_up(ret_error, -ECANCELED, err, "stop requested", attempt + 1);
                 c->retries++;
         }
 }
 
-int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret) {
+int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret, char **ret_error) {
         CallOutput out = { .xml = ret };
-        return call_with_retries(c, call, &out);
+        return call_with_retries(c, call, &out, ret_error);
 }
 
-int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len) {
+int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len,
+                        char **ret_error) {
         CallOutput out = { .raw = ret_body, .raw_len = ret_len };
-        return call_with_retries(c, call, &out);
+        return call_with_retries(c, call, &out, ret_error);
 }

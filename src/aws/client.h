@@ -52,25 +52,27 @@ void aws_client_set_retry(AwsClient *c, unsigned max_attempts, usec_t base, usec
  */
 void aws_client_set_timeouts(AwsClient *c, usec_t call, usec_t exchange);
 
-/* The message of the last failed call ("ec2 DescribeVolumes: SignatureDoesNotMatch: ... (HTTP 403, request
- * id ...)"), or NULL. Never holds a secret. Valid until the next call. */
-const char *aws_client_error(const AwsClient *c);
-/* The AWS error code of the last failed call ("VolumeInUse"), or NULL. */
-const char *aws_client_error_code(const AwsClient *c);
-/* For the service modules: replaces the last error message. */
-void aws_client_set_errorf(AwsClient *c, const char *format, ...) _printf_(2, 3);
 /* How many retries the client has made since it was created (for tests and metrics). */
 unsigned aws_client_retries(const AwsClient *c);
 
 /* The region: AWS_REGION / AWS_DEFAULT_REGION, else the instance's region from IMDS. */
-int aws_client_region(AwsClient *c, const char **ret);
+int aws_client_region(AwsClient *c, const char **ret, char **ret_error);
 /* The metadata client (created on first use); -ENXIO when AWS_EC2_METADATA_DISABLED. */
 int aws_client_imds(AwsClient *c, AwsImds **ret);
 /* The credential chain: environment, shared credentials file, instance role; role credentials are renewed 5
  * minutes before they expire. */
-int aws_client_credentials(AwsClient *c, const AwsCredentials **ret);
+int aws_client_credentials(AwsClient *c, const AwsCredentials **ret, char **ret_error);
 /* The endpoint base URL for svc, without a trailing slash. */
-int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret);
+int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret, char **ret_error);
+
+/* An AWS error code that a caller wants back as a return value of its own instead of PK_ECLOUD
+ * ("VolumeInUse" -> PK_ECONFLICT): the caller decides on the code, never on the message's wording. With
+ * message_part, the error's message must contain it too. */
+typedef struct AwsErrorCode {
+        const char *code;
+        const char *message_part;
+        int r;
+} AwsErrorCode;
 
 typedef struct AwsCall {
         AwsService service;
@@ -81,7 +83,8 @@ typedef struct AwsCall {
         const char *content_type;
         const void *body;
         size_t body_len;
-        const AwsHeader *headers; /* further headers, sent and signed ("If-None-Match: *") */
+        const AwsErrorCode *error_codes; /* terminated by a NULL code; NULL for none */
+        const AwsHeader *headers;        /* further headers, sent and signed ("If-None-Match: *") */
         size_t n_headers;
         /* S3: the bucket. With an endpoint variable set the URL is path-style (ENDPOINT/bucket/path), else
          * virtual-hosted (https://bucket.s3.REGION.amazonaws.com/path). S3 calls also send and sign
@@ -90,14 +93,17 @@ typedef struct AwsCall {
         bool sensitive; /* the answer may hold a secret (a private key): its buffers are erased */
 } AwsCall;
 
-/* Signs and sends call, retrying throttling, 5xx and transport errors with backoff. 2xx: *ret gets the
- * parsed XML document (caller frees; an empty body gives a NULL document). Otherwise PK_ECLOUD (the error
- * document's Code/Message/RequestID in aws_client_error()), PK_EMALFORMED for an unparsable answer,
- * PK_ETIMEOUT when the call's deadline passed, PK_ETOOBIG past AWS_RESPONSE_MAX. */
-int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret);
+/* Signs and sends call, retrying throttling, 5xx and transport errors with backoff (a stop request ends the
+ * backoff: -ECANCELED). 2xx: *ret gets the parsed XML document (caller frees; an empty body gives a NULL
+ * document). Otherwise PK_ECLOUD (or the call's error_codes value), PK_EMALFORMED for an unparsable answer,
+ * PK_ETIMEOUT when the call's deadline passed, PK_ETOOBIG past AWS_RESPONSE_MAX; *ret_error (may be NULL)
+ * then gets the message ("ec2 DescribeVolumes: SignatureDoesNotMatch: ... (HTTP 403, request id ...)",
+ * caller frees), which never holds a secret. Every function of src/aws that calls AWS does the same. */
+int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret, char **ret_error);
 /* The same for answers that are not XML (S3 GetObject): on 2xx *ret_body gets the body as received,
- * NUL-terminated (caller frees), *ret_len its length. Errors as aws_client_call(). */
-int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len);
+ * NUL-terminated (caller frees), *ret_len its length. Errors and *ret_error as aws_client_call(). */
+int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len,
+                        char **ret_error);
 
 /* Code, Message and RequestID (EC2) / RequestId (Route 53) of an error document, each sanitized and capped,
  * or NULL when absent. Callers free the three strings. */

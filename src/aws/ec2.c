@@ -63,7 +63,8 @@ static int form_add_list(char **body, const char *prefix, const char *const *val
         return r;
 }
 
-static int ec2_call(AwsClient *c, const char *action, const char *body, XmlNode **ret) {
+static int ec2_call(AwsClient *c, const char *action, const char *body, const AwsErrorCode *error_codes,
+                    XmlNode **ret, char **ret_error) {
         AwsCall call = {
                 .service = AWS_SERVICE_EC2,
                 .operation = action,
@@ -72,15 +73,14 @@ static int ec2_call(AwsClient *c, const char *action, const char *body, XmlNode 
                 .content_type = "application/x-www-form-urlencoded; charset=utf-8",
                 .body = body,
                 .body_len = strlen(body),
+                .error_codes = error_codes,
         };
         XmlNode *doc = NULL;
-        int r = aws_client_call(c, &call, &doc);
+        int r = aws_client_call(c, &call, &doc, ret_error);
         if (r < 0)
                 return r;
-        if (!doc) {
-                aws_client_set_errorf(c, "ec2 %s: empty response", action);
-                return PK_EMALFORMED;
-        }
+        if (!doc)
+                return error_setf(ret_error, PK_EMALFORMED, "ec2 %s: empty response", action);
         *ret = doc;
         return 0;
 }
@@ -232,7 +232,8 @@ static int append_volumes(const XmlNode *doc, AwsVolume **all, size_t *n_all) {
 
 /* Follows NextToken, refusing a token the server already gave (a loop) and stopping at AWS_EC2_PAGES_MAX. */
 static int ec2_paginate(AwsClient *c, const char *action, const char *base_body, bool max_results,
-                        int (*parse)(const XmlNode *, void **, size_t *), void **all, size_t *n_all) {
+                        int (*parse)(const XmlNode *, void **, size_t *), void **all, size_t *n_all,
+                        char **ret_error) {
         _cleanup_free_ char *token = NULL, *prev = NULL;
         for (unsigned page = 0; page < AWS_EC2_PAGES_MAX; page++) {
                 _cleanup_free_ char *body = strdup(base_body);
@@ -244,15 +245,13 @@ static int ec2_paginate(AwsClient *c, const char *action, const char *base_body,
                 if (r >= 0 && token)
                         r = form_add(&body, "NextToken", token);
                 if (r >= 0)
-                        r = ec2_call(c, action, body, &doc);
+                        r = ec2_call(c, action, body, NULL, &doc, ret_error);
                 if (r < 0)
                         return r;
                 r = parse(doc, all, n_all);
-                if (r < 0) {
-                        aws_client_set_errorf(c, "ec2 %s: malformed response page %u: %s", action, page + 1,
-                                              pk_strerror(r));
-                        return r;
-                }
+                if (r < 0)
+                        return error_setf(ret_error, r, "ec2 %s: malformed response page %u: %s", action,
+                                          page + 1, pk_strerror(r));
                 free(prev);
                 prev = TAKE_PTR(token);
                 r = dup_text(doc, "nextToken", &token);
@@ -260,13 +259,11 @@ static int ec2_paginate(AwsClient *c, const char *action, const char *base_body,
                         return r;
                 if (!token)
                         return 0;
-                if (prev && streq(prev, token)) {
-                        aws_client_set_errorf(c, "ec2 %s: the server repeated NextToken", action);
-                        return PK_EMALFORMED;
-                }
+                if (prev && streq(prev, token))
+                        return error_setf(ret_error, PK_EMALFORMED, "ec2 %s: the server repeated NextToken",
+                                          action);
         }
-        aws_client_set_errorf(c, "ec2 %s: more than %u pages", action, AWS_EC2_PAGES_MAX);
-        return PK_ETOOBIG;
+        return error_setf(ret_error, PK_ETOOBIG, "ec2 %s: more than %u pages", action, AWS_EC2_PAGES_MAX);
 }
 
 static int parse_volumes_page(const XmlNode *doc, void **all, size_t *n_all) {
@@ -274,7 +271,8 @@ static int parse_volumes_page(const XmlNode *doc, void **all, size_t *n_all) {
 }
 
 int aws_ec2_describe_volumes(AwsClient *c, const AwsFilter *filters, size_t n_filters,
-                             const char *const *volume_ids, AwsVolume **ret, size_t *ret_n) {
+                             const char *const *volume_ids, AwsVolume **ret, size_t *ret_n,
+                             char **ret_error) {
         _cleanup_free_ char *body = NULL;
         AwsVolume *all = NULL;
         size_t n = 0;
@@ -285,7 +283,7 @@ int aws_ec2_describe_volumes(AwsClient *c, const AwsFilter *filters, size_t n_fi
                 r = form_add_list(&body, "VolumeId", volume_ids);
         if (r >= 0)
                 r = ec2_paginate(c, "DescribeVolumes", body, !volume_ids || !volume_ids[0],
-                                 parse_volumes_page, (void **)&all, &n);
+                                 parse_volumes_page, (void **)&all, &n, ret_error);
         if (r < 0) {
                 aws_volumes_free(all, n);
                 return r;
@@ -380,7 +378,8 @@ static int parse_instances_page(const XmlNode *doc, void **all, size_t *n_all) {
 }
 
 int aws_ec2_describe_instances(AwsClient *c, const AwsFilter *filters, size_t n_filters,
-                               const char *const *instance_ids, AwsInstance **ret, size_t *ret_n) {
+                               const char *const *instance_ids, AwsInstance **ret, size_t *ret_n,
+                               char **ret_error) {
         _cleanup_free_ char *body = NULL;
         AwsInstance *all = NULL;
         size_t n = 0;
@@ -391,7 +390,7 @@ int aws_ec2_describe_instances(AwsClient *c, const AwsFilter *filters, size_t n_
                 r = form_add_list(&body, "InstanceId", instance_ids);
         if (r >= 0)
                 r = ec2_paginate(c, "DescribeInstances", body, !instance_ids || !instance_ids[0],
-                                 parse_instances_page, (void **)&all, &n);
+                                 parse_instances_page, (void **)&all, &n, ret_error);
         if (r < 0) {
                 aws_instances_free(all, n);
                 return r;
@@ -401,33 +400,27 @@ int aws_ec2_describe_instances(AwsClient *c, const AwsFilter *filters, size_t n_
         return 0;
 }
 
-int aws_ec2_describe_self(AwsClient *c, AwsInstance *ret) {
-        _cleanup_free_ char *id = NULL;
-        char *err = NULL;
+int aws_ec2_describe_self(AwsClient *c, AwsInstance *ret, char **ret_error) {
+        _cleanup_free_ char *id = NULL, *err = NULL;
         AwsImds *m;
         AwsInstance *all = NULL;
         size_t n = 0;
         int r = aws_client_imds(c, &m);
         if (r >= 0)
                 r = aws_imds_get(m, "meta-data/instance-id", &id, &err);
-        if (r < 0) {
-                aws_client_set_errorf(c, "cannot learn this instance's id from IMDS: %s",
-                                      err ?: pk_strerror(r));
-                free(err);
-                return r;
-        }
-        if (isempty(id) || strlen(id) > 64 || strpbrk(id, "/ \r\n\t")) {
-                aws_client_set_errorf(c, "IMDS returned a malformed instance id");
-                return PK_EMALFORMED;
-        }
+        if (r < 0)
+                return error_setf(ret_error, r, "cannot learn this instance's id from IMDS: %s",
+                                  err ?: pk_strerror(r));
+        if (isempty(id) || strlen(id) > 64 || strpbrk(id, "/ \r\n\t"))
+                return error_setf(ret_error, PK_EMALFORMED, "IMDS returned a malformed instance id");
         const char *ids[] = { id, NULL };
-        r = aws_ec2_describe_instances(c, NULL, 0, ids, &all, &n);
+        r = aws_ec2_describe_instances(c, NULL, 0, ids, &all, &n, ret_error);
         if (r < 0)
                 return r;
         if (n != 1 || !streq(all[0].instance_id, id)) {
-                aws_client_set_errorf(c, "ec2 DescribeInstances: %zu instances for '%s', expected 1", n, id);
                 aws_instances_free(all, n);
-                return PK_ECLOUD;
+                return error_setf(ret_error, PK_ECLOUD,
+                                  "ec2 DescribeInstances: %zu instances for '%s', expected 1", n, id);
         }
         *ret = all[0];
         free(all);
@@ -438,11 +431,23 @@ static bool ec2_id_ok(const char *s) {
         return !isempty(s) && strlen(s) <= 64 && !string_has_cc(s);
 }
 
-int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *instance_id, const char *device) {
+int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *instance_id, const char *device,
+                          char **ret_error) {
+        /* VolumeInUse: somebody attached it between our look and our call (the compare-and-set failed);
+         * IncorrectState: it is being attached or detached right now. EC2 says a device name is taken
+         * only in the message of an InvalidParameterValue. */
+        static const AwsErrorCode codes[] = {
+                { "VolumeInUse", NULL, PK_ECONFLICT },
+                { "IncorrectState", NULL, PK_ECONFLICT },
+                { "InvalidParameterValue", "already in use", -EADDRINUSE },
+                {},
+        };
         _cleanup_free_ char *body = NULL;
         _cleanup_(xml_node_freep) XmlNode *doc = NULL;
         if (!ec2_id_ok(volume_id) || !ec2_id_ok(instance_id) || !ec2_id_ok(device))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL,
+                                  "ec2 AttachVolume: invalid volume '%s', instance '%s' or device '%s'",
+                                  strnull(volume_id), strnull(instance_id), strnull(device));
         int r = form_new("AttachVolume", &body);
         if (r >= 0)
                 r = form_add(&body, "VolumeId", volume_id);
@@ -451,65 +456,66 @@ int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *insta
         if (r >= 0)
                 r = form_add(&body, "Device", device);
         if (r >= 0)
-                r = ec2_call(c, "AttachVolume", body, &doc);
+                r = ec2_call(c, "AttachVolume", body, codes, &doc, ret_error);
         return r;
 }
 
-int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *instance_id) {
+int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *instance_id, char **ret_error) {
         _cleanup_free_ char *body = NULL;
         _cleanup_(xml_node_freep) XmlNode *doc = NULL;
         if (!ec2_id_ok(volume_id) || (instance_id && !ec2_id_ok(instance_id)))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL,
+                                  "ec2 DetachVolume: invalid volume '%s' or instance '%s'",
+                                  strnull(volume_id), strnull(instance_id));
         int r = form_new("DetachVolume", &body);
         if (r >= 0)
                 r = form_add(&body, "VolumeId", volume_id);
         if (r >= 0 && instance_id)
                 r = form_add(&body, "InstanceId", instance_id);
         if (r >= 0)
-                r = ec2_call(c, "DetachVolume", body, &doc);
+                r = ec2_call(c, "DetachVolume", body, NULL, &doc, ret_error);
         return r;
 }
 
 /* One look at the volume: 1 attached here, 0 not yet, PK_ECONFLICT attached elsewhere. */
-static int check_attached(AwsClient *c, const char *volume_id, const char *instance_id, char **ret_device) {
+static int check_attached(AwsClient *c, const char *volume_id, const char *instance_id, char **ret_device,
+                          char **ret_error) {
         const char *ids[] = { volume_id, NULL };
         AwsVolume *v = NULL;
         size_t n = 0;
-        int r = aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n);
+        int r = aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n, ret_error);
         if (r < 0)
                 return r;
         r = 0;
         for (size_t i = 0; n == 1 && i < v[0].n_attachments; i++) {
                 AwsVolumeAttachment *a = &v[0].attachments[i];
                 if (!streq(a->instance_id, instance_id)) {
-                        if (!streq(a->state, "detached")) {
-                                aws_client_set_errorf(c, "volume '%s' is attached to '%s', not '%s'",
-                                                      volume_id, a->instance_id, instance_id);
-                                r = PK_ECONFLICT;
-                        }
+                        if (!streq(a->state, "detached"))
+                                r = error_setf(ret_error, PK_ECONFLICT,
+                                               "volume '%s' is attached to '%s', not '%s'", volume_id,
+                                               a->instance_id, instance_id);
                 } else if (streq(a->state, "attached")) {
                         *ret_device = TAKE_PTR(a->device);
                         r = 1;
                 }
         }
-        if (n != 1 && r == 0) {
-                aws_client_set_errorf(c, "ec2 DescribeVolumes: %zu volumes for '%s', expected 1", n,
-                                      volume_id);
-                r = PK_ECLOUD;
-        }
+        if (n != 1 && r == 0)
+                r = error_setf(ret_error, PK_ECLOUD, "ec2 DescribeVolumes: %zu volumes for '%s', expected 1",
+                               n, volume_id);
         aws_volumes_free(v, n);
         return r;
 }
 
 int aws_ec2_wait_attached(AwsClient *c, const char *volume_id, const char *instance_id, usec_t timeout,
-                          usec_t interval, char **ret_device) {
+                          usec_t interval, char **ret_device, char **ret_error) {
         usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
         unsigned polls = 0;
         if (!ec2_id_ok(volume_id) || !ec2_id_ok(instance_id))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "ec2: invalid volume '%s' or instance '%s'",
+                                  strnull(volume_id), strnull(instance_id));
         for (;;) {
                 char *device = NULL;
-                int r = check_attached(c, volume_id, instance_id, &device);
+                int r = check_attached(c, volume_id, instance_id, &device, ret_error);
                 polls++;
                 if (r < 0)
                         return r;
@@ -521,14 +527,14 @@ int aws_ec2_wait_attached(AwsClient *c, const char *volume_id, const char *insta
                         return 0;
                 }
                 usec_t t = now(CLOCK_MONOTONIC);
-                if (t + interval > deadline) {
-                        aws_client_set_errorf(c, "volume '%s' not attached to '%s' after %u polls",
-                                              volume_id, instance_id, polls);
-                        return PK_ETIMEOUT;
-                }
+                if (t + interval > deadline)
+                        return error_setf(ret_error, PK_ETIMEOUT,
+                                          "volume '%s' not attached to '%s' after %u polls", volume_id,
+                                          instance_id, polls);
                 r = sleep_usec(interval);
                 if (r < 0)
-                        return r;
+                        return error_setf(ret_error, r, "waiting for volume '%s' to attach: stop requested",
+                                          volume_id);
         }
 }
 

@@ -2,7 +2,8 @@
 #pragma once
 
 /* The EC2 Query API subset protokube needs (API version 2016-11-15): form-encoded POSTs, XML answers. Errors
- * are PK_ECLOUD and friends with the message in aws_client_error(). */
+ * are PK_ECLOUD and friends with the message in *ret_error (may be NULL; caller frees), as in
+ * aws_client_call(). */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,14 +69,16 @@ const char *aws_tags_get(const AwsTag *tags, size_t n, const char *key) _pure_;
 /* DescribeVolumes with filters (and/or volume_ids, NULL-terminated; both may be NULL), following NextToken
  * over every page. *ret: array of *ret_n volumes, free with aws_volumes_free(). */
 int aws_ec2_describe_volumes(AwsClient *c, const AwsFilter *filters, size_t n_filters,
-                             const char *const *volume_ids, AwsVolume **ret, size_t *ret_n);
+                             const char *const *volume_ids, AwsVolume **ret, size_t *ret_n,
+                             char **ret_error);
 
 /* DescribeInstances by id (NULL-terminated) and/or filters, all pages. Free with aws_instances_free(). */
 int aws_ec2_describe_instances(AwsClient *c, const AwsFilter *filters, size_t n_filters,
-                               const char *const *instance_ids, AwsInstance **ret, size_t *ret_n);
+                               const char *const *instance_ids, AwsInstance **ret, size_t *ret_n,
+                               char **ret_error);
 
 /* This instance: its id from IMDS (meta-data/instance-id), then DescribeInstances for the rest. */
-int aws_ec2_describe_self(AwsClient *c, AwsInstance *ret);
+int aws_ec2_describe_self(AwsClient *c, AwsInstance *ret, char **ret_error);
 
 /* The by-id name an EBS volume gets on a Nitro instance: "vol-0abc" ->
  * "nvme-Amazon_Elastic_Block_Store_vol0abc" (udev's rule for the NVMe serial, which holds the volume id
@@ -92,15 +95,18 @@ int aws_ec2_pick_device(const AwsInstance *instance, const char *const *extra_us
 int aws_ec2_parse_volumes(const void *data, size_t len, AwsVolume **ret, size_t *ret_n);
 int aws_ec2_parse_instances(const void *data, size_t len, AwsInstance **ret, size_t *ret_n);
 
-/* AttachVolume. EC2 answers at once with state "attaching"; wait with aws_ec2_wait_attached(). */
-int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *instance_id, const char *device);
+/* AttachVolume. EC2 answers at once with state "attaching"; wait with aws_ec2_wait_attached(). PK_ECONFLICT
+ * when the volume is in use or being attached/detached (VolumeInUse, IncorrectState), -EADDRINUSE when the
+ * device name is taken on the instance. */
+int aws_ec2_attach_volume(AwsClient *c, const char *volume_id, const char *instance_id, const char *device,
+                          char **ret_error);
 
 /* DetachVolume of volume_id from instance_id (NULL: whoever holds it). EC2 answers at once with state
  * "detaching"; the volume is free once DescribeVolumes shows no attachment. */
-int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *instance_id);
+int aws_ec2_detach_volume(AwsClient *c, const char *volume_id, const char *instance_id, char **ret_error);
 
 /* Polls DescribeVolumes every interval until volume_id is "attached" to instance_id. Returns 0 (and the
  * device name EC2 reports in *ret_device, caller frees; may be NULL), PK_ECONFLICT when it is attached to
  * another instance, PK_ETIMEOUT after timeout. */
 int aws_ec2_wait_attached(AwsClient *c, const char *volume_id, const char *instance_id, usec_t timeout,
-                          usec_t interval, char **ret_device);
+                          usec_t interval, char **ret_device, char **ret_error);

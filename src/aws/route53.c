@@ -27,7 +27,7 @@ const char *aws_record_action_to_string(AwsRecordAction a) {
 }
 
 static int r53_call(AwsClient *c, const char *operation, const char *method, const char *path,
-                    const char *query, const char *body, XmlNode **ret) {
+                    const char *query, const char *body, XmlNode **ret, char **ret_error) {
         AwsCall call = {
                 .service = AWS_SERVICE_ROUTE53,
                 .operation = operation,
@@ -39,13 +39,11 @@ static int r53_call(AwsClient *c, const char *operation, const char *method, con
                 .body_len = body ? strlen(body) : 0,
         };
         XmlNode *doc = NULL;
-        int r = aws_client_call(c, &call, &doc);
+        int r = aws_client_call(c, &call, &doc, ret_error);
         if (r < 0)
                 return r;
-        if (!doc) {
-                aws_client_set_errorf(c, "route53 %s: empty response", operation);
-                return PK_EMALFORMED;
-        }
+        if (!doc)
+                return error_setf(ret_error, PK_EMALFORMED, "route53 %s: empty response", operation);
         *ret = doc;
         return 0;
 }
@@ -78,7 +76,8 @@ void aws_hosted_zones_free(AwsHostedZone *z, size_t n) {
         free(z);
 }
 
-int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, size_t *ret_n) {
+int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, size_t *ret_n,
+                           char **ret_error) {
         _cleanup_(xml_node_freep) XmlNode *doc = NULL;
         _cleanup_free_ char *query = NULL;
         AwsHostedZone *z = NULL;
@@ -86,7 +85,7 @@ int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, 
         int r;
 
         if (isempty(name) || strlen(name) > 255 || string_has_cc(name))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "route53: invalid zone name");
         /* Zones come sorted by name from dnsname on; the ones named exactly so come first. 100 is the page
          * maximum and more zones of one name do not exist in practice. */
         r = strextend_printf(&query, "dnsname=");
@@ -96,14 +95,13 @@ int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, 
                 r = strextend_printf(&query, "&maxitems=100");
         if (r >= 0)
                 r = r53_call(c, "ListHostedZonesByName", "GET", R53_PREFIX "/hostedzonesbyname", query, NULL,
-                             &doc);
+                             &doc, ret_error);
         if (r < 0)
                 return r;
         XmlNode *set = xml_child(doc, "HostedZones");
-        if (!set) {
-                aws_client_set_errorf(c, "route53 ListHostedZonesByName: no HostedZones in the response");
-                return PK_EMALFORMED;
-        }
+        if (!set)
+                return error_setf(ret_error, PK_EMALFORMED,
+                                  "route53 ListHostedZonesByName: no HostedZones in the response");
         size_t max = 0;
         XML_FOREACH_NAMED(h, set, "HostedZone")
         max++;
@@ -120,9 +118,8 @@ int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, 
                         r = dup_text(h, "Name", &e->name);
                 e->private_zone = priv && streq(priv, "true");
                 if (r < 0) {
-                        aws_client_set_errorf(c, "route53 ListHostedZonesByName: malformed zone");
                         aws_hosted_zones_free(z, n);
-                        return r;
+                        return error_setf(ret_error, r, "route53 ListHostedZonesByName: malformed zone");
                 }
         }
         *ret = z;
@@ -231,20 +228,18 @@ static int append_record_sets(const XmlNode *doc, AwsRecordSet **all, size_t *n_
 }
 
 static int list_page(AwsClient *c, const char *path, RecordCursor *cur, AwsRecordSet **all, size_t *n_all,
-                     bool *ret_more) {
+                     bool *ret_more, char **ret_error) {
         _cleanup_(xml_node_freep) XmlNode *doc = NULL;
         _cleanup_free_ char *query = NULL;
         int r = record_query(cur, &query);
         if (r >= 0)
-                r = r53_call(c, "ListResourceRecordSets", "GET", path, query, NULL, &doc);
+                r = r53_call(c, "ListResourceRecordSets", "GET", path, query, NULL, &doc, ret_error);
         if (r < 0)
                 return r;
         r = append_record_sets(doc, all, n_all);
-        if (r < 0) {
-                aws_client_set_errorf(c, "route53 ListResourceRecordSets: malformed response: %s",
-                                      pk_strerror(r));
-                return r;
-        }
+        if (r < 0)
+                return error_setf(ret_error, r, "route53 ListResourceRecordSets: malformed response: %s",
+                                  pk_strerror(r));
         const char *trunc = xml_path_text(doc, "IsTruncated");
         *ret_more = trunc && streq(trunc, "true");
         if (!*ret_more)
@@ -264,8 +259,7 @@ static int list_page(AwsClient *c, const char *path, RecordCursor *cur, AwsRecor
                 r = PK_EMALFORMED;
         if (r < 0) {
                 record_cursor_done(&next);
-                aws_client_set_errorf(c, "route53 ListResourceRecordSets: bad pagination cursor");
-                return r;
+                return error_setf(ret_error, r, "route53 ListResourceRecordSets: bad pagination cursor");
         }
         record_cursor_done(cur);
         *cur = next;
@@ -273,7 +267,7 @@ static int list_page(AwsClient *c, const char *path, RecordCursor *cur, AwsRecor
 }
 
 int aws_route53_list_record_sets(AwsClient *c, const char *zone_id, const char *start_name,
-                                 AwsRecordSet **ret, size_t *ret_n) {
+                                 AwsRecordSet **ret, size_t *ret_n, char **ret_error) {
         _cleanup_free_ char *path = NULL;
         RecordCursor cur = {};
         AwsRecordSet *all = NULL;
@@ -282,18 +276,18 @@ int aws_route53_list_record_sets(AwsClient *c, const char *zone_id, const char *
         int r = 0;
 
         if (!id_ok(zone_id))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "route53: invalid hosted zone id");
         path = strjoin(R53_PREFIX "/hostedzone/", zone_id, "/rrset");
         if (!path || (start_name && !(cur.name = strdup(start_name))))
                 r = -ENOMEM;
         for (unsigned page = 0; r >= 0 && more; page++) {
                 if (page >= AWS_ROUTE53_PAGES_MAX) {
-                        aws_client_set_errorf(c, "route53 ListResourceRecordSets: more than %u pages",
-                                              AWS_ROUTE53_PAGES_MAX);
-                        r = PK_ETOOBIG;
+                        r = error_setf(ret_error, PK_ETOOBIG,
+                                       "route53 ListResourceRecordSets: more than %u pages",
+                                       AWS_ROUTE53_PAGES_MAX);
                         break;
                 }
-                r = list_page(c, path, &cur, &all, &n, &more);
+                r = list_page(c, path, &cur, &all, &n, &more, ret_error);
         }
         record_cursor_done(&cur);
         if (r < 0) {
@@ -332,18 +326,19 @@ static int change_xml_append(char **body, const AwsRecordChange *ch) {
 }
 
 int aws_route53_change(AwsClient *c, const char *zone_id, const AwsRecordChange *changes, size_t n_changes,
-                       char **ret_change_id) {
+                       char **ret_change_id, char **ret_error) {
         _cleanup_(xml_node_freep) XmlNode *doc = NULL;
         _cleanup_free_ char *path = NULL, *body = NULL, *id = NULL;
         size_t n_records = 0;
         int r;
 
         if (!id_ok(zone_id) || n_changes == 0)
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "route53: invalid hosted zone id or no changes");
         for (size_t i = 0; i < n_changes; i++)
                 n_records += changes[i].values ? strv_length((char **)changes[i].values) : 0;
         if (n_records > AWS_ROUTE53_CHANGE_RECORDS_MAX)
-                return -E2BIG;
+                return error_setf(ret_error, -E2BIG, "route53: %zu records in one change, at most %u",
+                                  n_records, AWS_ROUTE53_CHANGE_RECORDS_MAX);
         path = strjoin(R53_PREFIX "/hostedzone/", zone_id, "/rrset/");
         r = path ? strextend_printf(&body,
                                     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
@@ -355,51 +350,50 @@ int aws_route53_change(AwsClient *c, const char *zone_id, const AwsRecordChange 
         if (r >= 0)
                 r = strextend_printf(&body, "</Changes></ChangeBatch></ChangeResourceRecordSetsRequest>");
         if (r >= 0)
-                r = r53_call(c, "ChangeResourceRecordSets", "POST", path, NULL, body, &doc);
+                r = r53_call(c, "ChangeResourceRecordSets", "POST", path, NULL, body, &doc, ret_error);
         if (r < 0)
                 return r;
         r = dup_id(doc, "ChangeInfo/Id", "/change/", &id);
-        if (r < 0) {
-                aws_client_set_errorf(c, "route53 ChangeResourceRecordSets: no change id in the response");
-                return r;
-        }
+        if (r < 0)
+                return error_setf(ret_error, r,
+                                  "route53 ChangeResourceRecordSets: no change id in the response");
         if (ret_change_id)
                 *ret_change_id = TAKE_PTR(id);
         return 0;
 }
 
-int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval) {
+int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval,
+                            char **ret_error) {
         _cleanup_free_ char *path = NULL;
         usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
         unsigned polls = 0;
 
         if (!id_ok(change_id))
-                return -EINVAL;
+                return error_setf(ret_error, -EINVAL, "route53: invalid change id");
         path = strjoin(R53_PREFIX "/change/", change_id);
         if (!path)
                 return -ENOMEM;
         for (;;) {
                 _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-                int r = r53_call(c, "GetChange", "GET", path, NULL, NULL, &doc);
+                int r = r53_call(c, "GetChange", "GET", path, NULL, NULL, &doc, ret_error);
                 polls++;
                 if (r < 0)
                         return r;
                 const char *st = xml_path_text(doc, "ChangeInfo/Status");
-                if (!st) {
-                        aws_client_set_errorf(c, "route53 GetChange: no status in the response");
-                        return PK_EMALFORMED;
-                }
+                if (!st)
+                        return error_setf(ret_error, PK_EMALFORMED,
+                                          "route53 GetChange: no status in the response");
                 if (streq(st, "INSYNC"))
                         return 0;
                 usec_t t = now(CLOCK_MONOTONIC);
-                if (t + interval > deadline) {
-                        aws_client_set_errorf(c, "route53 change '%s' still %s after %u polls", change_id,
-                                              streq(st, "PENDING") ? "PENDING" : "not INSYNC", polls);
-                        return PK_ETIMEOUT;
-                }
+                if (t + interval > deadline)
+                        return error_setf(ret_error, PK_ETIMEOUT,
+                                          "route53 change '%s' still %s after %u polls", change_id,
+                                          streq(st, "PENDING") ? "PENDING" : "not INSYNC", polls);
                 r = sleep_usec(interval);
                 if (r < 0)
-                        return r;
+                        return error_setf(ret_error, r, "waiting for route53 change '%s': stop requested",
+                                          change_id);
         }
 }
 

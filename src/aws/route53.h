@@ -2,7 +2,8 @@
 #pragma once
 
 /* The Route 53 REST API subset protokube needs (API version 2013-04-01): XML in, XML out. Errors are
- * PK_ECLOUD and friends with the message in aws_client_error(). Names are absolute ("api.k8s.test."). */
+ * PK_ECLOUD and friends with the message in *ret_error (may be NULL; caller frees), as in aws_client_call().
+ * Names are absolute ("api.k8s.test."). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,19 +52,21 @@ void aws_record_sets_free(AwsRecordSet *s, size_t n);
 
 /* ListHostedZonesByName: every zone whose name is exactly name (a public and a private zone may share one).
  * *ret_n may be 0. Free with aws_hosted_zones_free(). */
-int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, size_t *ret_n);
+int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, size_t *ret_n,
+                           char **ret_error);
 
 /* ListResourceRecordSets over all pages; with start_name (may be NULL) from that name on. */
 int aws_route53_list_record_sets(AwsClient *c, const char *zone_id, const char *start_name,
-                                 AwsRecordSet **ret, size_t *ret_n);
+                                 AwsRecordSet **ret, size_t *ret_n, char **ret_error);
 
 /* One ChangeResourceRecordSets with all changes (atomic at Route 53). *ret_change_id: "C2682N5HXP0BZ4",
  * caller frees (may be NULL). */
 int aws_route53_change(AwsClient *c, const char *zone_id, const AwsRecordChange *changes, size_t n_changes,
-                       char **ret_change_id);
+                       char **ret_change_id, char **ret_error);
 
 /* GetChange every interval until the change is INSYNC; PK_ETIMEOUT after timeout. */
-int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval);
+int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval,
+                            char **ret_error);
 
 /* One ListResourceRecordSets page on its own (for the fuzz target). */
 int aws_route53_parse_record_sets(const void *data, size_t len, AwsRecordSet **ret, size_t *ret_n);

@@ -100,10 +100,11 @@ int read_full_file_secret(const char *path, size_t max, char **ret, size_t *ret_
         return read_full_fd_secret(fd, max, ret, ret_len);
 }
 
-int loop_write(int fd, const void *buf, size_t len) {
+/* offset < 0: write() at the file position (pipes, sockets); else pwrite() at offset. */
+static int write_all(int fd, const void *buf, size_t len, off_t offset) {
         const char *p = buf;
         while (len > 0) {
-                ssize_t k = write(fd, p, len);
+                ssize_t k = offset < 0 ? write(fd, p, len) : pwrite(fd, p, len, offset);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -111,24 +112,18 @@ int loop_write(int fd, const void *buf, size_t len) {
                 }
                 p += k;
                 len -= (size_t)k;
+                if (offset >= 0)
+                        offset += k;
         }
         return 0;
 }
 
+int loop_write(int fd, const void *buf, size_t len) {
+        return write_all(fd, buf, len, -1);
+}
+
 int loop_pwrite(int fd, const void *buf, size_t len, size_t offset) {
-        const char *p = buf;
-        while (len > 0) {
-                ssize_t k = pwrite(fd, p, len, (off_t)offset);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                len -= (size_t)k;
-                offset += (size_t)k;
-        }
-        return 0;
+        return write_all(fd, buf, len, (off_t)offset);
 }
 
 int fsync_parent_dir(const char *path) {

@@ -40,7 +40,14 @@
                 _var_;                        \
         })
 #define TAKE_PTR(ptr) TAKE_GENERIC(ptr, typeof(ptr), NULL)
-#define TAKE_FD(fd)   TAKE_GENERIC(fd, int, -1)
+/* Frees a and moves b into it (b becomes NULL): handing a message on to a ret_error. */
+#define free_and_replace(a, b)     \
+        ({                         \
+                free(a);           \
+                (a) = TAKE_PTR(b); \
+                0;                 \
+        })
+#define TAKE_FD(fd) TAKE_GENERIC(fd, int, -1)
 
 static inline void freep(void *p) {
         free(*(void **)p);

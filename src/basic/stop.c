@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 
+#include "basic/errors.h"
 #include "basic/macro.h"
 
 static atomic_bool stop_flag;
@@ -25,6 +26,13 @@ static usec_t monotonic_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+int deadline_sleep(usec_t deadline, usec_t interval) {
+        usec_t t = now(CLOCK_MONOTONIC);
+        if (t >= deadline)
+                return PK_ETIMEOUT;
+        return sleep_usec(MIN(interval, deadline - t));
 }
 
 int sleep_usec(usec_t usec) {

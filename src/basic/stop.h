@@ -20,3 +20,8 @@ void stop_reset(void);
 /* Sleeps usec on CLOCK_MONOTONIC across EINTR. 0 after the full time, -ECANCELED as soon as a stop is
  * requested (checked at least every STOP_POLL_INTERVAL). */
 int sleep_usec(usec_t usec);
+
+/* The wait between two tries of a bounded poll ("until deadline, try every interval"): PK_ETIMEOUT once
+ * deadline (now(CLOCK_MONOTONIC)) has passed, else sleeps interval, never past the deadline, so that one
+ * last try falls on it. 0 to try again, -ECANCELED on a stop request. */
+int deadline_sleep(usec_t deadline, usec_t interval);

@@ -52,6 +52,21 @@ char *strprintf(const char *format, ...) {
         return n < 0 ? NULL : r;
 }
 
+int error_setf(char **ret_error, int r, const char *format, ...) {
+        va_list ap;
+        char *m;
+
+        if (!ret_error)
+                return r;
+        va_start(ap, format);
+        if (vasprintf(&m, format, ap) < 0)
+                m = NULL;
+        va_end(ap);
+        free(*ret_error);
+        *ret_error = m;
+        return r;
+}
+
 int strextend_printf(char **p, const char *format, ...) {
         va_list ap;
         char *add, *n;

@@ -18,6 +18,11 @@ char *strjoin_real(const char *x, ...) __attribute__((sentinel));
 /* Newly allocated formatted string; caller frees. NULL on OOM. */
 char *strprintf(const char *format, ...) _printf_(1, 2);
 
+/* Failing with detail, the one way protokube carries an error's message (docs/ARCHITECTURE.md, "Errors"):
+ * returns r and, when ret_error is not NULL, replaces *ret_error with the formatted message (caller frees;
+ * NULL when out of memory, the code still says what failed). */
+int error_setf(char **ret_error, int r, const char *format, ...) _printf_(3, 4);
+
 /* Appends to *p (reallocating); returns -ENOMEM on failure, *p unchanged. */
 int strextend_printf(char **p, const char *format, ...) _printf_(2, 3);
 

@@ -97,6 +97,16 @@ static const CliVerb store_verbs[] = {
         {},
 };
 
+/* The PKI (docs/pki.md); the keystore and the node's certificates come with the state store. */
+static const CliVerb pki_verbs[] = {
+        { .name = "demo-issue",
+          .run = verb_pki_demo_issue,
+          .help =
+              "create a CA and issue a leaf into --out DIR (reissued only when the renewal rules say so)",
+          .options = verb_pki_demo_issue_options },
+        {},
+};
+
 /* A new verb is one row here (and its function and option table declared in cli.h). */
 static const CliVerb verbs[] = {
         { .name = "run",
@@ -144,6 +154,7 @@ static const CliVerb verbs[] = {
         { .name = "store",
           .help = "the state store: get, put, put-if-absent, list, delete",
           .sub_verbs = store_verbs },
+        { .name = "pki", .help = "the cluster's PKI: demo-issue", .sub_verbs = pki_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

@@ -8,9 +8,9 @@ int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret
         int r = pass_open_volume_provider(spec, &ctx->node, &p);
         if (r < 0)
                 return r;
-        r = volumes_list_view(p, spec->name, ret);
+        _cleanup_free_ char *detail = NULL;
+        r = volumes_list_view(p, spec->name, ret, &detail);
         if (r < 0) {
-                const char *detail = volume_provider_last_error(p);
                 if (detail)
                         return log_error_errno(r, "Failed to list the volumes of cluster '%s': %s",
                                                spec->name, detail);

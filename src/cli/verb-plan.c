@@ -15,21 +15,9 @@ int verb_plan(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassObservation o = {};
         PassPlan plan = {};
-        int r;
 
-        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe_and_plan(pass, &o, &plan) < 0)
                 return EXIT_ERROR;
-        if (pass_observe(pass, &o) < 0)
-                return EXIT_ERROR;
-        if (o.volumes_error < 0) {
-                pass_observation_done(&o);
-                return EXIT_ERROR;
-        }
-        r = pass_plan(pass, &o, &plan);
-        if (r < 0) {
-                pass_observation_done(&o);
-                return log_oom(), EXIT_ERROR;
-        }
         pass_plan_print(pass, &o, &plan, stdout);
         bool failed = plan.dns_status < 0 && plan.dns_status != PK_EWAITING;
         if (failed)

@@ -40,19 +40,9 @@ int verb_volumes(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassObservation o = {};
         PassPlan plan = {};
-        int r;
 
-        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe(pass, &o) < 0)
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe_and_plan(pass, &o, &plan) < 0)
                 return EXIT_ERROR;
-        if (o.volumes_error < 0) {
-                pass_observation_done(&o);
-                return EXIT_ERROR;
-        }
-        r = pass_plan(pass, &o, &plan);
-        if (r < 0) {
-                pass_observation_done(&o);
-                return log_oom(), EXIT_ERROR;
-        }
         printf("node %s, zone %s\n", o.volumes.node.name, o.volumes.node.zone);
         printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s\n", "ID", "ZONE", "ETCD", "MEMBER", "ATTACHED-TO",
                "DEVICE", "MOUNT", "ELIGIBLE");

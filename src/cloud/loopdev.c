@@ -17,6 +17,7 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/time-util.h"
 #include "shared/blockdev.h"
@@ -160,7 +161,10 @@ int loopdev_attach(const char *image, char **ret_path, dev_t *ret_devnum) {
                 if (fd < 0) {
                         r = -errno;
                         if (r == -ENOENT || r == -ENXIO) {
-                                usleep(1000);
+                                /* udev has not made the node yet */
+                                r = sleep_usec(USEC_PER_MSEC);
+                                if (r < 0)
+                                        return r;
                                 continue;
                         }
                         return r;

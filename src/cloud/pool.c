@@ -17,6 +17,7 @@
 #include "basic/fileio.h"
 #include "basic/in-addr-util.h"
 #include "basic/machine-id.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cloud/loopdev.h"
@@ -72,9 +73,9 @@ int pool_lock(Pool *p) {
                         return TAKE_FD(fd);
                 if (errno != EWOULDBLOCK && errno != EINTR)
                         return -errno;
-                if (now(CLOCK_MONOTONIC) >= deadline)
-                        return PK_ETIMEOUT;
-                usleep(2000);
+                int r = deadline_sleep(deadline, 2 * USEC_PER_MSEC);
+                if (r < 0)
+                        return r;
         }
 }
 

@@ -23,6 +23,7 @@
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cloud/volume-tags.h"
@@ -43,36 +44,8 @@ typedef struct AwsProvider {
         char **devices; /* alternating volume id, device EC2 recorded for it here */
 } AwsProvider;
 
-static char *last_error;
-
 static bool streq_ptr(const char *a, const char *b) {
         return a && b && streq(a, b);
-}
-
-const char *volume_provider_aws_last_error(void) {
-        return last_error;
-}
-
-static const char *aws_last_error(void *state) {
-        return last_error;
-}
-
-_printf_(2, 3) static int fail(int r, const char *format, ...) {
-        va_list ap;
-        char *m = NULL;
-        va_start(ap, format);
-        if (vasprintf(&m, format, ap) < 0)
-                m = NULL;
-        va_end(ap);
-        free(last_error);
-        last_error = m;
-        return r;
-}
-
-/* Keeps the client's message (it names the request and never holds a secret). */
-static int fail_client(AwsProvider *p, int r) {
-        const char *m = aws_client_error(p->client);
-        return fail(r, "%s", m ?: pk_strerror(r));
 }
 
 static bool instance_id_valid(const char *s) {
@@ -98,30 +71,31 @@ static int strv_one(const char *s, char ***ret) {
 }
 
 /* One IMDS value; *ret NULL (and 0) when IMDS has none (404: no public address). */
-static int imds_value(AwsProvider *p, const char *path, char **ret) {
+static int imds_value(AwsProvider *p, const char *path, char **ret, char **ret_error) {
         _cleanup_free_ char *v = NULL, *err = NULL;
         AwsImds *m;
         int r = aws_client_imds(p->client, &m);
         if (r < 0)
-                return fail(r,
-                            "instance metadata is disabled (AWS_EC2_METADATA_DISABLED) and '%s' was "
-                            "not configured",
-                            path);
+                return error_setf(ret_error, r,
+                                  "instance metadata is disabled (AWS_EC2_METADATA_DISABLED) and '%s' was "
+                                  "not configured",
+                                  path);
         r = aws_imds_get(m, path, &v, &err);
         if (r == -ENOENT) {
                 *ret = NULL;
                 return 0;
         }
         if (r < 0)
-                return fail(r, "instance metadata '%s': %s", path, err ?: pk_strerror(r));
+                return error_setf(ret_error, r, "instance metadata '%s': %s", path, err ?: pk_strerror(r));
         if (!value_ok(v))
-                return fail(PK_EMALFORMED, "instance metadata '%s' is malformed", path);
+                return error_setf(ret_error, PK_EMALFORMED, "instance metadata '%s' is malformed", path);
         *ret = TAKE_PTR(v);
         return 0;
 }
 
 /* Each field from the configuration when given, else from IMDS. */
-static int identity_detect(AwsProvider *p, const VolumeProviderConfig *cfg, NodeIdentity *ret) {
+static int identity_detect(AwsProvider *p, const VolumeProviderConfig *cfg, NodeIdentity *ret,
+                           char **ret_error) {
         _cleanup_free_ char *name = NULL, *zone = NULL, *in = NULL, *ex = NULL;
         NodeIdentity n = {};
         int r = 0;
@@ -134,19 +108,20 @@ static int identity_detect(AwsProvider *p, const VolumeProviderConfig *cfg, Node
             (cfg->external_ip && !ex))
                 return -ENOMEM;
         if (!name && r >= 0)
-                r = imds_value(p, "meta-data/instance-id", &name);
+                r = imds_value(p, "meta-data/instance-id", &name, ret_error);
         if (!zone && r >= 0)
-                r = imds_value(p, "meta-data/placement/availability-zone", &zone);
+                r = imds_value(p, "meta-data/placement/availability-zone", &zone, ret_error);
         if (!in && r >= 0)
-                r = imds_value(p, "meta-data/local-ipv4", &in);
+                r = imds_value(p, "meta-data/local-ipv4", &in, ret_error);
         if (!ex && r >= 0)
-                r = imds_value(p, "meta-data/public-ipv4", &ex);
+                r = imds_value(p, "meta-data/public-ipv4", &ex, ret_error);
         if (r < 0)
                 return r;
         if (!name || !instance_id_valid(name))
-                return fail(-EINVAL, "the node name '%s' is not an EC2 instance id (i-...)", strna(name));
+                return error_setf(ret_error, -EINVAL, "the node name '%s' is not an EC2 instance id (i-...)",
+                                  strna(name));
         if (!zone)
-                return fail(PK_EMALFORMED, "instance metadata has no availability zone");
+                return error_setf(ret_error, PK_EMALFORMED, "instance metadata has no availability zone");
         if (strv_one(in, &n.internal_ips) < 0 || strv_one(ex, &n.external_ips) < 0) {
                 node_identity_done(&n);
                 return -ENOMEM;
@@ -167,7 +142,7 @@ static void aws_close(void *state) {
         free(p);
 }
 
-static int aws_open(const VolumeProviderConfig *cfg, void **ret_state) {
+static int aws_open(const VolumeProviderConfig *cfg, void **ret_state, char **ret_error) {
         AwsProvider *p = new0(AwsProvider, 1);
         _cleanup_free_ char *err = NULL;
         int r;
@@ -176,10 +151,10 @@ static int aws_open(const VolumeProviderConfig *cfg, void **ret_state) {
                 return -ENOMEM;
         r = aws_client_new(&p->client, &err);
         if (r < 0)
-                r = fail(r, "cannot set up the AWS client: %s",
-                         err ?: "check AWS_ENDPOINT_URL* and the region");
+                r = error_setf(ret_error, r, "cannot set up the AWS client: %s",
+                               err ?: "check AWS_ENDPOINT_URL* and the region");
         if (r >= 0)
-                r = identity_detect(p, cfg, &p->node);
+                r = identity_detect(p, cfg, &p->node, ret_error);
         if (r < 0) {
                 aws_close(p);
                 return r;
@@ -188,7 +163,7 @@ static int aws_open(const VolumeProviderConfig *cfg, void **ret_state) {
         return 0;
 }
 
-static int aws_node_identity(void *state, NodeIdentity *ret) {
+static int aws_node_identity(void *state, NodeIdentity *ret, char **ret_error) {
         AwsProvider *p = state;
         return node_identity_copy(&p->node, ret);
 }
@@ -235,7 +210,7 @@ static const AwsVolumeAttachment *active_attachment(const AwsVolume *v) {
 
 /* DescribeInstances for the holders, in batches, by filter: an id that no longer exists is simply absent
  * (with InstanceId.N, one terminated instance would fail the whole call). */
-static int describe_holders(AwsProvider *p, char **ids, AwsInstance **ret, size_t *ret_n) {
+static int describe_holders(AwsProvider *p, char **ids, AwsInstance **ret, size_t *ret_n, char **ret_error) {
         AwsInstance *all = NULL;
         size_t n_all = 0, n_ids = strv_length(ids);
         int r = 0;
@@ -247,11 +222,9 @@ static int describe_holders(AwsProvider *p, char **ids, AwsInstance **ret, size_
                 AwsFilter f = { "instance-id", batch };
                 AwsInstance *got = NULL;
                 size_t n_got = 0;
-                r = aws_ec2_describe_instances(p->client, &f, 1, NULL, &got, &n_got);
-                if (r < 0) {
-                        r = fail_client(p, r);
+                r = aws_ec2_describe_instances(p->client, &f, 1, NULL, &got, &n_got, ret_error);
+                if (r < 0)
                         break;
-                }
                 AwsInstance *m = reallocarray(all, n_all + n_got ?: 1, sizeof(AwsInstance));
                 if (!m) {
                         aws_instances_free(got, n_got);
@@ -357,7 +330,8 @@ static int holders_of(const AwsVolume *vols, size_t n, char ***ret) {
         return 0;
 }
 
-static int aws_list_volumes(void *state, const char *cluster, const char *zone, VolumeList *ret) {
+static int aws_list_volumes(void *state, const char *cluster, const char *zone, VolumeList *ret,
+                            char **ret_error) {
         AwsProvider *p = state;
         const char *cv[] = { cluster, NULL }, *zv[] = { zone, NULL };
         AwsFilter filters[2];
@@ -373,12 +347,12 @@ static int aws_list_volumes(void *state, const char *cluster, const char *zone, 
                 filters[nf++] = (AwsFilter){ "tag:" VOLUME_TAG_CLUSTER, cv };
         if (zone)
                 filters[nf++] = (AwsFilter){ "availability-zone", zv };
-        r = aws_ec2_describe_volumes(p->client, filters, nf, NULL, &vols, &n);
+        r = aws_ec2_describe_volumes(p->client, filters, nf, NULL, &vols, &n, ret_error);
         if (r < 0)
-                return fail_client(p, r);
+                return r;
         r = holders_of(vols, n, &holders);
         if (r >= 0 && holders[0])
-                r = describe_holders(p, holders, &insts, &n_insts);
+                r = describe_holders(p, holders, &insts, &n_insts, ret_error);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 const AwsVolumeAttachment *a = active_attachment(&vols[i]);
                 const AwsInstance *inst = a ? instance_find(insts, n_insts, a->instance_id) : NULL;
@@ -414,35 +388,26 @@ static int aws_list_volumes(void *state, const char *cluster, const char *zone, 
 }
 
 /* DescribeVolumes of one volume. */
-static int describe_one(AwsProvider *p, const char *id, AwsVolume *ret) {
+static int describe_one(AwsProvider *p, const char *id, AwsVolume *ret, char **ret_error) {
         const char *ids[] = { id, NULL };
         AwsVolume *v = NULL;
         size_t n = 0;
-        int r = aws_ec2_describe_volumes(p->client, NULL, 0, ids, &v, &n);
+        int r = aws_ec2_describe_volumes(p->client, NULL, 0, ids, &v, &n, ret_error);
         if (r < 0)
-                return fail_client(p, r);
+                return r;
         if (n != 1) {
                 aws_volumes_free(v, n);
-                return fail(PK_ECLOUD, "ec2 DescribeVolumes: %zu volumes for '%s', expected 1", n, id);
+                return error_setf(ret_error, PK_ECLOUD,
+                                  "ec2 DescribeVolumes: %zu volumes for '%s', expected 1", n, id);
         }
         *ret = v[0];
         free(v);
         return 0;
 }
 
-static bool attach_lost(const char *code) {
-        /* VolumeInUse: somebody attached it between our look and our call (the compare-and-set failed);
-         * IncorrectState: it is being attached or detached right now. */
-        return code && (streq(code, "VolumeInUse") || streq(code, "IncorrectState"));
-}
-
-static bool device_taken(AwsProvider *p) {
-        const char *code = aws_client_error_code(p->client), *m = aws_client_error(p->client);
-        return code && streq(code, "InvalidParameterValue") && m && strstr(m, "already in use");
-}
-
-/* AttachVolume to this instance at a free /dev/xvd[f-z] name; another name when EC2 says ours is taken. */
-static int attach_call(AwsProvider *p, const char *id, char **ret_device) {
+/* AttachVolume to this instance at a free /dev/xvd[f-z] name; another name when EC2 says ours is taken
+ * (-EADDRINUSE). A lost compare-and-set (VolumeInUse, IncorrectState) is PK_ECONFLICT (aws/ec2.h). */
+static int attach_call(AwsProvider *p, const char *id, char **ret_device, char **ret_error) {
         _cleanup_strv_free_ char **tried = calloc(1, sizeof(char *));
         AwsInstance self = {};
         const char *ids[] = { p->node.name, NULL };
@@ -452,13 +417,14 @@ static int attach_call(AwsProvider *p, const char *id, char **ret_device) {
 
         if (!tried)
                 return -ENOMEM;
-        r = aws_ec2_describe_instances(p->client, NULL, 0, ids, &l, &n);
+        r = aws_ec2_describe_instances(p->client, NULL, 0, ids, &l, &n, ret_error);
         if (r < 0)
-                return fail_client(p, r);
+                return r;
         if (n != 1) {
                 aws_instances_free(l, n);
-                return fail(PK_ECLOUD, "ec2 DescribeInstances: %zu instances for '%s', expected 1", n,
-                            p->node.name);
+                return error_setf(ret_error, PK_ECLOUD,
+                                  "ec2 DescribeInstances: %zu instances for '%s', expected 1", n,
+                                  p->node.name);
         }
         self = l[0];
         free(l);
@@ -466,69 +432,70 @@ static int attach_call(AwsProvider *p, const char *id, char **ret_device) {
                 _cleanup_free_ char *dev = NULL;
                 r = aws_ec2_pick_device(&self, (const char *const *)tried, &dev);
                 if (r == -ENOSPC) {
-                        r = fail(r, "no free device name in /dev/xvd[f-z] on '%s'", p->node.name);
+                        r = error_setf(ret_error, r, "no free device name in /dev/xvd[f-z] on '%s'",
+                                       p->node.name);
                         break;
                 }
                 if (r < 0)
                         break;
-                r = aws_ec2_attach_volume(p->client, id, p->node.name, dev);
+                r = aws_ec2_attach_volume(p->client, id, p->node.name, dev, ret_error);
                 if (r >= 0) {
                         *ret_device = TAKE_PTR(dev);
                         break;
                 }
-                if (attach_lost(aws_client_error_code(p->client))) {
-                        r = fail_client(p, PK_ECONFLICT);
+                if (r != -EADDRINUSE)
+                        break;
+                if (strv_extend(&tried, dev) < 0) {
+                        r = -ENOMEM;
                         break;
                 }
-                if (!device_taken(p)) {
-                        r = fail_client(p, r);
-                        break;
-                }
-                r = strv_extend(&tried, dev) < 0 ? -ENOMEM : fail_client(p, r);
-                if (r == -ENOMEM)
-                        break;
         }
         aws_instance_done(&self);
-        return r;
+        /* every name we tried was taken: EC2's last answer says which */
+        return r == -EADDRINUSE ? PK_ECLOUD : r;
 }
 
-static int wait_attached(AwsProvider *p, const char *id) {
+static int wait_attached(AwsProvider *p, const char *id, char **ret_error) {
         _cleanup_free_ char *dev = NULL;
-        int r =
-            aws_ec2_wait_attached(p->client, id, p->node.name, AWS_ATTACH_TIMEOUT, AWS_ATTACH_POLL, &dev);
+        int r = aws_ec2_wait_attached(p->client, id, p->node.name, AWS_ATTACH_TIMEOUT, AWS_ATTACH_POLL, &dev,
+                                      ret_error);
         if (r < 0)
-                return fail_client(p, r);
+                return r;
         return remember_device(p, id, dev);
 }
 
-static int aws_attach(void *state, const char *id, const NodeIdentity *node) {
+static int aws_attach(void *state, const char *id, const NodeIdentity *node, char **ret_error) {
         AwsProvider *p = state;
         _cleanup_free_ char *dev = NULL;
         AwsVolume v = {};
         int r;
 
         if (!node || !streq_ptr(node->name, p->node.name))
-                return fail(-EINVAL, "the aws provider attaches volumes only to this instance ('%s')",
-                            p->node.name);
-        r = describe_one(p, id, &v);
+                return error_setf(ret_error, -EINVAL,
+                                  "the aws provider attaches volumes only to this instance ('%s')",
+                                  p->node.name);
+        r = describe_one(p, id, &v, ret_error);
         if (r < 0)
                 return r;
         const AwsVolumeAttachment *a = active_attachment(&v);
         if (a && !streq(a->instance_id, p->node.name))
-                r = fail(PK_ECONFLICT, "volume '%s' is attached to '%s'", id, a->instance_id);
+                r = error_setf(ret_error, PK_ECONFLICT, "volume '%s' is attached to '%s'", id,
+                               a->instance_id);
         else if (a && streq_ptr(a->state, "detaching"))
-                r = fail(PK_EWAITING, "volume '%s' is being detached from this instance", id);
+                r = error_setf(ret_error, PK_EWAITING, "volume '%s' is being detached from this instance",
+                               id);
         else if (!a && !streq_ptr(v.state, "available"))
-                r = fail(PK_EWAITING, "volume '%s' is '%s', not available", id, strna(v.state));
+                r = error_setf(ret_error, PK_EWAITING, "volume '%s' is '%s', not available", id,
+                               strna(v.state));
         else if (!a && !streq_ptr(v.availability_zone, p->node.zone))
-                r = fail(-EINVAL, "volume '%s' is in zone '%s', this instance in '%s'", id,
-                         strna(v.availability_zone), p->node.zone);
+                r = error_setf(ret_error, -EINVAL, "volume '%s' is in zone '%s', this instance in '%s'", id,
+                               strna(v.availability_zone), p->node.zone);
         else if (!a)
-                r = attach_call(p, id, &dev);
+                r = attach_call(p, id, &dev, ret_error);
         aws_volume_done(&v);
         if (r < 0)
                 return r;
-        return wait_attached(p, id);
+        return wait_attached(p, id, ret_error);
 }
 
 static int stat_block(const char *path, char **ret_path, dev_t *ret_devnum) {
@@ -642,7 +609,7 @@ static int xvd_unexplained(const char *dev_dir, char **mapping, char **ret) {
 }
 
 /* What the disk itself can prove: a whole disk, exactly want bytes, not the root filesystem's. */
-static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64_t want) {
+static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64_t want, char **ret_error) {
         uint64_t size = 0;
         dev_t disk, root_disk;
         struct stat root;
@@ -650,19 +617,22 @@ static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64
 
         r = whole_disk_of(devnum, &disk);
         if (r > 0 && disk != devnum)
-                return fail(-ENODEV, "cannot identify volume %s's device: %s is a partition", id, path);
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: %s is a partition", id, path);
         r = sysfs_size(devnum, &size);
         if (r < 0)
-                return fail(-ENODEV, "cannot identify volume %s's device: no size for %s in sysfs: %s", id,
-                            path, pk_strerror(r));
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: no size for %s in sysfs: %s", id,
+                                  path, pk_strerror(r));
         if (size != want)
-                return fail(-ENODEV,
-                            "cannot identify volume %s's device: %s is %" PRIu64
-                            " bytes, the volume %" PRIu64 " bytes",
-                            id, path, size, want);
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: %s is %" PRIu64
+                                  " bytes, the volume %" PRIu64 " bytes",
+                                  id, path, size, want);
         if (stat("/", &root) >= 0 && whole_disk_of(root.st_dev, &root_disk) > 0 && root_disk == devnum)
-                return fail(-ENODEV, "cannot identify volume %s's device: %s holds the root filesystem", id,
-                            path);
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: %s holds the root filesystem", id,
+                                  path);
         return 0;
 }
 
@@ -672,14 +642,14 @@ static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64
  * volume's NVMe by-id link names it; and every xvd disk here is explained by an attachment of this instance
  * (so names map one to one). Anything else: -ENODEV, "cannot identify volume vol-x's device: ...". */
 static int xen_verify(AwsProvider *p, const char *id, const char *path, dev_t devnum, const char *byid_dir,
-                      const char *own_link, const char *dev_dir) {
+                      const char *own_link, const char *dev_dir, char **ret_error) {
         _cleanup_free_ char *other = NULL;
         AwsVolume v = {};
         AwsInstance *self = NULL;
         const char *ids[] = { p->node.name, NULL };
         size_t n = 0;
 
-        int r = describe_one(p, id, &v);
+        int r = describe_one(p, id, &v, ret_error);
         if (r < 0)
                 return r;
         const AwsVolumeAttachment *a = active_attachment(&v);
@@ -688,40 +658,45 @@ static int xen_verify(AwsProvider *p, const char *id, const char *path, dev_t de
         uint64_t want = MIN(v.size_gib, AWS_VOLUME_SIZE_GIB_MAX) * AWS_GIB;
         aws_volume_done(&v);
         if (!here)
-                return fail(-ENODEV,
-                            "cannot identify volume %s's device: EC2 no longer has it attached here as %s",
-                            id, path);
-        r = xen_check_disk(id, path, devnum, want);
+                return error_setf(
+                    ret_error, -ENODEV,
+                    "cannot identify volume %s's device: EC2 no longer has it attached here as %s", id,
+                    path);
+        r = xen_check_disk(id, path, devnum, want, ret_error);
         if (r < 0)
                 return r;
         r = byid_other_volume(byid_dir, own_link, devnum, &other);
         if (r < 0)
-                return fail(r, "cannot identify volume %s's device: reading '%s': %s", id, byid_dir,
-                            pk_strerror(r));
+                return error_setf(ret_error, r, "cannot identify volume %s's device: reading '%s': %s", id,
+                                  byid_dir, pk_strerror(r));
         if (r > 0)
-                return fail(-ENODEV, "cannot identify volume %s's device: %s is another volume's (%s/%s)",
-                            id, path, byid_dir, other);
-        r = aws_ec2_describe_instances(p->client, NULL, 0, ids, &self, &n);
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: %s is another volume's (%s/%s)", id,
+                                  path, byid_dir, other);
+        r = aws_ec2_describe_instances(p->client, NULL, 0, ids, &self, &n, ret_error);
         if (r < 0)
-                return fail_client(p, r);
-        r = n == 1 ? xvd_unexplained(dev_dir, self[0].block_devices, &other)
-                   : fail(PK_ECLOUD, "ec2 DescribeInstances: %zu instances for '%s', expected 1", n,
-                          p->node.name);
+                return r;
+        r = n == 1
+                ? xvd_unexplained(dev_dir, self[0].block_devices, &other)
+                : error_setf(ret_error, PK_ECLOUD,
+                             "ec2 DescribeInstances: %zu instances for '%s', expected 1", n, p->node.name);
         aws_instances_free(self, n);
         if (r < 0)
-                return r == PK_ECLOUD ? r
-                                      : fail(r, "cannot identify volume %s's device: reading '%s': %s", id,
-                                             dev_dir, pk_strerror(r));
+                return r == PK_ECLOUD
+                           ? r
+                           : error_setf(ret_error, r, "cannot identify volume %s's device: reading '%s': %s",
+                                        id, dev_dir, pk_strerror(r));
         if (r > 0)
-                return fail(
-                    -ENODEV,
+                return error_setf(
+                    ret_error, -ENODEV,
                     "cannot identify volume %s's device: %s/%s is attached under no name EC2 knows for "
                     "this instance, so device names do not map one to one here",
                     id, dev_dir, other);
         return 0;
 }
 
-static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum) {
+static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum,
+                              char **ret_error) {
         AwsProvider *p = state;
         _cleanup_free_ char *name = NULL, *link = NULL, *xvd = NULL, *path = NULL;
         const char *dir = getenv(AWS_BYID_DIR_ENV), *dev_dir = getenv(AWS_DEV_DIR_ENV);
@@ -743,8 +718,9 @@ static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_
                 return 0;
         const char *key = device_key(dev);
         if (isempty(key) || strspn(key, "abcdefghijklmnopqrstuvwxyz") != strlen(key))
-                return fail(-ENODEV, "cannot identify volume %s's device: '%s' is not a whole-disk name", id,
-                            dev);
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: '%s' is not a whole-disk name", id,
+                                  dev);
         xvd = strjoin(dev_dir, "/xvd", key);
         if (!xvd)
                 return -ENOMEM;
@@ -752,10 +728,10 @@ static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_
         if (lstat(xvd, &st) < 0)
                 return errno == ENOENT ? 0 : -errno; /* not there yet: the caller waits, bounded */
         if (stat(xvd, &st) < 0 || !S_ISBLK(st.st_mode))
-                return fail(-ENODEV, "cannot identify volume %s's device: %s is not a block device", id,
-                            xvd);
+                return error_setf(ret_error, -ENODEV,
+                                  "cannot identify volume %s's device: %s is not a block device", id, xvd);
         devnum = st.st_rdev;
-        r = xen_verify(p, id, xvd, devnum, dir, name, dev_dir);
+        r = xen_verify(p, id, xvd, devnum, dir, name, dev_dir, ret_error);
         if (r < 0)
                 return r;
         path = realpath(xvd, NULL);
@@ -766,11 +742,11 @@ static int aws_resolve_device(void *state, const char *id, char **ret_path, dev_
         return 1;
 }
 
-static int wait_detached(AwsProvider *p, const char *id) {
+static int wait_detached(AwsProvider *p, const char *id, char **ret_error) {
         usec_t deadline = now(CLOCK_MONOTONIC) + AWS_DETACH_TIMEOUT;
         for (;;) {
                 AwsVolume v = {};
-                int r = describe_one(p, id, &v);
+                int r = describe_one(p, id, &v, ret_error);
                 if (r < 0)
                         return r;
                 bool held = active_attachment(&v) != NULL;
@@ -778,20 +754,20 @@ static int wait_detached(AwsProvider *p, const char *id) {
                 if (!held)
                         return 0;
                 if (now(CLOCK_MONOTONIC) + AWS_DETACH_POLL > deadline)
-                        return fail(PK_ETIMEOUT, "volume '%s' still attached after %us", id,
-                                    (unsigned)(AWS_DETACH_TIMEOUT / USEC_PER_SEC));
-                struct timespec ts;
-                usec_to_timespec(AWS_DETACH_POLL, &ts);
-                while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-                        ;
+                        return error_setf(ret_error, PK_ETIMEOUT, "volume '%s' still attached after %us", id,
+                                          (unsigned)(AWS_DETACH_TIMEOUT / USEC_PER_SEC));
+                r = sleep_usec(AWS_DETACH_POLL);
+                if (r < 0)
+                        return error_setf(ret_error, r, "waiting for volume '%s' to detach: stop requested",
+                                          id);
         }
 }
 
-static int aws_detach(void *state, const char *id, const char *node) {
+static int aws_detach(void *state, const char *id, const char *node, char **ret_error) {
         AwsProvider *p = state;
         _cleanup_free_ char *holder = NULL;
         AwsVolume v = {};
-        int r = describe_one(p, id, &v);
+        int r = describe_one(p, id, &v, ret_error);
         if (r < 0)
                 return r;
         const AwsVolumeAttachment *a = active_attachment(&v);
@@ -803,11 +779,12 @@ static int aws_detach(void *state, const char *id, const char *node) {
         if (!holder)
                 return 0;
         if (node && !streq(node, holder))
-                return fail(PK_ECONFLICT, "volume '%s' is attached to '%s', not '%s'", id, holder, node);
-        r = aws_ec2_detach_volume(p->client, id, holder);
+                return error_setf(ret_error, PK_ECONFLICT, "volume '%s' is attached to '%s', not '%s'", id,
+                                  holder, node);
+        r = aws_ec2_detach_volume(p->client, id, holder, ret_error);
         if (r < 0)
-                return fail_client(p, r);
-        r = wait_detached(p, id);
+                return r;
+        r = wait_detached(p, id, ret_error);
         if (r >= 0 && streq(holder, p->node.name))
                 r = remember_device(p, id, NULL);
         return r;
@@ -833,5 +810,4 @@ const VolumeProviderVTable volume_provider_aws = {
         .resolve_device = aws_resolve_device,
         .detach = aws_detach,
         .watch_paths = aws_watch_paths,
-        .last_error = aws_last_error,
 };

@@ -13,8 +13,3 @@
 #define AWS_DEV_DIR_DEFAULT "/dev"
 
 extern const VolumeProviderVTable volume_provider_aws;
-
-/* The message of the provider's last failure ("ec2 DescribeVolumes: SignatureDoesNotMatch: ... (HTTP 403,
- * request id ...)"), or NULL: the vtable returns only codes, so the CLI and the daemon print this next to
- * pk_strerror(). Never holds a secret. Valid until the next provider call. */
-const char *volume_provider_aws_last_error(void);

@@ -41,28 +41,10 @@ static int one_ip(const char *ip, char ***ret) {
         return 0;
 }
 
-static char *last_error;
-
-static const char *local_last_error(void *state) {
-        return last_error;
-}
-
-_printf_(2, 3) static int fail(int r, const char *format, ...) {
-        va_list ap;
-        char *m = NULL;
-        va_start(ap, format);
-        if (vasprintf(&m, format, ap) < 0)
-                m = NULL;
-        va_end(ap);
-        free(last_error);
-        last_error = m;
-        return r;
-}
-
 /* machine-id(5): who this machine is, beyond a name that two machines may share. Without --node-name
  * the host name is the node name, and then the machine id is required: a host name alone is not an
  * identity. With --node-name a missing file is tolerated (name-only, as records before machine ids). */
-static int identity_machine_id(const VolumeProviderConfig *cfg, char **ret) {
+static int identity_machine_id(const VolumeProviderConfig *cfg, char **ret, char **ret_error) {
         const char *path = cfg->machine_id_file ?: MACHINE_ID_PATH_DEFAULT;
         int r = machine_id_read(path, ret);
         if (r == -ENOENT && cfg->node_name) {
@@ -70,40 +52,45 @@ static int identity_machine_id(const VolumeProviderConfig *cfg, char **ret) {
                 return 0;
         }
         if (r == -ENOENT)
-                return fail(r, "machine id file '%s' does not exist: give this node a --node-name", path);
+                return error_setf(ret_error, r,
+                                  "machine id file '%s' does not exist: give this node a --node-name", path);
         if (r == PK_EMALFORMED)
-                return fail(r, "machine id file '%s' is not 32 lowercase hexadecimal digits (machine-id(5))",
-                            path);
+                return error_setf(
+                    ret_error, r,
+                    "machine id file '%s' is not 32 lowercase hexadecimal digits (machine-id(5))", path);
         if (r < 0)
-                return fail(r, "machine id file '%s': %s", path, pk_strerror(r));
+                return error_setf(ret_error, r, "machine id file '%s': %s", path, pk_strerror(r));
         return 0;
 }
 
-static int identity_ips(const VolumeProviderConfig *cfg, NodeIdentity *n) {
+static int identity_ips(const VolumeProviderConfig *cfg, NodeIdentity *n, char **ret_error) {
         int r;
         if (cfg->internal_ip) {
                 r = one_ip(cfg->internal_ip, &n->internal_ips);
                 if (r == -EINVAL)
-                        return fail(r, "internal IP '%s' is not an IP address", cfg->internal_ip);
+                        return error_setf(ret_error, r, "internal IP '%s' is not an IP address",
+                                          cfg->internal_ip);
         } else {
                 r = node_addrs_detect(NULL, &n->internal_ips);
                 if (r == PK_ETOOBIG)
-                        return fail(r,
-                                    "this machine has more than %d addresses (bridges and container "
-                                    "interfaces not counted): give the node's address with --internal-ip",
-                                    NODE_ADDRS_MAX);
+                        return error_setf(
+                            ret_error, r,
+                            "this machine has more than %d addresses (bridges and container "
+                            "interfaces not counted): give the node's address with --internal-ip",
+                            NODE_ADDRS_MAX);
                 if (r < 0)
-                        return fail(r, "detecting this machine's addresses: %s", pk_strerror(r));
+                        return error_setf(ret_error, r, "detecting this machine's addresses: %s",
+                                          pk_strerror(r));
         }
         if (r < 0)
                 return r;
         r = one_ip(cfg->external_ip, &n->external_ips);
         if (r == -EINVAL)
-                return fail(r, "external IP '%s' is not an IP address", cfg->external_ip);
+                return error_setf(ret_error, r, "external IP '%s' is not an IP address", cfg->external_ip);
         return r;
 }
 
-static int identity_from_config(const VolumeProviderConfig *cfg, NodeIdentity *ret) {
+static int identity_from_config(const VolumeProviderConfig *cfg, NodeIdentity *ret, char **ret_error) {
         NodeIdentity n = {};
         char host[256] = "";
         int r;
@@ -120,11 +107,13 @@ static int identity_from_config(const VolumeProviderConfig *cfg, NodeIdentity *r
                 node_identity_done(&n);
                 return -ENOMEM;
         }
-        r = pool_node_name_valid(n.name) ? 0 : fail(-EINVAL, "node name '%s' is not valid", n.name);
+        r = pool_node_name_valid(n.name)
+                ? 0
+                : error_setf(ret_error, -EINVAL, "node name '%s' is not valid", n.name);
         if (r >= 0)
-                r = identity_machine_id(cfg, &n.machine_id);
+                r = identity_machine_id(cfg, &n.machine_id, ret_error);
         if (r >= 0)
-                r = identity_ips(cfg, &n);
+                r = identity_ips(cfg, &n, ret_error);
         if (r < 0) {
                 node_identity_done(&n);
                 return r;
@@ -142,7 +131,7 @@ static void local_close(void *state) {
         free(lp);
 }
 
-static int local_open(const VolumeProviderConfig *cfg, void **ret_state) {
+static int local_open(const VolumeProviderConfig *cfg, void **ret_state, char **ret_error) {
         LocalProvider *lp = new0(LocalProvider, 1);
         int r;
 
@@ -150,9 +139,9 @@ static int local_open(const VolumeProviderConfig *cfg, void **ret_state) {
                 return -ENOMEM;
         r = pool_open(cfg->pool_dir, cfg->lock_timeout, &lp->pool);
         if (r < 0)
-                r = fail(r, "pool '%s': %s", cfg->pool_dir, pk_strerror(r));
+                r = error_setf(ret_error, r, "pool '%s': %s", cfg->pool_dir, pk_strerror(r));
         else
-                r = identity_from_config(cfg, &lp->node);
+                r = identity_from_config(cfg, &lp->node, ret_error);
         if (r < 0) {
                 local_close(lp);
                 return r;
@@ -161,12 +150,13 @@ static int local_open(const VolumeProviderConfig *cfg, void **ret_state) {
         return 0;
 }
 
-static int local_node_identity(void *state, NodeIdentity *ret) {
+static int local_node_identity(void *state, NodeIdentity *ret, char **ret_error) {
         LocalProvider *lp = state;
         return node_identity_copy(&lp->node, ret);
 }
 
-static int local_list_volumes(void *state, const char *cluster, const char *zone, VolumeList *ret) {
+static int local_list_volumes(void *state, const char *cluster, const char *zone, VolumeList *ret,
+                              char **ret_error) {
         LocalProvider *lp = state;
         VolumeList all = {}, l = {};
         int r = pool_list(lp->pool, &all);
@@ -196,17 +186,18 @@ static int local_list_volumes(void *state, const char *cluster, const char *zone
         return 0;
 }
 
-static int local_attach(void *state, const char *id, const NodeIdentity *node) {
+static int local_attach(void *state, const char *id, const NodeIdentity *node, char **ret_error) {
         LocalProvider *lp = state;
         return pool_attach(lp->pool, id, node);
 }
 
-static int local_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum) {
+static int local_resolve_device(void *state, const char *id, char **ret_path, dev_t *ret_devnum,
+                                char **ret_error) {
         LocalProvider *lp = state;
         return pool_resolve_device(lp->pool, id, &lp->node, ret_path, ret_devnum);
 }
 
-static int local_detach(void *state, const char *id, const char *node) {
+static int local_detach(void *state, const char *id, const char *node, char **ret_error) {
         LocalProvider *lp = state;
         /* this node: by its whole identity; another node named by the caller: by name */
         NodeIdentity other = { .name = (char *)node };
@@ -233,5 +224,4 @@ const VolumeProviderVTable volume_provider_local = {
         .resolve_device = local_resolve_device,
         .detach = local_detach,
         .watch_paths = local_watch_paths,
-        .last_error = local_last_error,
 };

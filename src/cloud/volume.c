@@ -185,12 +185,13 @@ int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvi
         return 0;
 }
 
-int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret) {
+int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret,
+                         char **ret_error) {
         const VolumeProviderVTable *vt = volume_provider_find(name);
         void *state = NULL;
         if (!vt)
                 return -EOPNOTSUPP;
-        int r = vt->open(cfg, &state);
+        int r = vt->open(cfg, &state, ret_error);
         if (r < 0)
                 return r;
         r = volume_provider_new(vt, state, ret);
@@ -206,10 +207,6 @@ VolumeProvider *volume_provider_free(VolumeProvider *p) {
                 p->vtable->close(p->state);
         free(p);
         return NULL;
-}
-
-const char *volume_provider_last_error(const VolumeProvider *p) {
-        return p && p->vtable->last_error ? p->vtable->last_error(p->state) : NULL;
 }
 
 int volume_provider_watch_paths(const VolumeProvider *p, char ***ret) {

@@ -96,30 +96,32 @@ typedef struct VolumeProviderConfig {
         usec_t lock_timeout;         /* how long to wait for the pool lock; 0 = default (10s) */
 } VolumeProviderConfig;
 
+/* Every entry that can fail with more to say than its code takes char **ret_error (may be NULL): on failure
+ * it may get the provider's words (a cloud API's code and message, the file or value that is wrong; never a
+ * secret; caller frees). It may also stay NULL: then the code is all there is to say. */
 typedef struct VolumeProviderVTable {
         const char *name;
-        int (*open)(const VolumeProviderConfig *cfg, void **ret_state);
+        int (*open)(const VolumeProviderConfig *cfg, void **ret_state, char **ret_error);
         void (*close)(void *state);
         /* Who am I: name, zone, IPs. */
-        int (*node_identity)(void *state, NodeIdentity *ret);
+        int (*node_identity)(void *state, NodeIdentity *ret, char **ret_error);
         /* Volumes tagged KubernetesCluster=cluster (NULL: all) in zone (NULL: every zone). */
-        int (*list_volumes)(void *state, const char *cluster, const char *zone, VolumeList *ret);
+        int (*list_volumes)(void *state, const char *cluster, const char *zone, VolumeList *ret,
+                            char **ret_error);
         /* Attach volume id to node, compare-and-set: PK_ECONFLICT if another node holds it. Idempotent:
          * attaching a volume this node already holds makes sure its device exists. */
-        int (*attach)(void *state, const char *id, const NodeIdentity *node);
+        int (*attach)(void *state, const char *id, const NodeIdentity *node, char **ret_error);
         /* The block device of volume id attached here, by identity (never guessed from a name):
          * 1 and path + device number, 0 if not (yet) present, -ENODEV when a device is there that cannot be
-         * proven to be the volume's (last_error says why). */
-        int (*resolve_device)(void *state, const char *id, char **ret_path, dev_t *ret_devnum);
+         * proven to be the volume's (*ret_error says why). */
+        int (*resolve_device)(void *state, const char *id, char **ret_path, dev_t *ret_devnum,
+                              char **ret_error);
         /* Detach; node NULL detaches whoever holds it, else PK_ECONFLICT if another node holds it. */
-        int (*detach)(void *state, const char *id, const char *node);
+        int (*detach)(void *state, const char *id, const char *node, char **ret_error);
         /* Optional: the directories whose changes should wake the daemon before its timer (the pool's
          * metadata; the directory where an attached volume's device link appears). Fills ret with a
          * NULL-terminated list (caller frees). */
         int (*watch_paths)(void *state, char ***ret);
-        /* Optional: what the last failing call said (a cloud API's code and message), or NULL. Never a
-         * secret; valid until the next call. */
-        const char *(*last_error)(void *state);
 } VolumeProviderVTable;
 
 typedef struct VolumeProvider {
@@ -130,13 +132,12 @@ typedef struct VolumeProvider {
 extern const VolumeProviderVTable volume_provider_local;
 
 const VolumeProviderVTable *volume_provider_find(const char *name);
-/* Opens the named provider; caller frees with volume_provider_free(). */
-int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret);
+/* Opens the named provider (-EOPNOTSUPP: no such provider); caller frees with volume_provider_free(). */
+int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret,
+                         char **ret_error);
 /* Wraps an existing vtable + state (tests); takes state. */
 int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret);
 VolumeProvider *volume_provider_free(VolumeProvider *p);
 /* What to watch for wake-ups (an empty list when the provider names none); caller frees. */
 int volume_provider_watch_paths(const VolumeProvider *p, char ***ret);
-/* The provider's own words on its last failure, or NULL. */
-const char *volume_provider_last_error(const VolumeProvider *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VolumeProvider *, volume_provider_free)

@@ -22,6 +22,7 @@ void pass_observation_done(PassObservation *o) {
         volumes_observation_done(&o->volumes);
         dns_session_free(o->dns);
         free(o->dns_message);
+        free(o->volumes_message);
         dns_rrset_list_done(&o->dns_served);
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);
@@ -85,11 +86,11 @@ int pass_observe(Pass *p, PassObservation *ret) {
         /* filled in place: the planner's input points into it */
         PassObservation *o = ret;
         *o = (PassObservation){};
-        int r = volumes_observe(p->provider, &p->cfg, &o->volumes);
+        _cleanup_free_ char *detail = NULL;
+        int r = volumes_observe(p->provider, &p->cfg, &o->volumes, &detail);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) {
-                const char *detail = volume_provider_last_error(p->provider);
                 if (detail)
                         log_error_errno(r, "Failed to observe the volumes of cluster '%s': %s",
                                         p->spec->name, detail);
@@ -97,6 +98,7 @@ int pass_observe(Pass *p, PassObservation *ret) {
                         log_error_errno(r, "Failed to observe the volumes of cluster '%s': %m",
                                         p->spec->name);
                 o->volumes_error = r;
+                o->volumes_message = TAKE_PTR(detail);
         } else {
                 STRV_FOREACH (w, o->volumes.volumes.warnings)
                         log_warning("Unreadable volume: %s", *w);
@@ -338,4 +340,21 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
                 if (plan->control_plane_write[i])
                         fprintf(out, "write-manifest %s/%s\n", pass->node.manifest_dir,
                                 plan->control_plane.items[i].file_name);
+}
+
+int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan) {
+        int r = pass_observe(p, o);
+        if (r < 0)
+                return r;
+        if (o->volumes_error < 0) { /* logged: nothing to plan from */
+                r = o->volumes_error;
+                pass_observation_done(o);
+                return r;
+        }
+        r = pass_plan(p, o, plan);
+        if (r < 0) {
+                pass_observation_done(o);
+                return log_oom();
+        }
+        return 0;
 }

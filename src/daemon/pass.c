@@ -59,10 +59,9 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
                 .external_ip = node->external_ip,
                 .machine_id_file = node->machine_id_file,
         };
-        int r = volume_provider_open(strna(cloud), &pc, ret);
+        _cleanup_free_ char *detail = NULL;
+        int r = volume_provider_open(strna(cloud), &pc, ret, &detail);
         if (r < 0) {
-                const VolumeProviderVTable *vt = volume_provider_find(strna(cloud));
-                const char *detail = vt && vt->last_error ? vt->last_error(NULL) : NULL;
                 if (detail)
                         return log_error_errno(r, "Failed to open the '%s' volume provider: %s",
                                                strna(cloud), detail);
@@ -298,9 +297,9 @@ void pass_run(Pass *p, PassReport *rep) {
                 pass_progress_step("observing");
                 int r = pass_observe(p, &o);
                 if (r >= 0 && o.volumes_error < 0) {
-                        const char *detail = volume_provider_last_error(p->provider);
-                        _cleanup_free_ char *why = strprintf("the volume provider failed: %s",
-                                                             detail ?: pk_strerror(o.volumes_error));
+                        _cleanup_free_ char *why =
+                            strprintf("the volume provider failed: %s",
+                                      o.volumes_message ?: pk_strerror(o.volumes_error));
                         pass_report_error(rep, PASS_STAGE_DISCOVER, o.volumes_error, why);
                 }
                 if (r >= 0)

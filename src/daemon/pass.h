@@ -55,7 +55,8 @@ void pass_run(Pass *p, PassReport *rep);
 
 /* What one observation saw. */
 typedef struct PassObservation {
-        int volumes_error; /* the provider could not be observed (logged): no volume steps, no DNS */
+        int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
+        char *volumes_message; /* the provider's words on it */
         VolumesObservation volumes;
         VolumesInput in; /* the volume planner's view of it (points into volumes and the pass) */
         DnsSession *dns; /* NULL: no DNS in the spec, or it could not be opened (dns_error) */
@@ -95,6 +96,9 @@ void pass_plan_done(PassPlan *p);
 /* Pure: spec, node settings and observation in, every action out. -ENOMEM only; what cannot be planned
  * (a component that does not render, DNS with nothing to publish) is carried in the plan. */
 int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret);
+/* For `plan` and `volumes`: observe (a provider that cannot be observed is an error here) and plan. Logs
+ * what failed; on success the caller frees both. */
+int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan);
 /* Prints the plan: the volume selections and steps, "dns-replace NAME TYPE ADDRESSES", "write-manifest
  * PATH", one line each. */
 void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);

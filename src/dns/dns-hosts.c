@@ -14,6 +14,7 @@
 
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "dns/dns-provider.h"
@@ -338,14 +339,16 @@ static bool hosts_repair_pending(DnsProviderState *s) {
 
 /* Locks the file against other protokube processes, with a deadline. */
 static int lock_with_deadline(int fd) {
-        for (unsigned i = 0; i < 100; i++) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + 2 * USEC_PER_SEC;
+        for (;;) {
                 if (flock(fd, LOCK_EX | LOCK_NB) == 0)
                         return 0;
                 if (errno != EWOULDBLOCK && errno != EINTR)
                         return -errno;
-                nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+                int r = deadline_sleep(deadline, 20 * USEC_PER_MSEC);
+                if (r < 0)
+                        return r;
         }
-        return PK_ETIMEOUT;
 }
 
 /* Opens and locks path. The lock is on the inode, and another protokube may rename a new file over path

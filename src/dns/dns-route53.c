@@ -52,9 +52,9 @@ static void r53_close(DnsProviderState *s) {
         free(s);
 }
 
-static char *client_error(DnsProviderState *s, int r) {
-        const char *m = aws_client_error(s->client);
-        return strdup(m ?: pk_strerror(r));
+/* The AWS call's message (it names the request and never holds a secret), or the code's words. */
+static int client_fail(int r, const char *err, char **ret_error) {
+        return error_setf(ret_error, r, "%s", err ?: pk_strerror(r));
 }
 
 static R53Zone *zone_cached(DnsProviderState *s, const char *name) {
@@ -68,6 +68,7 @@ static R53Zone *zone_cached(DnsProviderState *s, const char *name) {
  * and a private one, split-horizon) are refused: which one the masters resolve through is not ours to
  * guess. */
 static int zone_lookup(DnsProviderState *s, const char *name, R53Zone **ret, char **ret_error) {
+        _cleanup_free_ char *err = NULL;
         AwsHostedZone *z = NULL;
         size_t n = 0;
         R53Zone *c = zone_cached(s, name);
@@ -77,11 +78,9 @@ static int zone_lookup(DnsProviderState *s, const char *name, R53Zone **ret, cha
         }
         if (strv_contains(s->misses, name))
                 return 0;
-        int r = aws_route53_find_zones(s->client, name, &z, &n);
-        if (r < 0) {
-                *ret_error = client_error(s, r);
-                return r;
-        }
+        int r = aws_route53_find_zones(s->client, name, &z, &n, &err);
+        if (r < 0)
+                return client_fail(r, err, ret_error);
         if (n == 0) {
                 aws_hosted_zones_free(z, n);
                 r = strv_extend(&s->misses, name);
@@ -176,15 +175,14 @@ fail:
 }
 
 static int zone_list(DnsProviderState *s, R53Zone *z, char **ret_error) {
+        _cleanup_free_ char *err = NULL;
         AwsRecordSet *sets = NULL;
         size_t n = 0;
         if (z->listed)
                 return 0;
-        int r = aws_route53_list_record_sets(s->client, z->id, NULL, &sets, &n);
-        if (r < 0) {
-                *ret_error = client_error(s, r);
-                return r;
-        }
+        int r = aws_route53_list_record_sets(s->client, z->id, NULL, &sets, &n, &err);
+        if (r < 0)
+                return client_fail(r, err, ret_error);
         aws_record_sets_free(z->sets, z->n_sets);
         z->sets = sets;
         z->n_sets = n;
@@ -284,6 +282,7 @@ static int zone_changes(DnsProviderState *s, R53Zone *z, const DnsRRsetList *cha
 static int zone_apply(DnsProviderState *s, R53Zone *z, const DnsRRsetList *changes, char **ret_change_id,
                       char **ret_error) {
         _cleanup_free_ AwsRecordChange *c = NULL;
+        _cleanup_free_ char *err = NULL;
         size_t n = 0;
         /* DELETE needs the current values: read them if this pass did not. */
         int r = zone_list(s, z, ret_error);
@@ -294,11 +293,9 @@ static int zone_apply(DnsProviderState *s, R53Zone *z, const DnsRRsetList *chang
         *ret_change_id = NULL;
         if (n == 0)
                 return 0;
-        r = aws_route53_change(s->client, z->id, c, n, ret_change_id);
-        if (r < 0) {
-                _cleanup_free_ char *m = client_error(s, r);
-                *ret_error = strprintf("zone '%s' (%s): %s", z->name, z->id, strna(m));
-        }
+        r = aws_route53_change(s->client, z->id, c, n, ret_change_id, &err);
+        if (r < 0)
+                error_setf(ret_error, r, "zone '%s' (%s): %s", z->name, z->id, err ?: pk_strerror(r));
         /* what Route 53 holds changed (or may have): the next apply reads again */
         z->listed = false;
         return r;
@@ -329,11 +326,10 @@ static int r53_apply(DnsProviderState *s, const DnsRRsetList *changes, char **re
                 }
         }
         STRV_FOREACH (id, ids) {
-                r = aws_route53_wait_insync(s->client, *id, R53_INSYNC_TIMEOUT, R53_INSYNC_POLL);
-                if (r < 0) {
-                        *ret_error = client_error(s, r);
-                        return r;
-                }
+                _cleanup_free_ char *err = NULL;
+                r = aws_route53_wait_insync(s->client, *id, R53_INSYNC_TIMEOUT, R53_INSYNC_POLL, &err);
+                if (r < 0)
+                        return client_fail(r, err, ret_error);
         }
         return 0;
 }

@@ -13,6 +13,7 @@
 #include "basic/errors.h"
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "dns/dns-wire.h"
 
 int dns_server_parse(const char *s, DnsServer *ret) {
@@ -127,8 +128,8 @@ static int exchange_udp(const DnsServer *server, const uint8_t *query, size_t le
                         /* ECONNREFUSED is an ICMP port unreachable: treat it as no answer (it may be
                          * forged, or the server restarting) and keep waiting until the deadline. */
                         if (errno == EINTR || errno == EAGAIN || errno == ECONNREFUSED) {
-                                if (errno == ECONNREFUSED)
-                                        nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+                                if (errno == ECONNREFUSED && sleep_usec(10 * USEC_PER_MSEC) < 0)
+                                        return -ECANCELED;
                                 continue;
                         }
                         return -errno;

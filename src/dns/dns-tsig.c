@@ -149,11 +149,21 @@ static int key_error(char **ret_error, unsigned line, const char *what) {
         return PK_EMALFORMED;
 }
 
+/* The secret being read: erased and freed on every path that does not hand it on. */
+typedef struct KeySecret {
+        uint8_t *data;
+        size_t len;
+} KeySecret;
+
+static void key_secret_erase(KeySecret *k) {
+        erase_and_free(k->data, k->len);
+        *k = (KeySecret){};
+}
+
 static int parse_key_body(KeyLexer *l, char **ret_alg, uint8_t **ret_secret, size_t *ret_secret_len,
                           char **ret_error) {
         _cleanup_free_ char *alg = NULL;
-        uint8_t *secret = NULL;
-        size_t secret_len = 0;
+        _cleanup_(key_secret_erase) KeySecret secret = {};
         const char *s;
         size_t n;
         int r = 0;
@@ -162,56 +172,38 @@ static int parse_key_body(KeyLexer *l, char **ret_alg, uint8_t **ret_secret, siz
                 KeyToken t = lexer_next(l, &s, &n);
                 if (t == TOKEN_RBRACE)
                         break;
-                if (t != TOKEN_WORD) {
-                        r = key_error(ret_error, l->line, "expected 'algorithm', 'secret' or '}'");
-                        goto fail;
-                }
+                if (t != TOKEN_WORD)
+                        return key_error(ret_error, l->line, "expected 'algorithm', 'secret' or '}'");
                 bool is_alg = token_is(s, n, "algorithm"), is_secret = token_is(s, n, "secret");
-                if (!is_alg && !is_secret) {
-                        r = key_error(ret_error, l->line,
-                                      "unknown statement in key (expected algorithm or secret)");
-                        goto fail;
-                }
+                if (!is_alg && !is_secret)
+                        return key_error(ret_error, l->line,
+                                         "unknown statement in key (expected algorithm or secret)");
                 t = lexer_next(l, &s, &n);
-                if ((t != TOKEN_WORD && t != TOKEN_STRING) || n == 0 || n > 1024) {
-                        r = key_error(ret_error, l->line,
-                                      is_alg ? "expected an algorithm name" : "expected a secret");
-                        goto fail;
-                }
+                if ((t != TOKEN_WORD && t != TOKEN_STRING) || n == 0 || n > 1024)
+                        return key_error(ret_error, l->line,
+                                         is_alg ? "expected an algorithm name" : "expected a secret");
                 if (is_alg) {
                         free(alg);
                         alg = strndup(s, n);
-                        if (!alg) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
+                        if (!alg)
+                                return -ENOMEM;
                 } else {
-                        erase_and_free(secret, secret_len);
-                        secret = NULL;
-                        r = crypto_base64_decode(s, n, &secret, &secret_len);
-                        if (r == PK_EMALFORMED) {
-                                r = key_error(ret_error, l->line, "secret is not valid base64");
-                                goto fail;
-                        }
+                        key_secret_erase(&secret);
+                        r = crypto_base64_decode(s, n, &secret.data, &secret.len);
+                        if (r == PK_EMALFORMED)
+                                return key_error(ret_error, l->line, "secret is not valid base64");
                         if (r < 0)
-                                goto fail;
+                                return r;
                 }
-                if (lexer_next(l, &s, &n) != TOKEN_SEMICOLON) {
-                        r = key_error(ret_error, l->line, "expected ';'");
-                        goto fail;
-                }
+                if (lexer_next(l, &s, &n) != TOKEN_SEMICOLON)
+                        return key_error(ret_error, l->line, "expected ';'");
         }
-        if (!alg || !secret) {
-                r = key_error(ret_error, l->line, !alg ? "key has no algorithm" : "key has no secret");
-                goto fail;
-        }
+        if (!alg || !secret.data)
+                return key_error(ret_error, l->line, !alg ? "key has no algorithm" : "key has no secret");
         *ret_alg = TAKE_PTR(alg);
-        *ret_secret = secret;
-        *ret_secret_len = secret_len;
+        *ret_secret_len = secret.len;
+        *ret_secret = TAKE_PTR(secret.data);
         return 0;
-fail:
-        erase_and_free(secret, secret_len);
-        return r;
 }
 
 int tsig_key_parse(const char *text, size_t len, TsigKey **ret, char **ret_error) {

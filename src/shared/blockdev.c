@@ -14,7 +14,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "basic/errors.h"
 #include "basic/macro.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(blkid_probe, blkid_free_probe)
@@ -323,9 +325,12 @@ int blockdev_open_exclusive_flags(const char *path, int flags, usec_t timeout) {
                 if (fd >= 0)
                         return fd;
                 int e = errno;
-                if (e != EBUSY || now(CLOCK_MONOTONIC) >= deadline)
+                if (e != EBUSY)
                         return -e;
-                usleep(20 * 1000);
+                /* still held when the time is up: EBUSY, as the open said */
+                int r = deadline_sleep(deadline, 20 * USEC_PER_MSEC);
+                if (r < 0)
+                        return r == PK_ETIMEOUT ? -e : r;
         }
 }
 

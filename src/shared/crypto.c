@@ -9,6 +9,7 @@
 
 #include "basic/errors.h"
 #include "basic/string-util.h"
+#include "shared/openssl-util.h"
 
 static const struct {
         const char *name;
@@ -31,24 +32,15 @@ const char *crypto_hash_to_string(CryptoHash h) {
         return hash_table[h].name;
 }
 
-int crypto_hmac_parts(CryptoHash h, const void *key, size_t key_len, const CryptoPart *parts, size_t n_parts,
-                      uint8_t ret_mac[static CRYPTO_HMAC_MAX]) {
-        const char *digest = crypto_hash_to_string(h);
-        uint8_t mac[CRYPTO_HMAC_MAX];
-        size_t mac_len = 0;
-        EVP_MAC_CTX *ctx = NULL;
-        int r = -EIO;
-
-        if (!digest)
-                return -EINVAL;
-        EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
+/* The MAC into mac; *mac_len its length. The caller erases mac whatever happens. */
+static int hmac_compute(const char *digest, const void *key, size_t key_len, const CryptoPart *parts,
+                        size_t n_parts, uint8_t mac[static CRYPTO_HMAC_MAX], size_t *mac_len) {
+        _cleanup_(EVP_MAC_freep) EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
         if (!m)
                 return -EIO;
-        ctx = EVP_MAC_CTX_new(m);
-        if (!ctx) {
-                r = -ENOMEM;
-                goto finish;
-        }
+        _cleanup_(EVP_MAC_CTX_freep) EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(m);
+        if (!ctx)
+                return -ENOMEM;
         OSSL_PARAM params[] = {
                 OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)digest, 0),
                 OSSL_PARAM_construct_end(),
@@ -56,17 +48,28 @@ int crypto_hmac_parts(CryptoHash h, const void *key, size_t key_len, const Crypt
         /* EVP_MAC_init rejects a NULL key even with length 0; an empty key is a valid HMAC key. */
         static const uint8_t empty = 0;
         if (EVP_MAC_init(ctx, key_len > 0 ? key : &empty, key_len, params) != 1)
-                goto finish;
+                return -EIO;
         for (size_t i = 0; i < n_parts; i++)
                 if (parts[i].len > 0 && EVP_MAC_update(ctx, parts[i].data, parts[i].len) != 1)
-                        goto finish;
-        if (EVP_MAC_final(ctx, mac, &mac_len, sizeof(mac)) != 1 || mac_len != crypto_hash_size(h))
-                goto finish;
-        memcpy(ret_mac, mac, mac_len);
-        r = 0;
-finish:
-        EVP_MAC_CTX_free(ctx);
-        EVP_MAC_free(m);
+                        return -EIO;
+        if (EVP_MAC_final(ctx, mac, mac_len, CRYPTO_HMAC_MAX) != 1)
+                return -EIO;
+        return 0;
+}
+
+int crypto_hmac_parts(CryptoHash h, const void *key, size_t key_len, const CryptoPart *parts, size_t n_parts,
+                      uint8_t ret_mac[static CRYPTO_HMAC_MAX]) {
+        const char *digest = crypto_hash_to_string(h);
+        uint8_t mac[CRYPTO_HMAC_MAX];
+        size_t mac_len = 0;
+
+        if (!digest)
+                return -EINVAL;
+        int r = hmac_compute(digest, key, key_len, parts, n_parts, mac, &mac_len);
+        if (r >= 0 && mac_len != crypto_hash_size(h))
+                r = -EIO;
+        if (r >= 0)
+                memcpy(ret_mac, mac, mac_len);
         OPENSSL_cleanse(mac, sizeof(mac));
         return r;
 }
@@ -95,15 +98,11 @@ static int b64_value(char c) {
         return -1;
 }
 
-int crypto_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len) {
-        /* Written by hand rather than with EVP_DecodeBlock, which does not say how much padding it saw and
-         * accepts garbage after it. */
-        uint8_t *out = malloc(len / 4 * 3 + 3);
+/* Decodes into out (room for len / 4 * 3 + 3 bytes); *ret_n: the bytes written. */
+static int base64_decode_into(const char *s, size_t len, uint8_t *out, size_t *ret_n) {
         size_t n = 0, pad = 0, quad = 0;
         uint32_t acc = 0;
 
-        if (!out)
-                return -ENOMEM;
         for (size_t i = 0; i < len; i++) {
                 char c = s[i];
                 if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
@@ -111,18 +110,18 @@ int crypto_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_l
                 if (c == '=') {
                         /* Padding only in the last quad, at positions 2 or 3. */
                         if (quad < 2)
-                                goto bad;
+                                return PK_EMALFORMED;
                         pad++;
                         acc <<= 6;
                 } else {
                         int v = b64_value(c);
                         if (v < 0 || pad > 0)
-                                goto bad;
+                                return PK_EMALFORMED;
                         acc = acc << 6 | (uint32_t)v;
                 }
                 if (++quad == 4) {
                         if (pad > 2)
-                                goto bad;
+                                return PK_EMALFORMED;
                         out[n++] = (uint8_t)(acc >> 16);
                         if (pad < 2)
                                 out[n++] = (uint8_t)(acc >> 8);
@@ -134,20 +133,33 @@ int crypto_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_l
                                 /* Nothing but whitespace may follow padding. */
                                 for (size_t j = i + 1; j < len; j++)
                                         if (!strchr(" \t\r\n", s[j]))
-                                                goto bad;
+                                                return PK_EMALFORMED;
                                 break;
                         }
                 }
         }
         if (quad != 0)
-                goto bad;
+                return PK_EMALFORMED;
+        *ret_n = n;
+        return 0;
+}
+
+int crypto_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len) {
+        /* Written by hand rather than with EVP_DecodeBlock, which does not say how much padding it saw and
+         * accepts garbage after it. */
+        size_t size = len / 4 * 3 + 3, n = 0;
+        uint8_t *out = malloc(size);
+        if (!out)
+                return -ENOMEM;
+        int r = base64_decode_into(s, len, out, &n);
+        if (r < 0) {
+                erase_and_free(out, size);
+                return r;
+        }
         *ret = out;
         if (ret_len)
                 *ret_len = n;
         return 0;
-bad:
-        erase_and_free(out, len / 4 * 3 + 3);
-        return PK_EMALFORMED;
 }
 
 int crypto_base64_encode(const void *data, size_t len, char **ret) {

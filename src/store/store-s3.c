@@ -48,14 +48,23 @@ static void s3_free(Store *s) {
         free(t);
 }
 
-static char *client_cause(S3Store *t, int r) {
-        const char *e = aws_client_error(t->client);
-        return strdup(e ?: pk_strerror(r));
-}
+/* The S3 answers a caller decides on (by code, never by the message's wording). */
+static const AwsErrorCode s3_no_such_key[] = {
+        { .code = "NoSuchKey", .r = -ENOENT },
+        {},
+};
+static const AwsErrorCode s3_precondition_failed[] = {
+        { .code = "PreconditionFailed", .r = -EEXIST },
+        {},
+};
 
-static bool error_code_is(S3Store *t, const char *code) {
-        const char *c = aws_client_error_code(t->client);
-        return c && streq(c, code);
+/* The client's message becomes the cause, except for the answers the provider expects (-ENOENT, -EEXIST):
+ * like the file provider, those carry no cause of their own. */
+static int client_result(int r, bool expected, char *err, char **ret_cause) {
+        if (r < 0 && !expected && ret_cause)
+                *ret_cause = TAKE_PTR(err);
+        free(err);
+        return r;
 }
 
 static char *object_path(S3Store *t, const char *key) {
@@ -66,8 +75,8 @@ static char *object_path(S3Store *t, const char *key) {
         return r;
 }
 
-static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsigned max_keys,
-                        XmlNode **ret) {
+static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsigned max_keys, XmlNode **ret,
+                        char **ret_cause) {
         _cleanup_free_ char *full = strjoin(t->prefix, prefix);
         _cleanup_free_ char *ep = full ? aws_uri_encode(full, false) : NULL;
         _cleanup_free_ char *et = token ? aws_uri_encode(token, false) : NULL;
@@ -85,7 +94,7 @@ static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsig
                 .query = query,
                 .bucket = t->bucket,
         };
-        return aws_client_call(t->client, &call, ret);
+        return aws_client_call(t->client, &call, ret, ret_cause);
 }
 
 /* The client, and one listed key: a missing bucket or missing rights show at open, naming the store, not at
@@ -101,10 +110,7 @@ static int s3_connect(S3Store *t, const char *bucket, size_t blen, const char *p
         r = aws_client_new(&t->client, ret_cause);
         if (r < 0)
                 return r;
-        r = s3_list_page(t, "", NULL, 1, &doc);
-        if (r < 0)
-                *ret_cause = client_cause(t, r);
-        return r;
+        return s3_list_page(t, "", NULL, 1, &doc, ret_cause);
 }
 
 static int s3_open(Store *s, const char *location, char **ret_cause) {
@@ -150,15 +156,13 @@ static int s3_get(Store *s, const char *key, char **ret_data, size_t *ret_len, c
                 .operation = "GetObject",
                 .method = "GET",
                 .path = path,
+                .error_codes = s3_no_such_key,
                 .bucket = t->bucket,
                 .sensitive = true, /* it may be a private key */
         };
-        int r = aws_client_call_raw(t->client, &call, ret_data, ret_len);
-        if (r == PK_ECLOUD && error_code_is(t, "NoSuchKey"))
-                return -ENOENT;
-        if (r < 0)
-                *ret_cause = client_cause(t, r);
-        return r;
+        char *err = NULL;
+        int r = aws_client_call_raw(t->client, &call, ret_data, ret_len, &err);
+        return client_result(r, r == -ENOENT, err, ret_cause);
 }
 
 static int s3_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
@@ -184,14 +188,12 @@ static int s3_put(Store *s, const char *key, const void *data, size_t len, Store
                 .body_len = len,
                 .headers = h,
                 .n_headers = n,
+                .error_codes = if_absent ? s3_precondition_failed : NULL,
                 .bucket = t->bucket,
         };
-        int r = aws_client_call_raw(t->client, &call, &body, &body_len);
-        if (r == PK_ECLOUD && if_absent && error_code_is(t, "PreconditionFailed"))
-                return -EEXIST;
-        if (r < 0)
-                *ret_cause = client_cause(t, r);
-        return r;
+        char *err = NULL;
+        int r = aws_client_call_raw(t->client, &call, &body, &body_len, &err);
+        return client_result(r, r == -EEXIST, err, ret_cause);
 }
 
 static int s3_delete(Store *s, const char *key, char **ret_cause) {
@@ -205,14 +207,14 @@ static int s3_delete(Store *s, const char *key, char **ret_cause) {
                 .operation = "DeleteObject",
                 .method = "DELETE",
                 .path = path,
+                .error_codes = s3_no_such_key,
                 .bucket = t->bucket,
         };
-        int r = aws_client_call_raw(t->client, &call, &body, &body_len);
-        if (r == PK_ECLOUD && error_code_is(t, "NoSuchKey"))
-                return 0; /* S3 answers 204 for an absent key; a gateway may say 404 */
-        if (r < 0)
-                *ret_cause = client_cause(t, r);
-        return r;
+        char *err = NULL;
+        int r = aws_client_call_raw(t->client, &call, &body, &body_len, &err);
+        if (r == -ENOENT)
+                r = 0; /* S3 answers 204 for an absent key; a gateway may say 404 */
+        return client_result(r, false, err, ret_cause);
 }
 
 /* Appends the page's keys, without the store's prefix; objects that are not valid keys (written by
@@ -245,11 +247,9 @@ static int s3_list(Store *s, const char *prefix, char ***ret_keys, char **ret_ca
 
         for (unsigned page = 0; page < S3_LIST_PAGES; page++) {
                 _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-                r = s3_list_page(t, prefix, token, S3_LIST_PAGE, &doc);
-                if (r < 0) {
-                        *ret_cause = client_cause(t, r);
+                r = s3_list_page(t, prefix, token, S3_LIST_PAGE, &doc, ret_cause);
+                if (r < 0)
                         return r;
-                }
                 r = doc ? list_take_page(t, doc, &keys, &n) : PK_EMALFORMED;
                 if (r < 0) {
                         *ret_cause = r == -E2BIG

@@ -53,6 +53,9 @@ struct VolumesApply {
         ApplyContext c;
 };
 
+/* The report callback carries what the pass does (claimed, checked, mounted, a tool's output) for the daemon
+ * to log. An action's error never travels through it alone: it comes back to apply_plan() as a code and a
+ * message (char **ret_error), which reports it once, with the volume and the action. */
 _printf_(4, 5) static void report(const VolumesPassConfig *cfg, int level, int error, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
@@ -81,7 +84,8 @@ static void report_output(const VolumesPassConfig *cfg, const char *tool, const 
  * reported with the signal, never an exit status to interpret. */
 static void progress(const VolumesPassConfig *cfg, const char *what, const char *id);
 
-static int run_tool(const ApplyContext *c, char *const argv[], const char *dev, int *ret_status) {
+static int run_tool(const ApplyContext *c, char *const argv[], const char *dev, int *ret_status,
+                    char **ret_error) {
         SpawnResult res = {};
         usec_t timeout = c->cfg->child_timeout ?: CHILD_TIMEOUT;
         char how[128];
@@ -90,11 +94,10 @@ static int run_tool(const ApplyContext *c, char *const argv[], const char *dev, 
                 return r;
         report_output(c->cfg, argv[0], &res);
         if (r == PK_ECHILD)
-                report(c->cfg, LOG_LEVEL_ERROR, r, "%s '%s' %s", argv[0], dev,
-                       spawn_result_describe(&res, how, sizeof(how)));
+                error_setf(ret_error, r, "%s '%s' %s", argv[0], dev,
+                           spawn_result_describe(&res, how, sizeof(how)));
         else if (r == PK_ETIMEOUT)
-                report(c->cfg, LOG_LEVEL_ERROR, r, "%s '%s' did not finish in time and was killed", argv[0],
-                       dev);
+                error_setf(ret_error, r, "%s '%s' did not finish in time and was killed", argv[0], dev);
         int status = res.exit_status;
         spawn_result_done(&res);
         if (r < 0)
@@ -103,35 +106,36 @@ static int run_tool(const ApplyContext *c, char *const argv[], const char *dev, 
         return 0;
 }
 
-static int action_wait_device(ApplyContext *c, size_t i) {
+static int action_wait_device(ApplyContext *c, size_t i, char **ret_error) {
         const Volume *v = &c->in->volumes[i];
         usec_t deadline = now(CLOCK_MONOTONIC) + (c->cfg->device_timeout ?: DEVICE_TIMEOUT);
 
         for (;;) {
                 _cleanup_free_ char *path = NULL;
                 dev_t devnum;
-                int r = c->provider->vtable->resolve_device(c->provider->state, v->id, &path, &devnum);
+                _cleanup_free_ char *err = NULL;
+                int r = c->provider->vtable->resolve_device(c->provider->state, v->id, &path, &devnum, &err);
                 if (r == -ENODEV) /* a device that may be the volume's but cannot be proven to be */
-                        report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s", v->id,
-                               volume_provider_last_error(c->provider) ?: "cannot identify its device");
-                if (r < 0)
+                        return error_setf(ret_error, r, "%s", err ?: "cannot identify its device");
+                if (r < 0) {
+                        if (ret_error)
+                                free_and_replace(*ret_error, err);
                         return r;
+                }
                 if (r > 0) {
                         free(c->devices[i]);
                         c->devices[i] = TAKE_PTR(path);
                         c->devnums[i] = devnum;
                         return 0;
                 }
-                if (now(CLOCK_MONOTONIC) >= deadline)
-                        return PK_ETIMEOUT;
-                r = sleep_usec(DEVICE_POLL_INTERVAL);
+                r = deadline_sleep(deadline, DEVICE_POLL_INTERVAL);
                 if (r < 0)
                         return r;
         }
 }
 
-static int ensure_device(ApplyContext *c, size_t i) {
-        return c->devices[i] ? 0 : action_wait_device(c, i);
+static int ensure_device(ApplyContext *c, size_t i, char **ret_error) {
+        return c->devices[i] ? 0 : action_wait_device(c, i, ret_error);
 }
 
 static bool is_ext(const char *fstype) {
@@ -140,9 +144,9 @@ static bool is_ext(const char *fstype) {
 
 /* `fsck -a` semantics with e2fsck -p: 0 clean, 1 errors corrected, 2 corrected (reboot advised for a
  * root fs, irrelevant here); 4 and above: left uncorrected or worse, this volume stops (e2fsck(8)). */
-static int action_fsck(ApplyContext *c, size_t i) {
+static int action_fsck(ApplyContext *c, size_t i, char **ret_error) {
         _cleanup_free_ char *fstype = NULL;
-        int r = ensure_device(c, i), status;
+        int r = ensure_device(c, i, ret_error), status;
         if (r < 0)
                 return r;
         r = blockdev_probe_fstype(c->devices[i], &fstype);
@@ -155,21 +159,16 @@ static int action_fsck(ApplyContext *c, size_t i) {
         _cleanup_close_ int excl = blockdev_open_exclusive(c->devices[i], BLOCKDEV_RELEASE_TIMEOUT);
         if (excl < 0) {
                 _cleanup_free_ char *users = excl == -EBUSY ? blockdev_describe_users(c->devnums[i]) : NULL;
-                report(c->cfg, LOG_LEVEL_ERROR, excl,
-                       "Not checking '%s' (volume '%s'): the device is in use (%s)", c->devices[i],
-                       c->in->volumes[i].id, users ?: "by nothing visible from here");
-                return excl;
+                return error_setf(ret_error, excl, "not checking '%s': the device is in use (%s)",
+                                  c->devices[i], users ?: "by nothing visible from here");
         }
         excl = safe_close(excl); /* e2fsck opens it exclusively itself */
         char *argv[] = { (char *)"e2fsck", (char *)"-p", c->devices[i], NULL };
-        r = run_tool(c, argv, c->devices[i], &status);
+        r = run_tool(c, argv, c->devices[i], &status, ret_error);
         if (r < 0)
                 return r;
-        if (status >= 4) {
-                report(c->cfg, LOG_LEVEL_ERROR, PK_ECHILD, "e2fsck -p '%s' (volume '%s') exited %d",
-                       c->devices[i], c->in->volumes[i].id, status);
-                return PK_ECHILD;
-        }
+        if (status >= 4)
+                return error_setf(ret_error, PK_ECHILD, "e2fsck -p '%s' exited %d", c->devices[i], status);
         if (status != 0)
                 report(c->cfg, LOG_LEVEL_WARNING, 0, "e2fsck -p corrected errors on '%s' (volume '%s')",
                        c->devices[i], c->in->volumes[i].id);
@@ -235,20 +234,19 @@ static int format_intent_present(const ApplyContext *c, size_t i, uint64_t size)
 
 /* The proof that a device is blank, through fd (held O_EXCL): no signature libblkid knows, and zeros
  * wherever a filesystem it cannot recognise (a damaged primary superblock) would still have data. */
-static int prove_blank(ApplyContext *c, size_t i, int fd) {
+static int prove_blank(ApplyContext *c, size_t i, int fd, char **ret_error) {
         _cleanup_free_ char *what = NULL;
         const char *dev = c->devices[i], *id = c->in->volumes[i].id;
         uint64_t off;
         int r = blockdev_probe_signature_fd(fd, &what);
         if (r < 0)
                 return r;
-        if (r > 0) {
-                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
-                       "Volume '%s' (%s) does not mount and holds a '%s' signature: not formatting it, "
-                       "leaving it alone",
-                       id, dev, what);
-                return PK_ENOTBLANK;
-        }
+        if (r > 0)
+                return error_setf(
+                    ret_error, PK_ENOTBLANK,
+                    "'%s' does not mount and holds a '%s' signature: not formatting it, leaving it "
+                    "alone",
+                    dev, what);
         r = blockdev_prove_zero(fd, &off);
         if (r < 0)
                 return r;
@@ -265,30 +263,28 @@ static int prove_blank(ApplyContext *c, size_t i, int fd) {
                        id, dev, off);
                 return 0;
         }
-        if (r > 0) {
-                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
-                       "Volume '%s' (%s) does not mount and is not blank: has data but no recognised "
-                       "filesystem (first non-zero byte at offset %" PRIu64
-                       "): not formatting it, leaving it alone (a damaged ext4 may still be recovered "
-                       "from a backup superblock, e2fsck -b; 'protokube wipe' destroys it)",
-                       id, dev, off);
-                return PK_ENOTBLANK;
-        }
+        if (r > 0)
+                return error_setf(
+                    ret_error, PK_ENOTBLANK,
+                    "'%s' does not mount and is not blank: has data but no recognised filesystem "
+                    "(first non-zero byte at offset %" PRIu64
+                    "): not formatting it, leaving it alone (a damaged ext4 may still be "
+                    "recovered from a backup superblock, e2fsck -b; 'protokube wipe' destroys it)",
+                    dev, off);
         return 0;
 }
 
-static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
+static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s, char **ret_error) {
         const char *dev = c->devices[i];
         int status;
-        if (s->format_blocked_by) {
+        if (s->format_blocked_by)
                 /* One member's data must never be replaced by an empty filesystem on a second volume
                  * naming the same member: which of the two is right is the operator's call. */
-                report(c->cfg, LOG_LEVEL_ERROR, PK_ENOTBLANK,
-                       "Volume '%s' (%s) does not mount, but volume '%s' names the same etcd member and may "
-                       "hold its data: not formatting '%s'; remove the tags of the one that is wrong",
-                       c->in->volumes[i].id, dev, s->format_blocked_by, c->in->volumes[i].id);
-                return PK_ENOTBLANK;
-        }
+                return error_setf(
+                    ret_error, PK_ENOTBLANK,
+                    "'%s' does not mount, but volume '%s' names the same etcd member and may hold "
+                    "its data: not formatting '%s'; remove the tags of the one that is wrong",
+                    dev, s->format_blocked_by, c->in->volumes[i].id);
         /* The proof runs under O_EXCL (nothing mounts it or claims it for md/dm meanwhile) and immediately
          * before mkfs. The fd cannot be held through mkfs: mke2fs opens the device O_EXCL itself, and so
          * would a reopen through /proc/self/fd (a new open, another holder): it would fail with EBUSY. So
@@ -298,12 +294,10 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
         _cleanup_close_ int excl = blockdev_open_exclusive(dev, BLOCKDEV_RELEASE_TIMEOUT);
         if (excl < 0) {
                 _cleanup_free_ char *users = excl == -EBUSY ? blockdev_describe_users(c->devnums[i]) : NULL;
-                report(c->cfg, LOG_LEVEL_ERROR, excl,
-                       "Not formatting '%s' (volume '%s'): the device is in use (%s)", dev,
-                       c->in->volumes[i].id, users ?: "by nothing visible from here");
-                return excl;
+                return error_setf(ret_error, excl, "not formatting '%s': the device is in use (%s)", dev,
+                                  users ?: "by nothing visible from here");
         }
-        int r = prove_blank(c, i, excl);
+        int r = prove_blank(c, i, excl, ret_error);
         if (r < 0)
                 return r;
         report(c->cfg, LOG_LEVEL_INFO, 0, "Volume '%s' (%s) is blank: creating an ext4 filesystem",
@@ -321,31 +315,27 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s) {
                 return r;
         excl = safe_close(excl);
         progress(c->cfg, "mkfs.ext4", c->in->volumes[i].id);
-        r = run_tool(c, argv, dev, &status);
+        r = run_tool(c, argv, dev, &status, ret_error);
         if (r < 0)
                 return r;
-        if (status != 0) {
-                report(c->cfg, LOG_LEVEL_ERROR, PK_ECHILD, "mkfs.ext4 '%s' exited %d", dev, status);
-                return PK_ECHILD;
-        }
+        if (status != 0)
+                return error_setf(ret_error, PK_ECHILD, "mkfs.ext4 '%s' exited %d", dev, status);
         format_intent_remove(c, i);
         c->result->n_changes++;
         return 0;
 }
 
 /* Mount first; only a failed mount AND a provably blank device lead to mkfs (ARCHITECTURE.md). */
-static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
+static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s, char **ret_error) {
         _cleanup_free_ char *path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id), *msg = NULL;
-        int r = ensure_device(c, i);
+        int r = ensure_device(c, i, ret_error);
         if (r < 0)
                 return r;
         if (!path)
                 return -ENOMEM;
         r = mount_state(path, c->devnums[i]);
-        if (r == -EBUSY) {
-                report(c->cfg, LOG_LEVEL_ERROR, r, "Another device is mounted on '%s'", path);
-                return r;
-        }
+        if (r == -EBUSY)
+                return error_setf(ret_error, r, "Another device is mounted on '%s'", path);
         if (r != 0)
                 return r;
         r = mkdir_p(path, 0755);
@@ -356,18 +346,16 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
                 report(c->cfg, LOG_LEVEL_INFO, r,
                        "Mounting '%s' on '%s' failed (%s): checking whether it is blank", c->devices[i],
                        path, strna(msg));
-                r = format_blank(c, i, s);
+                r = format_blank(c, i, s, ret_error);
                 c->format_failed = r < 0;
                 if (r < 0)
                         return r;
                 free(msg);
                 msg = NULL;
                 r = mount_block_device(c->devices[i], path, "ext4", VOLUME_MOUNT_OPTIONS, &msg);
-                if (r < 0) {
-                        report(c->cfg, LOG_LEVEL_ERROR, r, "Mounting '%s' on '%s' failed: %s", c->devices[i],
-                               path, strna(msg));
-                        return r;
-                }
+                if (r < 0)
+                        return error_setf(ret_error, r, "Mounting '%s' on '%s' failed: %s", c->devices[i],
+                                          path, strna(msg));
         }
         format_intent_remove(c, i); /* a format that finished but was not recorded as finished */
         report(c->cfg, LOG_LEVEL_INFO, 0, "Mounted volume '%s' (%s) on '%s'", c->in->volumes[i].id,
@@ -377,7 +365,8 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s) {
 
 /* The volume's contents are not ours to trust: a symlink or FIFO placed there is an error, never
  * followed (basic/beneath.h). */
-static int write_volume_manifest(ApplyContext *c, size_t i, const char *mount_path, const char *yaml) {
+static int write_volume_manifest(ApplyContext *c, size_t i, const char *mount_path, const char *yaml,
+                                 char **ret_error) {
         const VolumeEligibility *e = &c->plan->eligibility[i];
         _cleanup_free_ char *name = volume_etcd_manifest_name(e->etcd.cluster);
         if (!name)
@@ -387,19 +376,19 @@ static int write_volume_manifest(ApplyContext *c, size_t i, const char *mount_pa
         if (dfd >= 0)
                 r = beneath_write_file_atomic(dfd, name, yaml, strlen(yaml), 0644, true);
         if (r < 0 && r != -ENOMEM)
-                report(
-                    c->cfg, LOG_LEVEL_ERROR, r,
-                    "Volume '%s': cannot write '%s/%s/%s' (%s): a symlink, FIFO or other non-regular file "
-                    "on the volume is never followed",
-                    c->in->volumes[i].id, mount_path, VOLUME_MANIFEST_SUBDIR, name, pk_strerror(r));
+                return error_setf(
+                    ret_error, r,
+                    "cannot write '%s/%s/%s' (%s): a symlink, FIFO or other non-regular file on the "
+                    "volume is never followed",
+                    mount_path, VOLUME_MANIFEST_SUBDIR, name, pk_strerror(r));
         return r;
 }
 
-static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool link) {
+static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool link, char **ret_error) {
         const VolumeEligibility *e = &c->plan->eligibility[i];
         _cleanup_free_ char *mount_path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id);
         _cleanup_free_ char *file = NULL, *lpath = NULL;
-        int r = ensure_device(c, i);
+        int r = ensure_device(c, i, ret_error);
         if (r < 0)
                 return r;
         if (!mount_path)
@@ -425,38 +414,38 @@ static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool lin
                 const char *yaml = c->etcd_texts ? c->etcd_texts[selection] : NULL;
                 if (!yaml)
                         return -EINVAL;
-                r = write_volume_manifest(c, i, mount_path, yaml);
+                r = write_volume_manifest(c, i, mount_path, yaml, ret_error);
         }
         if (r > 0)
                 report(c->cfg, LOG_LEVEL_INFO, 0, "%s '%s'", link ? "Linked" : "Wrote", link ? lpath : file);
         return r < 0 ? r : 0;
 }
 
-static int run_action(ApplyContext *c, const PlanAction *a) {
+static int run_action(ApplyContext *c, const PlanAction *a, char **ret_error) {
         const Volume *v = &c->in->volumes[a->volume];
         int r;
 
         switch (a->type) {
         case ACTION_CLAIM:
         case ACTION_ATTACH:
-                r = c->provider->vtable->attach(c->provider->state, v->id, c->in->node);
+                r = c->provider->vtable->attach(c->provider->state, v->id, c->in->node, ret_error);
                 if (r >= 0 && a->type == ACTION_CLAIM)
                         report(c->cfg, LOG_LEVEL_INFO, 0, "Claimed volume '%s' (etcd %s member %s)", v->id,
                                c->plan->eligibility[a->volume].etcd.cluster,
                                c->plan->eligibility[a->volume].etcd.member);
                 return r;
         case ACTION_WAIT_DEVICE:
-                return action_wait_device(c, a->volume);
+                return action_wait_device(c, a->volume, ret_error);
         case ACTION_FSCK:
-                return action_fsck(c, a->volume);
+                return action_fsck(c, a->volume, ret_error);
         case ACTION_MOUNT:
-                return action_mount(c, a->volume, &c->plan->selections[a->selection]);
+                return action_mount(c, a->volume, &c->plan->selections[a->selection], ret_error);
         case ACTION_WRITE_MANIFEST:
-                return action_manifest(c, a->volume, a->selection, false);
+                return action_manifest(c, a->volume, a->selection, false, ret_error);
         case ACTION_LINK_MANIFEST:
-                return action_manifest(c, a->volume, a->selection, true);
+                return action_manifest(c, a->volume, a->selection, true, ret_error);
         case ACTION_RELEASE:
-                r = c->provider->vtable->detach(c->provider->state, v->id, c->in->node->name);
+                r = c->provider->vtable->detach(c->provider->state, v->id, c->in->node->name, ret_error);
                 if (r >= 0)
                         report(c->cfg, LOG_LEVEL_WARNING, 0, "Released volume '%s': %s", v->id,
                                c->plan->eligibility[a->volume].reason);
@@ -470,10 +459,10 @@ static int run_action(ApplyContext *c, const PlanAction *a) {
  * volumes naming the same member at once (a provider without a transaction over both, such as EC2). So
  * right after a claim, before anything touches the device, look again: if another claim of the same
  * member came first, give ours back. Returns 1 when the claim stands, 0 when it was given back. */
-static int verify_claim(ApplyContext *c, size_t i) {
+static int verify_claim(ApplyContext *c, size_t i, char **ret_error) {
         const Volume *ours = &c->in->volumes[i];
         VolumeList l = {};
-        int r = c->provider->vtable->list_volumes(c->provider->state, c->cfg->cluster, NULL, &l);
+        int r = c->provider->vtable->list_volumes(c->provider->state, c->cfg->cluster, NULL, &l, ret_error);
         if (r < 0)
                 return r;
         const Volume *mine = NULL, *first = NULL;
@@ -493,7 +482,7 @@ static int verify_claim(ApplyContext *c, size_t i) {
                        "Volume '%s' names the member that node '%s' claimed first through volume '%s': "
                        "giving it back",
                        ours->id, first->attachment.node, first->id);
-                r = c->provider->vtable->detach(c->provider->state, ours->id, c->in->node->name);
+                r = c->provider->vtable->detach(c->provider->state, ours->id, c->in->node->name, ret_error);
                 r = r < 0 ? r : 0;
         } else
                 r = 1;
@@ -543,9 +532,10 @@ static int apply_plan(ApplyContext *c, VolumesPhase phase) {
                         return -ECANCELED;
                 progress(c->cfg, a->type == ACTION_FSCK ? "e2fsck" : action_type_to_string(a->type), v->id);
                 c->format_failed = false;
-                int r = run_action(c, a);
+                _cleanup_free_ char *err = NULL;
+                int r = run_action(c, a, &err);
                 if (r >= 0 && a->type == ACTION_CLAIM) {
-                        r = verify_claim(c, a->volume);
+                        r = verify_claim(c, a->volume, &err);
                         if (r == 0)
                                 return 1;
                 }
@@ -560,9 +550,8 @@ static int apply_plan(ApplyContext *c, VolumesPhase phase) {
                         c->failed[a->volume] = true;
                         c->result->n_errors++;
                         c->result->errors[error_kind(a->type, c->format_failed)]++;
-                        const char *detail = r == PK_ECLOUD ? volume_provider_last_error(c->provider) : NULL;
                         report(c->cfg, LOG_LEVEL_ERROR, r, "Volume '%s': %s failed: %s", v->id,
-                               action_type_to_string(a->type), detail ?: pk_strerror(r));
+                               action_type_to_string(a->type), err ?: pk_strerror(r));
                         continue;
                 }
                 c->result->n_changes++;

@@ -36,11 +36,11 @@ char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster) {
 }
 
 void volumes_observation_done(VolumesObservation *o) {
-        node_identity_done(&o->node);
-        volume_list_done(&o->volumes);
         for (size_t i = 0; o->observed && i < o->volumes.n; i++)
                 free(o->observed[i].manifest_text);
         free(o->observed);
+        node_identity_done(&o->node);
+        volume_list_done(&o->volumes);
         *o = (VolumesObservation){};
 }
 
@@ -117,16 +117,19 @@ static int observe_manifests(const VolumesPassConfig *cfg, const Volume *v, cons
 }
 
 static int observe_volume(VolumeProvider *p, const VolumesPassConfig *cfg, const Volume *v,
-                          VolumeObserved *obs) {
-        _cleanup_free_ char *dev = NULL, *mount_path = NULL;
+                          VolumeObserved *obs, char **ret_error) {
+        _cleanup_free_ char *dev = NULL, *mount_path = NULL, *err = NULL;
         dev_t devnum = 0, mounted;
         int r;
 
-        r = p->vtable->resolve_device(p->state, v->id, &dev, &devnum);
+        r = p->vtable->resolve_device(p->state, v->id, &dev, &devnum, &err);
         /* -ENODEV: a device that cannot be proven the volume's counts as none here; waiting for the device
          * reports it and stops only this volume, not the whole pass */
-        if (r < 0 && r != -ENOENT && r != -ENODEV)
+        if (r < 0 && r != -ENOENT && r != -ENODEV) {
+                if (ret_error)
+                        free_and_replace(*ret_error, err);
                 return r;
+        }
         obs->device_present = r > 0;
         mount_path = volume_mount_path(cfg->mount_root, v->id);
         if (!mount_path)
@@ -143,15 +146,16 @@ static int observe_volume(VolumeProvider *p, const VolumesPassConfig *cfg, const
         return 0;
 }
 
-int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObservation *ret) {
+int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObservation *ret,
+                    char **ret_error) {
         VolumesObservation o = {};
         int r;
 
-        r = p->vtable->node_identity(p->state, &o.node);
+        r = p->vtable->node_identity(p->state, &o.node, ret_error);
         if (r >= 0)
                 /* every zone: `protokube volumes` explains why another zone's volume is not eligible; the
                  * planner filters by zone */
-                r = p->vtable->list_volumes(p->state, cfg->cluster, NULL, &o.volumes);
+                r = p->vtable->list_volumes(p->state, cfg->cluster, NULL, &o.volumes, ret_error);
         if (r >= 0) {
                 o.observed = new0(VolumeObserved, o.volumes.n);
                 if (!o.observed)
@@ -161,7 +165,7 @@ int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObse
                 const Volume *v = &o.volumes.items[i];
                 /* a damaged record cannot be resolved to a device: it is listed, not used */
                 if (!v->damaged && node_identity_holds(&o.node, &v->attachment))
-                        r = observe_volume(p, cfg, v, &o.observed[i]);
+                        r = observe_volume(p, cfg, v, &o.observed[i], ret_error);
         }
         if (r < 0) {
                 volumes_observation_done(&o);
@@ -248,9 +252,9 @@ int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **
         return 0;
 }
 
-int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret) {
+int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret, char **ret_error) {
         VolumeList l = {};
-        int r = p->vtable->list_volumes(p->state, cluster, NULL, &l);
+        int r = p->vtable->list_volumes(p->state, cluster, NULL, &l, ret_error);
         if (r < 0)
                 return r;
         VolumesInput in = { .cluster = cluster, .volumes = l.items, .n_volumes = l.n };

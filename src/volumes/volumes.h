@@ -36,7 +36,9 @@ typedef struct VolumesObservation {
 
 void volumes_observation_done(VolumesObservation *o);
 
-int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObservation *ret);
+/* On failure *ret_error (may be NULL) may get the provider's words (caller frees). */
+int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObservation *ret,
+                    char **ret_error);
 /* observation -> the pure planner's input (pointers into o and cfg). */
 void volumes_input(const VolumesPassConfig *cfg, const VolumesObservation *o, VolumesInput *ret);
 
@@ -92,4 +94,4 @@ char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster);
  * with the IPs recorded in the attachment (this node's own for its claims). Pure. */
 int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **ret);
 /* The same as the provider lists it now, without a pass (`protokube dns`). */
-int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret);
+int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret, char **ret_error);

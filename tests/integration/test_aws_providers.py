@@ -426,7 +426,7 @@ def test_wrong_secret_fails_and_nothing_secret_logged(env1):
     assert (f"api.{CLUSTER}.", "A") not in env.records()
 
 
-# The provider's own message (the vtable's last_error) reaches the log: the AWS code and the request.
+# The provider's own message (the vtable's ret_error) reaches the log: the AWS code and the request.
 def test_wrong_secret_message_names_the_request(env1):
     p, out = wrong_secret_pass(env1)
     assert "SignatureDoesNotMatch" in out and "ec2 Describe" in out, out

@@ -233,6 +233,10 @@ def test_signature_never_formatted(env, kind):
         assert p.returncode == 1, p.stderr
         assert "not formatting it" in p.stderr and want in p.stderr, p.stderr
         assert "ext4 filesystem" not in p.stderr
+        # the refusal comes back to the pass as the mount action's error and is logged once, with the action
+        # (the pass's summary line then repeats it as the reason the pass failed)
+        errors = [l for l in p.stderr.splitlines() if l.startswith("error: Volume 'sig'")]
+        assert len(errors) == 1 and "mount failed" in errors[0] and "not formatting it" in errors[0], p.stderr
     assert head_hash(dev) == before
     assert mounts_under(env.base) == []
     assert env.holders()["sig"] == "n1"  # claimed, reported, left alone

@@ -21,6 +21,7 @@
 #include "aws/route53.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
 
@@ -42,12 +43,13 @@ static AwsClient *client_new(void) {
 }
 
 static void test_describe_self_region_from_imds(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsInstance self;
         const char *region;
-        int r = aws_ec2_describe_self(c, &self);
+        int r = aws_ec2_describe_self(c, &self, &err);
         if (r < 0)
-                fail_msg("describe self: %s", aws_client_error(c));
+                fail_msg("describe self: %s", strna(err));
         assert_string_equal(self.instance_id, AWS_DOUBLE_SELF_ID);
         assert_string_equal(self.availability_zone, "us-east-1a");
         assert_string_equal(self.private_ip, "10.0.0.5");
@@ -56,7 +58,7 @@ static void test_describe_self_region_from_imds(void **state) {
         assert_string_equal(aws_tags_get(self.tags, self.n_tags, "KubernetesCluster"), "test.example.com");
         assert_non_null(self.block_devices);
         assert_string_equal(self.block_devices[0], "/dev/xvda");
-        assert_int_equal(aws_client_region(c, &region), 0);
+        assert_int_equal(aws_client_region(c, &region, &err), 0);
         assert_string_equal(region, "us-east-1");
         aws_instance_done(&self);
 }
@@ -67,15 +69,15 @@ static void test_region_and_endpoint_env(void **state) {
         unsetenv("AWS_ENDPOINT_URL");
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         const char *region, *ep;
-        assert_int_equal(aws_client_region(c, &region), 0);
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(aws_client_region(c, &region, &err), 0);
         assert_string_equal(region, "eu-west-2");
-        assert_int_equal(aws_client_endpoint(c, AWS_SERVICE_EC2, &ep), 0);
+        assert_int_equal(aws_client_endpoint(c, AWS_SERVICE_EC2, &ep, &err), 0);
         assert_string_equal(ep, "http://127.0.0.1:1/ec2");
-        assert_int_equal(aws_client_endpoint(c, AWS_SERVICE_ROUTE53, &ep), 0);
+        assert_int_equal(aws_client_endpoint(c, AWS_SERVICE_ROUTE53, &ep, &err), 0);
         assert_string_equal(ep, "https://route53.amazonaws.com");
         setenv("AWS_REGION", "bad/region", 1);
         AwsClient *bad = NULL;
-        _cleanup_free_ char *err = NULL;
         assert_int_equal(aws_client_new(&bad, &err), -EINVAL);
         assert_null(bad);
         assert_string_equal(err, "AWS_REGION='bad/region' is not a region name");
@@ -153,37 +155,40 @@ static void test_endpoint_scheme(void **state) {
 /* The wrong secret must give AWS's SignatureDoesNotMatch, name the request, never echo the secret, and never
  * be retried (a client error). */
 static void test_wrong_secret(void **state) {
+        _cleanup_free_ char *err = NULL;
         setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-0123456789", 1);
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsVolume *v = NULL;
         size_t n = 0;
         json_int_t before = aws_double_counter("requests");
-        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, NULL, &v, &n), PK_ECLOUD);
-        const char *msg = aws_client_error(c);
+        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, NULL, &v, &n, &err), PK_ECLOUD);
+        const char *msg = strna(err);
         print_message("error: %s\n", msg);
         assert_non_null(msg);
         assert_non_null(strstr(msg, "ec2 DescribeVolumes: SignatureDoesNotMatch: The request signature"));
         assert_non_null(strstr(msg, "HTTP 403, request id "));
         assert_null(strstr(msg, "wrong-secret"));
-        assert_string_equal(aws_client_error_code(c), "SignatureDoesNotMatch");
+        assert_non_null(strstr(strna(err), "SignatureDoesNotMatch"));
         assert_int_equal(aws_client_retries(c), 0);
         assert_int_equal(aws_double_counter("requests"), before + 1);
         setenv("AWS_SECRET_ACCESS_KEY", AWS_DOUBLE_SECRET, 1);
 }
 
 static void test_unknown_key(void **state) {
+        _cleanup_free_ char *err = NULL;
         setenv("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN", 1);
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsHostedZone *z = NULL;
         size_t n = 0;
-        assert_int_equal(aws_route53_find_zones(c, "k8s.test.", &z, &n), PK_ECLOUD);
-        print_message("error: %s\n", aws_client_error(c));
-        assert_string_equal(aws_client_error_code(c), "InvalidClientTokenId");
-        assert_non_null(strstr(aws_client_error(c), "route53 ListHostedZonesByName: InvalidClientTokenId"));
+        assert_int_equal(aws_route53_find_zones(c, "k8s.test.", &z, &n, &err), PK_ECLOUD);
+        print_message("error: %s\n", strna(err));
+        assert_non_null(strstr(strna(err), "InvalidClientTokenId"));
+        assert_non_null(strstr(strna(err), "route53 ListHostedZonesByName: InvalidClientTokenId"));
         setenv("AWS_ACCESS_KEY_ID", AWS_DOUBLE_AKID, 1);
 }
 
 static void test_shared_credentials_file(void **state) {
+        _cleanup_free_ char *err = NULL;
         char path[128];
         snprintf(path, sizeof(path), "%s/creds", aws_double.dir[0] ? aws_double.dir : "/tmp");
         const char *ini =
@@ -201,21 +206,21 @@ static void test_shared_credentials_file(void **state) {
 
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         const AwsCredentials *creds;
-        assert_int_equal(aws_client_credentials(c, &creds), 0);
+        assert_int_equal(aws_client_credentials(c, &creds, &err), 0);
         assert_string_equal(creds->source, "shared-credentials-file");
         assert_string_equal(creds->access_key_id, "AKIDFILE");
         AwsInstance *inst = NULL;
         size_t n = 0;
-        int r = aws_ec2_describe_instances(c, NULL, 0, NULL, &inst, &n);
+        int r = aws_ec2_describe_instances(c, NULL, 0, NULL, &inst, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 1);
         aws_instances_free(inst, n);
 
         /* A profile that is not in the file: the chain goes on to the instance role. */
         setenv("AWS_PROFILE", "absent", 1);
         _cleanup_(aws_client_freep) AwsClient *c2 = client_new();
-        assert_int_equal(aws_client_credentials(c2, &creds), 0);
+        assert_int_equal(aws_client_credentials(c2, &creds, &err), 0);
         assert_string_equal(creds->source, "imds");
         unlink(path);
         unsetenv("AWS_PROFILE");
@@ -226,6 +231,7 @@ static void test_shared_credentials_file(void **state) {
 
 /* Instance role credentials through IMDSv2, renewed before they expire, and a token renewed after a 401. */
 static void test_imds_role_credentials(void **state) {
+        _cleanup_free_ char *err = NULL;
         unsetenv("AWS_ACCESS_KEY_ID");
         unsetenv("AWS_SECRET_ACCESS_KEY");
         setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
@@ -236,12 +242,12 @@ static void test_imds_role_credentials(void **state) {
 
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsInstance self;
-        int r = aws_ec2_describe_self(c, &self);
+        int r = aws_ec2_describe_self(c, &self, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         aws_instance_done(&self);
         const AwsCredentials *creds;
-        assert_int_equal(aws_client_credentials(c, &creds), 0);
+        assert_int_equal(aws_client_credentials(c, &creds, &err), 0);
         assert_string_equal(creds->source, "imds");
         assert_non_null(creds->session_token);
         assert_true(aws_double_counter("role_fetches") >= fetches + 2);
@@ -250,10 +256,10 @@ static void test_imds_role_credentials(void **state) {
         /* Long-lived role credentials are kept. */
         aws_double_post("/_double/config", "{\"role\": {\"ttl\": 21600}}");
         _cleanup_(aws_client_freep) AwsClient *c2 = client_new();
-        assert_int_equal(aws_client_credentials(c2, &creds), 0);
+        assert_int_equal(aws_client_credentials(c2, &creds, &err), 0);
         fetches = aws_double_counter("role_fetches");
         for (unsigned i = 0; i < 3; i++)
-                assert_int_equal(aws_client_credentials(c2, &creds), 0);
+                assert_int_equal(aws_client_credentials(c2, &creds, &err), 0);
         assert_int_equal(aws_double_counter("role_fetches"), fetches);
 
         /* Tokens the service forgets after 1 s: the next GET gets 401, and the client asks for a new token.
@@ -279,19 +285,21 @@ static void test_imds_role_credentials(void **state) {
 }
 
 static void test_no_credentials_anywhere(void **state) {
+        _cleanup_free_ char *err = NULL;
         unsetenv("AWS_ACCESS_KEY_ID");
         setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
         setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         const AwsCredentials *creds;
-        assert_int_equal(aws_client_credentials(c, &creds), -ENOKEY);
-        assert_non_null(strstr(aws_client_error(c), "no AWS credentials"));
+        assert_int_equal(aws_client_credentials(c, &creds, &err), -ENOKEY);
+        assert_non_null(strstr(strna(err), "no AWS credentials"));
         unsetenv("AWS_EC2_METADATA_DISABLED");
         unsetenv("AWS_SHARED_CREDENTIALS_FILE");
         setenv("AWS_ACCESS_KEY_ID", AWS_DOUBLE_AKID, 1);
 }
 
 static void test_pagination_10000(void **state) {
+        _cleanup_free_ char *err = NULL;
         aws_double_post(
             "/_double/config",
             "{\"generate_volumes\": {\"count\": 10000, \"tags\": {\"KubernetesCluster\": \"big.k8s.test\", "
@@ -303,9 +311,9 @@ static void test_pagination_10000(void **state) {
         AwsVolume *v = NULL;
         size_t n = 0;
         json_int_t before = aws_double_counter("requests");
-        int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n);
+        int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 10000);
         /* 500 per page: 20 pages, each a signed request. */
         assert_int_equal(aws_double_counter("requests"), before + 20);
@@ -317,6 +325,7 @@ static void test_pagination_10000(void **state) {
 }
 
 static void test_filter_encoding(void **state) {
+        _cleanup_free_ char *err = NULL;
         aws_double_post(
             "/_double/config",
             "{\"volumes\": [{\"id\": \"vol-enc1\", \"az\": \"us-east-1b\", \"tags\": {\"k8s.io/role/ma "
@@ -328,21 +337,22 @@ static void test_filter_encoding(void **state) {
         AwsFilter f[] = { { "tag:k8s.io/role/ma ster", vals }, { "availability-zone", az } };
         AwsVolume *v = NULL;
         size_t n = 0;
-        int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n);
+        int r = aws_ec2_describe_volumes(c, f, ELEMENTSOF(f), NULL, &v, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 1);
         assert_string_equal(v[0].volume_id, "vol-enc1");
         aws_volumes_free(v, n);
 
         /* By id, without MaxResults (EC2 refuses the combination). */
         const char *ids[] = { "vol-enc2", "vol-enc1", NULL };
-        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n), 0);
+        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n, &err), 0);
         assert_int_equal(n, 2);
         aws_volumes_free(v, n);
 }
 
 static void test_throttling_storm(void **state) {
+        _cleanup_free_ char *err = NULL;
         aws_double_post(
             "/_double/config",
             "{\"generate_volumes\": {\"count\": 2000, \"tags\": {\"KubernetesCluster\": \"storm\"}}, "
@@ -356,9 +366,9 @@ static void test_throttling_storm(void **state) {
         AwsVolume *v = NULL;
         size_t n = 0;
         json_int_t throttled = aws_double_counter("throttled");
-        int r = aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n);
+        int r = aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 2000);
         aws_volumes_free(v, n);
         print_message("retries: %u\n", aws_client_retries(c));
@@ -368,40 +378,66 @@ static void test_throttling_storm(void **state) {
         /* Route 53 throttles with HTTP 400 "Throttling": retried as well. */
         aws_double_post("/_double/config", "{\"zones\": [{\"id\": \"ZSTORM\", \"name\": \"storm.test\"}]}");
         AwsHostedZone *z = NULL;
-        assert_int_equal(aws_route53_find_zones(c, "storm.test", &z, &n), 0);
+        assert_int_equal(aws_route53_find_zones(c, "storm.test", &z, &n, &err), 0);
         assert_int_equal(n, 1);
         aws_hosted_zones_free(z, n);
 
         /* A storm that outlasts the attempts: the last error, and how often we tried. */
         aws_double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": null, \"throttle\": 100}}");
         aws_client_set_retry(c, 3, USEC_PER_MSEC, 2 * USEC_PER_MSEC);
-        assert_int_equal(aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n), PK_ECLOUD);
-        print_message("error: %s\n", aws_client_error(c));
-        assert_non_null(strstr(aws_client_error(c), "RequestLimitExceeded"));
-        assert_non_null(strstr(aws_client_error(c), "gave up after 3 attempts"));
+        assert_int_equal(aws_ec2_describe_volumes(c, f, 1, NULL, &v, &n, &err), PK_ECLOUD);
+        print_message("error: %s\n", strna(err));
+        assert_non_null(strstr(strna(err), "RequestLimitExceeded"));
+        assert_non_null(strstr(strna(err), "gave up after 3 attempts"));
         aws_double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
 }
 
+/* A stop request ends the retry backoff: the call returns -ECANCELED with the last answer's words instead of
+ * sleeping out its attempts. */
+static void test_backoff_ends_on_stop(void **state) {
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        _cleanup_free_ char *err = NULL;
+        AwsVolume *v = NULL;
+        size_t n = 0;
+        aws_double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": null, \"throttle\": 100}}");
+        aws_client_set_retry(c, 4, 5 * USEC_PER_SEC, 5 * USEC_PER_SEC);
+        stop_request();
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        int r = aws_ec2_describe_volumes(c, NULL, 0, NULL, &v, &n, &err);
+        usec_t took = now(CLOCK_MONOTONIC) - t0;
+        stop_reset();
+        aws_double_post("/_double/config", "{\"faults\": {\"throttle\": 0}}");
+        print_message("error: %s\n", strna(err));
+        assert_int_equal(r, -ECANCELED);
+        assert_true(took < 2 * USEC_PER_SEC);
+        assert_non_null(strstr(strna(err), "RequestLimitExceeded"));
+        assert_non_null(strstr(strna(err), "stop requested after 1 attempts"));
+        assert_int_equal(aws_client_retries(c), 0);
+}
+
 static void test_client_errors_not_retried(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         json_int_t before = aws_double_counter("requests");
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-nope", AWS_DOUBLE_SELF_ID, "/dev/xvdf"), PK_ECLOUD);
-        print_message("error: %s\n", aws_client_error(c));
-        assert_string_equal(aws_client_error_code(c), "InvalidVolume.NotFound");
-        assert_non_null(strstr(aws_client_error(c), "ec2 AttachVolume: InvalidVolume.NotFound: The volume"));
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-nope", AWS_DOUBLE_SELF_ID, "/dev/xvdf", &err),
+                         PK_ECLOUD);
+        print_message("error: %s\n", strna(err));
+        assert_non_null(strstr(strna(err), "InvalidVolume.NotFound"));
+        assert_non_null(strstr(strna(err), "ec2 AttachVolume: InvalidVolume.NotFound: The volume"));
         assert_int_equal(aws_client_retries(c), 0);
         assert_int_equal(aws_double_counter("requests"), before + 1);
 }
 
 static void test_malformed_and_slow(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsVolume *v = NULL;
         size_t n = 0;
         const char *ids[] = { "vol-x", NULL };
         aws_double_post("/_double/config", "{\"faults\": {\"garbage\": 1}}");
-        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n), PK_EMALFORMED);
-        print_message("error: %s\n", aws_client_error(c));
-        assert_non_null(strstr(aws_client_error(c), "unparsable response"));
+        assert_int_equal(aws_ec2_describe_volumes(c, NULL, 0, ids, &v, &n, &err), PK_EMALFORMED);
+        print_message("error: %s\n", strna(err));
+        assert_non_null(strstr(strna(err), "unparsable response"));
 
         /* A slow answer past the exchange timeout is retried. */
         aws_double_post("/_double/config",
@@ -410,15 +446,16 @@ static void test_malformed_and_slow(void **state) {
         aws_client_set_timeouts(c, 20 * USEC_PER_SEC, 500 * USEC_PER_MSEC);
         const char *slow[] = { "vol-slow", NULL };
         unsigned retries = aws_client_retries(c);
-        int r = aws_ec2_describe_volumes(c, NULL, 0, slow, &v, &n);
+        int r = aws_ec2_describe_volumes(c, NULL, 0, slow, &v, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 1);
         aws_volumes_free(v, n);
         assert_int_equal(aws_client_retries(c), retries + 1);
 }
 
 static void test_attach_and_wait(void **state) {
+        _cleanup_free_ char *err = NULL;
         aws_double_post(
             "/_double/config",
             "{\"volumes\": [{\"id\": \"vol-att1\"}, {\"id\": \"vol-att2\"}, {\"id\": \"vol-far\", \"az\": "
@@ -426,46 +463,52 @@ static void test_attach_and_wait(void **state) {
             "\"10.0.0.6\"}}, \"faults\": {\"attach_stuck_polls\": 3}}");
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         char *dev = NULL;
-        int r = aws_ec2_attach_volume(c, "vol-att1", AWS_DOUBLE_SELF_ID, "/dev/xvdf");
+        int r = aws_ec2_attach_volume(c, "vol-att1", AWS_DOUBLE_SELF_ID, "/dev/xvdf", &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         json_int_t before = aws_double_counter("requests");
         r = aws_ec2_wait_attached(c, "vol-att1", AWS_DOUBLE_SELF_ID, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC,
-                                  &dev);
+                                  &dev, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_string_equal(dev, "/dev/xvdf");
         free(dev);
         /* attaching for 3 polls, attached on the 4th */
         assert_int_equal(aws_double_counter("requests"), before + 4);
 
         /* The same device name twice on one instance, a volume in use, another zone: client errors. */
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", AWS_DOUBLE_SELF_ID, "/dev/xvdf"), PK_ECLOUD);
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-att1", "i-other", "/dev/xvdg"), PK_ECLOUD);
-        assert_string_equal(aws_client_error_code(c), "VolumeInUse");
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-far", AWS_DOUBLE_SELF_ID, "/dev/xvdh"), PK_ECLOUD);
-        assert_string_equal(aws_client_error_code(c), "InvalidVolume.ZoneMismatch");
+        /* ...each as its own code: a taken device name, a lost compare-and-set, and EC2's words kept */
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", AWS_DOUBLE_SELF_ID, "/dev/xvdf", &err),
+                         -EADDRINUSE);
+        assert_non_null(strstr(strna(err), "ec2 AttachVolume: InvalidParameterValue"));
+        assert_non_null(strstr(strna(err), "already in use"));
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att1", "i-other", "/dev/xvdg", &err), PK_ECONFLICT);
+        assert_non_null(strstr(strna(err), "VolumeInUse"));
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-far", AWS_DOUBLE_SELF_ID, "/dev/xvdh", &err),
+                         PK_ECLOUD);
+        assert_non_null(strstr(strna(err), "InvalidVolume.ZoneMismatch"));
 
         /* Held by another instance: a conflict, at once. */
         assert_int_equal(
-            aws_ec2_wait_attached(c, "vol-att1", "i-other", USEC_PER_SEC, 10 * USEC_PER_MSEC, NULL),
+            aws_ec2_wait_attached(c, "vol-att1", "i-other", USEC_PER_SEC, 10 * USEC_PER_MSEC, NULL, &err),
             PK_ECONFLICT);
 
         /* Stuck in "attaching": the deadline ends the wait. */
         aws_double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 100000}}");
-        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", "i-other", "/dev/xvdf"), 0);
+        assert_int_equal(aws_ec2_attach_volume(c, "vol-att2", "i-other", "/dev/xvdf", &err), 0);
         usec_t t0 = now(CLOCK_MONOTONIC);
-        assert_int_equal(
-            aws_ec2_wait_attached(c, "vol-att2", "i-other", 300 * USEC_PER_MSEC, 20 * USEC_PER_MSEC, NULL),
-            PK_ETIMEOUT);
+        assert_int_equal(aws_ec2_wait_attached(c, "vol-att2", "i-other", 300 * USEC_PER_MSEC,
+                                               20 * USEC_PER_MSEC, NULL, &err),
+                         PK_ETIMEOUT);
         assert_true(now(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
-        print_message("error: %s\n", aws_client_error(c));
+        print_message("error: %s\n", strna(err));
         aws_double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 0}}");
 }
 
 /* Run by tests/integration/test_aws_client.py as root: the double backs the volume with an image file and
  * links it in a by-id directory, as a Nitro instance would. */
 static void test_attach_loop_device(void **state) {
+        _cleanup_free_ char *err = NULL;
         const char *byid = getenv("AWS_DOUBLE_BYID_DIR"), *image = getenv("AWS_DOUBLE_IMAGE");
         if (!byid || !image) {
                 print_message("not run here: tests/integration/test_aws_client.py runs it as root\n");
@@ -478,11 +521,11 @@ static void test_attach_loop_device(void **state) {
         aws_double_post("/_double/config", cfg);
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         char *dev = NULL;
-        int r = aws_ec2_attach_volume(c, "vol-0abc123loop", AWS_DOUBLE_SELF_ID, "/dev/xvdk");
+        int r = aws_ec2_attach_volume(c, "vol-0abc123loop", AWS_DOUBLE_SELF_ID, "/dev/xvdk", &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(aws_ec2_wait_attached(c, "vol-0abc123loop", AWS_DOUBLE_SELF_ID, 10 * USEC_PER_SEC,
-                                               10 * USEC_PER_MSEC, &dev),
+                                               10 * USEC_PER_MSEC, &dev, &err),
                          0);
         free(dev);
         _cleanup_free_ char *link = strjoin(byid, "/nvme-Amazon_Elastic_Block_Store_vol0abc123loop");
@@ -493,6 +536,7 @@ static void test_attach_loop_device(void **state) {
 }
 
 static void test_route53(void **state) {
+        _cleanup_free_ char *err = NULL;
         aws_double_post(
             "/_double/config",
             "{\"zones\": [{\"id\": \"ZPRIV\", \"name\": \"k8s.test\", \"private\": true}, {\"id\": "
@@ -501,9 +545,9 @@ static void test_route53(void **state) {
         _cleanup_(aws_client_freep) AwsClient *c = client_new();
         AwsHostedZone *z = NULL;
         size_t n = 0;
-        int r = aws_route53_find_zones(c, "K8S.test", &z, &n);
+        int r = aws_route53_find_zones(c, "K8S.test", &z, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 2);
         assert_string_equal(z[0].name, "k8s.test.");
         assert_true(z[0].private_zone != z[1].private_zone);
@@ -516,17 +560,17 @@ static void test_route53(void **state) {
                 { AWS_RECORD_UPSERT, "owner.k8s.test.", "TXT", 60, txt },
         };
         char *cid = NULL;
-        r = aws_route53_change(c, "ZPUB1", ch, ELEMENTSOF(ch), &cid);
+        r = aws_route53_change(c, "ZPUB1", ch, ELEMENTSOF(ch), &cid, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_non_null(cid);
-        r = aws_route53_wait_insync(c, cid, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC);
+        r = aws_route53_wait_insync(c, cid, 10 * USEC_PER_SEC, 10 * USEC_PER_MSEC, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         free(cid);
 
         AwsRecordSet *s = NULL;
-        assert_int_equal(aws_route53_list_record_sets(c, "ZPUB1", NULL, &s, &n), 0);
+        assert_int_equal(aws_route53_list_record_sets(c, "ZPUB1", NULL, &s, &n, &err), 0);
         bool found_api = false, found_txt = false;
         for (size_t i = 0; i < n; i++) {
                 if (streq(s[i].name, "api.internal.k8s.test.") && streq(s[i].type, "A")) {
@@ -550,28 +594,29 @@ static void test_route53(void **state) {
                 { AWS_RECORD_DELETE, "owner.k8s.test.", "TXT", 60, txt },
                 { AWS_RECORD_DELETE, "api.internal.k8s.test.", "A", 60, wrong },
         };
-        assert_int_equal(aws_route53_change(c, "ZPUB1", del, 2, NULL), PK_ECLOUD);
-        print_message("error: %s\n", aws_client_error(c));
-        assert_string_equal(aws_client_error_code(c), "InvalidChangeBatch");
+        assert_int_equal(aws_route53_change(c, "ZPUB1", del, 2, NULL, &err), PK_ECLOUD);
+        print_message("error: %s\n", strna(err));
+        assert_non_null(strstr(strna(err), "InvalidChangeBatch"));
         del[1].values = api;
-        assert_int_equal(aws_route53_change(c, "ZPUB1", del, 2, NULL), 0);
-        assert_int_equal(aws_route53_list_record_sets(c, "ZPUB1", NULL, &s, &n), 0);
+        assert_int_equal(aws_route53_change(c, "ZPUB1", del, 2, NULL, &err), 0);
+        assert_int_equal(aws_route53_list_record_sets(c, "ZPUB1", NULL, &s, &n, &err), 0);
         assert_int_equal(n, 2); /* SOA and NS */
         aws_record_sets_free(s, n);
 
-        assert_int_equal(aws_route53_change(c, "ZNOPE", ch, 1, NULL), PK_ECLOUD);
-        assert_string_equal(aws_client_error_code(c), "NoSuchHostedZone");
+        assert_int_equal(aws_route53_change(c, "ZNOPE", ch, 1, NULL, &err), PK_ECLOUD);
+        assert_non_null(strstr(strna(err), "NoSuchHostedZone"));
 
         /* A change that never gets INSYNC within the deadline. */
         aws_double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 100000}}");
-        assert_int_equal(aws_route53_change(c, "ZPUB1", ch, 1, &cid), 0);
-        assert_int_equal(aws_route53_wait_insync(c, cid, 200 * USEC_PER_MSEC, 20 * USEC_PER_MSEC),
+        assert_int_equal(aws_route53_change(c, "ZPUB1", ch, 1, &cid, &err), 0);
+        assert_int_equal(aws_route53_wait_insync(c, cid, 200 * USEC_PER_MSEC, 20 * USEC_PER_MSEC, &err),
                          PK_ETIMEOUT);
         free(cid);
         aws_double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 1}}");
 }
 
 static void test_route53_pagination(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_free_ char *cfg =
             strdup("{\"zones\": [{\"id\": \"ZBIG\", \"name\": \"big.test\", \"records\": [");
         for (unsigned i = 0; i < 700; i++)
@@ -587,9 +632,9 @@ static void test_route53_pagination(void **state) {
         AwsRecordSet *s = NULL;
         size_t n = 0;
         json_int_t before = aws_double_counter("requests");
-        int r = aws_route53_list_record_sets(c, "ZBIG", NULL, &s, &n);
+        int r = aws_route53_list_record_sets(c, "ZBIG", NULL, &s, &n, &err);
         if (r < 0)
-                fail_msg("%s", aws_client_error(c));
+                fail_msg("%s", strna(err));
         assert_int_equal(n, 702);
         assert_int_equal(aws_double_counter("requests"), before + 3); /* 300 per page */
         aws_record_sets_free(s, n);
@@ -602,6 +647,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_region_and_endpoint_env, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_endpoint_scheme, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_wrong_secret, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_backoff_ends_on_stop, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_unknown_key, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_shared_credentials_file, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_imds_role_credentials, double_start, aws_double_stop),

@@ -39,11 +39,12 @@ static int setup(void **state) {
 }
 
 static VolumeProvider *provider_open(const VolumeProviderConfig *cfg) {
+        _cleanup_free_ char *err = NULL;
         VolumeProviderConfig empty = {};
         VolumeProvider *p = NULL;
-        int r = volume_provider_open("aws", cfg ?: &empty, &p);
+        int r = volume_provider_open("aws", cfg ?: &empty, &p, &err);
         if (r < 0)
-                fail_msg("open: %s: %s", pk_strerror(r), strna(volume_provider_aws_last_error()));
+                fail_msg("open: %s: %s", pk_strerror(r), strna(strna(err)));
         return p;
 }
 
@@ -69,9 +70,10 @@ static char *double_holder(const char *vid) {
 }
 
 static void test_identity_from_imds(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
         NodeIdentity n = {};
-        assert_int_equal(p->vtable->node_identity(p->state, &n), 0);
+        assert_int_equal(p->vtable->node_identity(p->state, &n, &err), 0);
         assert_string_equal(n.name, AWS_DOUBLE_SELF_ID);
         assert_string_equal(n.zone, "us-east-1a");
         assert_int_equal(strv_length(n.internal_ips), 1);
@@ -82,13 +84,14 @@ static void test_identity_from_imds(void **state) {
 }
 
 static void test_identity_from_config(void **state) {
+        _cleanup_free_ char *err = NULL;
         setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
         VolumeProviderConfig cfg = {
                 .node_name = OTHER, .zone = "us-east-1a", .internal_ip = "10.9.9.9", .external_ip = "1.2.3.4"
         };
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(&cfg);
         NodeIdentity n = {};
-        assert_int_equal(p->vtable->node_identity(p->state, &n), 0);
+        assert_int_equal(p->vtable->node_identity(p->state, &n, &err), 0);
         assert_string_equal(n.name, OTHER);
         assert_string_equal(n.internal_ips[0], "10.9.9.9");
         assert_string_equal(n.external_ips[0], "1.2.3.4");
@@ -96,11 +99,11 @@ static void test_identity_from_config(void **state) {
         /* a name that is no instance id, and metadata needed but disabled */
         VolumeProvider *bad = NULL;
         cfg.node_name = "master-1";
-        assert_int_equal(volume_provider_open("aws", &cfg, &bad), -EINVAL);
-        assert_non_null(strstr(volume_provider_aws_last_error(), "not an EC2 instance id"));
+        assert_int_equal(volume_provider_open("aws", &cfg, &bad, &err), -EINVAL);
+        assert_non_null(strstr(strna(err), "not an EC2 instance id"));
         cfg.node_name = NULL;
-        assert_true(volume_provider_open("aws", &cfg, &bad) < 0);
-        assert_non_null(strstr(volume_provider_aws_last_error(), "AWS_EC2_METADATA_DISABLED"));
+        assert_true(volume_provider_open("aws", &cfg, &bad, &err) < 0);
+        assert_non_null(strstr(strna(err), "AWS_EC2_METADATA_DISABLED"));
         unsetenv("AWS_EC2_METADATA_DISABLED");
 }
 
@@ -112,9 +115,10 @@ static const Volume *find(const VolumeList *l, const char *id) {
 }
 
 static void test_list_filters_pages_and_holders(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
         VolumeList l = {};
-        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, "us-east-1a", &l), 0);
+        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, "us-east-1a", &l, &err), 0);
         /* generated + a1, a2, held; the root volume skipped, other zone and other cluster filtered */
         assert_int_equal(l.n, N_GEN + 3);
         assert_null(find(&l, "vol-0root"));
@@ -138,50 +142,51 @@ static void test_list_filters_pages_and_holders(void **state) {
         assert_int_equal(log_count("DescribeInstances"), 1);
         assert_true(log_count("DescribeVolumes") >= 3);
 
-        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, NULL, &l), 0);
+        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, NULL, &l, &err), 0);
         assert_int_equal(l.n, N_GEN + 4);
         volume_list_done(&l);
 }
 
 static void test_attach_detach(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
         NodeIdentity me = {}, other = { .name = (char *)OTHER };
         _cleanup_free_ char *h1 = NULL, *h2 = NULL, *h3 = NULL;
-        assert_int_equal(p->vtable->node_identity(p->state, &me), 0);
+        assert_int_equal(p->vtable->node_identity(p->state, &me, &err), 0);
 
         /* EC2 reports "attaching" for 3 polls first */
         aws_double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 3}}");
-        assert_int_equal(p->vtable->attach(p->state, "vol-0a1", &me), 0);
+        assert_int_equal(p->vtable->attach(p->state, "vol-0a1", &me, &err), 0);
         h1 = double_holder("vol-0a1");
         assert_string_equal(h1, AWS_DOUBLE_SELF_ID "@/dev/xvdf/attached");
         aws_double_post("/_double/config", "{\"faults\": {\"attach_stuck_polls\": 0}}");
-        assert_int_equal(p->vtable->attach(p->state, "vol-0a2", &me), 0);
+        assert_int_equal(p->vtable->attach(p->state, "vol-0a2", &me, &err), 0);
         h2 = double_holder("vol-0a2");
         assert_string_equal(h2, AWS_DOUBLE_SELF_ID "@/dev/xvdg/attached");
         /* idempotent: no second AttachVolume */
         size_t n = log_count("AttachVolume");
-        assert_int_equal(p->vtable->attach(p->state, "vol-0a1", &me), 0);
+        assert_int_equal(p->vtable->attach(p->state, "vol-0a1", &me, &err), 0);
         assert_int_equal(log_count("AttachVolume"), n);
 
         /* never stolen; only to this instance */
-        assert_int_equal(p->vtable->attach(p->state, "vol-0held", &me), PK_ECONFLICT);
-        assert_non_null(strstr(volume_provider_aws_last_error(), OTHER));
+        assert_int_equal(p->vtable->attach(p->state, "vol-0held", &me, &err), PK_ECONFLICT);
+        assert_non_null(strstr(strna(err), OTHER));
         assert_int_equal(log_count("AttachVolume"), n);
-        assert_int_equal(p->vtable->attach(p->state, "vol-0a2", &other), -EINVAL);
-        assert_int_equal(p->vtable->attach(p->state, "vol-0zoneb", &me), -EINVAL);
-        assert_non_null(strstr(volume_provider_aws_last_error(), "us-east-1b"));
-        assert_int_equal(p->vtable->attach(p->state, "vol-0nope", &me), PK_ECLOUD);
-        assert_non_null(strstr(volume_provider_aws_last_error(), "InvalidVolume.NotFound"));
+        assert_int_equal(p->vtable->attach(p->state, "vol-0a2", &other, &err), -EINVAL);
+        assert_int_equal(p->vtable->attach(p->state, "vol-0zoneb", &me, &err), -EINVAL);
+        assert_non_null(strstr(strna(err), "us-east-1b"));
+        assert_int_equal(p->vtable->attach(p->state, "vol-0nope", &me, &err), PK_ECLOUD);
+        assert_non_null(strstr(strna(err), "InvalidVolume.NotFound"));
 
         /* detach: compare-and-set on the holder */
-        assert_int_equal(p->vtable->detach(p->state, "vol-0a1", OTHER), PK_ECONFLICT);
-        assert_int_equal(p->vtable->detach(p->state, "vol-0a1", me.name), 0);
+        assert_int_equal(p->vtable->detach(p->state, "vol-0a1", OTHER, &err), PK_ECONFLICT);
+        assert_int_equal(p->vtable->detach(p->state, "vol-0a1", me.name, &err), 0);
         assert_null(double_holder("vol-0a1"));
-        assert_int_equal(p->vtable->detach(p->state, "vol-0a1", NULL), 0);
-        assert_int_equal(p->vtable->detach(p->state, "vol-0held", NULL), 0);
+        assert_int_equal(p->vtable->detach(p->state, "vol-0a1", NULL, &err), 0);
+        assert_int_equal(p->vtable->detach(p->state, "vol-0held", NULL, &err), 0);
         assert_null(double_holder("vol-0held"));
         /* xvdf is free again */
-        assert_int_equal(p->vtable->attach(p->state, "vol-0held", &me), 0);
+        assert_int_equal(p->vtable->attach(p->state, "vol-0held", &me, &err), 0);
         h3 = double_holder("vol-0held");
         assert_string_equal(h3, AWS_DOUBLE_SELF_ID "@/dev/xvdf/attached");
         node_identity_done(&me);
@@ -198,6 +203,7 @@ static const char *some_block_device(struct stat *st) {
 }
 
 static void test_resolve_by_id(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
         _cleanup_free_ char *dir = strjoin(aws_double.dir, "/by-id"), *path = NULL;
         _cleanup_free_ char *link = strjoin(dir, "/nvme-Amazon_Elastic_Block_Store_vol0a1");
@@ -205,12 +211,12 @@ static void test_resolve_by_id(void **state) {
         dev_t devnum = 0;
         assert_int_equal(mkdir(dir, 0755), 0);
         setenv(AWS_BYID_DIR_ENV, dir, 1);
-        assert_int_equal(p->vtable->resolve_device(p->state, "vol-0a1", &path, &devnum), 0);
-        assert_int_equal(p->vtable->resolve_device(p->state, "not-a-volume", &path, &devnum), -EINVAL);
+        assert_int_equal(p->vtable->resolve_device(p->state, "vol-0a1", &path, &devnum, &err), 0);
+        assert_int_equal(p->vtable->resolve_device(p->state, "not-a-volume", &path, &devnum, &err), -EINVAL);
         const char *dev = some_block_device(&st);
         if (dev) {
                 assert_int_equal(symlink(dev, link), 0);
-                assert_int_equal(p->vtable->resolve_device(p->state, "vol-0a1", &path, &devnum), 1);
+                assert_int_equal(p->vtable->resolve_device(p->state, "vol-0a1", &path, &devnum, &err), 1);
                 assert_true(devnum == st.st_rdev);
                 assert_non_null(path);
                 assert_int_equal(unlink(link), 0);
@@ -218,18 +224,19 @@ static void test_resolve_by_id(void **state) {
                 print_message("no block device node to link to; by-id hit not checked\n");
         /* a link to something that is no block device is not the volume */
         assert_int_equal(symlink("/dev/null", link), 0);
-        assert_int_equal(p->vtable->resolve_device(p->state, "vol-0a1", &path, &devnum), 0);
+        assert_int_equal(p->vtable->resolve_device(p->state, "vol-0a1", &path, &devnum, &err), 0);
         assert_int_equal(unlink(link), 0);
         assert_int_equal(rmdir(dir), 0);
         unsetenv(AWS_BYID_DIR_ENV);
 }
 
 static void test_wrong_secret_message(void **state) {
+        _cleanup_free_ char *err = NULL;
         setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-0123456789abcdef", 1);
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
         VolumeList l = {};
-        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, NULL, &l), PK_ECLOUD);
-        const char *m = volume_provider_aws_last_error();
+        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, NULL, &l, &err), PK_ECLOUD);
+        const char *m = err;
         print_message("error: %s\n", m);
         assert_non_null(strstr(m, "ec2 DescribeVolumes: SignatureDoesNotMatch"));
         assert_null(strstr(m, "wrong-secret"));
@@ -238,10 +245,11 @@ static void test_wrong_secret_message(void **state) {
 }
 
 static void test_throttled_list(void **state) {
+        _cleanup_free_ char *err = NULL;
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
         VolumeList l = {};
         aws_double_post("/_double/config", "{\"faults\": {\"throttle\": 3, \"error500\": 1}}");
-        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, "us-east-1a", &l), 0);
+        assert_int_equal(p->vtable->list_volumes(p->state, CLUSTER, "us-east-1a", &l, &err), 0);
         assert_int_equal(l.n, N_GEN + 3);
         volume_list_done(&l);
 }

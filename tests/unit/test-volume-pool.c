@@ -11,6 +11,7 @@
 
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cloud/pool.h"
@@ -401,6 +402,30 @@ static void test_pool_lock_deadline(void **state) {
         free(dir);
 }
 
+/* A stop request ends the wait for the pool lock at once: the daemon's SIGTERM must not wait out a lock
+ * another node holds. */
+static void test_pool_lock_stop(void **state) {
+        char *dir = make_pool_dir();
+        Pool *p = NULL;
+        NodeIdentity n1 = { .name = (char *)"n1", .zone = (char *)"z1" };
+        assert_int_equal(pool_open(dir, 10 * USEC_PER_SEC, &p), 0);
+        write_device_volume(dir, "d1");
+        int fd = pool_lock(p); /* another open file description: flock() makes the next one wait */
+        assert_true(fd >= 0);
+        stop_request();
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        int r = pool_attach(p, "d1", &n1);
+        usec_t took = now(CLOCK_MONOTONIC) - t0;
+        stop_reset();
+        assert_int_equal(r, -ECANCELED);
+        assert_true(took < 2 * USEC_PER_SEC);
+        close(fd);
+        assert_int_equal(pool_attach(p, "d1", &n1), 0);
+        pool_free(p);
+        remove_dir(dir);
+        free(dir);
+}
+
 static void write_member_volume(const char *dir, const char *id, const char *member) {
         char *path = strjoin(dir, "/", id, ".json");
         char *text =
@@ -442,6 +467,7 @@ int main(void) {
                 cmocka_unit_test(test_pool_create_list),
                 cmocka_unit_test(test_pool_claim_cas),
                 cmocka_unit_test(test_pool_lock_deadline),
+                cmocka_unit_test(test_pool_lock_stop),
                 cmocka_unit_test(test_pool_writer_reader_roundtrip),
                 cmocka_unit_test(test_pool_damaged_records),
                 cmocka_unit_test(test_pool_machine_id),

@@ -19,12 +19,13 @@ static void table_close(void *state) {
         free(t);
 }
 
-static int table_identity(void *state, NodeIdentity *ret) {
+static int table_identity(void *state, NodeIdentity *ret, char **ret_error) {
         NodeIdentity n = { .name = (char *)"n1", .zone = (char *)"z1" };
         return node_identity_copy(&n, ret);
 }
 
-static int table_list(void *state, const char *cluster, const char *zone, VolumeList *ret) {
+static int table_list(void *state, const char *cluster, const char *zone, VolumeList *ret,
+                      char **ret_error) {
         TableProvider *t = state;
         VolumeList l = {};
         for (size_t i = 0; i < t->volumes.n; i++) {
@@ -38,17 +39,17 @@ static int table_list(void *state, const char *cluster, const char *zone, Volume
         return 0;
 }
 
-static int table_attach(void *state, const char *id, const NodeIdentity *node) {
+static int table_attach(void *state, const char *id, const NodeIdentity *node, char **ret_error) {
         TableProvider *t = state;
         t->attach_calls++;
         return PK_ECONFLICT;
 }
 
-static int table_resolve(void *state, const char *id, char **ret_path, dev_t *ret_devnum) {
+static int table_resolve(void *state, const char *id, char **ret_path, dev_t *ret_devnum, char **ret_error) {
         return 0; /* never a device: observe must cope */
 }
 
-static int table_detach(void *state, const char *id, const char *node) {
+static int table_detach(void *state, const char *id, const char *node, char **ret_error) {
         return 0;
 }
 
@@ -99,7 +100,7 @@ static VolumeProvider *make_provider(void) {
 static void test_view(void **state) {
         VolumeProvider *p = make_provider();
         ClusterView *v = NULL;
-        assert_int_equal(volumes_list_view(p, "demo", &v), 0);
+        assert_int_equal(volumes_list_view(p, "demo", &v, NULL), 0);
         /* masters: holders of eligible etcd-main volumes, every zone, with the recorded IPs */
         assert_int_equal(v->n_masters, 2);
         assert_string_equal(v->masters[0].name, "n1");
@@ -134,7 +135,7 @@ static void test_observe_and_pass_with_table(void **state) {
                                   .manifest_dir = "/nonexistent-pk-m",
                                   .device_timeout = 1000 };
         VolumesObservation o = {};
-        assert_int_equal(volumes_observe(p, &cfg, &o), 0);
+        assert_int_equal(volumes_observe(p, &cfg, &o, NULL), 0);
         assert_string_equal(o.node.name, "n1");
         assert_int_equal(o.volumes.n, 5); /* every zone of the cluster */
         VolumesInput in;

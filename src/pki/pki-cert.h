@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Certificates of the cluster's PKI: self-signed CAs, leaf certificates signed by them, PEM, inspection and
+ * chain verification (OpenSSL 3, X509_* and EVP only). Times are usec_t on CLOCK_REALTIME and passed in,
+ * so tests choose "now". Library code: returns errors (and, where a code is not enough, a message for the
+ * caller to print), never logs. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+
+#define PKI_USEC_PER_DAY  (24ULL * 3600ULL * USEC_PER_SEC)
+#define PKI_CA_LIFETIME   (3650ULL * PKI_USEC_PER_DAY)  /* 10 years, as kubeadm's CAs */
+#define PKI_LEAF_LIFETIME (365ULL * PKI_USEC_PER_DAY)   /* 1 year */
+#define PKI_CLOCK_SKEW    (5ULL * 60ULL * USEC_PER_SEC) /* notBefore is backdated by this much */
+#define PKI_CN_MAX        64                            /* ub-common-name, RFC 5280 Appendix A */
+#define PKI_SANS_MAX      64                            /* per kind: far above what a master needs */
+
+typedef enum PkiUsage {
+        PKI_USAGE_SERVER = 1 << 0, /* extKeyUsage serverAuth */
+        PKI_USAGE_CLIENT = 1 << 1, /* extKeyUsage clientAuth */
+} PkiUsage;
+
+typedef struct PkiCertRequest {
+        const char *cn;   /* required, 1..64 characters, no control characters */
+        const char *org;  /* NULL, or O= ("system:masters" for the admin) */
+        char *const *dns; /* NULL-terminated, may be NULL: RFC 1123 host names, lowercase */
+        char *const *ips; /* NULL-terminated, may be NULL: IPv4 or IPv6 literals */
+        PkiUsage usage;   /* at least one */
+        usec_t lifetime;  /* 0: PKI_LEAF_LIFETIME */
+} PkiCertRequest;
+
+/* Checks a request; on -EINVAL, *ret_error (if not NULL) names the field and the value. Caller frees. */
+int pki_cert_request_check(const PkiCertRequest *req, char **ret_error);
+
+/* A self-signed CA for key: CN=cn, valid from at - PKI_CLOCK_SKEW for lifetime (0: PKI_CA_LIFETIME),
+ * basicConstraints CA:TRUE and keyUsage keyCertSign, cRLSign (both critical), subjectKeyIdentifier. Caller
+ * frees. */
+int pki_ca_create(const char *cn, EVP_PKEY *key, usec_t lifetime, usec_t at, X509 **ret);
+
+/* A leaf for leaf_key, signed by ca/ca_key: the request's subject and SANs, keyUsage digitalSignature
+ * (+ keyEncipherment for an RSA key), its extKeyUsage, authorityKeyIdentifier, a random 128-bit serial.
+ * -EINVAL with *ret_error for a bad request; -EINVAL if ca_key is not the key of ca. Caller frees. */
+int pki_cert_issue(const PkiCertRequest *req, EVP_PKEY *leaf_key, X509 *ca, EVP_PKEY *ca_key, usec_t at,
+                   X509 **ret, char **ret_error);
+
+/* PEM ("-----BEGIN CERTIFICATE-----"), NUL-terminated; caller frees. */
+int pki_cert_to_pem(X509 *cert, char **ret, size_t *ret_len);
+/* The first certificate in the PEM; PK_EMALFORMED if there is none. Caller frees. */
+int pki_cert_from_pem(const char *pem, size_t len, X509 **ret);
+
+/* Inspection. Strings and vectors: caller frees. -ENOENT if the certificate has no CN. */
+int pki_cert_subject_cn(X509 *cert, char **ret);
+int pki_cert_issuer_cn(X509 *cert, char **ret);
+/* The DNS names and IP addresses (canonical text, as inet_ntop writes them) of the SAN extension; empty
+ * vectors (not NULL) if it has none. */
+int pki_cert_sans(X509 *cert, char ***ret_dns, char ***ret_ips);
+int pki_cert_validity(X509 *cert, usec_t *ret_not_before, usec_t *ret_not_after);
+/* True if cert certifies key's public half. */
+bool pki_cert_matches_key(X509 *cert, EVP_PKEY *key);
+
+/* Verifies leaf against the one trusted ca at time at (X509_STORE, strict; at 0: the signatures and
+ * extensions only, not the validity periods). 0 if it chains; -EKEYREJECTED
+ * with *ret_error (OpenSSL's reason, if ret_error is not NULL; caller frees) if not. */
+int pki_cert_verify(X509 *leaf, X509 *ca, usec_t at, char **ret_error);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
+
+#include "basic/buf.h"
+#include "basic/fileio.h"
+#include "basic/string-util.h"
+#include "pki/pki-kubeconfig.h"
+#include "shared/crypto.h"
+
+#define KUBECONFIG_MAX (256U * 1024U)
+
+static int field_error(char **ret_error, const char *field, const char *value, const char *why) {
+        if (ret_error)
+                *ret_error = strprintf("invalid kubeconfig %s '%s': %s", field, strnull(value), why);
+        return -EINVAL;
+}
+
+/* Names go into the YAML unquoted: only characters that YAML cannot take for syntax. */
+static int check_name(const char *field, const char *s, char **ret_error) {
+        if (isempty(s) || strlen(s) > 253)
+                return field_error(ret_error, field, s, "must be 1 to 253 characters");
+        if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.:_-") != strlen(s) ||
+            strchr("-:", s[0]))
+                return field_error(ret_error, field, s, "only letters, digits and . : _ - (not first: - :)");
+        return 0;
+}
+
+static int check(const PkiKubeconfig *kc, char **ret_error) {
+        int r;
+        if ((r = check_name("cluster", kc->cluster, ret_error)) < 0 ||
+            (r = check_name("user", kc->user, ret_error)) < 0)
+                return r;
+        const char *host = startswith(strempty(kc->server), "https://");
+        if (isempty(host) || strlen(kc->server) > 2048 || strpbrk(kc->server, " \"'#\\") ||
+            string_has_cc(kc->server))
+                return field_error(ret_error, "server", kc->server,
+                                   "must be an https:// URL without spaces");
+        if (isempty(kc->ca_pem) || isempty(kc->cert_pem) || isempty(kc->key_pem))
+                return field_error(ret_error, "credentials", kc->user,
+                                   "the CA, certificate and key are required");
+        return 0;
+}
+
+/* "field: base64(pem)"; the key's base64 is a secret too and is erased after it is copied. */
+static int add_b64(Buf *b, const char *indent_field, const char *pem) {
+        _cleanup_erase_free_ char *b64 = NULL;
+        int r = crypto_base64_encode(pem, strlen(pem), &b64);
+        if (r < 0)
+                return r;
+        return buf_printf(b, "%s: %s\n", indent_field, b64);
+}
+
+int pki_kubeconfig_render(const PkiKubeconfig *kc, char **ret, size_t *ret_len, char **ret_error) {
+        _cleanup_buf_ Buf b = {};
+        int r = check(kc, ret_error);
+        if (r < 0)
+                return r;
+        buf_init_secret(&b, KUBECONFIG_MAX);
+        r = buf_printf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n");
+        if (r >= 0)
+                r = add_b64(&b, "    certificate-authority-data", kc->ca_pem);
+        if (r >= 0)
+                r = buf_printf(
+                    &b,
+                    "    server: %s\n  name: %s\ncontexts:\n- context:\n    cluster: %s\n    user: %s\n"
+                    "  name: %s@%s\ncurrent-context: %s@%s\npreferences: {}\nusers:\n- name: %s\n"
+                    "  user:\n",
+                    kc->server, kc->cluster, kc->cluster, kc->user, kc->user, kc->cluster, kc->user,
+                    kc->cluster, kc->user);
+        if (r >= 0)
+                r = add_b64(&b, "    client-certificate-data", kc->cert_pem);
+        if (r >= 0)
+                r = add_b64(&b, "    client-key-data", kc->key_pem);
+        if (r < 0)
+                return r;
+        size_t len = b.len;
+        char *s = buf_steal_str(&b);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int pki_kubeconfig_write(const char *path, const PkiKubeconfig *kc, char **ret_error) {
+        char *text = NULL;
+        size_t len = 0;
+        int r = pki_kubeconfig_render(kc, &text, &len, ret_error);
+        if (r < 0)
+                return r;
+        r = write_file_atomic(path, text, len, 0600, true);
+        erase_and_free(text, len);
+        return r < 0 ? r : 0;
+}
