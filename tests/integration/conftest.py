@@ -33,3 +33,15 @@ def need_root():
         if IN_CI:
             pytest.fail("this test needs root and CI runs as root")
         pytest.skip("needs root")
+
+
+@pytest.fixture
+def main_volumes():
+    """A local pool for one etcd cluster (main) on real loop devices (loopdev.VolEnv), cleaned up after the
+    test; the cleanup must find nothing left mounted."""
+    from loopdev import VolEnv
+    need_root()
+    e = VolEnv(protokube_bin(), clusters=("main",))
+    yield e
+    errors = e.cleanup()
+    assert not errors, errors

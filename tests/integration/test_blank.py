@@ -7,20 +7,16 @@ import subprocess
 
 import pytest
 
-from conftest import need_root, protokube_bin
-from loopdev import MIB, VolEnv, mounts_under, run
+from conftest import protokube_bin
+from loopdev import MIB, mounts_under, run
 
 TAGS = ["--tag", "KubernetesCluster=demo.k8s.test", "--tag", "k8s.io/role/master=1",
         "--tag", "k8s.io/etcd/main=a/a"]
 
 
 @pytest.fixture
-def env():
-    need_root()
-    e = VolEnv(protokube_bin(), clusters=("main",))
-    yield e
-    errors = e.cleanup()
-    assert not errors, errors
+def env(main_volumes):
+    return main_volumes
 
 
 def blkid_probe(dev):

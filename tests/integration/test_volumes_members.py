@@ -6,17 +6,12 @@ import os
 
 import pytest
 
-from conftest import need_root, protokube_bin
-from loopdev import MIB, VolEnv, loop_of, run
+from loopdev import MIB, loop_of, run
 
 
 @pytest.fixture
-def env():
-    need_root()
-    e = VolEnv(protokube_bin(), clusters=("main",))
-    yield e
-    errors = e.cleanup()
-    assert not errors, errors
+def env(main_volumes):
+    return main_volumes
 
 
 def ip_of(node):

@@ -8,17 +8,12 @@ import subprocess
 
 import pytest
 
-from conftest import need_root, protokube_bin
-from loopdev import VolEnv, mounts_under
+from loopdev import mounts_under
 
 
 @pytest.fixture
-def env():
-    need_root()
-    e = VolEnv(protokube_bin(), clusters=("main",))
-    yield e
-    errors = e.cleanup()
-    assert not errors, errors
+def env(main_volumes):
+    return main_volumes
 
 
 def wrapper_path(env, signal):
@@ -41,6 +36,6 @@ def test_fsck_killed_by_signal_is_an_error(env, signal, name):
     p = subprocess.run(env.argv("once", "n1"), capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PATH": wrapper_path(env, signal)})
     assert p.returncode == 1, p.stderr
-    assert f"e2fsck '/dev/loop" in p.stderr and f"was killed by signal {name}" in p.stderr, p.stderr
+    assert "e2fsck '/dev/loop" in p.stderr and f"was killed by signal {name}" in p.stderr, p.stderr
     assert "corrected errors" not in p.stderr
     assert not mounts_under(env.mount_root("n1")), "mounted after a crashed fsck"

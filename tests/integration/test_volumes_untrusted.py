@@ -3,21 +3,15 @@
 # nosuid,nodev, a symlink planted on the volume is never followed, a FIFO there never blocks the daemon.
 import os
 import stat
-import subprocess
 
 import pytest
 
-from conftest import need_root, protokube_bin
-from loopdev import VolEnv, loop_of, mounts_under, run
+from loopdev import run
 
 
 @pytest.fixture
-def env():
-    need_root()
-    e = VolEnv(protokube_bin(), clusters=("main",))
-    yield e
-    errors = e.cleanup()
-    assert not errors, errors
+def env(main_volumes):
+    return main_volumes
 
 
 def mount_options(path):
@@ -78,6 +72,6 @@ def test_fifo_on_volume_never_blocks(env):
     os.unlink(manifest)
     os.mkfifo(manifest)
     # a blocking open of the FIFO would hang the pass until the timeout
-    p = env.pk("once", "n1", check=0, timeout=30)
+    env.pk("once", "n1", check=0, timeout=30)
     assert stat.S_ISREG(os.lstat(manifest).st_mode)
     assert "kind: Pod" in open(manifest).read()
