@@ -112,6 +112,7 @@ int verb_store_put_if_absent(CliContext *ctx, char **args);
 int verb_store_list(CliContext *ctx, char **args);
 int verb_store_delete(CliContext *ctx, char **args);
 int verb_pki_demo_issue(CliContext *ctx, char **args);
+int verb_pki_init(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -122,6 +123,7 @@ extern const CliOption verb_wipe_options[];
 extern const CliOption verb_store_get_options[];
 extern const CliOption verb_store_put_options[];
 extern const CliOption verb_pki_demo_issue_options[];
+extern const CliOption verb_pki_init_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

@@ -97,13 +97,18 @@ static const CliVerb store_verbs[] = {
         {},
 };
 
-/* The PKI (docs/pki.md); the keystore and the node's certificates come with the state store. */
+/* The PKI (docs/pki.md): the keystore in the state store; the node's certificates come with the pass. */
 static const CliVerb pki_verbs[] = {
         { .name = "demo-issue",
           .run = verb_pki_demo_issue,
           .help =
               "create a CA and issue a leaf into --out DIR (reissued only when the renewal rules say so)",
           .options = verb_pki_demo_issue_options },
+        { .name = "init",
+          .run = verb_pki_init,
+          .help = "create the cluster's CAs and service-account key in --store URL unless there; print "
+                  "each one's SHA-256 fingerprint and whether it was created or read",
+          .options = verb_pki_init_options },
         {},
 };
 
@@ -154,7 +159,7 @@ static const CliVerb verbs[] = {
         { .name = "store",
           .help = "the state store: get, put, put-if-absent, list, delete",
           .sub_verbs = store_verbs },
-        { .name = "pki", .help = "the cluster's PKI: demo-issue", .sub_verbs = pki_verbs },
+        { .name = "pki", .help = "the cluster's PKI: init, demo-issue", .sub_verbs = pki_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

@@ -3,7 +3,8 @@
  * tests/integration/test_pki.py to check with the openssl tool. It creates (or reuses) a CA pair "ca" in
  * --out DIR, then issues the leaf pair --name (default "leaf") for --cn, --dns and --ip, unless the leaf
  * there is still good for exactly those names: the renewal decision the pass will make. Nothing here
- * touches the state store (the keystore is wired into the pass separately). */
+ * touches the state store (the keystore is wired into the pass separately).
+ * protokube pki init: the keystore in the state store, created once (below). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,14 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
+#include "pki/keystore.h"
 #include "pki/pki-cert.h"
 #include "pki/pki-files.h"
 #include "pki/pki-key.h"
 #include "pki/pki-kubeconfig.h"
 #include "pki/pki-plan.h"
 #include "shared/openssl-util.h"
+#include "store/store.h"
 
 #define DEMO_CA_CN "protokube-demo-ca"
 
@@ -216,4 +219,76 @@ int verb_pki_demo_issue(CliContext *ctx, char **args) {
         if (demo_ca(arg_pki.out, at, &ca, &ca_key) < 0 || demo_leaf(arg_pki.out, ca, ca_key, at) < 0)
                 return EXIT_ERROR;
         return EXIT_SUCCESS;
+}
+
+/* protokube pki init --store URL [--etcd-cluster NAME]...: the keystore's get-or-create (docs/pki.md), as a
+ * master's first pass does it; one line per entry: its name, the SHA-256 fingerprint of its certificate (of
+ * its public key for the service-account key) and whether this process created it or read it. */
+static struct {
+        const char *store;
+        char **etcd_clusters;
+} arg_init;
+
+static int parse_init_store(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_init.store = value;
+        return 0;
+}
+
+static int parse_init_etcd_cluster(const CliOption *o, CliContext *ctx, const char *value,
+                                   const char *source) {
+        if (!keystore_etcd_cluster_valid(value))
+                return cli_usage_error("pki init",
+                                       "invalid %s '%s' (expected [a-z0-9][a-z0-9-]*, at most %d)", source,
+                                       value, KEYSTORE_ETCD_CLUSTER_MAX),
+                       -EINVAL;
+        if (strv_contains(arg_init.etcd_clusters, value))
+                return cli_usage_error("pki init", "%s '%s' given twice", source, value), -EINVAL;
+        if (strv_length(arg_init.etcd_clusters) >= KEYSTORE_ETCD_CLUSTERS_MAX)
+                return cli_usage_error("pki init", "at most %d etcd clusters", KEYSTORE_ETCD_CLUSTERS_MAX),
+                       -EINVAL;
+        if (strv_extend(&arg_init.etcd_clusters, value) < 0)
+                return log_oom();
+        return 0;
+}
+
+const CliOption verb_pki_init_options[] = {
+        { .name = "store",
+          .arg_name = "URL",
+          .help = "the state store (file:///DIR or s3://BUCKET[/PREFIX]; required)",
+          .parse = parse_init_store },
+        { .name = "etcd-cluster",
+          .arg_name = "NAME",
+          .help = "an etcd cluster whose peer and client CAs to keep (repeatable: main, events)",
+          .parse = parse_init_etcd_cluster },
+        {},
+};
+
+int verb_pki_init(CliContext *ctx, char **args) {
+        _cleanup_strv_free_ char **clusters = TAKE_PTR(arg_init.etcd_clusters);
+        _cleanup_(store_freep) Store *s = NULL;
+        _cleanup_(keystore_freep) Keystore *k = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (isempty(arg_init.store))
+                return cli_usage_error("pki init", "--store URL is required");
+        r = store_open(arg_init.store, &s, &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err ?: pk_strerror(r));
+                return EXIT_ERROR;
+        }
+        KeystoreSpec spec = KEYSTORE_SPEC_DEFAULTS;
+        spec.etcd_clusters = clusters;
+        r = keystore_get_or_create(s, &spec, now(CLOCK_REALTIME), &k, &err);
+        if (r < 0) {
+                log_error_errno(r, "%s", err ?: pk_strerror(r));
+                return EXIT_ERROR;
+        }
+        for (size_t i = 0; i < keystore_size(k); i++) {
+                const KeystoreEntry *e = keystore_entry(k, i);
+                char fp[KEYSTORE_FINGERPRINT_TEXT_MAX];
+                printf("%s %s %s\n", e->name, keystore_fingerprint_text(e, fp),
+                       e->created ? "created" : "read");
+        }
+        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_ERROR;
 }
