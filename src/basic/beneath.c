@@ -83,14 +83,22 @@ static int open_regular_at(int dirfd, const char *name) {
         return TAKE_FD(fd);
 }
 
-int beneath_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {
+static int read_at(int dirfd, const char *name, size_t max, bool secret, char **ret, size_t *ret_len) {
         int r = name_check(name);
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = open_regular_at(dirfd, name);
         if (fd < 0)
                 return fd;
-        return read_full_fd(fd, max, ret, ret_len);
+        return secret ? read_full_fd_secret(fd, max, ret, ret_len) : read_full_fd(fd, max, ret, ret_len);
+}
+
+int beneath_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {
+        return read_at(dirfd, name, max, false, ret, ret_len);
+}
+
+int beneath_read_file_secret(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {
+        return read_at(dirfd, name, max, true, ret, ret_len);
 }
 
 static bool holds_exactly(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {

@@ -18,6 +18,8 @@ int beneath_open_dir(int dirfd, const char *rel, bool create, mode_t mode);
 /* Reads the regular file name (one component) in dirfd, at most max bytes. -ENOENT when absent,
  * -ELOOP for a symlink, -EBADFD for anything but a regular file (FIFO, device, socket, directory). */
 int beneath_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
+/* The same for a file that may hold a secret: no partial copy is left in freed memory. */
+int beneath_read_file_secret(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
 
 /* Writes data to name in dirfd atomically (a dotfile temp created O_EXCL|O_NOFOLLOW, fsync, renameat over
  * name, fsync dirfd). Whatever name was (a symlink, a FIFO) is replaced, never followed; a directory there

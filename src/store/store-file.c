@@ -107,7 +107,8 @@ static int file_get(Store *s, const char *key, char **ret_data, size_t *ret_len,
         _cleanup_close_ int dfd = key_dir_open(s->data, key, false, &name, ret_cause);
         if (dfd < 0)
                 return dfd;
-        int r = beneath_read_file(dfd, name, STORE_OBJECT_MAX, ret_data, ret_len);
+        /* any object may be a private key (the keystore's are): read it without leaving copies behind */
+        int r = beneath_read_file_secret(dfd, name, STORE_OBJECT_MAX, ret_data, ret_len);
         if (r < 0 && r != -ENOENT)
                 *ret_cause = file_cause(r, name);
         return r;
