@@ -2,20 +2,14 @@
 """The AWS client (tests/unit/test-aws-client, built by meson) against the AWS double started here: as root,
 with image-backed volumes that AttachVolume turns into loop devices and by-id links; and proof that nothing
 secret reaches the output (the error messages the daemon would log)."""
-import json
 import os
-import shutil
-import signal
 import subprocess
-import tempfile
-import time
-import urllib.request
 
 import pytest
 
-from conftest import IN_CI, ROOT, need_root, protokube_bin
+from awsdouble import double_state, running_double
+from conftest import IN_CI, need_root, protokube_bin
 
-DOUBLE = os.path.join(ROOT, "tests", "fakes", "aws", "server.py")
 
 
 def build_dir():
@@ -33,31 +27,8 @@ def client_test_bin():
 
 @pytest.fixture
 def aws_double():
-    d = tempfile.mkdtemp(prefix="pk-awsdouble-")
-    port_file = os.path.join(d, "port")
-    proc = subprocess.Popen(["/usr/bin/python3", DOUBLE, "--port-file", port_file])
-    try:
-        deadline = time.monotonic() + 15
-        while not os.path.exists(port_file):
-            assert proc.poll() is None, "the AWS double exited"
-            assert time.monotonic() < deadline, "the AWS double did not start"
-            time.sleep(0.05)
-        with open(port_file, encoding="utf-8") as f:
-            url = "http://127.0.0.1:" + f.read().strip()
+    with running_double() as (url, d):
         yield {"url": url, "dir": d}
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def double_state(url):
-    with urllib.request.urlopen(url + "/_double/state", timeout=10) as r:
-        return json.load(r)
 
 
 def run_client_tests(url, extra_env=None):

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from conftest import protokube_bin
-from test_store import BUCKET, aws_double, double_state, s3_env  # noqa: F401 (aws_double is a fixture)
+from awsdouble import double_state
+from test_store import BUCKET, aws_double, s3_env  # noqa: F401 (aws_double is a fixture)
 
 RACERS = 5
 TRIALS = 20

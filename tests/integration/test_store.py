@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -18,9 +17,9 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, protokube_bin
+from awsdouble import DOUBLE, double_state, running_double
+from conftest import protokube_bin
 
-DOUBLE = os.path.join(ROOT, "tests", "fakes", "aws", "server.py")
 BUCKET = "pk-state"
 AKID = "AKIDEXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -30,33 +29,8 @@ TRIALS = 20
 
 @pytest.fixture(scope="module")
 def aws_double():
-    d = tempfile.mkdtemp(prefix="pk-store-double-")
-    port_file = os.path.join(d, "port")
-    cfg = os.path.join(d, "config.json")
-    with open(cfg, "w", encoding="utf-8") as f:
-        json.dump({"buckets": [BUCKET]}, f)
-    proc = subprocess.Popen(["/usr/bin/python3", DOUBLE, "--port-file", port_file, "--config", cfg])
-    try:
-        deadline = time.monotonic() + 15
-        while not os.path.exists(port_file):
-            assert proc.poll() is None, "the AWS double exited"
-            assert time.monotonic() < deadline, "the AWS double did not start"
-            time.sleep(0.05)
-        with open(port_file, encoding="utf-8") as f:
-            yield "http://127.0.0.1:" + f.read().strip()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def double_state(url):
-    with urllib.request.urlopen(url + "/_double/state", timeout=10) as r:
-        return json.load(r)
+    with running_double({"buckets": [BUCKET]}, prefix="pk-store-double-") as (url, _):
+        yield url
 
 
 def s3_env(url, **extra):
@@ -220,7 +194,7 @@ def test_missing_or_unreadable_store(aws_double, tmp_path):
     cases = [
         ("file://" + str(tmp_path / "missing"), {}, b"No such file or directory"),
         ("file://" + str(plain), {}, b"Not a directory"),
-        (f"s3://no-such-bucket/p", s3_env(aws_double), b"NoSuchBucket"),
+        ("s3://no-such-bucket/p", s3_env(aws_double), b"NoSuchBucket"),
         (f"s3://{BUCKET}/p", s3_env(aws_double, AWS_ACCESS_KEY_ID="AKIDUNKNOWN"), b"InvalidClientTokenId"),
     ]
     for url, env, why in cases:
