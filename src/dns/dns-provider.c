@@ -124,45 +124,32 @@ int dns_session_apply(DnsSession *s, const DnsRRsetList *changes, char **ret_err
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
                 const char **ret_provider, char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
+        _cleanup_(dns_session_freep) DnsSession *session = NULL;
         _cleanup_free_ char *error = NULL;
-        DnsProviderState *state = NULL;
-        int kind = spec->dns.provider.value; /* "none" unless set: the spec applied the default */
-        const char *name = dns_provider_kind_to_string(kind);
         int r;
 
         if (ret_provider)
-                *ret_provider = name ? name : "?";
-        if (kind == DNS_PROVIDER_NONE) {
-                if (ret_changes)
-                        *ret_changes = (DnsRRsetList){};
-                return 0;
-        }
-        const DnsProvider *p = dns_provider_find(name);
-        if (!p) {
-                *ret_error = strprintf("DNS provider '%s' is not available in this build", strna(name));
-                return -EOPNOTSUPP;
-        }
-        if (view->n_masters == 0 && view->n_members == 0) {
+                *ret_provider = dns_provider_kind_to_string(spec->dns.provider.value) ?: "?";
+        if (ret_changes)
+                *ret_changes = (DnsRRsetList){};
+        if (view->n_masters == 0 && view->n_members == 0 && spec->dns.provider.value != DNS_PROVIDER_NONE) {
                 *ret_error = strdup("the view has no masters and no etcd members; refusing to remove every "
                                     "record");
                 return PK_EWAITING;
         }
+        r = dns_session_open(spec, &session, ret_error);
+        if (r < 0 || !session) /* "none": nothing to do */
+                return r;
         r = dns_desired_records(spec, view, &desired, &error);
         if (r < 0) {
                 *ret_error =
                     strprintf("cannot compute the desired records: %s", error ? error : pk_strerror(r));
                 return r;
         }
-        r = p->open(spec, &state, &error);
+        r = dns_sync(session->provider, session->state, &desired, dry_run, &changes, &error);
         if (r < 0) {
-                *ret_error = strprintf("cannot set up DNS provider '%s': %s", p->name,
+                *ret_error = strprintf("DNS provider '%s': %s", session->provider->name,
                                        error ? error : pk_strerror(r));
-                return r;
-        }
-        r = dns_sync(p, state, &desired, dry_run, &changes, &error);
-        p->close(state);
-        if (r < 0) {
-                *ret_error = strprintf("DNS provider '%s': %s", p->name, error ? error : pk_strerror(r));
                 return r;
         }
         if (ret_changes) {
