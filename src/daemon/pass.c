@@ -157,13 +157,14 @@ static void report_volumes(PassReport *rep, const VolumesPassResult *res) {
         rep->actions_applied += res->n_changes;
         rep->volumes_held = res->n_ready;
         rep->volumes_member_conflicts = res->n_member_conflicts;
+        unsigned by_action = 0;
         for (int k = 0; k < _VOLUMES_ERROR_MAX; k++)
-                for (unsigned n = 0; n < res->errors[k]; n++)
+                for (unsigned n = 0; n < res->errors[k]; n++, by_action++)
                         pass_report_error(rep, volumes_error_stage(k), -EIO,
                                           "a volume is stuck on an error (see the log)");
-        if (res->n_errors > 0 && !rep->errors[PASS_STAGE_CLAIM] && !rep->errors[PASS_STAGE_DEVICE] &&
-            !rep->errors[PASS_STAGE_FSCK] && !rep->errors[PASS_STAGE_FORMAT] &&
-            !rep->errors[PASS_STAGE_MOUNT] && !rep->errors[PASS_STAGE_MANIFEST])
+        /* the rest are selections stuck before any action (another device on the mount point, a duplicate
+         * held mounted): they count where a volume is chosen */
+        for (unsigned n = by_action; n < res->n_errors; n++)
                 pass_report_error(rep, PASS_STAGE_CLAIM, -EIO,
                                   "a volume is stuck on an error (see the log)");
         if (res->n_waiting > 0) {
