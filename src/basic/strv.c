@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "strv.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,4 +134,15 @@ bool strv_equal(char *const *a, char *const *b) {
                 if (strcmp(a[i], b[i]) != 0)
                         return false;
         return !(a && a[i]) && !(b && b[i]);
+}
+
+char **strv_new_real(const char *x, ...) {
+        va_list ap;
+        char **l = calloc(1, sizeof(char *));
+        va_start(ap, x);
+        for (const char *t = x; l && t; t = va_arg(ap, const char *))
+                if (strv_extend(&l, t) < 0)
+                        l = strv_free(l);
+        va_end(ap);
+        return l;
 }

@@ -25,6 +25,10 @@ int strv_extend(char ***l, const char *s);
 /* Appends s itself (takes ownership on success only). */
 int strv_push(char ***l, char *s);
 char **strv_copy(char *const *l);
+/* A new vector of copies of the arguments up to the first NULL (strv_new(NULL): an empty vector). NULL on
+ * OOM. */
+char **strv_new_real(const char *x, ...) __attribute__((sentinel));
+#define strv_new(...) strv_new_real(__VA_ARGS__, NULL)
 void strv_sort(char **l);
 /* Joins with sep; caller frees. NULL on OOM. */
 char *strv_join(char *const *l, const char *sep);

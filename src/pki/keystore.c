@@ -322,6 +322,35 @@ int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keysto
         return 0;
 }
 
+int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error) {
+        _cleanup_(keystore_freep) Keystore *k = NULL;
+        int r;
+
+        if (!s || !spec || !ret)
+                return -EINVAL;
+        r = spec_check(spec, ret_error);
+        if (r < 0)
+                return r;
+        r = keystore_new(spec, &k);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < k->n; i++) {
+                KeystoreEntry *e = &k->entries[i];
+                r = entry_read(s, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+        *ret = TAKE_PTR(k);
+        return 0;
+}
+
+size_t keystore_missing(const Keystore *k) {
+        size_t n = 0;
+        for (size_t i = 0; k && i < k->n; i++)
+                n += !k->entries[i].key;
+        return n;
+}
+
 size_t keystore_size(const Keystore *k) {
         return k ? k->n : 0;
 }

@@ -69,6 +69,13 @@ typedef struct Keystore Keystore;
  * Caller frees *ret and *ret_error. */
 int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keystore **ret, char **ret_error);
 
+/* Reads the entries of spec and creates nothing: an absent entry keeps key and cert NULL (a pass observes
+ * with this and creates in its apply step; `protokube plan` shows what would be created). Errors as above.
+ */
+int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error);
+/* How many entries are absent (key NULL). */
+size_t keystore_missing(const Keystore *k);
+
 Keystore *keystore_free(Keystore *k);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Keystore *, keystore_free)
 

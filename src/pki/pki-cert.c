@@ -18,7 +18,6 @@
 
 #define PKI_CERT_PEM_MAX (64U * 1024U)
 #define PKI_LIFETIME_MAX (100ULL * 366ULL * PKI_USEC_PER_DAY)
-#define PKI_SERIAL_BYTES 16 /* 128 bits; RFC 5280 §4.1.2.2 allows up to 20 octets */
 
 static int field_error(char **ret_error, const char *field, const char *value, const char *why) {
         if (ret_error)
@@ -57,11 +56,13 @@ int pki_cert_request_check(const PkiCertRequest *req, char **ret_error) {
         return 0;
 }
 
-/* A positive, non-zero random serial of 128 bits (the top bit cleared so that its DER needs no sign byte).
- */
-static int set_random_serial(X509 *x) {
+/* A positive, non-zero serial of 128 bits, random unless chosen (the top bit cleared so that its DER needs
+ * no sign byte, the next one set so that it is never zero and always 16 octets). */
+static int set_serial(X509 *x, const uint8_t *chosen) {
         unsigned char b[PKI_SERIAL_BYTES];
-        if (RAND_bytes(b, sizeof(b)) != 1)
+        if (chosen)
+                memcpy(b, chosen, sizeof(b));
+        else if (RAND_bytes(b, sizeof(b)) != 1)
                 return -EIO;
         b[0] = (unsigned char)((b[0] & 0x7f) | 0x40);
         _cleanup_(BN_freep) BIGNUM *bn = BN_bin2bn(b, sizeof(b), NULL);
@@ -89,11 +90,11 @@ static int name_new(const char *cn, const char *org, X509_NAME **ret) {
 
 /* The body every certificate shares: v3, serial, names, public key, validity from at - skew. */
 static int cert_new(const X509_NAME *subject, const X509_NAME *issuer, EVP_PKEY *key, usec_t lifetime,
-                    usec_t at, X509 **ret) {
+                    usec_t at, const uint8_t *serial, X509 **ret) {
         _cleanup_(X509_freep) X509 *x = X509_new();
         if (!x)
                 return -ENOMEM;
-        int r = set_random_serial(x);
+        int r = set_serial(x, serial);
         if (r < 0)
                 return r;
         time_t from = (time_t)((at - MIN(at, PKI_CLOCK_SKEW)) / USEC_PER_SEC);
@@ -133,7 +134,7 @@ int pki_ca_create(const char *cn, EVP_PKEY *key, usec_t lifetime, usec_t at, X50
         int r = name_new(cn, NULL, &name);
         if (r < 0)
                 return r;
-        r = cert_new(name, name, key, lifetime ?: PKI_CA_LIFETIME, at, &x);
+        r = cert_new(name, name, key, lifetime ?: PKI_CA_LIFETIME, at, NULL, &x);
         if (r < 0)
                 return r;
         X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
@@ -230,7 +231,8 @@ int pki_cert_issue(const PkiCertRequest *req, EVP_PKEY *leaf_key, X509 *ca, EVP_
         r = name_new(req->cn, req->org, &name);
         if (r < 0)
                 return r;
-        r = cert_new(name, X509_get_subject_name(ca), leaf_key, req->lifetime ?: PKI_LEAF_LIFETIME, at, &x);
+        r = cert_new(name, X509_get_subject_name(ca), leaf_key, req->lifetime ?: PKI_LEAF_LIFETIME, at,
+                     req->serial, &x);
         if (r < 0)
                 return r;
         if ((r = leaf_extensions(x, ca, req, leaf_key)) < 0 || (r = sign(x, ca_key)) < 0)
@@ -401,4 +403,33 @@ int pki_cert_verify(X509 *leaf, X509 *ca, usec_t at, char **ret_error) {
                                        X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)),
                                        X509_STORE_CTX_get_error_depth(ctx));
         return -EKEYREJECTED;
+}
+
+char *pki_serial_bytes_text(const uint8_t serial[static PKI_SERIAL_BYTES],
+                            char buf[static PKI_SERIAL_TEXT_MAX]) {
+        static const char hex[] = "0123456789abcdef";
+        for (size_t i = 0; i < PKI_SERIAL_BYTES; i++) {
+                uint8_t v = i == 0 ? (uint8_t)((serial[0] & 0x7f) | 0x40) : serial[i];
+                buf[2 * i] = hex[v >> 4];
+                buf[2 * i + 1] = hex[v & 15];
+        }
+        buf[2 * PKI_SERIAL_BYTES] = 0;
+        return buf;
+}
+
+int pki_cert_serial_text(X509 *cert, char **ret) {
+        _cleanup_(BN_freep) BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+        if (!bn)
+                return -ENOMEM;
+        char *hex = BN_bn2hex(bn);
+        if (!hex)
+                return -ENOMEM;
+        char *s = strdup(hex);
+        OPENSSL_free(hex);
+        if (!s)
+                return -ENOMEM;
+        for (char *p = s; *p; p++)
+                *p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+        *ret = s;
+        return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -15,12 +16,14 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 
-#define PKI_USEC_PER_DAY  (24ULL * 3600ULL * USEC_PER_SEC)
-#define PKI_CA_LIFETIME   (3650ULL * PKI_USEC_PER_DAY)  /* 10 years, as kubeadm's CAs */
-#define PKI_LEAF_LIFETIME (365ULL * PKI_USEC_PER_DAY)   /* 1 year */
-#define PKI_CLOCK_SKEW    (5ULL * 60ULL * USEC_PER_SEC) /* notBefore is backdated by this much */
-#define PKI_CN_MAX        64                            /* ub-common-name, RFC 5280 Appendix A */
-#define PKI_SANS_MAX      64                            /* per kind: far above what a master needs */
+#define PKI_USEC_PER_DAY    (24ULL * 3600ULL * USEC_PER_SEC)
+#define PKI_CA_LIFETIME     (3650ULL * PKI_USEC_PER_DAY)  /* 10 years, as kubeadm's CAs */
+#define PKI_LEAF_LIFETIME   (365ULL * PKI_USEC_PER_DAY)   /* 1 year */
+#define PKI_CLOCK_SKEW      (5ULL * 60ULL * USEC_PER_SEC) /* notBefore is backdated by this much */
+#define PKI_CN_MAX          64                            /* ub-common-name, RFC 5280 Appendix A */
+#define PKI_SANS_MAX        64                            /* per kind: far above what a master needs */
+#define PKI_SERIAL_BYTES    16 /* 128 bits; RFC 5280 4.1.2.2 allows up to 20 octets */
+#define PKI_SERIAL_TEXT_MAX (PKI_SERIAL_BYTES * 2 + 1) /* lowercase hex, with its NUL */
 
 typedef enum PkiUsage {
         PKI_USAGE_SERVER = 1 << 0, /* extKeyUsage serverAuth */
@@ -34,6 +37,10 @@ typedef struct PkiCertRequest {
         char *const *ips; /* NULL-terminated, may be NULL: IPv4 or IPv6 literals */
         PkiUsage usage;   /* at least one */
         usec_t lifetime;  /* 0: PKI_LEAF_LIFETIME */
+        /* NULL: random. Else PKI_SERIAL_BYTES chosen by the caller (a pass plans its certificates' serials
+         * so that a manifest can name the certificates it will run with); the first octet's top bit is
+         * cleared and the next set, as for a random one. */
+        const uint8_t *serial;
 } PkiCertRequest;
 
 /* Checks a request; on -EINVAL, *ret_error (if not NULL) names the field and the value. Caller frees. */
@@ -62,6 +69,12 @@ int pki_cert_issuer_cn(X509 *cert, char **ret);
  * vectors (not NULL) if it has none. */
 int pki_cert_sans(X509 *cert, char ***ret_dns, char ***ret_ips);
 int pki_cert_validity(X509 *cert, usec_t *ret_not_before, usec_t *ret_not_after);
+/* The serial number as lowercase hex without leading zeros ("4f2a..."), as `openssl x509 -serial` prints it
+ * but lowercase. */
+int pki_cert_serial_text(X509 *cert, char **ret);
+/* The serial that set_serial() writes for chosen bytes, as pki_cert_serial_text() prints it. Returns buf. */
+char *pki_serial_bytes_text(const uint8_t serial[static PKI_SERIAL_BYTES],
+                            char buf[static PKI_SERIAL_TEXT_MAX]);
 /* True if cert certifies key's public half. */
 bool pki_cert_matches_key(X509 *cert, EVP_PKEY *key);
 

@@ -339,7 +339,9 @@ int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *
                 return 0;
         }
         if (r >= 0 && pki_cert_validity(cert, &s.not_before, &s.not_after) >= 0 &&
-            pki_cert_sans(cert, &s.dns, &s.ips) >= 0) {
+            pki_cert_sans(cert, &s.dns, &s.ips) >= 0 && pki_cert_serial_text(cert, &s.serial) >= 0) {
+                (void)pki_cert_subject_cn(cert, &s.subject_cn); /* display only: may be absent */
+                (void)pki_cert_issuer_cn(cert, &s.issuer_cn);
                 s.status = PKI_LEAF_PRESENT;
                 /* the signature only: an expired leaf is "expiring", not "other CA" */
                 s.signed_by_ca = ca && pki_cert_verify(cert, ca, 0, NULL) >= 0;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdbool.h>
 #include <string.h>
 
 #include "basic/buf.h"
 #include "basic/fileio.h"
+#include "basic/macro.h"
 #include "basic/string-util.h"
 #include "pki/pki-kubeconfig.h"
 #include "shared/crypto.h"
@@ -35,6 +37,18 @@ static int check(const PkiKubeconfig *kc, char **ret_error) {
             string_has_cc(kc->server))
                 return field_error(ret_error, "server", kc->server,
                                    "must be an https:// URL without spaces");
+        bool files = kc->ca_file || kc->cert_file || kc->key_file;
+        if (files && (kc->ca_pem || kc->cert_pem || kc->key_pem))
+                return field_error(ret_error, "credentials", kc->user, "either files or PEMs, not both");
+        if (files) {
+                const char *paths[] = { kc->ca_file, kc->cert_file, kc->key_file };
+                for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+                        if (!paths[i] || paths[i][0] != '/' || strlen(paths[i]) > 4096 ||
+                            strpbrk(paths[i], " \"'#\\:") || string_has_cc(paths[i]))
+                                return field_error(ret_error, "file", paths[i],
+                                                   "must be an absolute path without spaces or quotes");
+                return 0;
+        }
         if (isempty(kc->ca_pem) || isempty(kc->cert_pem) || isempty(kc->key_pem))
                 return field_error(ret_error, "credentials", kc->user,
                                    "the CA, certificate and key are required");
@@ -58,7 +72,8 @@ int pki_kubeconfig_render(const PkiKubeconfig *kc, char **ret, size_t *ret_len, 
         buf_init_secret(&b, KUBECONFIG_MAX);
         r = buf_printf(&b, "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n");
         if (r >= 0)
-                r = add_b64(&b, "    certificate-authority-data", kc->ca_pem);
+                r = kc->ca_file ? buf_printf(&b, "    certificate-authority: %s\n", kc->ca_file)
+                                : add_b64(&b, "    certificate-authority-data", kc->ca_pem);
         if (r >= 0)
                 r = buf_printf(
                     &b,
@@ -67,10 +82,14 @@ int pki_kubeconfig_render(const PkiKubeconfig *kc, char **ret, size_t *ret_len, 
                     "  user:\n",
                     kc->server, kc->cluster, kc->cluster, kc->user, kc->user, kc->cluster, kc->user,
                     kc->cluster, kc->user);
-        if (r >= 0)
+        if (r >= 0 && kc->cert_file)
+                r = buf_printf(&b, "    client-certificate: %s\n    client-key: %s\n", kc->cert_file,
+                               kc->key_file);
+        else if (r >= 0) {
                 r = add_b64(&b, "    client-certificate-data", kc->cert_pem);
-        if (r >= 0)
-                r = add_b64(&b, "    client-key-data", kc->key_pem);
+                if (r >= 0)
+                        r = add_b64(&b, "    client-key-data", kc->key_pem);
+        }
         if (r < 0)
                 return r;
         size_t len = b.len;

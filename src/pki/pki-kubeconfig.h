@@ -2,7 +2,8 @@
 #pragma once
 
 /* A kubeconfig for a component (kube-controller-manager, kube-scheduler) or the operator: one cluster, one
- * user with its client certificate and key embedded (base64 of the PEM), one context. Library code. */
+ * user with its client certificate and key, embedded (base64 of the PEM) or named by path, one context.
+ * Library code. */
 
 #include <stddef.h>
 
@@ -13,6 +14,9 @@ typedef struct PkiKubeconfig {
         const char *ca_pem;   /* the cluster CA's certificate */
         const char *cert_pem; /* the user's client certificate */
         const char *key_pem;  /* its private key (a secret) */
+        /* Instead of the three PEMs: the files holding them, absolute paths (a component mounts their
+         * directory; the text then holds no secret and stays the same when the pair is renewed). */
+        const char *ca_file, *cert_file, *key_file;
 } PkiKubeconfig;
 
 /* The YAML text. -EINVAL with *ret_error (naming the field and value; caller frees) for bad input. The

@@ -11,6 +11,10 @@
 void pki_leaf_state_done(PkiLeafState *s) {
         s->dns = strv_free(s->dns);
         s->ips = strv_free(s->ips);
+        free(s->serial);
+        free(s->subject_cn);
+        free(s->issuer_cn);
+        s->serial = s->subject_cn = s->issuer_cn = NULL;
 }
 
 static const char *const renew_reason_table[_PKI_RENEW_REASON_MAX] = {
@@ -20,6 +24,7 @@ static const char *const renew_reason_table[_PKI_RENEW_REASON_MAX] = {
         [PKI_RENEW_OTHER_CA] = "other-ca",
         [PKI_RENEW_EXPIRING] = "expiring",
         [PKI_RENEW_SANS] = "sans",
+        [PKI_RENEW_FORCED] = "forced",
 };
 
 const char *pki_renew_reason_to_string(PkiRenewReason r) {

@@ -24,6 +24,8 @@ typedef struct PkiLeafState {
         bool signed_by_ca; /* verifies against the current CA (pki_cert_verify) */
         usec_t not_before, not_after;
         char **dns, **ips;
+        char *serial;                 /* as pki_cert_serial_text() prints it */
+        char *subject_cn, *issuer_cn; /* for display; NULL if absent */
 } PkiLeafState;
 
 void pki_leaf_state_done(PkiLeafState *s);
@@ -35,11 +37,12 @@ typedef enum PkiRenewReason {
         PKI_RENEW_OTHER_CA, /* not signed by the current CA (a new CA, or a foreign file) */
         PKI_RENEW_EXPIRING, /* less than a third of its lifetime left (or expired, or not yet valid) */
         PKI_RENEW_SANS,     /* its SANs are not the wanted ones (a new IP, a new member) */
+        PKI_RENEW_FORCED,   /* asked for (`protokube pki renew`); pki_plan_leaf() never says it */
         _PKI_RENEW_REASON_MAX,
         _PKI_RENEW_REASON_INVALID = -EINVAL,
 } PkiRenewReason;
 
-/* "missing", "unreadable", "other-ca", "expiring", "sans", and "none"; for plans and logs. */
+/* "missing", "unreadable", "other-ca", "expiring", "sans", "forced", and "none"; for plans and logs. */
 const char *pki_renew_reason_to_string(PkiRenewReason r);
 
 /* Whether the leaf in have must be reissued at time at, for the wanted SANs (NULL-terminated vectors,
