@@ -176,7 +176,7 @@ int verb_render(CliContext *ctx, char **args) {
 
         if (render_load(ctx, &spec) < 0)
                 return EXIT_ERROR;
-        r = control_plane_render(spec, assign, a.n_etcd, &m, &failed);
+        r = control_plane_render(spec, assign, a.n_etcd, NULL, &m, &failed);
         if (r == -ENOENT && failed && streq(failed, "etcd")) {
                 log_error("An --etcd-member names an etcd cluster that is not in the spec's etcdClusters.");
                 return EXIT_ERROR;

@@ -10,6 +10,7 @@
 #include "components/flags.h"
 #include "components/static-pod.h"
 #include "manifest/pod-yaml.h"
+#include "model/pki-layout.h"
 
 int etcd_cluster_ports(const EtcdClusterSpec *e, int *ret_client, int *ret_peer) {
         /* The spec has applied kops' defaults (model/conventions.h); a cluster without ports is not loaded.
@@ -105,13 +106,19 @@ static int initial_cluster(const ClusterSpec *spec, const EtcdMemberAssignment *
         return 0;
 }
 
+/* The files of tlsDir (model/pki-layout.h): clients are checked against ca.crt, peers against peer-ca.crt,
+ * two CAs, so that a client certificate (the apiserver's) is never accepted as a peer. etcd reads them per
+ * handshake, so a renewed pair needs no restart. */
 static int tls_flags(const EtcdClusterSpec *e, char ***l) {
         static const struct {
                 const char *flag, *file;
         } files[] = {
-                { "trusted-ca-file", "ca.crt" },  { "cert-file", "server.crt" },
-                { "key-file", "server.key" },     { "peer-trusted-ca-file", "ca.crt" },
-                { "peer-cert-file", "peer.crt" }, { "peer-key-file", "peer.key" },
+                { "trusted-ca-file", PKI_CA_FILE },
+                { "cert-file", PKI_ETCD_SERVER_PAIR PKI_CERT_SUFFIX },
+                { "key-file", PKI_ETCD_SERVER_PAIR PKI_KEY_SUFFIX },
+                { "peer-trusted-ca-file", PKI_ETCD_PEER_CA_FILE },
+                { "peer-cert-file", PKI_ETCD_PEER_PAIR PKI_CERT_SUFFIX },
+                { "peer-key-file", PKI_ETCD_PEER_PAIR PKI_KEY_SUFFIX },
         };
         const char *sep = endswith(e->tls_dir, "/") ? "" : "/";
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {

@@ -8,6 +8,7 @@
 #include "components/component-def.h"
 #include "components/conventions.h"
 #include "components/etcd.h"
+#include "model/pki-layout.h"
 
 /* kops' defaults for the lists (pkg/model/components/apiserver.go); the loader has no list defaults. */
 static char *const default_admission_plugins[] = {
@@ -72,15 +73,18 @@ static int derive_etcd_servers(const ClusterSpec *spec, KubeAPIServerConfig *c, 
         return 0;
 }
 
-/* With TLS on main, the client files default to the member's own files in its tlsDir. */
+/* With TLS on main and certificates of the user's own, the client files default to the member's own files
+ * in its tlsDir (the server certificate must then allow client auth). When protokube issues the
+ * certificates, the loader has already set them to the apiserver's own etcd client pair (spec/spec-pki.c),
+ * and this gives way. */
 static int derive_etcd_tls(const ClusterSpec *spec, KubeAPIServerConfig *c, ComponentScratch *scratch) {
         const EtcdClusterSpec *main_cluster = cluster_spec_find_etcd(spec, ETCD_MAIN_CLUSTER);
-        if (!main_cluster || isempty(main_cluster->tls_dir))
+        if (cluster_spec_pki_managed(spec) || !main_cluster || isempty(main_cluster->tls_dir))
                 return 0;
         const char *t = main_cluster->tls_dir, *sep = endswith(t, "/") ? "" : "/";
-        char *ca = component_scratch_keep(scratch, strjoin(t, sep, "ca.crt"));
-        char *cert = component_scratch_keep(scratch, strjoin(t, sep, "server.crt"));
-        char *key = component_scratch_keep(scratch, strjoin(t, sep, "server.key"));
+        char *ca = component_scratch_keep(scratch, strjoin(t, sep, PKI_CA_FILE));
+        char *cert = component_scratch_keep(scratch, strjoin(t, sep, PKI_ETCD_SERVER_PAIR PKI_CERT_SUFFIX));
+        char *key = component_scratch_keep(scratch, strjoin(t, sep, PKI_ETCD_SERVER_PAIR PKI_KEY_SUFFIX));
         if (!ca || !cert || !key)
                 return -ENOMEM;
         c->etcd_ca_file = c->etcd_ca_file ?: ca;

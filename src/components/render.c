@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "basic/string-util.h"
+#include "basic/strv.h"
 #include "components/control-plane.h"
 #include "components/conventions.h"
 #include "manifest/pod-yaml.h"
@@ -28,10 +29,35 @@ static int add(RenderedManifests *m, char **file_name, char **text) {
         return 0;
 }
 
-static int add_pod(RenderedManifests *m, const char *name, Pod *pod) {
+/* What the API server accepts in all (apimachinery's TotalAnnotationSizeLimitB). */
+#define ANNOTATIONS_SIZE_MAX (256U * 1024U)
+
+static int check_annotations(char *const *a) {
+        size_t n = strv_length(a), total = 0;
+        if (n % 2 != 0)
+                return -EINVAL; /* a key without a value */
+        for (size_t i = 0; i < n; i += 2) {
+                if (!pod_qualified_name_is_valid(a[i]))
+                        return -EINVAL;
+                for (size_t j = 0; j < i; j += 2)
+                        if (streq(a[i], a[j]))
+                                return -EINVAL;
+                total += strlen(a[i]) + strlen(a[i + 1]);
+                if (total > ANNOTATIONS_SIZE_MAX)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+static int add_pod(RenderedManifests *m, const char *name, Pod *pod, char *const *annotations) {
         _cleanup_free_ char *file_name = strjoin(name, MANIFEST_SUFFIX), *text = NULL;
         if (!file_name)
                 return -ENOMEM;
+        for (size_t i = 0; annotations && annotations[i]; i += 2) {
+                int r = pod_kv_set(&pod->annotations, annotations[i], annotations[i + 1]);
+                if (r < 0)
+                        return r;
+        }
         int r = pod_to_yaml(pod, &text);
         if (r < 0)
                 return r;
@@ -39,15 +65,21 @@ static int add_pod(RenderedManifests *m, const char *name, Pod *pod) {
 }
 
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
-                         RenderedManifests *ret, const char **ret_failed) {
+                         char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed) {
         _cleanup_(rendered_manifests_done) RenderedManifests m = {};
         int r;
 
+        r = check_annotations(pod_annotations);
+        if (r < 0) {
+                if (ret_failed)
+                        *ret_failed = "pod annotations";
+                return r;
+        }
         for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 _cleanup_(pod_freep) Pod *pod = NULL;
                 r = component_pod_build(c, spec, &pod);
                 if (r >= 0 && pod) /* NULL: disabled */
-                        r = add_pod(&m, component_to_string(c), pod);
+                        r = add_pod(&m, component_to_string(c), pod, pod_annotations);
                 if (r < 0) {
                         if (ret_failed)
                                 *ret_failed = component_to_string(c);

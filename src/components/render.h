@@ -20,6 +20,12 @@ typedef struct RenderedManifests {
 
 void rendered_manifests_done(RenderedManifests *m);
 
-/* On failure *ret_failed (if given) names the component that failed (static string). */
+/* pod_annotations (NULL-terminated key, value, ...; may be NULL) go into metadata.annotations of every pod
+ * but etcd's: kubelet restarts a static pod whose manifest changes, so an annotation that changes with the
+ * certificates (protokube.io/certificates: <digest>) restarts the components that read their files only
+ * at start; etcd reads its files on every handshake and keeps running. A key that is not a Kubernetes
+ * qualified name, a key without a value, a duplicate key or more than 256 KiB in all is -EINVAL.
+ * On failure *ret_failed (if given) names the component that failed, or "pod annotations" (static
+ * strings). */
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
-                         RenderedManifests *ret, const char **ret_failed);
+                         char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed);

@@ -230,7 +230,7 @@ static const char *observed_manifest(const PassObservation *o, const char *name)
 
 /* The control-plane manifests other than etcd's (those live on the volumes). */
 static int plan_control_plane(const Pass *pass, const PassObservation *o, PassPlan *plan) {
-        int r = control_plane_render(pass->spec, NULL, 0, &plan->control_plane, &plan->render_failed);
+        int r = control_plane_render(pass->spec, NULL, 0, NULL, &plan->control_plane, &plan->render_failed);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/dns-name.h"
+#include "basic/string-util.h"
 #include "basic/strv.h"
 
 static void probe_done(PodProbe *p) {
@@ -60,6 +62,28 @@ Pod *pod_free(Pod *pod) {
         free(pod->tolerations);
         free(pod);
         return NULL;
+}
+
+static bool ascii_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool pod_qualified_name_is_valid(const char *s) {
+        if (!s)
+                return false;
+        const char *slash = strchr(s, '/'), *name = slash ? slash + 1 : s;
+        if (slash) {
+                _cleanup_free_ char *prefix = strndup(s, (size_t)(slash - s));
+                if (!prefix || !dns_hostname_is_valid(prefix))
+                        return false;
+        }
+        size_t n = strlen(name);
+        if (n == 0 || n > 63 || !ascii_alnum(name[0]) || !ascii_alnum(name[n - 1]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!ascii_alnum(name[i]) && !strchr("-_.", name[i]))
+                        return false;
+        return true;
 }
 
 /* strdup that keeps NULL; false on OOM. */

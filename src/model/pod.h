@@ -102,6 +102,10 @@ int pod_container_add_mount(PodContainer *c, const char *name, const char *mount
 /* Adds a hostPath volume and mounts it in c at the same path. */
 int pod_add_host_mount(Pod *pod, PodContainer *c, const char *name, const char *path, const char *type,
                        bool read_only);
+/* A Kubernetes qualified name, the form of label and annotation keys (apimachinery's IsQualifiedName): an
+ * optional prefix that is a lowercase DNS subdomain and '/', then a name of 1 to 63 of [A-Za-z0-9._-] that
+ * starts and ends with a letter or digit: "protokube.io/certificates", "k8s-app". */
+bool pod_qualified_name_is_valid(const char *s);
 /* Fills an httpGet probe. */
 int pod_probe_http(PodProbe *p, const char *scheme, const char *host, const char *path, int port,
                    int initial_delay_seconds, int timeout_seconds);

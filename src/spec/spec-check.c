@@ -17,8 +17,7 @@
 #define PATH_MAX_LEN      4096U
 #define ETCD_CLUSTERS_MAX 16U
 
-static int fail(char **ret_message, const char *format, ...) _printf_(2, 3);
-static int fail(char **ret_message, const char *format, ...) {
+int spec_check_fail(char **ret_message, const char *format, ...) {
         va_list ap;
         char *m = NULL;
 
@@ -43,7 +42,8 @@ int spec_check_api_version(const void *value, char **ret_message) {
 
         if (streq(s, SPEC_API_VERSION))
                 return 0;
-        return fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s), SPEC_API_VERSION);
+        return spec_check_fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s),
+                               SPEC_API_VERSION);
 }
 
 int spec_check_kind(const void *value, char **ret_message) {
@@ -52,7 +52,8 @@ int spec_check_kind(const void *value, char **ret_message) {
 
         if (streq(s, SPEC_KIND))
                 return 0;
-        return fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s), SPEC_KIND);
+        return spec_check_fail(ret_message, "%s is not supported, expected '%s'", spec_echo(b, s),
+                               SPEC_KIND);
 }
 
 int spec_check_dns_name(const void *value, char **ret_message) {
@@ -60,9 +61,9 @@ int spec_check_dns_name(const void *value, char **ret_message) {
         const char *s = string_of(value);
 
         if (endswith(s, "."))
-                return fail(ret_message, "%s must not end with a dot", spec_echo(b, s));
+                return spec_check_fail(ret_message, "%s must not end with a dot", spec_echo(b, s));
         if (!dns_hostname_is_valid(s))
-                return fail(
+                return spec_check_fail(
                     ret_message,
                     "%s is not a valid DNS name (lowercase letters, digits and '-', labels of 1 to 63 "
                     "characters separated by dots)",
@@ -75,7 +76,7 @@ int spec_check_dns_label(const void *value, char **ret_message) {
         const char *s = string_of(value);
 
         if (!dns_label_is_valid(s, strlen(s)) || strlen(s) > 32)
-                return fail(
+                return spec_check_fail(
                     ret_message,
                     "%s is not a valid name (1 to 32 lowercase letters, digits and '-', not starting "
                     "or ending with '-')",
@@ -89,13 +90,13 @@ int spec_check_zone(const void *value, char **ret_message) {
         size_t len = strlen(s);
 
         if (len == 0 || s[len - 1] != '.')
-                return fail(ret_message, "%s must be absolute (end with a dot), e.g. '%s.'", spec_echo(b, s),
-                            len > 0 && len < 64 ? s : "k8s.test");
+                return spec_check_fail(ret_message, "%s must be absolute (end with a dot), e.g. '%s.'",
+                                       spec_echo(b, s), len > 0 && len < 64 ? s : "k8s.test");
         _cleanup_free_ char *name = strndup(s, len - 1);
         if (!name)
                 return -ENOMEM;
         if (!dns_hostname_is_valid(name))
-                return fail(ret_message, "%s is not a valid DNS zone name", spec_echo(b, s));
+                return spec_check_fail(ret_message, "%s is not a valid DNS zone name", spec_echo(b, s));
         return 0;
 }
 
@@ -104,7 +105,7 @@ int spec_check_absolute_path(const void *value, char **ret_message) {
         const char *s = string_of(value);
 
         if (s[0] != '/' || strlen(s) > PATH_MAX_LEN)
-                return fail(ret_message, "%s is not an absolute path", spec_echo(b, s));
+                return spec_check_fail(ret_message, "%s is not an absolute path", spec_echo(b, s));
         return 0;
 }
 
@@ -118,34 +119,36 @@ int spec_check_server(const void *value, char **ret_message) {
         if (s[0] == '[') {
                 const char *close = strchr(s, ']');
                 if (!close || (close[1] && close[1] != ':'))
-                        return fail(ret_message, "%s is not address, address:port or [IPv6]:port",
-                                    spec_echo(b, s));
+                        return spec_check_fail(ret_message, "%s is not address, address:port or [IPv6]:port",
+                                               spec_echo(b, s));
                 host = strndup(s + 1, close - s - 1);
                 if (!host)
                         return -ENOMEM;
                 if (inet_pton(AF_INET6, host, addr) != 1)
-                        return fail(ret_message, "%s holds no valid IPv6 address", spec_echo(b, s));
+                        return spec_check_fail(ret_message, "%s holds no valid IPv6 address",
+                                               spec_echo(b, s));
                 port = close[1] ? close + 2 : NULL;
         } else {
                 const char *colon = strchr(s, ':');
                 if (colon && strchr(colon + 1, ':'))
-                        return fail(ret_message, "%s: write an IPv6 address as [address]:port",
-                                    spec_echo(b, s));
+                        return spec_check_fail(ret_message, "%s: write an IPv6 address as [address]:port",
+                                               spec_echo(b, s));
                 host = colon ? strndup(s, colon - s) : strdup(s);
                 if (!host)
                         return -ENOMEM;
                 /* An address, not a name: resolving the DNS server's own name would need a resolver with a
                  * deadline, and DNS that depends on DNS fails exactly when it is needed. */
                 if (inet_pton(AF_INET, host, addr) != 1)
-                        return fail(ret_message,
-                                    "%s holds no IPv4 address (give the server as an IP address)",
-                                    spec_echo(b, s));
+                        return spec_check_fail(ret_message,
+                                               "%s holds no IPv4 address (give the server as an IP address)",
+                                               spec_echo(b, s));
                 port = colon ? colon + 1 : NULL;
         }
         if (port) {
                 uint16_t p;
                 if (strspn(port, "0123456789") != strlen(port) || safe_atou16(port, &p) < 0 || p == 0)
-                        return fail(ret_message, "%s has an invalid port (1..65535)", spec_echo(b, s));
+                        return spec_check_fail(ret_message, "%s has an invalid port (1..65535)",
+                                               spec_echo(b, s));
         }
         return 0;
 }
@@ -154,7 +157,7 @@ int spec_check_timeout(const void *value, char **ret_message) {
         const OptDuration *d = value;
 
         if (d->value == 0 || d->value > 60 * USEC_PER_SEC)
-                return fail(ret_message, "must be more than 0s and at most 1m0s");
+                return spec_check_fail(ret_message, "must be more than 0s and at most 1m0s");
         return 0;
 }
 
@@ -163,7 +166,8 @@ int spec_check_image(const void *value, char **ret_message) {
         const char *s = string_of(value);
 
         if (isempty(s) || strlen(s) > 255 || strpbrk(s, " \t"))
-                return fail(ret_message, "%s is not a container image reference", spec_echo(b, s));
+                return spec_check_fail(ret_message, "%s is not a container image reference",
+                                       spec_echo(b, s));
         return 0;
 }
 
@@ -196,7 +200,7 @@ int spec_check_version(const void *value, char **ret_message) {
                 strlen(p + 1))
                 return 0;
 bad:
-        return fail(ret_message, "%s is not a Kubernetes version like 1.31.2", spec_echo(b, s));
+        return spec_check_fail(ret_message, "%s is not a Kubernetes version like 1.31.2", spec_echo(b, s));
 }
 
 /* ---- cross-field rules ---- */
@@ -389,5 +393,8 @@ int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         r = check_dns(s, root, errs);
         if (r < 0)
                 return r;
-        return check_etcd(s, root, errs);
+        r = check_etcd(s, root, errs);
+        if (r < 0)
+                return r;
+        return spec_check_pki(s, root, errs);
 }

@@ -10,6 +10,9 @@
 #include "spec/field-load.h"
 #include "spec/spec.h"
 
+/* Sets *ret_message (if given) to the formatted message and returns -EINVAL: a validator's failure. */
+int spec_check_fail(char **ret_message, const char *format, ...) _printf_(2, 3);
+
 /* Field validators: value points at the field's storage (char ** for strings). On failure they return
  * -EINVAL and a message (caller frees). */
 int spec_check_api_version(const void *value, char **ret_message);
@@ -22,10 +25,18 @@ int spec_check_server(const void *value, char **ret_message);
 int spec_check_timeout(const void *value, char **ret_message);
 int spec_check_image(const void *value, char **ret_message);
 int spec_check_version(const void *value, char **ret_message);
+/* spec-pki.c: spec.stateStore's shape, spec.pki.dir, a CA's or certificate's lifetime (1h to 100 years) */
+int spec_check_state_store(const void *value, char **ret_message);
+int spec_check_pki_dir(const void *value, char **ret_message);
+int spec_check_lifetime(const void *value, char **ret_message);
 
 /* Cross-field rules and conditional defaults (internalSuffix, hosts file, etcd ports); errors are placed at
  * the nodes of root they concern. Returns -ENOMEM, else 0. */
 int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs);
+/* spec-pki.c: spec.pki's cross-field rules and, when spec.stateStore is set, the pki layout's paths as the
+ * defaults of every certificate, key and kubeconfig key (and etcd tlsDir) the user left unset. Runs after
+ * the etcd checks. Returns -ENOMEM, else 0. */
+int spec_check_pki(ClusterSpec *s, const YamlNode *root, SpecErrors *errs);
 
 /* The top-level field table of ClusterSpec (for docs and tests). */
 const Field *cluster_spec_fields(void);

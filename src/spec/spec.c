@@ -8,6 +8,7 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "model/pki-layout.h"
 #include "shared/yaml-tree.h"
 #include "spec/field-load.h"
 #include "spec/spec-check.h"
@@ -23,6 +24,11 @@ static const char *const dns_provider_kind_table[_DNS_PROVIDER_MAX + 1] = {
         [DNS_PROVIDER_HOSTS] = "hosts",
         [DNS_PROVIDER_RFC2136] = "rfc2136",
         [DNS_PROVIDER_ROUTE53] = "route53",
+};
+
+static const char *const spec_key_type_table[_SPEC_KEY_TYPE_MAX + 1] = {
+        [SPEC_KEY_ECDSA_P256] = "ecdsa-p256",
+        [SPEC_KEY_RSA_2048] = "rsa-2048",
 };
 
 static int lookup(const char *const *table, int n, const char *s) {
@@ -46,6 +52,14 @@ const char *dns_provider_kind_to_string(DnsProviderKind k) {
 
 DnsProviderKind dns_provider_kind_from_string(const char *s) {
         return (DnsProviderKind)lookup(dns_provider_kind_table, _DNS_PROVIDER_MAX, s);
+}
+
+const char *spec_key_type_to_string(SpecKeyType t) {
+        return t >= 0 && t < _SPEC_KEY_TYPE_MAX ? spec_key_type_table[t] : NULL;
+}
+
+SpecKeyType spec_key_type_from_string(const char *s) {
+        return (SpecKeyType)lookup(spec_key_type_table, _SPEC_KEY_TYPE_MAX, s);
 }
 
 /* ---- the tables ---- */
@@ -149,6 +163,40 @@ static const Field etcd_cluster_fields[] = {
         {},
 };
 
+static const Field pki_fields[] = {
+        { .name = "dir",
+          .type = FIELD_STRING,
+          .offset = offsetof(PkiSpec, dir),
+          .default_value = PKI_DIR_DEFAULT,
+          .validate = spec_check_pki_dir,
+          .help = "where the node's certificates, keys and kubeconfigs are issued" },
+        { .name = "keyType",
+          .type = FIELD_ENUM,
+          .offset = offsetof(PkiSpec, key_type),
+          .default_value = "ecdsa-p256",
+          .enum_values = spec_key_type_table,
+          .help = "key type of the CAs and the certificates" },
+        { .name = "serviceAccountKeyType",
+          .type = FIELD_ENUM,
+          .offset = offsetof(PkiSpec, service_account_key_type),
+          .default_value = "rsa-2048",
+          .enum_values = spec_key_type_table,
+          .help = "key type of the service-account signing key" },
+        { .name = "caLifetime",
+          .type = FIELD_DURATION,
+          .offset = offsetof(PkiSpec, ca_lifetime),
+          .default_value = "87600h",
+          .validate = spec_check_lifetime,
+          .help = "validity of a new CA (10 years)" },
+        { .name = "certificateLifetime",
+          .type = FIELD_DURATION,
+          .offset = offsetof(PkiSpec, certificate_lifetime),
+          .default_value = "8760h",
+          .validate = spec_check_lifetime,
+          .help = "validity of a new certificate (1 year); less than caLifetime" },
+        {},
+};
+
 static const Field spec_fields[] = {
         { .name = "cloud",
           .type = FIELD_ENUM,
@@ -174,6 +222,22 @@ static const Field spec_fields[] = {
           .flags = FIELD_REQUIRED,
           .validate = spec_check_version,
           .help = "e.g. 1.31.2 (a leading v is dropped)" },
+        { .name = "stateStore",
+          .type = FIELD_STRING,
+          .offset = offsetof(ClusterSpec, state_store),
+          .validate = spec_check_state_store,
+          .help = "file:///DIR or s3://BUCKET[/PREFIX]; absent = protokube manages no certificates" },
+        { .name = "pki",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, pki),
+          .sub = pki_fields,
+          .help = "the certificates protokube issues (with stateStore)" },
+        { .name = "clusterDNSDomain",
+          .type = FIELD_STRING,
+          .offset = offsetof(ClusterSpec, cluster_dns_domain),
+          .default_value = "cluster.local",
+          .validate = spec_check_dns_name,
+          .help = "the cluster's DNS domain (kubernetes.default.svc.<domain>)" },
         { .name = "kubeAPIServer",
           .type = FIELD_STRUCT,
           .offset = offsetof(ClusterSpec, kube_apiserver),
@@ -247,6 +311,13 @@ const EtcdClusterSpec *cluster_spec_find_etcd(const ClusterSpec *s, const char *
                         return e;
         }
         return NULL;
+}
+
+const char *cluster_spec_service_range(const ClusterSpec *s) {
+        /* kube-apiserver 1.20's default of --service-cluster-ip-range, for a spec made in code */
+        return s && !isempty(s->kube_apiserver.service_cluster_ip_range)
+                   ? s->kube_apiserver.service_cluster_ip_range
+                   : "10.0.0.0/24";
 }
 
 static int errors_only(const char *name, unsigned line, unsigned column, const char *message,

@@ -5,6 +5,7 @@
  * owned by the spec and freed by cluster_spec_free(). */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "basic/macro.h"
@@ -47,12 +48,36 @@ typedef struct DnsSpec {
         HostsSpec hosts;
 } DnsSpec;
 
+/* The key types of spec.pki: the same two values, in the same order and with the same names, as pki's
+ * PkiKeyType (pki/pki-key.h), which the spec cannot include (layers); the pass maps one onto the other. */
+typedef enum SpecKeyType {
+        SPEC_KEY_ECDSA_P256,
+        SPEC_KEY_RSA_2048,
+        _SPEC_KEY_TYPE_MAX,
+        _SPEC_KEY_TYPE_INVALID = -EINVAL,
+} SpecKeyType;
+
+/* The CN of the front-proxy client certificate, which the PKI-managed default of
+ * kubeAPIServer.requestheaderAllowedNames names (kubeadm's). */
+#define SPEC_FRONT_PROXY_CLIENT_CN "front-proxy-client"
+
+/* spec.pki: how protokube issues the node's certificates; used only when spec.stateStore is set. */
+typedef struct PkiSpec {
+        char *dir;                        /* absolute; default PKI_DIR_DEFAULT (model/pki-layout.h) */
+        OptEnum key_type;                 /* SpecKeyType of the CAs and leaves, default ecdsa-p256 */
+        OptEnum service_account_key_type; /* SpecKeyType, default rsa-2048 */
+        OptDuration ca_lifetime;          /* default 87600h (10 years) */
+        OptDuration certificate_lifetime; /* default 8760h (1 year); >= 1h and < ca_lifetime */
+} PkiSpec;
+
 typedef struct EtcdClusterSpec {
         char *name;         /* "main", "events" */
         char *image;        /* container image */
         OptInt client_port; /* default 4001 main, 4002 events, else required */
         OptInt peer_port;   /* default 2380 main, 2381 events, else required */
-        char *tls_dir;      /* NULL = plain http; else ca.crt, server.crt/key, peer.crt/key live there */
+        /* NULL = plain http; else ca.crt (client CAs), peer-ca.crt, server.crt/key, peer.crt/key live there
+         * (model/pki-layout.h); defaults to the pki layout's etcd-<name> when spec.stateStore is set */
+        char *tls_dir;
 } EtcdClusterSpec;
 
 typedef struct ClusterSpec {
@@ -64,6 +89,12 @@ typedef struct ClusterSpec {
         DnsSpec dns;
         StructList etcd_clusters; /* of EtcdClusterSpec */
         char *kubernetes_version;
+        /* "file:///ABS/DIR" or "s3://BUCKET[/PREFIX]"; NULL = protokube manages no certificates. When set,
+         * the loader points every certificate, key and kubeconfig path the user left unset (and each etcd
+         * cluster's tlsDir) into the pki layout under pki.dir (docs/spec.md, "Certificates"). */
+        char *state_store;
+        PkiSpec pki;
+        char *cluster_dns_domain; /* default cluster.local */
         KubeAPIServerConfig kube_apiserver;
         KubeControllerManagerConfig kube_controller_manager;
         KubeSchedulerConfig kube_scheduler;
@@ -85,7 +116,19 @@ static inline const EtcdClusterSpec *cluster_spec_etcd(const ClusterSpec *s, siz
 }
 const EtcdClusterSpec *cluster_spec_find_etcd(const ClusterSpec *s, const char *name);
 
+/* protokube issues the node's certificates (spec.stateStore is set). */
+static inline bool cluster_spec_pki_managed(const ClusterSpec *s) {
+        return s && s->state_store;
+}
+/* kubeAPIServer.serviceClusterIPRange as set (the loader's default is kops' 100.64.0.0/13), else
+ * "10.0.0.0/24", kube-apiserver 1.20's own default when the flag is absent (a spec made in code). The first
+ * address of the range is the kubernetes service's, which the apiserver's certificate must name. */
+const char *cluster_spec_service_range(const ClusterSpec *s);
+
 const char *cloud_provider_to_string(CloudProvider p);
 CloudProvider cloud_provider_from_string(const char *s);
 const char *dns_provider_kind_to_string(DnsProviderKind k);
 DnsProviderKind dns_provider_kind_from_string(const char *s);
+/* "ecdsa-p256", "rsa-2048": the names pki_key_type_to_string() uses. */
+const char *spec_key_type_to_string(SpecKeyType t);
+SpecKeyType spec_key_type_from_string(const char *s);

@@ -11,6 +11,7 @@
 #include "components/etcd.h"
 #include "components/render.h"
 #include "model/pod.h"
+#include "spec/spec.h"
 #include "unit-test.h"
 
 /* A spec as cluster_spec_load leaves it: kops' ports and the internal suffix filled in
@@ -114,6 +115,8 @@ static void test_etcd_events_tls(void **state) {
         assert_true(has_arg(c, "--key-file=/etc/kubernetes/pki/etcd-events/server.key"));
         assert_true(has_arg(c, "--peer-cert-file=/etc/kubernetes/pki/etcd-events/peer.crt"));
         assert_true(has_arg(c, "--peer-key-file=/etc/kubernetes/pki/etcd-events/peer.key"));
+        /* peers are checked against their own CA, not the clients' */
+        assert_true(has_arg(c, "--peer-trusted-ca-file=/etc/kubernetes/pki/etcd-events/peer-ca.crt"));
         assert_true(has_arg(c, "--client-cert-auth=true"));
         assert_true(has_arg(c, "--peer-client-cert-auth=true"));
         assert_string_equal(volume_path(pod, "etcd-data"), "/mnt/master-vol-2/var/etcd/data-events");
@@ -392,7 +395,7 @@ static void test_render_set(void **state) {
         static const char *const names[] = { "kube-apiserver.manifest", "kube-controller-manager.manifest",
                                              "kube-scheduler.manifest", "kube-proxy.manifest",
                                              "etcd.manifest",           "etcd-events.manifest" };
-        assert_int_equal(control_plane_render(&s, m, 2, &r, &failed), 0);
+        assert_int_equal(control_plane_render(&s, m, 2, NULL, &r, &failed), 0);
         assert_int_equal(r.n, ELEMENTSOF(names));
         for (size_t i = 0; i < r.n; i++)
                 assert_string_equal(r.items[i].file_name, names[i]);
@@ -400,10 +403,10 @@ static void test_render_set(void **state) {
         /* two assignments for one cluster, or none in the spec: an error naming etcd */
         RenderedManifests r2 = {};
         EtcdMemberAssignment twice[] = { m[0], m[0] };
-        assert_int_equal(control_plane_render(&s, twice, 2, &r2, &failed), -EEXIST);
+        assert_int_equal(control_plane_render(&s, twice, 2, NULL, &r2, &failed), -EEXIST);
         assert_string_equal(failed, "etcd");
         s.kubernetes_version = "1.31 2";
-        assert_int_equal(control_plane_render(&s, NULL, 0, &r2, &failed), -EINVAL);
+        assert_int_equal(control_plane_render(&s, NULL, 0, NULL, &r2, &failed), -EINVAL);
         assert_string_equal(failed, "kube-apiserver");
 }
 
@@ -477,6 +480,209 @@ static void test_config_validation(void **state) {
         assert_int_equal(cluster_spec_load_string("t.yaml", ok, strlen(ok), &s, NULL), 0);
 }
 
+/* The volumes of a pod, as "hostPath:type:readOnly in the container" strings in order. */
+static char **mounts_of(const Pod *pod) {
+        char **l = NULL;
+        const PodContainer *c = only_container(pod);
+        for (size_t i = 0; i < pod->n_volumes; i++) {
+                bool ro = false;
+                for (size_t j = 0; j < c->n_volume_mounts; j++)
+                        if (streq(c->volume_mounts[j].name, pod->volumes[i].name))
+                                ro = c->volume_mounts[j].read_only;
+                char *m = strprintf("%s:%s%s", pod->volumes[i].host_path,
+                                    strempty(pod->volumes[i].host_path_type), ro ? ":ro" : "");
+                assert_non_null(m);
+                assert_int_equal(strv_push(&l, m), 0);
+        }
+        return l;
+}
+
+static void assert_mounts(const Pod *pod, ...) {
+        _cleanup_strv_free_ char **got = mounts_of(pod), **want = NULL;
+        va_list ap;
+        va_start(ap, pod);
+        for (const char *m; (m = va_arg(ap, const char *));)
+                assert_int_equal(strv_extend(&want, m), 0);
+        va_end(ap);
+        if (!strv_equal(got, want)) {
+                _cleanup_free_ char *g = strv_join(got, "\n");
+                fail_msg("%s: mounts differ:\n%s", pod->name, strnull(g));
+        }
+}
+
+static ClusterSpec *load_spec(const char *text) {
+        ClusterSpec *s = NULL;
+        _cleanup_strv_free_ char **errors = NULL;
+        if (cluster_spec_load_string("t.yaml", text, strlen(text), &s, &errors) < 0) {
+                _cleanup_free_ char *all = strv_join(errors, "\n");
+                fail_msg("load failed:\n%s", strnull(all));
+        }
+        return s;
+}
+
+#define PKI_SPEC                                                                                 \
+        "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: pki.k8s.test}\nspec:\n" \
+        "  etcdClusters: [{name: main, image: e}, {name: events, image: e}]\n"                   \
+        "  kubernetesVersion: 1.20.2\n  stateStore: file:///srv/state\n  pki: {dir: /pk}\n"
+
+/* A spec with a state store: the flags name the pki layout's files and each pod mounts exactly the
+ * directory of its own files (never a file: pairs are replaced by a rename), nothing above it. */
+static void test_pki_managed_render(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = load_spec(PKI_SPEC);
+        _cleanup_(pod_freep) Pod *api = NULL, *kcm = NULL, *sched = NULL, *proxy = NULL, *etcd = NULL;
+        _cleanup_strv_free_ char **flags = NULL, **kcm_flags = NULL;
+
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, s, &flags), 0);
+        static const char *const want[] = {
+                "--etcd-servers=https://127.0.0.1:4001",
+                "--etcd-servers-overrides=/events#https://127.0.0.1:4002",
+                "--etcd-cafile=/pk/kube-apiserver/etcd-ca.crt",
+                "--etcd-certfile=/pk/kube-apiserver/etcd-client.crt",
+                "--etcd-keyfile=/pk/kube-apiserver/etcd-client.key",
+                "--tls-cert-file=/pk/kube-apiserver/apiserver.crt",
+                "--tls-private-key-file=/pk/kube-apiserver/apiserver.key",
+                "--client-ca-file=/pk/kube-apiserver/ca.crt",
+                "--kubelet-client-certificate=/pk/kube-apiserver/kubelet-client.crt",
+                "--kubelet-client-key=/pk/kube-apiserver/kubelet-client.key",
+                "--requestheader-client-ca-file=/pk/kube-apiserver/front-proxy-ca.crt",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--proxy-client-cert-file=/pk/kube-apiserver/front-proxy-client.crt",
+                "--proxy-client-key-file=/pk/kube-apiserver/front-proxy-client.key",
+                "--service-account-key-file=/pk/kube-apiserver/service-account.pub",
+                "--service-account-signing-key-file=/pk/kube-apiserver/service-account.key",
+                "--service-account-issuer=https://api.internal.pki.k8s.test",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                if (!strv_contains(flags, want[i]))
+                        fail_msg("kube-apiserver: no %s", want[i]);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_APISERVER, s, &api), 0);
+        assert_mounts(api, "/var/log/kube-apiserver.log:FileOrCreate", "/pk/kube-apiserver:Directory:ro",
+                      "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
+
+        assert_int_equal(component_flags(COMPONENT_KUBE_CONTROLLER_MANAGER, s, &kcm_flags), 0);
+        assert_true(strv_contains(kcm_flags, "--kubeconfig=/pk/kube-controller-manager/kubeconfig"));
+        assert_true(strv_contains(kcm_flags, "--root-ca-file=/pk/kube-controller-manager/ca.crt"));
+        assert_true(strv_contains(kcm_flags, "--use-service-account-credentials=true"));
+        STRV_FOREACH (f, kcm_flags)
+                assert_null(startswith(*f, "--cluster-signing-"));
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_CONTROLLER_MANAGER, s, &kcm), 0);
+        assert_mounts(kcm, "/var/log/kube-controller-manager.log:FileOrCreate",
+                      "/pk/kube-controller-manager:Directory:ro", "/etc/ssl/certs:DirectoryOrCreate:ro",
+                      NULL);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_SCHEDULER, s, &sched), 0);
+        assert_mounts(sched, "/var/log/kube-scheduler.log:FileOrCreate", "/pk/kube-scheduler:Directory:ro",
+                      NULL);
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, s, &proxy), 0);
+        assert_true(has_arg(only_container(proxy), "--kubeconfig=/pk/kube-proxy/kubeconfig"));
+        assert_mounts(proxy, "/var/log/kube-proxy.log:FileOrCreate", "/pk/kube-proxy:Directory:ro",
+                      "/lib/modules:Directory:ro", "/run/xtables.lock:FileOrCreate",
+                      "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
+
+        assert_int_equal(etcd_pod_build(s, &(EtcdMemberAssignment){ "events", "b", abc, "/mnt/v" }, &etcd),
+                         0);
+        const PodContainer *c = only_container(etcd);
+        assert_true(has_arg(c, "--trusted-ca-file=/pk/etcd-events/ca.crt"));
+        assert_true(has_arg(c, "--peer-trusted-ca-file=/pk/etcd-events/peer-ca.crt"));
+        assert_true(has_arg(c, "--cert-file=/pk/etcd-events/server.crt"));
+        assert_true(has_arg(c, "--peer-key-file=/pk/etcd-events/peer.key"));
+        assert_true(has_arg(c, "--client-cert-auth=true"));
+        assert_true(has_arg(c, "--peer-client-cert-auth=true"));
+        assert_true(has_arg(c, "--listen-peer-urls=https://0.0.0.0:2381"));
+        assert_mounts(etcd, "/mnt/v/var/etcd/data-events:DirectoryOrCreate", "/pk/etcd-events:Directory:ro",
+                      NULL);
+}
+
+/* A user's own etcd client files win over the layout's, and without a state store a user tlsDir still
+ * gives the apiserver the member's files (round 1). */
+static void test_pki_user_paths(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s =
+            load_spec(PKI_SPEC "  kubeAPIServer: {etcdCAFile: /etc/my-etcd/ca.pem}\n");
+        _cleanup_strv_free_ char **flags = NULL, **plain = NULL;
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, s, &flags), 0);
+        assert_true(strv_contains(flags, "--etcd-cafile=/etc/my-etcd/ca.pem"));
+        assert_true(strv_contains(flags, "--etcd-certfile=/pk/kube-apiserver/etcd-client.crt"));
+
+        _cleanup_(cluster_spec_freep) ClusterSpec *u =
+            load_spec("apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: u.k8s.test}\nspec:\n"
+                      "  etcdClusters: [{name: main, image: e, tlsDir: /etc/etcd-tls}]\n  "
+                      "kubernetesVersion: 1.20.2\n");
+        assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, u, &plain), 0);
+        assert_true(strv_contains(plain, "--etcd-cafile=/etc/etcd-tls/ca.crt"));
+        assert_true(strv_contains(plain, "--etcd-certfile=/etc/etcd-tls/server.crt"));
+        assert_true(strv_contains(plain, "--etcd-keyfile=/etc/etcd-tls/server.key"));
+        assert_true(strv_contains(plain, "--tls-cert-file=/srv/kubernetes/kube-apiserver/server.crt"));
+}
+
+/* The pod annotations go to every control-plane pod but etcd's, which reloads its files itself. */
+static void test_render_annotations(void **state) {
+        ClusterSpec s = test_spec();
+        EtcdMemberAssignment m[] = { { "main", "a", abc, "/mnt/a" }, { "events", "a", abc, "/mnt/b" } };
+        _cleanup_(rendered_manifests_done) RenderedManifests r = {}, plain = {};
+        const char *failed = NULL;
+        char *annotations[] = { "protokube.io/certificates", "sha256:0123abcd", "example.com/other", "yes",
+                                NULL };
+
+        assert_int_equal(control_plane_render(&s, m, 2, annotations, &r, &failed), 0);
+        assert_int_equal(control_plane_render(&s, m, 2, NULL, &plain, &failed), 0);
+        assert_int_equal(r.n, 6);
+        for (size_t i = 0; i < r.n; i++) {
+                const char *text = r.items[i].text;
+                if (startswith(r.items[i].file_name, "etcd")) {
+                        assert_null(strstr(text, "annotations"));
+                        assert_string_equal(text, plain.items[i].text);
+                        continue;
+                }
+                /* sorted by key, the value quoted where YAML would read it as a bool */
+                if (!strstr(text, "metadata:\n  annotations:\n    example.com/other: \"yes\"\n"
+                                  "    protokube.io/certificates: sha256:0123abcd\n  labels:\n"))
+                        fail_msg("%s:\n%s", r.items[i].file_name, text);
+                assert_null(strstr(plain.items[i].text, "annotations"));
+        }
+
+        static char *bad_keys[] = {
+                "Protokube.io/x",
+                "-x",
+                "x-",
+                "a/b/c",
+                "",
+                "/x",
+                "protokube.io/",
+                "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", /* 64 */
+                "a b",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad_keys); i++) {
+                RenderedManifests none = {};
+                char *one[] = { bad_keys[i], "v", NULL };
+                failed = NULL;
+                assert_int_equal(control_plane_render(&s, m, 2, one, &none, &failed), -EINVAL);
+                assert_string_equal(failed, "pod annotations");
+                assert_null(none.items);
+        }
+        RenderedManifests none = {};
+        char *odd[] = { "protokube.io/certificates", NULL };
+        char *dup[] = { "a.io/x", "1", "a.io/x", "2", NULL };
+        assert_int_equal(control_plane_render(&s, m, 2, odd, &none, &failed), -EINVAL);
+        assert_int_equal(control_plane_render(&s, m, 2, dup, &none, &failed), -EINVAL);
+        _cleanup_free_ char *huge = new0(char, 300 * 1024);
+        assert_non_null(huge);
+        memset(huge, 'x', 300 * 1024 - 1);
+        char *big[] = { "a.io/x", huge, NULL };
+        assert_int_equal(control_plane_render(&s, m, 2, big, &none, &failed), -EINVAL);
+}
+
+static void test_qualified_names(void **state) {
+        static const char *const ok[] = { "k8s-app", "protokube.io/certificates", "a",
+                                          "A.b_c-9", "kubernetes.io/config.hash", "x.y.z/Name_1" };
+        static const char *const bad[] = { NULL,     "",        "_a",    "a_",  "a/", "/a",
+                                           "A.io/x", "a..io/x", "a/b/c", "a:b", "é" };
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++)
+                if (!pod_qualified_name_is_valid(ok[i]))
+                        fail_msg("'%s' refused", ok[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (pod_qualified_name_is_valid(bad[i]))
+                        fail_msg("'%s' accepted", strnull(bad[i]));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_etcd_main),
@@ -493,6 +699,10 @@ int main(void) {
                 cmocka_unit_test(test_render_set),
                 cmocka_unit_test(test_golden_flags),
                 cmocka_unit_test(test_config_validation),
+                cmocka_unit_test(test_pki_managed_render),
+                cmocka_unit_test(test_pki_user_paths),
+                cmocka_unit_test(test_render_annotations),
+                cmocka_unit_test(test_qualified_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "pki/pki-key.h"
 #include "spec/field-load.h"
 #include "spec/spec-check.h"
 #include "spec/spec.h"
@@ -404,6 +405,226 @@ static void test_echo(void **state) {
         assert_int_equal(strlen(b), 69);
 }
 
+/* ---- spec.stateStore, spec.pki, spec.clusterDNSDomain ---- */
+
+#define STRV_MAKE(...) ((char *[]){ __VA_ARGS__, NULL })
+#define MINIMAL        HEAD "spec:\n" ETCD "  kubernetesVersion: 1.31.2\n"
+
+static void test_pki_absent(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = load_ok(MINIMAL);
+        assert_null(s->state_store);
+        assert_false(cluster_spec_pki_managed(s));
+        assert_string_equal(s->pki.dir, "/srv/kubernetes");
+        assert_int_equal(s->pki.key_type.value, SPEC_KEY_ECDSA_P256);
+        assert_int_equal(s->pki.service_account_key_type.value, SPEC_KEY_RSA_2048);
+        assert_int_equal(s->pki.ca_lifetime.value, 87600ULL * 3600 * USEC_PER_SEC);
+        assert_int_equal(s->pki.certificate_lifetime.value, 8760ULL * 3600 * USEC_PER_SEC);
+        assert_string_equal(s->cluster_dns_domain, "cluster.local");
+        /* round 1 unchanged: plain http etcd, kops' paths */
+        assert_null(cluster_spec_etcd(s, 0)->tls_dir);
+        assert_string_equal(s->kube_apiserver.tls_cert_file, "/srv/kubernetes/kube-apiserver/server.crt");
+        assert_string_equal(s->kube_controller_manager.cluster_signing_key_file,
+                            "/srv/kubernetes/kube-controller-manager/ca.key");
+        assert_null(s->kube_apiserver.etcd_ca_file);
+        assert_null(s->kube_apiserver.requestheader_allowed_names);
+        /* the loader's default of the range, which the apiserver is given */
+        assert_string_equal(cluster_spec_service_range(s), "100.64.0.0/13");
+}
+
+static void test_service_range(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s =
+            load_ok(MINIMAL "  kubeAPIServer: {serviceClusterIPRange: 10.32.0.0/16}\n");
+        assert_string_equal(cluster_spec_service_range(s), "10.32.0.0/16");
+        /* a spec made in code: kube-apiserver's own default */
+        ClusterSpec bare = {};
+        assert_string_equal(cluster_spec_service_range(&bare), "10.0.0.0/24");
+}
+
+static void test_pki_valid(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s =
+            load_ok(MINIMAL "  stateStore: s3://state-bucket.example/clusters/demo\n"
+                            "  pki:\n    dir: /etc/protokube/pki/\n    keyType: rsa-2048\n"
+                            "    serviceAccountKeyType: ecdsa-p256\n    caLifetime: 1000h\n"
+                            "    certificateLifetime: 1h\n"
+                            "  clusterDNSDomain: corp.internal\n");
+        assert_string_equal(s->state_store, "s3://state-bucket.example/clusters/demo");
+        assert_true(cluster_spec_pki_managed(s));
+        assert_string_equal(s->pki.dir, "/etc/protokube/pki/");
+        assert_int_equal(s->pki.key_type.value, SPEC_KEY_RSA_2048);
+        assert_int_equal(s->pki.service_account_key_type.value, SPEC_KEY_ECDSA_P256);
+        assert_int_equal(s->pki.ca_lifetime.value, 1000ULL * 3600 * USEC_PER_SEC);
+        assert_int_equal(s->pki.certificate_lifetime.value, 3600 * USEC_PER_SEC);
+        assert_string_equal(s->cluster_dns_domain, "corp.internal");
+        /* the trailing slash of dir is not doubled */
+        assert_string_equal(cluster_spec_etcd(s, 0)->tls_dir, "/etc/protokube/pki/etcd-main");
+
+        cluster_spec_free(TAKE_PTR(s));
+        s = load_ok(MINIMAL "  stateStore: file:///srv/protokube/state\n");
+        assert_string_equal(s->state_store, "file:///srv/protokube/state");
+        s = cluster_spec_free(s);
+        s = load_ok(MINIMAL "  stateStore: s3://abc\n  pki: ~\n");
+        assert_string_equal(s->pki.dir, "/srv/kubernetes");
+}
+
+static void test_pki_errors(void **state) {
+        static const struct {
+                const char *yaml, *error;
+        } cases[] = {
+                { "  stateStore: http://x/y\n",
+                  "t.yaml:8:15: spec.stateStore: 'http://x/y' is not a state store URL (file:///DIR or "
+                  "s3://BUCKET[/PREFIX])" },
+                { "  stateStore: /srv/state\n",
+                  "t.yaml:8:15: spec.stateStore: '/srv/state' is not a state store URL (file:///DIR or "
+                  "s3://BUCKET[/PREFIX])" },
+                { "  stateStore: file://srv/state\n",
+                  "t.yaml:8:15: spec.stateStore: 'file://srv/state': the directory must be absolute "
+                  "(file:///DIR)" },
+                { "  stateStore: file:///srv/../etc\n",
+                  "t.yaml:8:15: spec.stateStore: 'file:///srv/../etc': the directory must not contain '..' "
+                  "or empty segments" },
+                { "  stateStore: file:///srv//state\n",
+                  "t.yaml:8:15: spec.stateStore: 'file:///srv//state': the directory must not contain '..' "
+                  "or empty segments" },
+                { "  stateStore: s3://\n",
+                  "t.yaml:8:15: spec.stateStore: 's3://': the bucket name must be 3 to 63 characters of "
+                  "[a-z0-9.-] (s3://BUCKET[/PREFIX])" },
+                { "  stateStore: s3:///prefix\n",
+                  "t.yaml:8:15: spec.stateStore: 's3:///prefix': the bucket name must be 3 to 63 characters "
+                  "of [a-z0-9.-] (s3://BUCKET[/PREFIX])" },
+                { "  stateStore: s3://My_Bucket\n",
+                  "t.yaml:8:15: spec.stateStore: 's3://My_Bucket': the bucket name must be 3 to 63 "
+                  "characters of [a-z0-9.-] (s3://BUCKET[/PREFIX])" },
+                { "  stateStore: s3://bucket/a/../b\n",
+                  "t.yaml:8:15: spec.stateStore: 's3://bucket/a/../b': the prefix must not contain '..' or "
+                  "empty segments" },
+                { "  stateStore: \"file:///srv/\\tx\"\n",
+                  "t.yaml:8:15: spec.stateStore: 'file:///srv/?x' contains control characters" },
+                { "  stateStore: [file:///x]\n",
+                  "t.yaml:8:15: spec.stateStore: expected a string, got a sequence" },
+                { "  stateStore: file:///s\n  pki: {dir: pki}\n",
+                  "t.yaml:9:14: spec.pki.dir: 'pki' is not an absolute path without '..' or spaces" },
+                { "  stateStore: file:///s\n  pki: {dir: /srv/../etc}\n",
+                  "t.yaml:9:14: spec.pki.dir: '/srv/../etc' is not an absolute path without '..' or "
+                  "spaces" },
+                { "  stateStore: file:///s\n  pki: {dir: \"/srv/my pki\"}\n",
+                  "t.yaml:9:14: spec.pki.dir: '/srv/my pki' is not an absolute path without '..' or "
+                  "spaces" },
+                { "  stateStore: file:///s\n  pki: {keyType: ed25519}\n",
+                  "t.yaml:9:18: spec.pki.keyType: 'ed25519' is not one of ecdsa-p256, rsa-2048" },
+                { "  stateStore: file:///s\n  pki: {serviceAccountKeyType: rsa-4096}\n",
+                  "t.yaml:9:32: spec.pki.serviceAccountKeyType: 'rsa-4096' is not one of ecdsa-p256, "
+                  "rsa-2048" },
+                { "  stateStore: file:///s\n  pki: {caLifetime: 10y}\n",
+                  "t.yaml:9:21: spec.pki.caLifetime: invalid duration '10y' (Go form, e.g. 10s, 1m30s, "
+                  "250ms)" },
+                { "  stateStore: file:///s\n  pki: {caLifetime: 1000000h}\n",
+                  "t.yaml:9:21: spec.pki.caLifetime: '1000000h0m0s' is out of range 1h0m0s..876000h0m0s "
+                  "(100 years)" },
+                { "  stateStore: file:///s\n  pki: {certificateLifetime: 59m}\n",
+                  "t.yaml:9:30: spec.pki.certificateLifetime: '59m0s' is out of range 1h0m0s..876000h0m0s "
+                  "(100 years)" },
+                { "  stateStore: file:///s\n  pki: {certificateLifetime: 87600h}\n",
+                  "t.yaml:9:30: spec.pki.certificateLifetime: '87600h0m0s' must be less than "
+                  "spec.pki.caLifetime '87600h0m0s' (a certificate cannot outlive its CA)" },
+                /* the default certificate lifetime against a short CA: the error is where the user wrote */
+                { "  stateStore: file:///s\n  pki: {caLifetime: 100h}\n",
+                  "t.yaml:9:21: spec.pki.certificateLifetime: '8760h0m0s' must be less than "
+                  "spec.pki.caLifetime '100h0m0s' (a certificate cannot outlive its CA)" },
+                { "  pki: {keyType: rsa-2048}\n",
+                  "t.yaml:8:8: spec.pki: has no effect without spec.stateStore (protokube issues "
+                  "certificates only from a state store)" },
+                { "  clusterDNSDomain: Cluster.Local\n",
+                  "t.yaml:8:21: spec.clusterDNSDomain: 'Cluster.Local' is not a valid DNS name (lowercase "
+                  "letters, digits and '-', labels of 1 to 63 characters separated by dots)" },
+                { "  clusterDNSDomain: cluster.local.\n",
+                  "t.yaml:8:21: spec.clusterDNSDomain: 'cluster.local.' must not end with a dot" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *text = strjoin(MINIMAL, cases[i].yaml);
+                assert_non_null(text);
+                load_fails(text, cases[i].error, NULL);
+        }
+        /* longer than a store URL may be */
+        _cleanup_free_ char *long_url = strdup(MINIMAL "  stateStore: file:///");
+        for (unsigned i = 0; i < 1030; i++)
+                assert_int_equal(strextend_printf(&long_url, "x"), 0);
+        assert_int_equal(strextend_printf(&long_url, "\n"), 0);
+        _cleanup_strv_free_ char **errors = NULL;
+        assert_int_equal(cluster_spec_load_string("t.yaml", long_url, strlen(long_url), NULL, &errors),
+                         PK_ESPEC);
+        assert_int_equal(strv_length(errors), 1);
+        assert_non_null(strstr(errors[0], "spec.stateStore: 'file:///xxx"));
+        assert_non_null(strstr(errors[0], "' is longer than 1024 characters"));
+}
+
+/* With a state store, every certificate path the user left unset comes from the pki layout. */
+static void test_pki_managed_defaults(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = load_ok(
+            HEAD "spec:\n  etcdClusters:\n  - {name: main, image: e}\n  - {name: events, image: e}\n"
+                 "  - {name: cilium, image: e, clientPort: 4003, peerPort: 2382, tlsDir: /etc/cilium-etcd}\n"
+                 "  kubernetesVersion: 1.20.2\n  stateStore: file:///srv/state\n  pki: {dir: /var/lib/pk}\n"
+                 "  kubeAPIServer: {tlsCertFile: /custom/api.crt, etcdCAFile: ~}\n"
+                 "  kubeScheduler: {kubeconfig: /custom/scheduler.kubeconfig}\n");
+        const KubeAPIServerConfig *a = &s->kube_apiserver;
+        const KubeControllerManagerConfig *c = &s->kube_controller_manager;
+        const KubeSchedulerConfig *k = &s->kube_scheduler;
+
+        assert_string_equal(cluster_spec_etcd(s, 0)->tls_dir, "/var/lib/pk/etcd-main");
+        assert_string_equal(cluster_spec_etcd(s, 1)->tls_dir, "/var/lib/pk/etcd-events");
+        assert_string_equal(cluster_spec_etcd(s, 2)->tls_dir, "/etc/cilium-etcd"); /* the user's */
+
+        /* the user's value is kept; null counts as absent, as everywhere in the spec */
+        assert_string_equal(a->tls_cert_file, "/custom/api.crt");
+        assert_string_equal(a->etcd_ca_file, "/var/lib/pk/kube-apiserver/etcd-ca.crt");
+#define D "/var/lib/pk/kube-apiserver/"
+        assert_string_equal(a->tls_private_key_file, D "apiserver.key");
+        assert_string_equal(a->client_ca_file, D "ca.crt");
+        assert_string_equal(a->etcd_cert_file, D "etcd-client.crt");
+        assert_string_equal(a->etcd_key_file, D "etcd-client.key");
+        assert_string_equal(a->kubelet_client_certificate, D "kubelet-client.crt");
+        assert_string_equal(a->kubelet_client_key, D "kubelet-client.key");
+        assert_string_equal(a->requestheader_client_ca_file, D "front-proxy-ca.crt");
+        assert_string_equal(a->proxy_client_cert_file, D "front-proxy-client.crt");
+        assert_string_equal(a->proxy_client_key_file, D "front-proxy-client.key");
+        assert_string_equal(a->service_account_signing_key_file, D "service-account.key");
+        assert_true(strv_equal(a->service_account_key_file, STRV_MAKE(D "service-account.pub")));
+#undef D
+        assert_true(strv_equal(a->requestheader_allowed_names, STRV_MAKE("front-proxy-client")));
+        assert_true(strv_equal(a->requestheader_username_headers, STRV_MAKE("X-Remote-User")));
+        assert_true(strv_equal(a->requestheader_group_headers, STRV_MAKE("X-Remote-Group")));
+        assert_true(strv_equal(a->requestheader_extra_headers_prefix, STRV_MAKE("X-Remote-Extra-")));
+
+#define D "/var/lib/pk/kube-controller-manager/"
+        assert_string_equal(c->kubeconfig, D "kubeconfig");
+        assert_string_equal(c->authentication_kubeconfig, D "kubeconfig");
+        assert_string_equal(c->authorization_kubeconfig, D "kubeconfig");
+        assert_string_equal(c->root_ca_file, D "ca.crt");
+        assert_string_equal(c->service_account_private_key_file, D "service-account.key");
+#undef D
+        /* no CA key on the node: no CSR signer rather than a controller-manager that exits */
+        assert_string_equal(c->cluster_signing_cert_file, "");
+        assert_string_equal(c->cluster_signing_key_file, "");
+        assert_true(c->use_service_account_credentials.set && c->use_service_account_credentials.value);
+
+        assert_string_equal(k->kubeconfig, "/custom/scheduler.kubeconfig");
+        assert_string_equal(k->authentication_kubeconfig, "/var/lib/pk/kube-scheduler/kubeconfig");
+        assert_string_equal(k->authorization_kubeconfig, "/var/lib/pk/kube-scheduler/kubeconfig");
+        assert_string_equal(s->kube_proxy.kubeconfig, "/var/lib/pk/kube-proxy/kubeconfig");
+}
+
+/* The lead maps SpecKeyType onto pki's PkiKeyType one to one. */
+static void test_key_types(void **state) {
+        assert_int_equal(_SPEC_KEY_TYPE_MAX, _PKI_KEY_TYPE_MAX);
+        for (int t = 0; t < _SPEC_KEY_TYPE_MAX; t++) {
+                assert_string_equal(spec_key_type_to_string(t), pki_key_type_to_string(t));
+                assert_int_equal(spec_key_type_from_string(spec_key_type_to_string(t)), t);
+        }
+        assert_int_equal(SPEC_KEY_RSA_2048, PKI_KEY_RSA_2048);
+        assert_null(spec_key_type_to_string(_SPEC_KEY_TYPE_MAX));
+        assert_int_equal(spec_key_type_from_string("ed25519"), _SPEC_KEY_TYPE_INVALID);
+        assert_int_equal(spec_key_type_from_string(NULL), _SPEC_KEY_TYPE_INVALID);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_example),
@@ -420,6 +641,12 @@ int main(void) {
                 cmocka_unit_test(test_etcd_cap),
                 cmocka_unit_test(test_big_lists),
                 cmocka_unit_test(test_echo),
+                cmocka_unit_test(test_pki_absent),
+                cmocka_unit_test(test_service_range),
+                cmocka_unit_test(test_pki_valid),
+                cmocka_unit_test(test_pki_errors),
+                cmocka_unit_test(test_pki_managed_defaults),
+                cmocka_unit_test(test_key_types),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
