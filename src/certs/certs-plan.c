@@ -195,7 +195,7 @@ static int plan_files(const CertsSettings *s, const CertsObservation *o, const C
 /* SHA-256 over "DIR/NAME=SERIAL\n" of the leaves the control-plane components read once, in layout order:
  * the value of their manifests' annotation, so that a renewed certificate changes the manifest and kubelet
  * restarts the component. */
-static int plan_digest(const CertsObservation *o, CertsPlan *plan) {
+static int plan_digest_of(const CertsObservation *o, const CertsPlan *plan, bool observed, char *digest) {
         _cleanup_free_ char *text = strdup("");
         uint8_t md[EVP_MAX_MD_SIZE];
         unsigned md_len = 0;
@@ -204,18 +204,23 @@ static int plan_digest(const CertsObservation *o, CertsPlan *plan) {
                 return -ENOMEM;
         for (size_t i = 0; i < o->layout.n_leaves; i++) {
                 const CertsLeafSlot *l = &o->layout.leaves[i];
+                const char *serial = observed ? strempty(o->leaves[i].serial) : plan->leaves[i].serial_text;
                 if (l->restarts_components &&
-                    strextend_printf(&text, "%s/%s=%s\n", l->dir, l->name, plan->leaves[i].serial_text) < 0)
+                    strextend_printf(&text, "%s/%s=%s\n", l->dir, l->name, serial) < 0)
                         return -ENOMEM;
         }
         if (EVP_Digest(text, strlen(text), md, &md_len, EVP_sha256(), NULL) != 1)
                 return -EIO;
         for (size_t i = 0; i < CERTS_DIGEST_LEN / 2; i++) {
-                plan->digest[2 * i] = hex[md[i] >> 4];
-                plan->digest[2 * i + 1] = hex[md[i] & 15];
+                digest[2 * i] = hex[md[i] >> 4];
+                digest[2 * i + 1] = hex[md[i] & 15];
         }
-        plan->digest[CERTS_DIGEST_LEN] = 0;
+        digest[CERTS_DIGEST_LEN] = 0;
         return 0;
+}
+
+static int plan_digest(const CertsObservation *o, CertsPlan *plan) {
+        return plan_digest_of(o, plan, false, plan->digest);
 }
 
 /* Per etcd cluster: whether its member's pairs are there once the plan is applied. */
@@ -243,6 +248,12 @@ static int plan_unmanaged_or_failed(const CertsSettings *s, const CertsObservati
         plan->status = o->error;
         if (o->error < 0 && !(plan->note = strdup(strna(o->message))))
                 return -ENOMEM;
+        /* the certificates stay as they are: so do the manifests naming them */
+        if (o->managed && o->leaves) {
+                int r = plan_digest_of(o, plan, true, plan->digest);
+                if (r < 0)
+                        return r;
+        }
         size_t n = strv_length(s->etcd_clusters);
         plan->etcd_ready = new0(bool, n + 1);
         if (!plan->etcd_ready)

@@ -113,6 +113,8 @@ int verb_store_list(CliContext *ctx, char **args);
 int verb_store_delete(CliContext *ctx, char **args);
 int verb_pki_demo_issue(CliContext *ctx, char **args);
 int verb_pki_init(CliContext *ctx, char **args);
+int verb_pki_show(CliContext *ctx, char **args);
+int verb_pki_renew(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];

@@ -109,6 +109,14 @@ static const CliVerb pki_verbs[] = {
           .help = "create the cluster's CAs and service-account key in --store URL unless there; print "
                   "each one's SHA-256 fingerprint and whether it was created or read",
           .options = verb_pki_init_options },
+        { .name = "show",
+          .run = verb_pki_show,
+          .help = "the keystore and this node's certificates: subject, SANs, issuer, expiry, next action",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS },
+        { .name = "renew",
+          .run = verb_pki_renew,
+          .help = "one pass that reissues every certificate of this node (the components restart with them)",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS },
         {},
 };
 
@@ -159,7 +167,11 @@ static const CliVerb verbs[] = {
         { .name = "store",
           .help = "the state store: get, put, put-if-absent, list, delete",
           .sub_verbs = store_verbs },
-        { .name = "pki", .help = "the cluster's PKI: init, demo-issue", .sub_verbs = pki_verbs },
+        { .name = "pki",
+          .run = verb_pki_show,
+          .help = "the cluster's PKI: show (the default), renew, init, demo-issue",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS,
+          .sub_verbs = pki_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

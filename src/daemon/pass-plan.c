@@ -26,6 +26,7 @@ void pass_observation_done(PassObservation *o) {
         dns_rrset_list_done(&o->dns_served);
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);
+        certs_observation_done(&o->certs);
         *o = (PassObservation){};
 }
 
@@ -85,7 +86,7 @@ static void observe_dns(Pass *p, PassObservation *o) {
 int pass_observe(Pass *p, PassObservation *ret) {
         /* filled in place: the planner's input points into it */
         PassObservation *o = ret;
-        *o = (PassObservation){};
+        *o = (PassObservation){ .realtime = now(CLOCK_REALTIME) };
         _cleanup_free_ char *detail = NULL;
         int r = volumes_observe(p->provider, &p->cfg, &o->volumes, &detail);
         if (r == -ENOMEM)
@@ -105,6 +106,13 @@ int pass_observe(Pass *p, PassObservation *ret) {
                 volumes_input(&p->cfg, &o->volumes, &o->in);
                 observe_dns(p, o);
         }
+        r = certs_observe(&p->certs, &o->certs);
+        if (r < 0) {
+                pass_observation_done(o);
+                return log_error_errno(r, "Failed to observe the node's certificates: %m");
+        }
+        if (o->certs.error < 0)
+                log_error_errno(o->certs.error, "Failed to read the keystore: %s", strna(o->certs.message));
         r = observe_manifest_dir(p->node.manifest_dir, &o->manifest_names, &o->manifest_texts);
         if (r < 0) {
                 pass_observation_done(o);
@@ -127,6 +135,8 @@ void pass_plan_done(PassPlan *p) {
         dns_rrset_list_done(&p->dns_changes);
         rendered_manifests_done(&p->control_plane);
         free(p->control_plane_write);
+        certs_plan_done(&p->certs);
+        free(p->held_members);
         *p = (PassPlan){};
 }
 
@@ -163,6 +173,59 @@ static int plan_manifest_currency(const Pass *pass, const VolumesInput *in, Volu
         return 0;
 }
 
+/* Whether the certificates of the etcd cluster's member are in place once the plan is applied (always, when
+ * protokube manages none). */
+static bool etcd_certs_ready(const Pass *pass, const PassPlan *plan, const char *cluster) {
+        for (size_t c = 0; plan->certs.etcd_ready && pass->etcd_clusters[c]; c++)
+                if (streq(pass->etcd_clusters[c], cluster))
+                        return plan->certs.etcd_ready[c];
+        return !plan->certs.managed;
+}
+
+/* The member held in each etcd cluster after the plan's claims: a selection with a volume. */
+static int plan_held_members(const Pass *pass, PassPlan *plan) {
+        size_t n = strv_length(pass->etcd_clusters);
+        plan->held_members = new0(const char *, n + 1);
+        if (!plan->held_members)
+                return -ENOMEM;
+        for (size_t k = 0; k < plan->volumes.n_selections; k++) {
+                const PlanSelection *sel = &plan->volumes.selections[k];
+                if (sel->volume == SIZE_MAX || !plan->volumes.eligibility[sel->volume].eligible)
+                        continue;
+                for (size_t c = 0; c < n; c++)
+                        if (streq(pass->etcd_clusters[c], sel->etcd_cluster))
+                                plan->held_members[c] = plan->volumes.eligibility[sel->volume].etcd.member;
+        }
+        return 0;
+}
+
+/* The certificates for this node's addresses and the members it holds after the plan. */
+static int plan_certs(const Pass *pass, const PassObservation *o, PassPlan *plan) {
+        _cleanup_strv_free_ char **ips = strv_new(NULL);
+        if (!ips)
+                return -ENOMEM;
+        if (o->volumes_error >= 0) {
+                const NodeIdentity *n = &o->volumes.node;
+                for (size_t i = 0; n->internal_ips && n->internal_ips[i]; i++)
+                        if (!strv_contains(ips, n->internal_ips[i]) &&
+                            strv_extend(&ips, n->internal_ips[i]) < 0)
+                                return -ENOMEM;
+                for (size_t i = 0; n->external_ips && n->external_ips[i]; i++)
+                        if (!strv_contains(ips, n->external_ips[i]) &&
+                            strv_extend(&ips, n->external_ips[i]) < 0)
+                                return -ENOMEM;
+        }
+        CertsNode node = {
+                .ips = ips,
+                .held_members = plan->held_members,
+                .held_known = o->volumes_error >= 0,
+        };
+        int r = certs_plan(&pass->certs, &o->certs, &node, o->realtime, &plan->certs);
+        if (r >= 0 && pass->force_renew)
+                r = certs_plan_force_renewal(&o->certs, &plan->certs);
+        return r;
+}
+
 /* The etcd manifest of each selected member, for the write actions. */
 static int plan_etcd_texts(const Pass *pass, PassPlan *plan) {
         plan->etcd_texts = new0(char *, plan->volumes.n_selections + 1);
@@ -172,6 +235,14 @@ static int plan_etcd_texts(const Pass *pass, PassPlan *plan) {
                 size_t i = plan->volumes.selections[k].volume;
                 if (i == SIZE_MAX || !plan->volumes.eligibility[i].eligible)
                         continue;
+                if (!etcd_certs_ready(pass, plan, plan->volumes.selections[k].etcd_cluster)) {
+                        if (!plan->etcd_render_error &&
+                            !(plan->etcd_render_error = strprintf(
+                                  "etcd %s: waiting for its certificates: %s",
+                                  plan->volumes.selections[k].etcd_cluster, strna(plan->certs.note))))
+                                return -ENOMEM;
+                        continue;
+                }
                 int r = render_member(pass, &plan->volumes.eligibility[i], plan->in.volumes[i].id,
                                       &plan->etcd_texts[k]);
                 if (r == -ENOMEM)
@@ -230,7 +301,11 @@ static const char *observed_manifest(const PassObservation *o, const char *name)
 
 /* The control-plane manifests other than etcd's (those live on the volumes). */
 static int plan_control_plane(const Pass *pass, const PassObservation *o, PassPlan *plan) {
-        int r = control_plane_render(pass->spec, NULL, 0, NULL, &plan->control_plane, &plan->render_failed);
+        /* A renewed certificate changes the digest, so kubelet restarts the components that read their
+         * files once. */
+        char *const annotations[] = { (char *)CERTS_ANNOTATION, plan->certs.digest, NULL };
+        int r = control_plane_render(pass->spec, NULL, 0, plan->certs.managed ? annotations : NULL,
+                                     &plan->control_plane, &plan->render_failed);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -263,7 +338,12 @@ int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
                 if (r >= 0)
                         r = volumes_plan(&plan.in, &plan.volumes);
                 if (r >= 0)
-                        r = plan_etcd_texts(pass, &plan);
+                        r = plan_held_members(pass, &plan);
+        }
+        if (r >= 0)
+                r = plan_certs(pass, o, &plan);
+        if (r >= 0 && o->volumes_error >= 0) {
+                r = plan_etcd_texts(pass, &plan);
                 if (r >= 0)
                         r = volumes_view(&plan.in, &plan.volumes, &plan.view);
         }
@@ -340,6 +420,7 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
                 if (plan->control_plane_write[i])
                         fprintf(out, "write-manifest %s/%s\n", pass->node.manifest_dir,
                                 plan->control_plane.items[i].file_name);
+        certs_plan_print(&o->certs, &plan->certs, out);
 }
 
 int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan) {

@@ -70,9 +70,34 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
         return 0;
 }
 
+/* The spec's certificate settings, for the certs room (which does not know the spec). */
+static CertsSettings certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
+        const KubeAPIServerConfig *a = &spec->kube_apiserver;
+        const PkiSpec *pki = &spec->pki;
+        /* SpecKeyType has PkiKeyType's values in its order (spec/spec.h) */
+        return (CertsSettings){
+                .store_url = spec->state_store,
+                .pki_dir = pki->dir,
+                .key_type = pki->key_type.set ? (PkiKeyType)pki->key_type.value : PKI_KEY_ECDSA_P256,
+                .sa_key_type = pki->service_account_key_type.set
+                                   ? (PkiKeyType)pki->service_account_key_type.value
+                                   : PKI_KEY_RSA_2048,
+                .ca_lifetime = pki->ca_lifetime.set ? pki->ca_lifetime.value : 0,
+                .leaf_lifetime = pki->certificate_lifetime.set ? pki->certificate_lifetime.value : 0,
+                .cluster_name = spec->name,
+                .internal_suffix = spec->dns.internal_suffix,
+                .cluster_domain = spec->cluster_dns_domain,
+                .service_range = cluster_spec_service_range(spec),
+                .apiserver_port = a->secure_port.set ? (int)a->secure_port.value : 443,
+                .etcd_clusters = etcd_clusters,
+                .kube_proxy = !spec->kube_proxy.enabled.set || spec->kube_proxy.enabled.value,
+        };
+}
+
 /* The volume steps' settings for this node and spec; reports go to the log (and, during a run, the report).
  */
 static void pass_configure(Pass *p) {
+        p->certs = certs_settings(p->spec, p->etcd_clusters);
         p->cfg = (VolumesPassConfig){
                 .cluster = p->spec->name,
                 .etcd_clusters = p->etcd_clusters,
@@ -246,13 +271,79 @@ static void apply_control_plane(const Pass *p, const PassPlan *plan, PassReport 
         }
 }
 
+/* What the node's certificates are after the pass, for /metrics and /healthz. */
+static int report_certs(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+        CertsExpiry *e = NULL;
+        size_t n = 0;
+        int r = certs_expiries(&p->certs, &o->certs, &plan->certs, now(CLOCK_REALTIME), &e, &n);
+        if (r < 0)
+                return r;
+        rep->certs_known = true;
+        rep->n_certs = 0;
+        for (size_t i = 0; i < n && rep->n_certs < PASS_CERTS_MAX; i++) {
+                PassCertExpiry *c = &rep->certs[rep->n_certs++];
+                snprintf(c->name, sizeof(c->name), "%s", e[i].name);
+                c->not_after = e[i].not_after;
+        }
+        certs_expiries_free(e, n);
+        return 0;
+}
+
+static bool stop_callback(void) {
+        return stop_requested();
+}
+
+/* The certificates, after the claims and before the etcd manifests. Returns the etcd texts to write: the
+ * plan's, without those of the members whose certificates could not be issued (caller frees the array,
+ * not the texts). */
+static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, PassReport *rep,
+                       char ***ret_texts) {
+        _cleanup_(certs_result_done) CertsResult res = {};
+        char **texts = new0(char *, plan->volumes.n_selections + 1);
+        if (!texts)
+                return -ENOMEM;
+        for (size_t k = 0; plan->etcd_texts && k < plan->volumes.n_selections; k++)
+                texts[k] = plan->etcd_texts[k];
+        *ret_texts = texts;
+        if (!plan->certs.managed)
+                return 0;
+        if (plan->certs.status < 0) {
+                log_error_errno(plan->certs.status, "Certificates: %s", strna(plan->certs.note));
+                pass_report_error(rep, PASS_STAGE_CERTS, plan->certs.status, plan->certs.note);
+                return 0;
+        }
+        pass_progress_step("certificates");
+        int r = certs_apply(&p->certs, &o->certs, &plan->certs, now(CLOCK_REALTIME), stop_callback, &res);
+        if (r == -ECANCELED)
+                return 0;
+        if (r < 0)
+                return r;
+        STRV_FOREACH (e, res.errors) {
+                log_error("Certificates: %s", *e);
+                pass_report_error(rep, PASS_STAGE_CERTS, -EIO, *e);
+        }
+        for (size_t k = 0; k < plan->volumes.n_selections; k++)
+                for (size_t c = 0; p->etcd_clusters[c]; c++)
+                        if (res.etcd_failed[c] &&
+                            streq(p->etcd_clusters[c], plan->volumes.selections[k].etcd_cluster))
+                                texts[k] = NULL;
+        if (res.changes > 0)
+                log_info("Certificates: %u change(s) applied.", res.changes);
+        rep->actions_applied += res.changes;
+        return report_certs(p, o, plan, rep);
+}
+
 /* One round: apply the plan. 1 when a claim was lost and the pass must observe and plan again. */
-static int apply_round(Pass *p, const PassObservation *o, const PassPlan *plan, bool last, PassReport *rep) {
+static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool last, PassReport *rep) {
         _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
+        _cleanup_free_ char **etcd_texts = NULL;
         VolumesPassResult res = {};
         int r;
-        if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the control plane still is kept */
+        if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the rest still is kept */
                 apply_dns(o, plan, rep);
+                r = apply_certs(p, o, plan, rep, &etcd_texts);
+                if (r < 0)
+                        return r;
                 apply_control_plane(p, plan, rep);
                 return 0;
         }
@@ -268,11 +359,13 @@ static int apply_round(Pass *p, const PassObservation *o, const PassPlan *plan, 
                 pass_progress_step("DNS: publishing");
                 apply_dns(o, plan, rep);
         }
+        if (r >= 0 && !stop_requested())
+                r = apply_certs(p, o, plan, rep, &etcd_texts);
         if (r >= 0 && !stop_requested()) {
                 pass_progress_step("etcd manifests");
                 if (plan->etcd_render_error)
                         log_error("Failed to render the etcd manifest: %s", plan->etcd_render_error);
-                r = volumes_apply_run(va, VOLUMES_PHASE_MANIFESTS, plan->etcd_texts);
+                r = volumes_apply_run(va, VOLUMES_PHASE_MANIFESTS, etcd_texts);
                 interrupted = interrupted || r > 0;
         }
         if (r >= 0 && !stop_requested()) {

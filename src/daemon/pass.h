@@ -8,8 +8,9 @@
  *   plan:    a pure function of (spec, node settings, observation) returning every action as data: volume
  *            steps, the DNS changes (computed from the cluster view with this pass's claims folded in),
  *            the etcd manifests of the selected members and the control-plane manifests to write;
- *   apply:   volume steps, then DNS, then the etcd manifests, then the control plane. DNS goes before the
- *            etcd manifests so that when kubelet starts etcd its own name already points here
+ *   apply:   volume steps, then DNS, then the certificates, then the etcd manifests, then the control
+ *            plane (an etcd member's certificates are in place before its manifest is written). DNS goes
+ * before the etcd manifests so that when kubelet starts etcd its own name already points here
  *            (docs/etcd-dns.md). A failing part is reported and the pass goes on with the others: a DNS
  *            outage must not stop etcd's manifest from being kept, and a bad volume must not stop the
  *            records. A lost claim (another node was first) observes and plans again, bounded.
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "certs/certs.h"
 #include "components/render.h"
 #include "daemon/report.h"
 #include "dns/dns-provider.h"
@@ -40,6 +42,8 @@ typedef struct Pass {
         NodeSettings node; /* node.mount_root points at mount_root */
         char *mount_root;  /* canonical (path_canonicalize), resolved once: mountinfo is compared with it */
         VolumesPassConfig cfg; /* the volume steps' settings for this node; report fields set per pass */
+        CertsSettings certs;   /* the spec's certificate settings (point into spec) */
+        bool force_renew;      /* `pki renew`: every certificate is reissued in the next pass */
 } Pass;
 
 /* Loads the spec and opens its volume provider. Spec errors are logged one per line (FILE:LINE:COL). */
@@ -63,9 +67,11 @@ typedef struct PassObservation {
         int dns_error;   /* reading what DNS serves failed: the plan carries it to the report */
         char *dns_message;
         DnsRRsetList dns_served;
-        bool dns_repair;       /* the store needs a write even if nothing differs */
-        char **manifest_names; /* control-plane manifests in the manifest dir (regular files) */
-        char **manifest_texts; /* parallel to manifest_names */
+        bool dns_repair;        /* the store needs a write even if nothing differs */
+        char **manifest_names;  /* control-plane manifests in the manifest dir (regular files) */
+        char **manifest_texts;  /* parallel to manifest_names */
+        CertsObservation certs; /* the state store's keystore and the node's certificates */
+        usec_t realtime;        /* when it was observed: "now" for the certificates' plan */
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
@@ -90,6 +96,9 @@ typedef struct PassPlan {
         bool *control_plane_write; /* parallel to control_plane.items: differs from what is on disk */
         const char *render_failed; /* the control plane could not be rendered: which component */
         int render_error;
+        CertsPlan certs; /* the node's certificates for the members held after this pass's claims */
+        const char **held_members; /* per etcd cluster (parallel to Pass.etcd_clusters): the member this
+                                      node holds after the plan, NULL: none (points into volumes) */
 } PassPlan;
 
 void pass_plan_done(PassPlan *p);

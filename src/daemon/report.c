@@ -9,9 +9,11 @@
 #include "basic/macro.h"
 
 static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
-        [PASS_STAGE_SPEC] = "spec",     [PASS_STAGE_DISCOVER] = "discover", [PASS_STAGE_CLAIM] = "claim",
-        [PASS_STAGE_DEVICE] = "device", [PASS_STAGE_FSCK] = "fsck",         [PASS_STAGE_FORMAT] = "format",
-        [PASS_STAGE_MOUNT] = "mount",   [PASS_STAGE_MANIFEST] = "manifest", [PASS_STAGE_DNS] = "dns",
+        [PASS_STAGE_SPEC] = "spec",   [PASS_STAGE_DISCOVER] = "discover",
+        [PASS_STAGE_CLAIM] = "claim", [PASS_STAGE_DEVICE] = "device",
+        [PASS_STAGE_FSCK] = "fsck",   [PASS_STAGE_FORMAT] = "format",
+        [PASS_STAGE_MOUNT] = "mount", [PASS_STAGE_MANIFEST] = "manifest",
+        [PASS_STAGE_DNS] = "dns",     [PASS_STAGE_CERTS] = "certificates",
 };
 
 const char *pass_stage_to_string(PassStage s) {
@@ -36,6 +38,26 @@ void pass_report_error(PassReport *r, PassStage stage, int error, const char *re
                 r->reason = strdup(reason);
 }
 
+/* The certificates' expiries, and the warning for the soonest one within 30 days. */
+static void metrics_observe_certs(Metrics *m, const PassReport *r, usec_t realtime_now) {
+        const PassCertExpiry *soonest = NULL;
+        m->n_certs = MIN(r->n_certs, (unsigned)PASS_CERTS_MAX);
+        memcpy(m->certs, r->certs, sizeof(m->certs[0]) * m->n_certs);
+        for (unsigned i = 0; i < m->n_certs; i++)
+                if (m->certs[i].not_after < realtime_now + CERT_EXPIRY_WARNING &&
+                    (!soonest || m->certs[i].not_after < soonest->not_after))
+                        soonest = &m->certs[i];
+        m->cert_warning[0] = 0;
+        if (soonest && soonest->not_after <= realtime_now)
+                snprintf(m->cert_warning, sizeof(m->cert_warning), "certificate %s has expired",
+                         soonest->name);
+        else if (soonest)
+                snprintf(m->cert_warning, sizeof(m->cert_warning), "certificate %s expires in %llu days",
+                         soonest->name,
+                         (unsigned long long)((soonest->not_after - realtime_now) /
+                                              (24ULL * 3600ULL * USEC_PER_SEC)));
+}
+
 void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
         double secs = (double)r->duration / USEC_PER_SEC;
 
@@ -56,6 +78,8 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
         if (r->status < 0 && r->status != PK_EWAITING)
                 m->passes_failed++;
         snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->reason ? r->reason : "");
+        if (r->certs_known)
+                metrics_observe_certs(m, r, realtime_now);
 }
 
 int metrics_format(const Metrics *m, Buf *out) {
@@ -105,6 +129,12 @@ int metrics_format(const Metrics *m, Buf *out) {
              "# TYPE protokube_last_success_timestamp_seconds gauge\n");
         EMIT("protokube_last_success_timestamp_seconds %.3f\n",
              (double)m->last_success_realtime / USEC_PER_SEC);
+        EMIT("# HELP protokube_certificate_expiry_timestamp_seconds Unix time at which a certificate "
+             "protokube manages expires (notAfter).\n"
+             "# TYPE protokube_certificate_expiry_timestamp_seconds gauge\n");
+        for (unsigned i = 0; i < m->n_certs; i++)
+                EMIT("protokube_certificate_expiry_timestamp_seconds{certificate=\"%s\"} %llu\n",
+                     m->certs[i].name, (unsigned long long)(m->certs[i].not_after / USEC_PER_SEC));
 #undef EMIT
         return r;
 }
@@ -133,7 +163,10 @@ int health_status(const Metrics *m, char *body, size_t size) {
                 return 503;
         }
         if (m->last_status == 0) {
-                snprintf(body, size, "ok\n");
+                if (m->cert_warning[0])
+                        snprintf(body, size, "ok (warning: %s)\n", m->cert_warning);
+                else
+                        snprintf(body, size, "ok\n");
                 return 200;
         }
         if (m->last_status == PK_EWAITING) {

@@ -22,11 +22,21 @@ typedef enum PassStage {
         PASS_STAGE_MOUNT,
         PASS_STAGE_MANIFEST,
         PASS_STAGE_DNS,
+        PASS_STAGE_CERTS,
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
 
 const char *pass_stage_to_string(PassStage s);
+
+#define PASS_CERTS_MAX      64  /* certificates a master manages: far fewer (docs/pki.md) */
+#define PASS_CERT_NAME_MAX  192 /* "DIR/NAME.crt" or "ca/NAME" */
+#define CERT_EXPIRY_WARNING (30ULL * 24ULL * 3600ULL * USEC_PER_SEC)
+
+typedef struct PassCertExpiry {
+        char name[PASS_CERT_NAME_MAX];
+        usec_t not_after; /* CLOCK_REALTIME */
+} PassCertExpiry;
 
 typedef struct PassReport {
         int status;   /* 0 converged, PK_EWAITING waiting on something outside us, < 0 error */
@@ -37,6 +47,9 @@ typedef struct PassReport {
         unsigned volumes_member_conflicts; /* volumes naming a member another volume holds */
         unsigned records_published;        /* records in the desired set that the provider now serves */
         unsigned actions_applied;          /* changes made; 0 on a quiet pass */
+        bool certs_known; /* the pass saw the certificates: the list below replaces the last */
+        unsigned n_certs;
+        PassCertExpiry certs[PASS_CERTS_MAX]; /* every certificate it manages, after the pass */
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -56,6 +69,9 @@ typedef struct Metrics {
         unsigned volumes_member_conflicts;
         unsigned records_published;
         usec_t last_success_realtime; /* 0 = never */
+        unsigned n_certs;
+        PassCertExpiry certs[PASS_CERTS_MAX];
+        char cert_warning[PASS_CERT_NAME_MAX + 64]; /* the soonest expiry within 30 days, "" if none */
         bool have_pass;
         int last_status;
         char last_reason[512];
@@ -71,7 +87,8 @@ void metrics_set_running(Metrics *m, const PassProgress *p, usec_t now_monotonic
 void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now);
 /* Prometheus text exposition format 0.0.4. */
 int metrics_format(const Metrics *m, Buf *out);
-/* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise; before the first
+/* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise (a certificate
+ * expiring within 30 days adds "(warning: certificate X expires in N days)" to "ok"); before the first
  * pass, 503 "starting". While a pass runs, its step is said: "converging: e2fsck vol-x (12 s)" (200, unless
  * the last pass failed: then 503 with the last error and the step it is retrying). One-line body. */
 int health_status(const Metrics *m, char *body, size_t size);
