@@ -131,6 +131,12 @@ class Master:
         self.protokube = None
         self.runner = None
         self.port_file = os.path.join(self.dir, "listen")
+        # One machine plays every master: each keeps its certificates in a directory of its own, so each has
+        # its own copy of the spec with pki.dir set (a real master has /srv/kubernetes on its own disk).
+        self.pki = os.path.join(self.dir, "pki")
+        self.spec = os.path.join(self.dir, "cluster.yaml")
+        with open(cluster.spec) as src, open(self.spec, "w") as dst:
+            dst.write(src.read().replace("  kubernetesVersion:", f"  pki:\n    dir: {self.pki}\n  kubernetesVersion:"))
 
     def node_args(self):
         return ["--node-name", self.name, "--zone", self.zone, "--internal-ip", self.addr, "--external-ip",
@@ -145,7 +151,7 @@ class Master:
              "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "1800"],
             start_new_session=True)
         self.protokube = subprocess.Popen(
-            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.cluster.spec, "--log-format", "json", "run", *self.node_args(),
+            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
              "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
             start_new_session=True)
@@ -175,6 +181,20 @@ class Master:
     def metrics(self):
         return self.http_get("/metrics")[1]
 
+    def etcd_client_files(self):
+        """kube-apiserver's etcd client certificate on this master, which every etcd member accepts."""
+        d = os.path.join(self.pki, "kube-apiserver")
+        return [f"--cacert={d}/etcd-ca.crt", f"--cert={d}/etcd-client.crt", f"--key={d}/etcd-client.key"]
+
+    def etcd_logs(self):
+        """The text of every etcd pod log of this master."""
+        out = []
+        for n in sorted(os.listdir(self.logs)):
+            if n.startswith("etcd-server") and n.endswith(".log"):
+                with open(os.path.join(self.logs, n), errors="replace") as f:
+                    out.append((n, f.read()))
+        return out
+
     def log_lines(self):
         out = []
         try:
@@ -202,6 +222,7 @@ class Cluster:
         os.chmod(self.workdir, 0o755)  # named reads its config after dropping to nobody
         self.pool = os.path.join(self.workdir, "pool")
         self.spec = os.path.join(self.workdir, "cluster.yaml")
+        self.state = os.path.join(self.workdir, "state")  # the state store every master shares
         self.lab = NetLab(tag)
         self.bind = Bind(self.workdir, self.lab)
         self.masters = {}
@@ -222,6 +243,7 @@ class Cluster:
         self.lab.add_host("dns", DNS_ADDR)
         self.bind.setup()
         self.bind.start()
+        os.makedirs(self.state, mode=0o700, exist_ok=True)
         with open(self.spec, "w") as f:
             f.write(f"""apiVersion: protokube/v1alpha1
 kind: Cluster
@@ -236,6 +258,7 @@ spec:
     rfc2136:
       server: "{DNS_ADDR}:53"
       tsigKeyFile: {self.bind.client_key_file}
+  stateStore: file://{self.state}
   etcdClusters:
     - name: main
       image: registry.k8s.io/etcd:3.5.16-0
@@ -266,10 +289,22 @@ spec:
         return run([protokube_bin(), "pool", *args, "--pool", self.pool])
 
     def etcdctl(self, via, endpoints, *args, timeout=10):
+        """etcdctl in master via's network namespace, with that master's etcd client certificate."""
         env = dict(os.environ, ETCDCTL_API="3")
         argv = self.lab.exec_argv(via, ["etcdctl", f"--endpoints={endpoints}", "--dial-timeout=2s",
-                                        "--command-timeout=4s", *args])
+                                        "--command-timeout=4s", *self.masters[via].etcd_client_files(), *args])
         return run(argv, check=False, timeout=timeout, env=env)
+
+    def tls_rejections(self):
+        """Lines of the etcd logs where a peer or client was refused for its certificate. (etcd also logs
+        "rejected connection ... EOF" or "connection reset" when a client goes away mid-handshake, as
+        etcdctl does with the endpoints it did not need: those are not rejections.)"""
+        bad = ("bad certificate", "x509:", "certificate", "tls: ")
+        out = []
+        for m in self.masters.values():
+            for name, text in m.etcd_logs():
+                out += [f"{m.name}/{name}: {l}" for l in text.splitlines() if any(b in l for b in bad)]
+        return out
 
     def close(self, keep=False):
         """Stops and removes everything the run made; keep leaves the work directory (logs) for a look."""

@@ -31,6 +31,7 @@ AWS_ADDR = "198.18.42.60"
 DOUBLE = os.path.join(ROOT, "tests", "fakes", "aws", "server.py")
 ZONE_ID = "ZE2EPROTOKUBE"
 REGION = "us-east-1"
+STATE_BUCKET = "pk-e2e-state"  # the state store: the CAs every master issues from
 VOLUME_SIZE = 256 << 20  # etcd preallocates a 64 MiB WAL
 
 
@@ -52,6 +53,7 @@ class MasterAws(Master):
         c = self.cluster
         e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         e.update({"AWS_ENDPOINT_URL_EC2": c.api_url, "AWS_ENDPOINT_URL_ROUTE_53": c.api_url,
+                  "AWS_ENDPOINT_URL_S3": c.api_url,
                   "AWS_CA_BUNDLE": c.tls_cert,
                   "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{c.double_url}/_as/{instance_id(self.name)}",
                   # no static keys and no credentials file: the instance role through IMDSv2, as on a master
@@ -68,7 +70,7 @@ class MasterAws(Master):
             start_new_session=True)
         self.protokube = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c",
-             self.cluster.spec, "--log-format", "json", "run", *self.node_args(),
+             self.spec, "--log-format", "json", "run", *self.node_args(),
              "--listen", f"127.0.0.1:{port}", "--interval", self.cluster.interval],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
             env=self.env(), start_new_session=True)
@@ -160,7 +162,7 @@ class ClusterAws(Cluster):
                                          f"kubernetes.io/cluster/{CLUSTER}": "owned"}})
         # The zone also holds a record protokube does not own: it must survive every pass.
         self.double_call("/_double/config", {
-            "region": REGION, "byid_dir": self.byid, "volumes": volumes,
+            "region": REGION, "byid_dir": self.byid, "volumes": volumes, "buckets": [STATE_BUCKET],
             "zones": [{"id": ZONE_ID, "name": ZONE + ".",
                        "records": [{"name": f"www.{ZONE}.", "type": "A", "ttl": 60,
                                     "values": ["198.18.42.200"]}]}]})
@@ -204,6 +206,7 @@ spec:
     provider: route53
     zone: {ZONE}.
     ttl: 10
+  stateStore: s3://{STATE_BUCKET}/{CLUSTER}
   etcdClusters:
     - name: main
       image: registry.k8s.io/etcd:3.5.16-0

@@ -59,8 +59,8 @@ def endpoints(cluster_name, members, by="name"):
     port = PORTS[cluster_name]
     pre = "etcd" if cluster_name == "main" else f"etcd-{cluster_name}"
     if by == "name":
-        return ",".join(f"http://{pre}-{m}.{SUFFIX}:{port}" for m in members)
-    return ",".join(f"http://{ADDRS[m]}:{port}" for m in members)
+        return ",".join(f"https://{pre}-{m}.{SUFFIX}:{port}" for m in members)
+    return ",".join(f"https://{ADDRS[m]}:{port}" for m in members)
 
 
 def health_endpoint(c, via, url):
@@ -145,19 +145,19 @@ class Scenario:
         t0 = time.monotonic()
         self.c.run_pool("release-node", "b")
         self.tl.mark("pool release-node b: b's volumes detached")
-        wait_for("etcd-b healthy on d", lambda: health_endpoint(self.c, "d", f"http://{ADDRS['d']}:4001"), 60, 0.005)
+        wait_for("etcd-b healthy on d", lambda: health_endpoint(self.c, "d", "http://127.0.0.1:8081"), 60, 0.005)
         t1 = time.monotonic()
         self.failover["total"] = t1 - t0
         self.tl.mark(f"etcd-b healthy on d: failover {1000 * (t1 - t0):.0f} ms")
         wait_for("etcd-events-b healthy on d",
-                 lambda: healthy(self.c, "d", f"http://{ADDRS['d']}:4002"), 60, 0.02)
+                 lambda: healthy(self.c, "d", f"https://{ADDRS['d']}:4002"), 60, 0.02)
         self.tl.mark("etcd-events-b healthy on d")
         for cl in ("main", "events"):
             ml = wait_for(f"{cl} member list via a, c, d",
                           lambda cl=cl: member_list(self.c, "a", cl, "acd"), 20)
             if ml != self.member_ids[cl]:
                 raise ScenarioError(f"etcd {cl} membership changed: before {self.member_ids[cl]}, after {ml}")
-        p = self.c.etcdctl("d", f"http://{ADDRS['d']}:4001", "get", "/protokube/e2e", "--print-value-only")
+        p = self.c.etcdctl("d", f"https://{ADDRS['d']}:4001", "get", "/protokube/e2e", "--print-value-only")
         if p.stdout.strip() != "written-at-step-1":
             raise ScenarioError(f"key not readable from etcd-b on d: {p.stdout!r} {p.stderr!r}")
         marker = os.path.join(d.mnt, "master-vol-main-b", "e2e-marker")
@@ -205,12 +205,12 @@ class Scenario:
         a.stop()
         a.unmount_all()
         self.tl.mark("master a down (processes stopped, volumes unmounted)")
-        if not healthy(self.c, "c", f"http://{ADDRS['c']}:4001,http://{ADDRS['d']}:4001"):
+        if not healthy(self.c, "c", f"https://{ADDRS['c']}:4001,https://{ADDRS['d']}:4001"):
             raise ScenarioError("etcd main lost quorum with a down")
         a.start(a.port)
-        wait_for("etcd-a healthy again", lambda: healthy(self.c, "a", f"http://{ADDRS['a']}:4001"), 60, 0.05)
+        wait_for("etcd-a healthy again", lambda: healthy(self.c, "a", f"https://{ADDRS['a']}:4001"), 60, 0.05)
         wait_for("etcd-events-a healthy again",
-                 lambda: healthy(self.c, "a", f"http://{ADDRS['a']}:4002"), 60, 0.05)
+                 lambda: healthy(self.c, "a", f"https://{ADDRS['a']}:4002"), 60, 0.05)
         for cl in ("main", "events"):
             ml = member_list(self.c, "c", cl, "acd")
             if ml != self.member_ids[cl]:
@@ -240,6 +240,14 @@ class Scenario:
         wait_for("records still right", lambda: dns_is(self.c, f"etcd-b.{SUFFIX}", [ADDRS["d"]]), 20)
         self.tl.mark("c recovered: /healthz 200, records right")
 
+    def check_tls(self):
+        """Every etcd member ran with peer and client TLS on certificates its master issued; no peer or
+        client was refused (the replacement d presented etcd-b's certificate and the peers accepted it)."""
+        bad = self.c.tls_rejections()
+        if bad:
+            raise ScenarioError("TLS rejections in etcd's logs:\n  " + "\n  ".join(bad[:20]))
+        self.tl.mark("etcd peers and clients over TLS, certificates issued by protokube: no rejection")
+
     def run(self):
         ok = False
         try:
@@ -247,6 +255,7 @@ class Scenario:
             self.step2_replace_b()
             self.step3_reboot_a()
             self.step4_dns_outage()
+            self.check_tls()
             ok = True
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")

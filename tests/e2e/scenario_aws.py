@@ -109,13 +109,13 @@ class ScenarioAws:
         t0 = time.monotonic()
         self.c.terminate("b")
         self.tl.mark("master b terminated: processes killed, mounts gone, host removed, EC2 detached its volumes")
-        wait_for("etcd-b healthy on d", lambda: health_endpoint(self.c, "d", f"http://{ADDRS['d']}:4001"), 60,
+        wait_for("etcd-b healthy on d", lambda: health_endpoint(self.c, "d", "http://127.0.0.1:8081"), 60,
                  0.005)
         t1 = time.monotonic()
         self.failover["total"] = t1 - t0
         self.tl.mark(f"etcd-b healthy on d: failover {1000 * (t1 - t0):.0f} ms")
         wait_for("etcd-events-b healthy on d",
-                 lambda: healthy(self.c, "d", f"http://{ADDRS['d']}:4002"), 60, 0.02)
+                 lambda: healthy(self.c, "d", f"https://{ADDRS['d']}:4002"), 60, 0.02)
         self.tl.mark("etcd-events-b healthy on d")
         holders = self.c.holders()
         for cl in ("main", "events"):
@@ -124,7 +124,7 @@ class ScenarioAws:
             ml = wait_for(f"{cl} member list via a, c, d", lambda cl=cl: member_list(self.c, "a", cl, "acd"), 20)
             if ml != self.member_ids[cl]:
                 raise ScenarioError(f"etcd {cl} membership changed: before {self.member_ids[cl]}, after {ml}")
-        p = self.c.etcdctl("d", f"http://{ADDRS['d']}:4001", "get", "/protokube/e2e", "--print-value-only")
+        p = self.c.etcdctl("d", f"https://{ADDRS['d']}:4001", "get", "/protokube/e2e", "--print-value-only")
         if p.stdout.strip() != "written-at-step-1":
             raise ScenarioError(f"key not readable from etcd-b on d: {p.stdout!r} {p.stderr!r}")
         marker = os.path.join(d.mnt, f"master-{volume_id('main', 'b')}", "e2e-marker")
@@ -179,6 +179,10 @@ class ScenarioAws:
         try:
             self.step1_cold_start()
             self.step2_replace_b()
+            bad = self.c.tls_rejections()
+            if bad:
+                raise ScenarioError("TLS rejections in etcd's logs:\n  " + "\n  ".join(bad[:20]))
+            self.tl.mark("etcd over TLS with certificates from the S3 state store: no rejection")
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes, the Route 53 mirror) ...")
             self.cleanup_errors = self.c.close()
