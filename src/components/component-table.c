@@ -194,12 +194,19 @@ static int inherit_defaults(const ComponentDef *d, const ClusterSpec *spec, void
  * *ret_flags = NULL when the component is disabled. */
 static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, ComponentConfig *config,
                              ComponentScratch *scratch, char ***ret_flags) {
+        KubeVersion v;
         if (!def_enabled(d, spec)) {
                 *ret_flags = NULL;
                 return 0;
         }
+        /* The version selects the flags; the loader refuses others, this guards specs made in code. */
+        int r = kube_version_parse(spec->kubernetes_version, &v);
+        if (r < 0)
+                return r;
+        if (!kube_version_supported(&v))
+                return -EOPNOTSUPP;
         memcpy(config, (const uint8_t *)spec + d->config_offset, d->config_size);
-        int r = flags_fill_defaults(d->fields, config);
+        r = flags_fill_defaults(d->fields, config);
         if (r < 0)
                 return r;
         r = inherit_defaults(d, spec, config);
@@ -208,7 +215,7 @@ static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, Com
         r = d->derive ? d->derive(spec, config, scratch) : 0;
         if (r < 0)
                 return r;
-        return flags_build(d->fields, config, ret_flags);
+        return flags_build(d->fields, config, v.minor, ret_flags);
 }
 
 int component_flags(Component c, const ClusterSpec *spec, char ***ret) {

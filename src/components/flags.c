@@ -144,10 +144,12 @@ int flags_pushf(char ***l, const char *flag, const char *format, ...) {
         return flags_push(l, flag, v);
 }
 
-static int append_field(const Field *f, const void *obj, char ***l) {
+static int append_field(const Field *f, const void *obj, unsigned k8s_minor, char ***l) {
         if (f->type == FIELD_STRUCT)
-                return f->sub ? flags_append(f->sub, FIELD_PTR(obj, f), l) : -EINVAL;
+                return f->sub ? flags_append(f->sub, FIELD_PTR(obj, f), k8s_minor, l) : -EINVAL;
         if (f->type == FIELD_STRUCT_LIST || !f->flag)
+                return 0;
+        if (k8s_minor > 0 && !kube_gate_allows(f->k8s, k8s_minor))
                 return 0;
 
         _cleanup_free_ char *value = NULL;
@@ -169,20 +171,20 @@ static int append_field(const Field *f, const void *obj, char ***l) {
         return flags_push(l, f->flag, value);
 }
 
-int flags_append(const Field *fields, const void *obj, char ***l) {
+int flags_append(const Field *fields, const void *obj, unsigned k8s_minor, char ***l) {
         for (const Field *f = fields; f && f->name; f++) {
-                int r = append_field(f, obj, l);
+                int r = append_field(f, obj, k8s_minor, l);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-int flags_build(const Field *fields, const void *obj, char ***ret) {
+int flags_build(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret) {
         _cleanup_strv_free_ char **l = new0(char *, 1);
         if (!l)
                 return -ENOMEM;
-        int r = flags_append(fields, obj, &l);
+        int r = flags_append(fields, obj, k8s_minor, &l);
         if (r < 0)
                 return r;
         strv_sort(l);

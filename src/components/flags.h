@@ -20,11 +20,15 @@
 int flags_push(char ***l, const char *flag, const char *value);
 int flags_pushf(char ***l, const char *flag, const char *format, ...) _printf_(3, 4);
 
-/* Appends the flags of obj (described by fields) to *l, unsorted. */
-int flags_append(const Field *fields, const void *obj, char ***l);
+/* Appends the flags of obj (described by fields) to *l, unsorted. A field whose flag
+ * Kubernetes 1.<k8s_minor> does not have (its k8s gate) is left out; k8s_minor 0 means no Kubernetes version
+ * (etcd, tests): nothing is left out. The spec loader has already refused such a field when the user set it,
+ * so what is left out here is a default. */
+int flags_append(const Field *fields, const void *obj, unsigned k8s_minor, char ***l);
 
-/* The sorted flags of obj; *ret is a NULL-terminated list (caller frees with strv_free), possibly empty. */
-int flags_build(const Field *fields, const void *obj, char ***ret);
+/* The sorted flags of obj for Kubernetes 1.<k8s_minor> (0: any); *ret is a NULL-terminated list (caller
+ * frees with strv_free), possibly empty. */
+int flags_build(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret);
 
 /* Applies the table's scalar defaults (string, bool, int, duration, enum; nested structs too) to the unset
  * fields of obj, which must be a scratch copy: strings are aliased from the table, never to be freed. The

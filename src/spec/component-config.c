@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "basic/parse-util.h"
 #include "basic/strv.h"
+#include "spec/kube-version.h"
 
 /* One row per field: YAML key, flag, default. Paths are kops' layout (/srv/kubernetes/<component>/...,
  * /var/lib/<component>/kubeconfig) so certificates provisioned for kops clusters keep working. List and map
@@ -139,6 +140,12 @@ static int validate_path_list(const void *value, char **ret_message) {
                 .name = key, .type = FIELD_MAP, .offset = offsetof(T, m), .flag = fl, \
                 .validate = validate_flag_map, .help = h                              \
         }
+/* A list whose elements only some Kubernetes versions know (admission plugins). */
+#define GATED_LIST(T, m, key, fl, gates, h)                                            \
+        {                                                                              \
+                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl, \
+                .validate = validate_flag_list, .k8s_values = &gates, .help = h        \
+        }
 #define PORT(T, m, key, fl, def, h) INT(T, m, key, fl, def, 1, 65535, h)
 #define LOG_LEVEL(T)                INT(T, log_level, "logLevel", "v", "2", 0, 10, "klog verbosity")
 #define IMAGE(T)                                                                                     \
@@ -146,8 +153,22 @@ static int validate_path_list(const void *value, char **ret_message) {
             QUANTITY(T, cpu_request, "cpuRequest", NULL, NULL, "resources.requests.cpu (quantity)"), \
             QUANTITY(T, memory_request, "memoryRequest", NULL, NULL,                                 \
                      "resources.requests.memory (quantity)")
-#define FEATURE_GATES(T) \
-        MAP(T, feature_gates, "featureGates", "feature-gates", "feature gates: name -> true|false")
+/* The gate names are checked against kubernetesVersion: the binaries refuse to start on a name they do not
+ * know ("unrecognized feature gate"). */
+#define FEATURE_GATES(T)                                                                                   \
+        {                                                                                                  \
+                .name = "featureGates", .type = FIELD_MAP, .offset = offsetof(T, feature_gates),           \
+                .flag = "feature-gates", .validate = validate_flag_map, .k8s_values = &kube_feature_gates, \
+                .help = "feature gates: name -> true|false"                                                \
+        }
+/* The insecure HTTP port of kube-controller-manager and kube-scheduler: 1.20 serves it on 0.0.0.0:10252 and
+ * :10251 without authentication unless --port=0 (kubeadm's manifests set that); the flag is gone in 1.24. */
+#define INSECURE_PORT(T)                                                                              \
+        {                                                                                             \
+                .name = "insecurePort", .type = FIELD_INT, .offset = offsetof(T, insecure_port),      \
+                .flag = "port", .default_value = "0", .min = 0, .max = 65535, .k8s = { .until = 23 }, \
+                .help = "unauthenticated HTTP port, 0 = off (Kubernetes 1.20 to 1.23)"                \
+        }
 
 #define A KubeAPIServerConfig
 static const char *const endpoint_reconciler_types[] = { "lease", "none", NULL };
@@ -172,10 +193,10 @@ const Field kube_apiserver_config_fields[] = {
             "port range of NodePort services"),
         STR(A, authorization_mode, "authorizationMode", "authorization-mode", "Node,RBAC",
             "comma-separated authorizers"),
-        LIST(A, enable_admission_plugins, "enableAdmissionPlugins", "enable-admission-plugins",
-             "admission plugins to enable; default kops' list"),
-        LIST(A, disable_admission_plugins, "disableAdmissionPlugins", "disable-admission-plugins",
-             "admission plugins to disable"),
+        GATED_LIST(A, enable_admission_plugins, "enableAdmissionPlugins", "enable-admission-plugins",
+                   kube_admission_plugins, "admission plugins to enable; default kops' list"),
+        GATED_LIST(A, disable_admission_plugins, "disableAdmissionPlugins", "disable-admission-plugins",
+                   kube_admission_plugins, "admission plugins to disable"),
         PATH(A, tls_cert_file, "tlsCertFile", "tls-cert-file", "/srv/kubernetes/kube-apiserver/server.crt",
              "serving certificate"),
         PATH(A, tls_private_key_file, "tlsPrivateKeyFile", "tls-private-key-file",
@@ -273,6 +294,7 @@ const Field kube_controller_manager_config_fields[] = {
              "/var/lib/kube-controller-manager/kubeconfig", "kubeconfig for SubjectAccessReview"),
         STR(C, bind_address, "bindAddress", "bind-address", "127.0.0.1", "address of the HTTPS endpoint"),
         PORT(C, secure_port, "securePort", "secure-port", "10257", "HTTPS port (health, metrics)"),
+        INSECURE_PORT(C),
         STR(C, cluster_name, "clusterName", "cluster-name", NULL, "default metadata.name"),
         STR(C, cluster_cidr, "clusterCIDR", "cluster-cidr", "100.96.0.0/11", "CIDR of pods"),
         BOOL(C, allocate_node_cidrs, "allocateNodeCIDRs", "allocate-node-cidrs", "true",
@@ -329,6 +351,7 @@ const Field kube_scheduler_config_fields[] = {
              "/var/lib/kube-scheduler/kubeconfig", "kubeconfig for SubjectAccessReview"),
         STR(S, bind_address, "bindAddress", "bind-address", "127.0.0.1", "address of the HTTPS endpoint"),
         PORT(S, secure_port, "securePort", "secure-port", "10259", "HTTPS port (health, metrics)"),
+        INSECURE_PORT(S),
         BOOL(S, leader_elect, "leaderElect", "leader-elect", "true", "leader election among masters"),
         BOOL(S, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof"),
         PATH(S, config, "config", "config", NULL, "KubeSchedulerConfiguration file"),
@@ -339,6 +362,11 @@ const Field kube_scheduler_config_fields[] = {
 
 #define P KubeProxyConfig
 static const char *const proxy_modes[] = { "iptables", "ipvs", "nftables", NULL };
+/* nftables is new in 1.29 (KEP-3866, alpha); 1.20's --help lists 'userspace' | 'iptables' | 'ipvs'. */
+static const KubeValueGates proxy_mode_gates = {
+        .what = "proxy mode",
+        .values = (const KubeValueGate[]){ { "nftables", { .since = 29 } }, {} },
+};
 
 const Field kube_proxy_config_fields[] = {
         BOOL(P, enabled, "enabled", NULL, "true", "render the kube-proxy static pod"),
@@ -355,7 +383,8 @@ const Field kube_proxy_config_fields[] = {
           .offset = offsetof(P, proxy_mode),
           .flag = "proxy-mode",
           .enum_values = proxy_modes,
-          .help = "iptables | ipvs | nftables" },
+          .k8s_values = &proxy_mode_gates,
+          .help = "iptables | ipvs | nftables (1.29+)" },
         HOSTPORT(P, metrics_bind_address, "metricsBindAddress", "metrics-bind-address", NULL,
                  "address:port of /metrics"),
         HOSTPORT(P, healthz_bind_address, "healthzBindAddress", "healthz-bind-address", NULL,

@@ -87,7 +87,8 @@ typedef struct KubeControllerManagerConfig {
         char *authorization_kubeconfig;
         char *bind_address;
         OptInt secure_port;
-        char *cluster_name; /* default metadata.name */
+        OptInt insecure_port; /* --port, 1.20 to 1.23 only; default 0 (off) */
+        char *cluster_name;   /* default metadata.name */
         char *cluster_cidr;
         OptBool allocate_node_cidrs;
         OptBool configure_cloud_routes;
@@ -122,6 +123,7 @@ typedef struct KubeSchedulerConfig {
         char *authorization_kubeconfig;
         char *bind_address;
         OptInt secure_port;
+        OptInt insecure_port; /* --port, 1.20 to 1.23 only; default 0 (off) */
         OptBool leader_elect;
         OptBool enable_profiling;
         char *config;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "basic/time-util.h"
+#include "spec/kube-version.h"
 
 typedef enum FieldType {
         FIELD_STRING,      /* char *, NULL = unset */
@@ -71,6 +72,12 @@ struct Field {
         /* Extra validation of a set value; on failure returns < 0 and a message (caller frees). */
         int (*validate)(const void *value, char **ret_message);
         const char *help; /* one line for docs and did-you-mean context */
+        /* The Kubernetes versions whose binary accepts the flag (zero: all of 1.20 to 1.31). Set in the spec
+         * outside them is an error naming the key and the version; a default outside them is not rendered.
+         */
+        KubeGate k8s;
+        /* List elements, map keys or enum names that only some versions accept; NULL: any value. */
+        const KubeValueGates *k8s_values;
 };
 
 #define FIELD_PTR(obj, f) ((void *)((char *)(obj) + (f)->offset))

@@ -11,6 +11,7 @@
 #include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "model/conventions.h"
+#include "spec/kube-version.h"
 
 #define SPEC_API_VERSION  "protokube/v1alpha1"
 #define SPEC_KIND         "Cluster"
@@ -171,36 +172,23 @@ int spec_check_image(const void *value, char **ret_message) {
         return 0;
 }
 
-static bool is_number(const char *s, size_t n) {
-        return n >= 1 && n <= 6 && strspn(s, "0123456789") >= n;
-}
-
-/* MAJOR.MINOR.PATCH with an optional leading 'v' and pre-release ("-rc.1"), as Kubernetes tags releases. */
+/* MAJOR.MINOR.PATCH with an optional leading 'v' and pre-release ("-rc.1"), as Kubernetes tags releases, and
+ * one of the versions protokube knows the flags of. */
 int spec_check_version(const void *value, char **ret_message) {
         char b[SPEC_ECHO_MAX];
-        const char *s = string_of(value), *p = s;
+        const char *s = string_of(value);
+        KubeVersion v;
 
-        if (*p == 'v')
-                p++;
-        for (int part = 0; part < 3; part++) {
-                size_t n = strspn(p, "0123456789");
-                if (!is_number(p, n))
-                        goto bad;
-                p += n;
-                if (part < 2) {
-                        if (*p != '.')
-                                goto bad;
-                        p++;
-                }
-        }
-        if (*p == 0)
-                return 0;
-        if (*p == '-' && p[1] &&
-            strspn(p + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
-                strlen(p + 1))
-                return 0;
-bad:
-        return spec_check_fail(ret_message, "%s is not a Kubernetes version like 1.31.2", spec_echo(b, s));
+        if (kube_version_parse(s, &v) < 0)
+                return spec_check_fail(ret_message, "%s is not a Kubernetes version like 1.31.2",
+                                       spec_echo(b, s));
+        if (!kube_version_supported(&v))
+                return spec_check_fail(
+                    ret_message,
+                    "%s is not supported: protokube renders the flags of Kubernetes 1.%u to "
+                    "1.%u",
+                    spec_echo(b, s), KUBE_MINOR_MIN, KUBE_MINOR_MAX);
+        return 0;
 }
 
 /* ---- cross-field rules ---- */
@@ -394,6 +382,9 @@ int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         if (r < 0)
                 return r;
         r = check_etcd(s, root, errs);
+        if (r < 0)
+                return r;
+        r = spec_check_kube_gates(s, root, errs);
         if (r < 0)
                 return r;
         return spec_check_pki(s, root, errs);

@@ -38,5 +38,10 @@ int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs);
  * the etcd checks. Returns -ENOMEM, else 0. */
 int spec_check_pki(ClusterSpec *s, const YamlNode *root, SpecErrors *errs);
 
+/* spec-gates.c: every key set in the spec whose flag, or one of whose values (feature gates, admission
+ * plugins, proxy mode), spec.kubernetesVersion does not accept. Runs after the version's own validator.
+ * Returns -ENOMEM, else 0. */
+int spec_check_kube_gates(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs);
+
 /* The top-level field table of ClusterSpec (for docs and tests). */
 const Field *cluster_spec_fields(void);

@@ -89,6 +89,61 @@ def test_flags_golden(pk, tmp_path):
         assert cmd[i + 1:] == sorted(cmd[i + 1:])
 
 
+def command_of(manifest_bytes):
+    return yaml.safe_load(manifest_bytes)["spec"]["containers"][0]["command"]
+
+
+def test_one_spec_per_version_goldens_differ_only_by_version(pk, tmp_path):
+    """versions-1.20.yaml and versions-1.31.yaml are one spec with two kubernetesVersions: their goldens (checked
+    against the binary by test_render_matches_golden) differ in the image tags and in the flags that only one of
+    the versions has, nothing else."""
+    specs_by_minor = {m: os.path.join(GOLDEN, "manifests", f"versions-1.{m}.yaml") for m in (20, 31)}
+    texts = {m: open(p).read() for m, p in specs_by_minor.items()}
+    assert texts[20].replace("kubernetesVersion: 1.20.2", "kubernetesVersion: 1.31.2") == texts[31]
+    goldens = {m: read_dir(golden_dir(p)) for m, p in specs_by_minor.items()}
+    assert sorted(goldens[20]) == sorted(goldens[31])
+    only_120 = {"kube-controller-manager.manifest": ["--port=0"], "kube-scheduler.manifest": ["--port=0"]}
+    for f in goldens[20]:
+        old, new = command_of(goldens[20][f]), command_of(goldens[31][f])
+        assert [a for a in old if a not in new] == only_120.get(f, []), f
+        assert [a for a in new if a not in old] == [], f
+        a, b = yaml.safe_load(goldens[20][f]), yaml.safe_load(goldens[31][f])
+        for pod in (a, b):
+            pod["spec"]["containers"][0]["command"] = []
+        if not f.startswith("etcd"):
+            assert a["spec"]["containers"][0]["image"].endswith(":v1.20.2"), f
+            assert b["spec"]["containers"][0]["image"].endswith(":v1.31.2"), f
+            for pod in (a, b):
+                pod["spec"]["containers"][0]["image"] = ""
+        assert a == b, f
+
+
+def test_version_gates_refuse_keys_and_values(pk, tmp_path):
+    """A key or value the chosen version lacks is a spec error naming it and the version, at its line."""
+    base = open(os.path.join(GOLDEN, "manifests", "versions-1.20.yaml")).read()
+    cases = [
+        ([("kubernetesVersion: 1.20.2", "kubernetesVersion: 1.19.16")],
+         "spec.kubernetesVersion: '1.19.16' is not supported: protokube renders the flags of Kubernetes 1.20 to 1.31"),
+        ([("AnyVolumeDataSource: \"false\"", "InPlacePodVerticalScaling: \"true\"")],
+         "spec.kubeAPIServer.featureGates: feature gate 'InPlacePodVerticalScaling' is not supported by "
+         "Kubernetes 1.20.2 (it exists since 1.27)"),
+        ([("kubernetesVersion: 1.20.2", "kubernetesVersion: 1.31.2"),
+          ("  kubeScheduler:\n", "  kubeScheduler:\n    insecurePort: 0\n")],
+         "spec.kubeScheduler.insecurePort: not supported by Kubernetes 1.31.2 (--port exists in Kubernetes until "
+         "1.23)"),
+    ]
+    for edits, want in cases:
+        text = base
+        for old, new in edits:
+            assert old in text
+            text = text.replace(old, new, 1)
+        p = tmp_path / "bad.yaml"
+        p.write_text(text)
+        r = pk("validate", "-c", str(p))
+        assert r.returncode != 0, (edits, r.stdout, r.stderr)
+        assert want in r.stderr + r.stdout, (want, r.stderr)
+
+
 def test_second_render_changes_nothing_and_foreign_files_stay(pk, tmp_path):
     spec = os.path.join(ROOT, "examples", "cluster.yaml")
     foreign = {"other.manifest": b"kind: Pod\n", ".hidden": b"x", "notes.txt": b"keep me\n"}

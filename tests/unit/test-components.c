@@ -410,6 +410,37 @@ static void test_render_set(void **state) {
         assert_string_equal(failed, "kube-apiserver");
 }
 
+/* kubernetesVersion selects the flags: 1.20 to 1.23 get --port=0 (no unauthenticated HTTP port on
+ * kube-controller-manager and kube-scheduler), later versions, which have no --port, do not; a version
+ * outside 1.20..1.31 in a spec made in code is refused. */
+static void test_flags_by_version(void **state) {
+        const struct {
+                const char *version;
+                bool port;
+        } cases[] = { { "1.20.2", true }, { "v1.23.17", true }, { "1.24.0", false }, { "1.31.2", false } };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ClusterSpec s = test_spec();
+                s.kubernetes_version = (char *)cases[i].version;
+                const Component gated[] = { COMPONENT_KUBE_CONTROLLER_MANAGER, COMPONENT_KUBE_SCHEDULER };
+                for (size_t j = 0; j < ELEMENTSOF(gated); j++) {
+                        _cleanup_strv_free_ char **flags = NULL;
+                        assert_int_equal(component_flags(gated[j], &s, &flags), 0);
+                        assert_int_equal(strv_contains(flags, "--port=0"), cases[i].port);
+                }
+                _cleanup_strv_free_ char **flags = NULL;
+                assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, &s, &flags), 0);
+                STRV_FOREACH (f, flags)
+                        assert_false(startswith(*f, "--port=") || startswith(*f, "--insecure-port="));
+        }
+        ClusterSpec s = test_spec();
+        char **flags = NULL;
+        s.kubernetes_version = "1.19.16";
+        assert_int_equal(component_flags(COMPONENT_KUBE_SCHEDULER, &s, &flags), -EOPNOTSUPP);
+        s.kubernetes_version = "1.32.0";
+        assert_int_equal(component_flags(COMPONENT_KUBE_SCHEDULER, &s, &flags), -EOPNOTSUPP);
+        assert_null(flags);
+}
+
 /* The flags for examples/cluster.yaml, from the C builders, match tests/golden/flags (which
  * scripts/update-golden-manifests.sh extracts from the rendered manifests). */
 static void compare_golden(const char *component, char **flags) {
@@ -698,6 +729,7 @@ int main(void) {
                 cmocka_unit_test(test_inherited_defaults),
                 cmocka_unit_test(test_render_set),
                 cmocka_unit_test(test_golden_flags),
+                cmocka_unit_test(test_flags_by_version),
                 cmocka_unit_test(test_config_validation),
                 cmocka_unit_test(test_pki_managed_render),
                 cmocka_unit_test(test_pki_user_paths),

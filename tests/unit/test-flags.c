@@ -81,7 +81,7 @@ static const Field fields[] = {
 /* The flags of o as one string joined by spaces, for compact assertions. */
 static char *build(const Opts *o) {
         char **l = NULL;
-        assert_int_equal(flags_build(fields, o, &l), 0);
+        assert_int_equal(flags_build(fields, o, 0, &l), 0);
         assert_non_null(l);
         char *s = strv_join(l, " ");
         strv_free(l);
@@ -143,7 +143,7 @@ static void test_enum(void **state) {
         assert_string_equal(s, "--mode=ipvs");
         Opts bad = { .e = { true, 7 } };
         char **l = NULL;
-        assert_int_equal(flags_build(fields, &bad, &l), -EINVAL);
+        assert_int_equal(flags_build(fields, &bad, 0, &l), -EINVAL);
         assert_null(l);
 }
 
@@ -158,7 +158,7 @@ static void test_map_sorted(void **state) {
         char *odd[] = { "a", NULL };
         Opts bad = { .map = odd };
         char **l = NULL;
-        assert_int_equal(flags_build(fields, &bad, &l), -EINVAL);
+        assert_int_equal(flags_build(fields, &bad, 0, &l), -EINVAL);
 }
 
 static void test_list_joined_and_repeated(void **state) {
@@ -183,7 +183,7 @@ static void test_sorted_output(void **state) {
         char *map[] = { "k", "v", NULL };
         Opts o = { .str = "s", .b = { true, true }, .i = { true, 3 }, .map = map, .inner.name = "n" };
         char **l = NULL;
-        assert_int_equal(flags_build(fields, &o, &l), 0);
+        assert_int_equal(flags_build(fields, &o, 0, &l), 0);
         assert_int_equal(strv_length(l), 5);
         for (size_t i = 1; l[i]; i++)
                 assert_true(strcmp(l[i - 1], l[i]) < 0);
@@ -200,6 +200,57 @@ static void test_fill_defaults(void **state) {
         assert_int_equal(keep.inner.level.value, 0);
 }
 
+/* A field whose flag exists only in some Kubernetes versions is left out for the others, with its default;
+ * version 0 (etcd, no Kubernetes version) leaves nothing out. */
+typedef struct Gated {
+        OptInt old_port, new_port, always;
+} Gated;
+
+static const Field gated_fields[] = {
+        { .name = "oldPort",
+          .type = FIELD_INT,
+          .offset = offsetof(Gated, old_port),
+          .flag = "port",
+          .default_value = "0",
+          .k8s = { .until = 23 } },
+        { .name = "newPort",
+          .type = FIELD_INT,
+          .offset = offsetof(Gated, new_port),
+          .flag = "new-port",
+          .k8s = { .since = 27, .until = 29 } },
+        { .name = "always", .type = FIELD_INT, .offset = offsetof(Gated, always), .flag = "always" },
+        {},
+};
+
+static char *build_gated(unsigned minor) {
+        Gated g = { .new_port = { true, 7 }, .always = { true, 1 } };
+        _cleanup_strv_free_ char **l = NULL;
+        assert_int_equal(flags_fill_defaults(gated_fields, &g), 0);
+        assert_int_equal(flags_build(gated_fields, &g, minor, &l), 0);
+        return strv_join(l, " ");
+}
+
+static void test_k8s_gates(void **state) {
+        const struct {
+                unsigned minor;
+                const char *want;
+        } cases[] = {
+                { 0, "--always=1 --new-port=7 --port=0" },
+                { 20, "--always=1 --port=0" },
+                { 23, "--always=1 --port=0" },
+                { 24, "--always=1" },
+                { 27, "--always=1 --new-port=7" },
+                { 29, "--always=1 --new-port=7" },
+                { 30, "--always=1" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *s = build_gated(cases[i].minor);
+                assert_non_null(s);
+                if (!streq(s, cases[i].want))
+                        fail_msg("1.%u: got '%s', want '%s'", cases[i].minor, s, cases[i].want);
+        }
+}
+
 /* Flags made by hand (etcd's) take the same "--flag=value" form as the table's. */
 static void test_push(void **state) {
         _cleanup_strv_free_ char **l = NULL;
@@ -213,6 +264,7 @@ static void test_push(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unset_emits_nothing),
+                cmocka_unit_test(test_k8s_gates),
                 cmocka_unit_test(test_string),
                 cmocka_unit_test(test_empty_value),
                 cmocka_unit_test(test_bool_explicit),

@@ -315,10 +315,12 @@ static void test_dns_helpers(void **state) {
                 free(m);
                 m = NULL;
         }
-        const char *versions_ok[] = { "1.31.2", "v1.31.2", "1.32.0-alpha.1" };
+        const char *versions_ok[] = { "1.31.2", "v1.31.2", "1.31.0-alpha.1", "1.20.0" };
         for (size_t i = 0; i < ELEMENTSOF(versions_ok); i++)
                 assert_int_equal(spec_check_version(&versions_ok[i], NULL), 0);
-        const char *versions_bad[] = { "1.31", "latest", "1.31.2-", "v", "1.x.2", "1.31.2 " };
+        /* malformed, or outside the versions protokube knows the flags of (1.20 to 1.31) */
+        const char *versions_bad[] = { "1.31",    "latest", "1.31.2-",        "v",      "1.x.2",
+                                       "1.31.2 ", "1.19.9", "1.32.0-alpha.1", "2.20.0", "0.31.2" };
         for (size_t i = 0; i < ELEMENTSOF(versions_bad); i++)
                 assert_int_equal(spec_check_version(&versions_bad[i], NULL), -EINVAL);
 }
