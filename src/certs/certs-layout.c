@@ -21,6 +21,7 @@ static const char *const leaf_kind_table[_CERTS_LEAF_KIND_MAX] = {
         [CERTS_SCHEDULER] = "kube-scheduler",
         [CERTS_PROXY] = "kube-proxy",
         [CERTS_ADMIN] = "admin",
+        [CERTS_KUBELET] = "kubelet",
 };
 
 const char *certs_leaf_kind_to_string(CertsLeafKind k) {
@@ -225,6 +226,9 @@ int certs_layout(const CertsSettings *s, CertsLayout *ret) {
                 r = layout_kubeconfig_user(s, CERTS_PROXY, PKI_PROXY_DIR, true, local_server(s), &l);
         if (r >= 0)
                 r = layout_kubeconfig_user(s, CERTS_ADMIN, PKI_ADMIN_DIR, false, admin_server(s), &l);
+        /* kubelet is no static pod: it reads its certificate at start (restarted by its service manager) */
+        if (r >= 0)
+                r = layout_kubeconfig_user(s, CERTS_KUBELET, PKI_KUBELET_DIR, false, local_server(s), &l);
         if (r < 0) {
                 certs_layout_done(&l);
                 return r;
@@ -322,9 +326,21 @@ static int client_subject(CertsLeafKind k, CertsLeafPlan *p) {
         return p->cn ? 0 : -ENOMEM;
 }
 
+/* The node authorizer's identity: user system:node:<name> in group system:nodes. */
+static int kubelet_subject(const CertsNode *node, CertsLeafPlan *p) {
+        if (!node->name)
+                return -EINVAL;
+        p->cn = strprintf("system:node:%s", node->name);
+        p->org = "system:nodes";
+        p->usage = PKI_USAGE_CLIENT;
+        return p->cn ? 0 : -ENOMEM;
+}
+
 int certs_leaf_request(const CertsSettings *s, const CertsLeafSlot *slot, const char *member,
                        const CertsNode *node, CertsLeafPlan *p) {
         switch (slot->kind) {
+        case CERTS_KUBELET:
+                return kubelet_subject(node, p);
         case CERTS_ETCD_SERVER:
         case CERTS_ETCD_PEER:
                 return etcd_sans(s, slot, member, node, p);

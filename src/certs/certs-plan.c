@@ -133,6 +133,11 @@ static int plan_leaf(const CertsSettings *s, const CertsObservation *o, const Ce
         const CertsLeafSlot *slot = &o->layout.leaves[i];
         const PkiLeafState *have = &o->leaves[i];
         bool present = have->status != PKI_LEAF_MISSING;
+        if (slot->kind == CERTS_KUBELET && !node->name) { /* the node's name is not known this pass */
+                p->action = CERTS_KEEP;
+                snprintf(p->serial_text, sizeof(p->serial_text), "%s", strempty(have->serial));
+                return 0;
+        }
         if (slot->etcd_cluster) {
                 const char *member = held_member(s, node, slot->etcd_cluster);
                 if (!node->held_known) { /* nothing known of the members: leave their pairs alone */

@@ -62,6 +62,7 @@ typedef enum CertsLeafKind {
         CERTS_SCHEDULER,
         CERTS_PROXY,
         CERTS_ADMIN,
+        CERTS_KUBELET,
         _CERTS_LEAF_KIND_MAX,
         _CERTS_LEAF_KIND_INVALID = -EINVAL,
 } CertsLeafKind;
@@ -128,6 +129,7 @@ int certs_observe(const CertsSettings *s, CertsObservation *ret);
  * holds after this pass's claims (NULL: none). held_known false: the volumes could not be observed, so
  * nothing is known of the members: their certificates are neither issued nor removed. */
 typedef struct CertsNode {
+        const char *name; /* the node's name (kubelet's client certificate); NULL: not known this pass */
         char *const *ips; /* NULL-terminated: internal then external, deduplicated by the caller or not */
         const char *const *held_members;
         bool held_known;

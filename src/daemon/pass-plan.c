@@ -216,6 +216,7 @@ static int plan_certs(const Pass *pass, const PassObservation *o, PassPlan *plan
                                 return -ENOMEM;
         }
         CertsNode node = {
+                .name = o->volumes_error >= 0 ? o->volumes.node.name : NULL,
                 .ips = ips,
                 .held_members = plan->held_members,
                 .held_known = o->volumes_error >= 0,
@@ -300,11 +301,32 @@ static const char *observed_manifest(const PassObservation *o, const char *name)
 }
 
 /* The control-plane manifests other than etcd's (those live on the volumes). */
+/* The address kube-apiserver advertises to the cluster (the kubernetes service's endpoint): the spec's, else
+ * this node's internal address. kube-apiserver would otherwise take the address of the default route's
+ * interface, which a master may not have (a private network) or which may not be its cluster address. NULL
+ * when the node's address is not known this pass (the provider could not be observed). */
+static const char *advertise_address(const Pass *pass, const PassObservation *o) {
+        if (pass->spec->kube_apiserver.advertise_address)
+                return pass->spec->kube_apiserver.advertise_address;
+        if (o->volumes_error < 0 || strv_length(o->volumes.node.internal_ips) == 0)
+                return NULL;
+        return o->volumes.node.internal_ips[0];
+}
+
 static int plan_control_plane(const Pass *pass, const PassObservation *o, PassPlan *plan) {
         /* A renewed certificate changes the digest, so kubelet restarts the components that read their
          * files once. */
         char *const annotations[] = { (char *)CERTS_ANNOTATION, plan->certs.digest, NULL };
-        int r = control_plane_render(pass->spec, NULL, 0, plan->certs.managed ? annotations : NULL,
+        /* The node's facts go into its copy of the spec (a shallow copy: the strings stay the spec's). */
+        ClusterSpec node_spec = *pass->spec;
+        const char *advertise = advertise_address(pass, o);
+        if (!advertise) { /* without it the text would differ: keep the manifests on disk this pass */
+                plan->render_error = PK_EWAITING;
+                plan->render_failed = "kube-apiserver (waiting for this node's address)";
+                return 0;
+        }
+        node_spec.kube_apiserver.advertise_address = (char *)advertise;
+        int r = control_plane_render(&node_spec, NULL, 0, plan->certs.managed ? annotations : NULL,
                                      &plan->control_plane, &plan->render_failed);
         if (r == -ENOMEM)
                 return r;
@@ -413,7 +435,9 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
                 fprintf(out, "dns-replace %s %s %s\n", s->name, s->type == DNS_TYPE_AAAA ? "AAAA" : "A",
                         isempty(a) ? "(delete)" : a);
         }
-        if (plan->render_error < 0)
+        if (plan->render_error == PK_EWAITING)
+                fprintf(out, "control plane: waiting: %s\n", strna(plan->render_failed));
+        else if (plan->render_error < 0)
                 fprintf(out, "control plane: cannot render '%s': %s\n", strna(plan->render_failed),
                         pk_strerror(plan->render_error));
         for (size_t i = 0; i < plan->control_plane.n; i++)

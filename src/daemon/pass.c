@@ -244,6 +244,10 @@ static void apply_dns(const PassObservation *o, const PassPlan *plan, PassReport
 
 static void apply_control_plane(const Pass *p, const PassPlan *plan, PassReport *rep) {
         int r;
+        if (plan->render_error == PK_EWAITING) { /* the provider's failure is reported as such */
+                log_info("Control-plane manifests kept as they are: %s.", strna(plan->render_failed));
+                return;
+        }
         if (plan->render_error < 0) {
                 log_error_errno(plan->render_error, "Failed to render '%s': %m", strna(plan->render_failed));
                 pass_report_error(rep, PASS_STAGE_MANIFEST, plan->render_error,

@@ -15,6 +15,7 @@
  *   <pki dir>/kube-scheduler/        kubeconfig, client.{crt,key}, ca.crt
  *   <pki dir>/kube-proxy/            kubeconfig, client.{crt,key}, ca.crt
  *   <pki dir>/admin/                 kubeconfig, client.{crt,key}, ca.crt  (the operator's, root only)
+ *   <pki dir>/kubelet/               kubeconfig, client.{crt,key}, ca.crt  (the node's: system:node:<name>)
  *
  * A pair NAME is NAME.crt + NAME.key, replaced as one (pki/pki-files.h): a pod must mount the directory. */
 
@@ -27,6 +28,7 @@
 #define PKI_SCHEDULER_DIR          "kube-scheduler"
 #define PKI_PROXY_DIR              "kube-proxy"
 #define PKI_ADMIN_DIR              "admin"
+#define PKI_KUBELET_DIR            "kubelet"
 
 /* Files (plain: the CA certificates, the service-account key) */
 #define PKI_CA_FILE                "ca.crt" /* the signer of the dir's peers: see above */

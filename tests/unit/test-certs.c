@@ -73,7 +73,7 @@ static int teardown(void **state) {
 static void observe_plan(Fixture *f, char **ips, const char *main_member, usec_t at, CertsObservation *o,
                          CertsPlan *p) {
         const char *held[] = { main_member, NULL, NULL };
-        CertsNode node = { .ips = ips, .held_members = held, .held_known = true };
+        CertsNode node = { .name = "n1", .ips = ips, .held_members = held, .held_known = true };
         assert_int_equal(certs_observe(&f->s, o), 0);
         assert_int_equal(o->error, 0);
         assert_int_equal(certs_plan(&f->s, o, &node, at, p), 0);
@@ -163,6 +163,7 @@ static void test_first_pass_then_quiet(void **state) {
         check_leaf(f, &o, api, "api.internal.demo.k8s.test", "10.0.0.1");
         check_leaf(f, &o, api, "kubernetes.default.svc.cluster.local", "127.0.0.1");
         check_leaf(f, &o, find_leaf(&o, CERTS_ADMIN, NULL), NULL, NULL);
+        check_leaf(f, &o, find_leaf(&o, CERTS_KUBELET, NULL), NULL, NULL);
         check_leaf(f, &o, find_leaf(&o, CERTS_APISERVER_ETCD_CLIENT, NULL), NULL, NULL);
 
         /* files: the kubeconfig names the pair; the service-account key is 0600 */
