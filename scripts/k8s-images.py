@@ -73,6 +73,8 @@ class Rootfs:
         self.text("/etc/passwd", PASSWD)
         self.text("/etc/group", GROUP)
         self.dir("/tmp", 0o1777)
+        # glibc without nsswitch.conf asks DNS first: the names protokube publishes are in /etc/hosts.
+        self.text("/etc/nsswitch.conf", "hosts: files dns\n")
 
     def write_layer(self, fileobj):
         dirs = {}

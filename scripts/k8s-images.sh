@@ -13,7 +13,8 @@
 # registry.k8s.io/kube-{apiserver,controller-manager,scheduler,proxy}:v1.20.2 (the static binaries of
 # scripts/k8s-binaries.sh at /usr/local/bin/<name> and our /go-runner, tools/go-runner/go-runner.c; kube-proxy
 # also gets Debian's legacy iptables); each etcd image: Debian's /usr/bin/etcd at /usr/local/bin/etcd with the
-# libraries it links and ld.so. All have a minimal /etc/passwd, /etc/group and /tmp.
+# libraries it links and ld.so. All but pause have a minimal /etc/passwd, /etc/group, /etc/nsswitch.conf
+# (files before dns) and /tmp.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
