@@ -14,6 +14,8 @@ PACKAGES=(
         bind9 bind9-dnsutils knot knot-dnsutils etcd-server etcd-client prometheus
         e2fsprogs util-linux fdisk cryptsetup-bin lvm2 mdadm iproute2 procps psmisc curl
         xfsprogs
+        # a real master node (tests/k8s/node.py): container runtime, CNI plugins, static go-runner/pause
+        containerd runc containernetworking-plugins libc6-dev
         # benchmarks (make bench): massif, binary size
         valgrind binutils
 )
@@ -38,7 +40,7 @@ if ((${#missing[@]})); then
 fi
 
 # Packages of Debian that start daemons on install must not keep running outside the tests.
-for svc in named bind9 knot etcd prometheus prometheus-node-exporter; do
+for svc in named bind9 knot etcd prometheus prometheus-node-exporter containerd; do
         if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
                 systemctl stop "$svc" || true
         fi

@@ -20,9 +20,11 @@ def sh(*argv, check=True):
 
 
 class NetLab:
-    def __init__(self, tag="pk"):
-        # Short names: interface names are limited to 15 characters.
+    def __init__(self, tag="pk", bridge_addr=BRIDGE_ADDR):
+        # Short names: interface names are limited to 15 characters. Another /24 of 198.18.0.0/15 (bridge_addr)
+        # lets a test run next to the 3-master simulation.
         self.tag = tag
+        self.bridge_addr = bridge_addr
         self.bridge = f"{tag}br0"
         self.hosts = {}  # name -> address
         self.created_netns_dirs = []
@@ -33,14 +35,14 @@ class NetLab:
     def __exit__(self, *exc):
         self.close()
 
-    def start(self, dns_server=BRIDGE_ADDR):
-        self.dns_server = dns_server
+    def start(self, dns_server=None):
+        self.dns_server = dns_server or self.bridge_addr
         self.close_stale()
         # Our test bridge only: frames between the hosts stay L2 and skip the machine's netfilter rules
         # (with br_netfilter loaded, bridged DNS queries were dropped there).
         sh("ip", "link", "add", self.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0",
            "nf_call_arptables", "0")
-        sh("ip", "addr", "add", f"{BRIDGE_ADDR}/{PREFIX}", "dev", self.bridge)
+        sh("ip", "addr", "add", f"{self.bridge_addr}/{PREFIX}", "dev", self.bridge)
         sh("ip", "link", "set", self.bridge, "up")
         return self
 

@@ -1,0 +1,442 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""One real Kubernetes master node on this machine: its own containerd (Debian's, with runc) and a kubelet
+v1.20.2 (scripts/k8s-binaries.sh) that runs the static pods of a manifest directory as containers, from the
+images of scripts/k8s-images.sh imported into that containerd (kubelet never pulls: no registry is reachable).
+
+A node lives in a network namespace (tests/e2e/netlab.py) or in the machine's. Everything it starts it stops
+by PID; close() also kills what runs in the node's cgroups, the containerd shims that serve its socket, unmounts
+what is left under its directory, removes its cgroup roots depth first and the pod log directories kubelet
+made under /var/log/pods. Every wait has a deadline.
+
+Why the details (checked on this machine, see the report of issue 15):
+- containerd and kubelet enter the namespace with `nsenter --net`, not `ip netns exec`, which remounts /sys
+  in a new mount namespace: the cgroup mounts vanish and kubelet dies ("mountpoint for cpu not found");
+- kubelet runs in a mount namespace of its own (`unshare --mount --propagation slave`) only to see the test's
+  hosts file as /etc/hosts: kubelet copies /etc/hosts into hostNetwork pods, and that is how etcd resolves the
+  peer names protokube publishes with the hosts provider. Its mounts (its root dir) vanish with it. The static
+  pods use hostPath volumes only, which need no mount by kubelet, so containerd does not need to see them;
+- containerd, not kubelet, picks the sandbox image (sandbox_image), and runc needs restrict_oom_score_adj;
+- a cgroup root per node (cgroupRoot) exists in every v1 hierarchy before kubelet starts;
+- kubelet's healthz and API ports are per node; --node-ip because the namespaces have no default route.
+
+By hand (as root), after `protokube once` wrote the manifests and the PKI:
+    tests/k8s/node.py --name a --manifests DIR --ca PKI/kube-apiserver/ca.crt \\
+        --kubeconfig PKI/admin/kubeconfig --node-ip IP [--netns NS] [--hosts FILE] [--etcd-image NAME:TAG]
+runs the node until Ctrl-C, then tears it down."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PAUSE_IMAGE = "registry.k8s.io/pause:3.2"
+CGROUP = "/sys/fs/cgroup"
+CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd")
+CNI_BIN = "/usr/lib/cni"
+
+
+def run(argv, timeout=60, check=True, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return p
+
+
+def k8s_bin():
+    """The Kubernetes 1.20.2 binaries (built once into the cache by scripts/k8s-binaries.sh)."""
+    return run([os.path.join(TOP, "scripts", "k8s-binaries.sh")], timeout=3600).stdout.strip().splitlines()[-1]
+
+
+def k8s_images(etcd_images=()):
+    """(cache dir, [{name, tar}]) of scripts/k8s-images.sh for these etcd image names."""
+    d = run([os.path.join(TOP, "scripts", "k8s-images.sh"), *etcd_images], timeout=3600).stdout.strip()
+    d = d.splitlines()[-1]
+    with open(os.path.join(d, "images.json")) as f:
+        return d, json.load(f)
+
+
+def mounts_under(prefix):
+    """Mount points at or below prefix, deepest first."""
+    out = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            target = line.split()[4].replace("\\040", " ")
+            if target == prefix or target.startswith(prefix.rstrip("/") + "/"):
+                out.add(target)
+    return sorted(out, key=len, reverse=True)
+
+
+def wait_for(what, pred, timeout, interval=0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def stop_pid(proc, timeout=15):
+    """SIGTERM, then SIGKILL after timeout; reaps the process."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+class Node:
+    """A master node: containerd + kubelet on a manifest directory. start(), then close() (also on failure)."""
+
+    def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
+                 etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443):
+        if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
+            raise ValueError(f"node name '{name}' is not a short DNS label")
+        self.name, self.manifests, self.ca_file = name, manifests, ca_file
+        self.admin_kubeconfig, self.node_ip, self.netns = kubeconfig, node_ip, netns
+        self.hosts_file, self.etcd_images = hosts_file, tuple(etcd_images)
+        self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
+        self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
+        self.own_base = base is None
+        os.makedirs(self.base, exist_ok=True)
+        # One cgroup root per node and run, so two runs (or two nodes) never share one.
+        self.cgroup_root = f"/pk-node-{name}-{os.getpid()}"
+        self.sock = os.path.join(self.base, "containerd", "containerd.sock")
+        self.kubelet_root = os.path.join(self.base, "kubelet")
+        self.containerd = self.kubelet = None
+        self.timings = {}
+
+    # --- paths and argv
+    def path(self, *p):
+        return os.path.join(self.base, *p)
+
+    def in_netns(self, argv):
+        if self.netns:
+            return ["nsenter", f"--net=/run/netns/{self.netns}", *argv]
+        return list(argv)
+
+    def log(self, what):
+        return open(self.path(f"{what}.log"), "ab")
+
+    def ctr(self, *args, timeout=120, check=True):
+        return run(["ctr", "-a", self.sock, "-n", "k8s.io", *args], timeout=timeout, check=check)
+
+    # --- cgroups
+    def cgroup_dirs(self):
+        out = []
+        for h in CGROUP_V1 + ("unified",):
+            if os.path.isdir(os.path.join(CGROUP, h)):
+                out.append(os.path.join(CGROUP, h) + self.cgroup_root)
+        return out
+
+    def make_cgroups(self):
+        for h in CGROUP_V1:
+            top = os.path.join(CGROUP, h)
+            if not os.path.isdir(top):
+                continue
+            d = top + self.cgroup_root
+            os.makedirs(d, exist_ok=True)
+            if h == "cpuset":  # an empty cpuset refuses tasks: inherit the parent's
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    with open(os.path.join(top, f)) as src, open(os.path.join(d, f), "w") as dst:
+                        dst.write(src.read())
+
+    def cgroup_pids(self):
+        pids = set()
+        for d in self.cgroup_dirs():
+            for dirpath, _, files in os.walk(d):
+                if "cgroup.procs" in files:
+                    try:
+                        with open(os.path.join(dirpath, "cgroup.procs")) as f:
+                            pids.update(int(x) for x in f.read().split())
+                    except OSError:
+                        pass
+        return pids
+
+    def remove_cgroups(self):
+        left = []
+        for d in self.cgroup_dirs():
+            if not os.path.isdir(d):
+                continue
+            for dirpath, _, _ in sorted(os.walk(d), key=lambda w: len(w[0]), reverse=True):
+                try:
+                    os.rmdir(dirpath)
+                except OSError as e:
+                    left.append(f"{dirpath}: {e.strerror}")
+        return left
+
+    # --- containerd
+    def write_containerd_config(self):
+        cd = self.path("containerd")
+        for sub in ("root", "state", "opt", "runc", "net.d"):
+            os.makedirs(os.path.join(cd, sub), exist_ok=True)
+        cfg = f"""version = 2
+root = "{cd}/root"
+state = "{cd}/state"
+[grpc]
+  address = "{self.sock}"
+[ttrpc]
+  address = "{self.sock}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{cd}/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{PAUSE_IMAGE}"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{CNI_BIN}"
+    conf_dir = "{cd}/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      Root = "{cd}/runc"
+      SystemdCgroup = false
+"""
+        with open(os.path.join(cd, "config.toml"), "w") as f:
+            f.write(cfg)
+        return os.path.join(cd, "config.toml")
+
+    def start_containerd(self):
+        cfg = self.write_containerd_config()
+        t0 = time.monotonic()
+        with self.log("containerd") as log:
+            self.containerd = subprocess.Popen(self.in_netns(["containerd", "--config", cfg]), stdout=log,
+                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def up():
+            if self.containerd.poll() is not None:
+                raise RuntimeError(f"containerd exited {self.containerd.returncode}: {self.tail('containerd')}")
+            return os.path.exists(self.sock) and self.ctr("version", timeout=10, check=False).returncode == 0
+        wait_for("containerd's socket", up, 30)
+        self.timings["containerd"] = time.monotonic() - t0
+
+    def import_images(self):
+        t0 = time.monotonic()
+        d, images = k8s_images(self.etcd_images)
+        self.timings["image build"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        for img in images:
+            self.ctr("images", "import", os.path.join(d, img["tar"]), timeout=300)
+        have = set(self.ctr("images", "ls", "-q").stdout.split())
+        missing = [i["name"] for i in images if i["name"] not in have]
+        if missing:
+            raise RuntimeError(f"containerd lists no image {missing} after the import")
+        self.timings["image import"] = time.monotonic() - t0
+        self.images = [i["name"] for i in images]
+
+    # --- kubelet
+    def write_kubelet_files(self):
+        os.makedirs(self.kubelet_root, exist_ok=True)
+        # The admin kubeconfig of protokube's PKI (CN kubernetes-admin, O system:masters) registers the node for
+        # now: protokube issues no kubelet client certificate yet. Its server names api.<cluster>, which this
+        # machine does not resolve: the copy points at the node's own apiserver.
+        with open(self.admin_kubeconfig) as f:
+            kc = f.read()
+        kc, n = re.subn(r"(?m)^(\s*server:\s*).*$", rf"\g<1>https://{self.node_ip}:{self.api_port}", kc)
+        if n != 1:
+            raise ValueError(f"{self.admin_kubeconfig}: expected one 'server:' line, found {n}")
+        kubeconfig = self.path("kubelet.kubeconfig")
+        fd = os.open(kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(kc)
+        resolv = self.path("resolv.conf")  # no nameserver is reachable from the node: names come from hosts
+        with open(resolv, "w") as f:
+            f.write("options ndots:1 timeout:1 attempts:1\n")
+        cfg = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+            "staticPodPath": self.manifests, "fileCheckFrequency": "1s",
+            "cgroupDriver": "cgroupfs", "cgroupRoot": self.cgroup_root, "failSwapOn": False,
+            "address": self.node_ip, "port": self.kubelet_port, "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1", "healthzPort": self.healthz_port,
+            "authentication": {"x509": {"clientCAFile": self.ca_file}, "webhook": {"enabled": False},
+                               "anonymous": {"enabled": False}},
+            "authorization": {"mode": "AlwaysAllow"},
+            "resolvConf": resolv,
+            # The images cannot be pulled again: never garbage-collect them, never evict the control plane
+            # because a shared test machine's disk is busy.
+            "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+            "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        }
+        path = self.path("kubelet-config.json")  # JSON is YAML: kubelet reads it as its config file
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=1)
+        return path, kubeconfig
+
+    def kubelet_argv(self, config, kubeconfig):
+        argv = [os.path.join(k8s_bin(), "kubelet"), "--config", config, "--kubeconfig", kubeconfig,
+                "--hostname-override", self.name, "--node-ip", self.node_ip, "--root-dir", self.kubelet_root,
+                "--cert-dir", os.path.join(self.kubelet_root, "pki"),
+                "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
+                "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
+                f"--pod-infra-container-image={PAUSE_IMAGE}", "--v=2"]
+        if self.hosts_file:
+            argv = ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+                    'mount --bind "$0" /etc/hosts && exec "$@"', self.hosts_file, *argv]
+        return self.in_netns(argv)
+
+    def healthz(self):
+        p = run(self.in_netns(["curl", "-s", "-m", "2", f"http://127.0.0.1:{self.healthz_port}/healthz"]),
+                timeout=10, check=False)
+        return p.returncode == 0 and p.stdout.strip() == "ok"
+
+    def start_kubelet(self):
+        config, kubeconfig = self.write_kubelet_files()
+        self.kubelet_started = time.monotonic()
+        with self.log("kubelet") as log:
+            self.kubelet = subprocess.Popen(self.kubelet_argv(config, kubeconfig), stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def up():
+            if self.kubelet.poll() is not None:
+                raise RuntimeError(f"kubelet exited {self.kubelet.returncode}: {self.tail('kubelet')}")
+            return self.healthz()
+        wait_for("kubelet's healthz", up, 60, interval=1)
+        self.timings["kubelet healthz"] = time.monotonic() - self.kubelet_started
+
+    def start(self):
+        self.make_cgroups()
+        self.start_containerd()
+        self.import_images()
+        self.start_kubelet()
+        return self
+
+    # --- inspection
+    def tail(self, what, n=40):
+        try:
+            with open(self.path(f"{what}.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError as e:
+            return f"({e})"
+
+    def containers(self):
+        """crictl-like view through ctr: the container ids containerd runs for kubelet."""
+        return self.ctr("containers", "ls", "-q", check=False, timeout=30).stdout.split()
+
+    def pod_logs(self):
+        """{pod dir under /var/log/pods: text of its newest container logs} for this node's pods."""
+        out = {}
+        for uid in self.pod_uids():
+            for d in self.pod_log_dirs(uid):
+                text = []
+                for dirpath, _, files in os.walk(d):
+                    for fn in sorted(files):
+                        try:
+                            with open(os.path.join(dirpath, fn), errors="replace") as f:
+                                text.append(f"--- {fn}\n" + "".join(f.readlines()[-30:]))
+                        except OSError:
+                            pass
+                out[os.path.basename(d)] = "\n".join(text)
+        return out
+
+    def pod_uids(self):
+        try:
+            return os.listdir(os.path.join(self.kubelet_root, "pods"))
+        except OSError:
+            return []
+
+    @staticmethod
+    def pod_log_dirs(uid):
+        try:
+            return [os.path.join("/var/log/pods", d) for d in os.listdir("/var/log/pods")
+                    if d.endswith("_" + uid)]
+        except OSError:
+            return []
+
+    # --- teardown
+    def shim_pids(self):
+        """containerd-shim-runc-v2 processes serving this node's containerd (their -address is our socket)."""
+        out = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"containerd-shim-runc-v2") and b"-address" in argv:
+                i = argv.index(b"-address")
+                if i + 1 < len(argv) and argv[i + 1] == self.sock.encode():
+                    out.append(int(pid))
+        return out
+
+    def kill_pids(self, what, lister, timeout=15):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = lister()
+            if not pids:
+                return []
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
+        return [f"{what} still running: {sorted(lister())}"]
+
+    def close(self):
+        """Stops everything the node started; returns a list of what could not be cleaned (empty = clean)."""
+        errors = []
+        uids = self.pod_uids()
+        stop_pid(self.kubelet)
+        # The containers run in the node's cgroups; their shims are children of nobody we started.
+        errors += self.kill_pids("containers", self.cgroup_pids)
+        errors += self.kill_pids("shims", self.shim_pids)
+        stop_pid(self.containerd)
+        for m in mounts_under(self.base):
+            if run(["umount", m], check=False).returncode != 0:
+                p = run(["umount", "-l", m], check=False)
+                errors.append(f"umount {m} needed -l: {p.stderr.strip()}")
+        errors += self.remove_cgroups()
+        for uid in uids:
+            for d in self.pod_log_dirs(uid):
+                shutil.rmtree(d, ignore_errors=True)
+        try:
+            for link in os.listdir("/var/log/containers"):
+                target = os.path.join("/var/log/containers", link)
+                if os.path.islink(target) and any(f"_{u}/" in os.readlink(target) for u in uids):
+                    os.unlink(target)
+        except OSError:
+            pass
+        if self.own_base:
+            shutil.rmtree(self.base, ignore_errors=True)
+        return errors
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser(description="Runs one master node (containerd + kubelet) until Ctrl-C.")
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--manifests", required=True)
+    ap.add_argument("--ca", required=True, help="the cluster CA (kubelet's clientCAFile)")
+    ap.add_argument("--kubeconfig", required=True, help="protokube's <pki>/admin/kubeconfig")
+    ap.add_argument("--node-ip", required=True)
+    ap.add_argument("--netns")
+    ap.add_argument("--hosts", help="the hosts file protokube publishes to, seen by pods as /etc/hosts")
+    ap.add_argument("--etcd-image", action="append", default=[])
+    a = ap.parse_args()
+    node = Node(a.name, a.manifests, a.ca, a.kubeconfig, a.node_ip, netns=a.netns, hosts_file=a.hosts,
+                etcd_images=a.etcd_image)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        node.start()
+        print(f"node {a.name} up in {node.base}: {node.timings}; Ctrl-C stops it", flush=True)
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        errors = node.close()
+        print("teardown:", errors or "clean")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
