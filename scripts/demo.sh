@@ -7,4 +7,10 @@ if [[ $(id -u) -ne 0 ]]; then
         exit 2
 fi
 export PROTOKUBE_BIN=$(realpath "${1:-build/src/cli/protokube}")
+# Real masters (the default; PROTOKUBE_DEMO_REAL=0 runs etcd alone under the small pod runner): the
+# Kubernetes 1.20.2 binaries and the images, built from Debian's packages once and cached outside the repository.
+if [[ ${PROTOKUBE_DEMO_REAL:-1} != 0 ]]; then
+        scripts/k8s-binaries.sh >/dev/null
+        scripts/k8s-images.sh registry.k8s.io/etcd:3.4.13-0 >/dev/null
+fi
 exec /usr/bin/python3 tests/e2e/scenario.py

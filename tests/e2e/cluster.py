@@ -10,11 +10,15 @@ import json
 import os
 import shutil
 import signal
+import sys
 import subprocess
 import tempfile
 import time
 
 from netlab import NetLab
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "k8s"))
+from node import Node  # noqa: E402  (tests/k8s/node.py: containerd + kubelet)
 
 # This machine's sandbox rejects traffic from its own (root) network namespace to the test network, while
 # traffic between namespaces on the bridge passes. So every party of the simulation lives in a namespace of
@@ -25,6 +29,8 @@ DNS_ADDR = "198.18.42.53"
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "demo.k8s.test"
+K8S_VERSION_REAL = "1.20.2"  # the version scripts/k8s-binaries.sh builds: real kubelets run it
+ETCD_IMAGE_REAL = "registry.k8s.io/etcd:3.4.13-0"  # scripts/k8s-images.sh builds it from Debian's etcd
 ZONE = "k8s.test"
 SUFFIX = f"internal.{CLUSTER}"
 
@@ -130,6 +136,7 @@ class Master:
             os.makedirs(d, exist_ok=True)
         self.protokube = None
         self.runner = None
+        self.node = None  # real mode: tests/k8s/node.py
         self.port_file = os.path.join(self.dir, "listen")
         # One machine plays every master: each keeps its certificates in a directory of its own, so each has
         # its own copy of the spec with pki.dir set (a real master has /srv/kubernetes on its own disk).
@@ -145,21 +152,43 @@ class Master:
 
     def start(self, port):
         self.port = port
-        self.runner = subprocess.Popen(
-            ["/usr/bin/python3", os.path.join(HERE, "podrunner.py"), "--manifest-dir", self.manifests,
-             "--netns", self.cluster.lab.ns(self.name), "--log-dir", self.logs,
-             "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "1800"],
-            start_new_session=True)
+        if not self.cluster.real:
+            self.runner = subprocess.Popen(
+                ["/usr/bin/python3", os.path.join(HERE, "podrunner.py"), "--manifest-dir", self.manifests,
+                 "--netns", self.cluster.lab.ns(self.name), "--log-dir", self.logs,
+                 "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "1800"],
+                start_new_session=True)
         self.protokube = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
              "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
             start_new_session=True)
+        if self.cluster.real:
+            self.start_node()
+
+    def start_node(self):
+        """containerd and kubelet in the master's namespace, once protokube has issued the node's kubelet
+        client certificate (its first pass)."""
+        kubeconfig = os.path.join(self.pki, "kubelet", "kubeconfig")
+        deadline = time.monotonic() + 60
+        while not os.path.exists(kubeconfig):
+            if self.protokube.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"master {self.name}: no kubelet kubeconfig from protokube; see {self.logs}")
+            time.sleep(0.1)
+        ns = self.cluster.lab.ns(self.name)
+        self.node = Node(self.name, self.manifests, os.path.join(self.pki, "kube-apiserver", "ca.crt"), kubeconfig,
+                         self.addr, netns=ns, resolv_conf=f"/etc/netns/{ns}/resolv.conf",
+                         etcd_images=[ETCD_IMAGE_REAL], base=os.path.join(self.dir, "node"))
+        self.node.start()
 
     def stop(self):
         stop_process(self.protokube)
         stop_process(self.runner, grace=15)
-        self.protokube = self.runner = None
+        if self.node:
+            errors = self.node.close()
+            if errors:
+                print(f"master {self.name}: node teardown: {errors}", file=sys.stderr)
+        self.protokube = self.runner = self.node = None
 
     def unmount_all(self):
         """What a reboot or a terminated machine does to this node's mounts."""
@@ -187,8 +216,10 @@ class Master:
         return [f"--cacert={d}/etcd-ca.crt", f"--cert={d}/etcd-client.crt", f"--key={d}/etcd-client.key"]
 
     def etcd_logs(self):
-        """The text of every etcd pod log of this master."""
+        """The text of every etcd pod log of this master (real mode: the container logs kubelet keeps)."""
         out = []
+        if self.node:
+            return [(k, v) for k, v in sorted(self.node.pod_logs().items()) if "etcd" in k]
         for n in sorted(os.listdir(self.logs)):
             if n.startswith("etcd-server") and n.endswith(".log"):
                 with open(os.path.join(self.logs, n), errors="replace") as f:
@@ -217,7 +248,10 @@ class Master:
 
 
 class Cluster:
-    def __init__(self, workdir=None, tag="pke"):
+    def __init__(self, workdir=None, tag="pke", real=False):
+        # real: every master runs containerd + kubelet 1.20.2 (tests/k8s/node.py) and the whole control
+        # plane as containers; else the pod runner runs etcd alone as a process
+        self.real = real
         self.workdir = workdir or tempfile.mkdtemp(prefix="protokube-e2e-")
         os.chmod(self.workdir, 0o755)  # named reads its config after dropping to nobody
         self.pool = os.path.join(self.workdir, "pool")
@@ -261,11 +295,11 @@ spec:
   stateStore: file://{self.state}
   etcdClusters:
     - name: main
-      image: registry.k8s.io/etcd:3.5.16-0
+      image: {ETCD_IMAGE_REAL if self.real else "registry.k8s.io/etcd:3.5.16-0"}
     - name: events
-      image: registry.k8s.io/etcd:3.5.16-0
-  kubernetesVersion: 1.31.2
-""")
+      image: {ETCD_IMAGE_REAL if self.real else "registry.k8s.io/etcd:3.5.16-0"}
+  kubernetesVersion: {K8S_VERSION_REAL if self.real else "1.31.2"}
+{self.real_spec() if self.real else ""}""")
         allm = ",".join(members)
         for cl in ("main", "events"):
             for m in members:
@@ -273,6 +307,12 @@ spec:
                      "--size", size, "--zone", f"zone-{m}", "--tag", f"KubernetesCluster={CLUSTER}",
                      "--tag", "k8s.io/role/master=1", "--tag", f"k8s.io/etcd/{cl}={m}/{allm}",
                      "--tag", f"kubernetes.io/cluster/{CLUSTER}=owned"])
+
+    @staticmethod
+    def real_spec():
+        # kube-proxy stays off: the masters run no Service traffic here, and two cores carry three control
+        # planes already.
+        return "  kubeProxy:\n    enabled: false\n"
 
     def add_master(self, name, addr, external, zone):
         self.lab.add_host(name, addr)
@@ -299,7 +339,7 @@ spec:
         """Lines of the etcd logs where a peer or client was refused for its certificate. (etcd also logs
         "rejected connection ... EOF" or "connection reset" when a client goes away mid-handshake, as
         etcdctl does with the endpoints it did not need: those are not rejections.)"""
-        bad = ("bad certificate", "x509:", "certificate", "tls: ")
+        bad = ("bad certificate", "x509:", "unknown certificate", "certificate required", "tls: ")
         out = []
         for m in self.masters.values():
             for name, text in m.etcd_logs():

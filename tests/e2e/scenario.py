@@ -10,11 +10,13 @@ import calendar
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import CLUSTER, SUFFIX, Cluster  # noqa: E402
+from cluster import CLUSTER, HERE, SUFFIX, Cluster, stop_process  # noqa: E402
+from node import k8s_bin  # noqa: E402  (tests/k8s, on the path through cluster)
 
 # One master per zone, as kops lays them out: the volumes of member m live in zone-m, and the master that
 # replaces b comes up in b's zone. Addresses: the test network's range (netlab.py); the "external" ones are
@@ -86,9 +88,14 @@ def dns_is(c, name, want):
     return c.bind.lookup(name) == sorted(want)
 
 
+PROBE_ADDR = "198.18.42.60"  # a client of the cluster: its namespace resolves through the test's DNS server
+
+
 class Scenario:
-    def __init__(self, out=sys.stdout, keep_workdir=False):
-        self.c = Cluster()
+    def __init__(self, out=sys.stdout, keep_workdir=False, real=False):
+        self.real = real
+        self.c = Cluster(real=real)
+        self.api = {}  # real mode: the API availability figures
         self.keep_workdir = keep_workdir  # the logs stay for a caller that reads them afterwards (bench)
         self.tl = Timeline(out)
         self.out = out
@@ -131,12 +138,87 @@ class Scenario:
         with open(os.path.join(b_mnt, "e2e-marker"), "w") as f:
             f.write("b")
         self.tl.mark("key written; member IDs recorded")
+        if self.real:
+            self.api_cold_start()
+
+    # --- the API (real mode)
+    def kubectl(self, *args, timeout=20):
+        admin = os.path.join(self.c.masters["a"].pki if "a" in self.c.masters else self.c.masters["c"].pki, "admin")
+        argv = [os.path.join(k8s_bin(), "kubectl"), "--kubeconfig", os.path.join(admin, "kubeconfig"),
+                "--server", f"https://api.{SUFFIX}", "--request-timeout=5s", *args]
+        return self.c.run_in("probe", argv, timeout=timeout)
+
+    def api_cold_start(self):
+        self.c.lab.add_host("probe", PROBE_ADDR)
+        wait_for("the API ready through api.internal",
+                 lambda: self.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 240, 1)
+        self.tl.mark(f"API ready through https://api.{SUFFIX} (kubectl, admin kubeconfig, cluster CA)")
+        wait_for("nodes a, b, c registered",
+                 lambda: sorted(self.kubectl("get", "nodes", "-o", "name").stdout.split()) ==
+                 ["node/a", "node/b", "node/c"], 120, 1)
+        want = {f"pod/{c}-{n}" for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                                          "etcd-server", "etcd-server-events") for n in "abc"}
+        wait_for("the mirror pods of every static pod",
+                 lambda: want <= set(self.kubectl("get", "pods", "-n", "kube-system", "-o", "name").stdout.split()),
+                 120, 1)
+        self.tl.mark("nodes a, b, c registered; mirror pods of all 15 static pods in kube-system")
+        p = self.kubectl("create", "configmap", "e2e", "-n", "default", "--from-literal=step=1")
+        if p.returncode != 0:
+            raise ScenarioError(f"kubectl create configmap: {p.stderr}")
+        self.tl.mark("ConfigMap default/e2e written")
+
+    def lease_holder(self):
+        """The master whose kube-controller-manager holds the leader lease: the lease names the holder by
+        hostname (each master's containers have the master's name: tests/k8s/node.py) and a random id."""
+        p = self.kubectl("get", "lease", "-n", "kube-system", "kube-controller-manager", "-o",
+                         "jsonpath={.spec.holderIdentity}")
+        return p.stdout.strip().split("_")[0] if p.returncode == 0 and p.stdout.strip() else None
+
+    def start_api_probe(self):
+        admin = os.path.join(self.c.masters["a"].pki, "admin")
+        self.probe_out = os.path.join(self.c.workdir, "apiprobe.jsonl")
+        self.probe = subprocess.Popen(self.c.lab.exec_argv("probe", [
+            "/usr/bin/python3", os.path.join(HERE, "apiprobe.py"), "--name", f"api.{SUFFIX}", "--ca",
+            os.path.join(admin, "ca.crt"), "--cert", os.path.join(admin, "client.crt"), "--key",
+            os.path.join(admin, "client.key"), "--out", self.probe_out, "--max-seconds", "600"]),
+            start_new_session=True)
+
+    def stop_api_probe(self):
+        stop_process(self.probe)
+        rows = [json.loads(l) for l in open(self.probe_out) if l.strip()]
+        failed = [r for r in rows if not r["ok"]]
+        gap, last_ok = 0.0, rows[0]["t"] if rows else 0
+        for r in rows:
+            if r["ok"]:
+                gap = max(gap, r["t"] - last_ok)
+                last_ok = r["t"]
+        self.api = {"probes": len(rows), "failed": len(failed), "longest gap": gap}
+        return rows
+
+    def api_after_replacement(self, holder_before):
+        wait_for("node d registered", lambda: "node/d" in self.kubectl("get", "nodes", "-o", "name").stdout.split(),
+                 120, 1)
+        p = self.kubectl("get", "configmap", "e2e", "-n", "default", "-o", "jsonpath={.data.step}")
+        if p.stdout.strip() != "1":
+            raise ScenarioError(f"ConfigMap default/e2e did not read back: {p.stdout!r} {p.stderr!r}")
+        self.tl.mark("node d registered; ConfigMap default/e2e reads back")
+        if holder_before == "b":
+            holder = wait_for("the controller-manager's lease to leave b",
+                              lambda: (lambda h: h if h and h != "b" else None)(self.lease_holder()), 120, 1)
+            self.tl.mark(f"kube-controller-manager leader lease moved from b to {holder}")
+        else:
+            self.tl.mark(f"kube-controller-manager leader lease held by {holder_before} (not b): stays")
 
     def step2_replace_b(self):
         self.say("\n2. Terminate master b; master d takes over its volumes")
         d = self.c.add_master("d", ADDRS["d"], EXTERNAL["d"], ZONES["d"])
         wait_for("d's protokube serving /healthz", lambda: d.health()[0] in (200, 503), 20)
         self.tl.mark("standby master d started (no volume free yet)")
+        holder_before = None
+        if self.real:
+            holder_before = wait_for("a controller-manager leader", self.lease_holder, 120, 1)
+            self.tl.mark(f"kube-controller-manager leader: {holder_before}")
+            self.start_api_probe()
         b = self.c.masters["b"]
         b.stop()
         b.unmount_all()
@@ -168,6 +250,12 @@ class Scenario:
                  lambda: dns_is(self.c, f"api.{SUFFIX}", [ADDRS[n] for n in "acd"]), 30)
         self.tl.mark("etcd-b rejoined with its data: same member IDs, key readable, no reformat; "
                      "api.internal = a, c, d")
+        if self.real:
+            self.api_after_replacement(holder_before)
+            self.stop_api_probe()
+            self.tl.mark(f"API probes through api.internal every 50 ms across the replacement: "
+                         f"{self.api['probes']} probes, {self.api['failed']} failed, "
+                         f"longest gap {1000 * self.api['longest gap']:.0f} ms")
         self.failover.update(self.breakdown(d, t0))
 
     def breakdown(self, d, t0_mono):
@@ -268,6 +356,10 @@ class Scenario:
         for k, v in self.failover.items():
             if k != "total":
                 self.say(f"  {k:12s} {1000 * v:7.0f}")
+        if self.api:
+            self.say(f"\nAPI availability across the replacement (probes of /readyz through api.{SUFFIX} every "
+                     f"50 ms): {self.api['probes']} probes, {self.api['failed']} failed, longest gap "
+                     f"{1000 * self.api['longest gap']:.0f} ms")
         self.say("\nSUCCESS: etcd healed itself through DNS: replaced, rebooted and DNS-outage masters "
                  "all converged with no human step.")
         return self.failover
@@ -282,7 +374,8 @@ def main(make_scenario=Scenario):
     signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        make_scenario().run()
+        real = os.environ.get("PROTOKUBE_DEMO_REAL", "1") != "0"
+        (make_scenario(real=real) if make_scenario is Scenario else make_scenario()).run()
     except ScenarioError as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
         return 1

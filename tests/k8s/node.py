@@ -100,12 +100,14 @@ class Node:
     """A master node: containerd + kubelet on a manifest directory. start(), then close() (also on failure)."""
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
-                 etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443):
+                 etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
+                 resolv_conf=None):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
         self.admin_kubeconfig, self.node_ip, self.netns = kubeconfig, node_ip, netns
         self.hosts_file, self.etcd_images = hosts_file, tuple(etcd_images)
+        self.resolv_conf = resolv_conf  # the node's resolver (a DNS server of the test); None: hosts only
         self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
         self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
         self.own_base = base is None
@@ -211,7 +213,11 @@ state = "{cd}/state"
         cfg = self.write_containerd_config()
         t0 = time.monotonic()
         with self.log("containerd") as log:
-            self.containerd = subprocess.Popen(self.in_netns(["containerd", "--config", cfg]), stdout=log,
+            # containerd in a UTS namespace of its own named after the node: hostNetwork containers share
+            # it, so each master's components see their own hostname (leader election names the holder by it)
+            argv = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', self.name,
+                    "containerd", "--config", cfg]
+            self.containerd = subprocess.Popen(self.in_netns(argv), stdout=log,
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
         def up():
@@ -252,7 +258,11 @@ state = "{cd}/state"
             f.write(kc)
         resolv = self.path("resolv.conf")  # no nameserver is reachable from the node: names come from hosts
         with open(resolv, "w") as f:
-            f.write("options ndots:1 timeout:1 attempts:1\n")
+            if self.resolv_conf:
+                with open(self.resolv_conf) as src:
+                    f.write(src.read())
+            else:
+                f.write("options ndots:1 timeout:1 attempts:1\n")
         cfg = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
             "staticPodPath": self.manifests, "fileCheckFrequency": "1s",
