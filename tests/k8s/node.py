@@ -207,6 +207,17 @@ state = "{cd}/state"
 """
         with open(os.path.join(cd, "config.toml"), "w") as f:
             f.write(cfg)
+        if self.netns:
+            # A CNI network makes containerd report NetworkReady, so the node becomes Ready. Only in a namespace
+            # of the test: the bridge plugin would create its bridge (on the first pod that is not hostNetwork)
+            # wherever the node runs.
+            conf = {"cniVersion": "0.4.0", "name": "pk-node", "plugins": [
+                {"type": "bridge", "bridge": "pkcni0", "isGateway": True,
+                 "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]],
+                          "dataDir": os.path.join(cd, "cni-ipam")}},
+                {"type": "loopback"}]}
+            with open(os.path.join(cd, "net.d", "10-pk-node.conflist"), "w") as f:
+                json.dump(conf, f, indent=1)
         return os.path.join(cd, "config.toml")
 
     def start_containerd(self):
@@ -399,6 +410,12 @@ state = "{cd}/state"
         """Stops everything the node started; returns a list of what could not be cleaned (empty = clean)."""
         errors = []
         uids = self.pod_uids()
+        keep = os.environ.get("PROTOKUBE_NODE_KEEP_LOGS")  # a directory: the logs outlive the teardown
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            for what in ("kubelet", "containerd"):
+                if os.path.exists(self.path(f"{what}.log")):
+                    shutil.copy(self.path(f"{what}.log"), os.path.join(keep, f"{self.name}-{what}.log"))
         stop_pid(self.kubelet)
         # The containers run in the node's cgroups; their shims are children of nobody we started.
         errors += self.kill_pids("containers", self.cgroup_pids)
