@@ -25,3 +25,7 @@ KeystoreSpec certs_keystore_spec(const CertsSettings *s);
 
 /* The file's mode. */
 mode_t certs_file_mode(CertsFileKind kind);
+
+/* The digest of the leaves that restart components: of the observed serials (observed; plan unused, may be
+ * NULL) or of the plan's. digest has room for CERTS_DIGEST_LEN + 1. */
+int certs_digest_of(const CertsObservation *o, const CertsPlan *plan, bool observed, char *digest);

@@ -112,3 +112,26 @@ int certs_observe(const CertsSettings *s, CertsObservation *ret) {
         }
         return 0;
 }
+
+int certs_node_digest(const CertsSettings *s, char ret[static CERTS_DIGEST_LEN + 1]) {
+        /* Only the node's pairs: the store is not opened, and the CA is not checked (the digest does not
+         * depend on it). */
+        _cleanup_(certs_observation_done) CertsObservation o = { .managed = true };
+        if (!s->store_url)
+                return -EINVAL;
+        int r = certs_layout(s, &o.layout);
+        if (r < 0)
+                return r;
+        o.leaves = new0(PkiLeafState, o.layout.n_leaves + 1);
+        if (!o.leaves)
+                return -ENOMEM;
+        for (size_t i = 0; i < o.layout.n_leaves; i++) {
+                const CertsLeafSlot *l = &o.layout.leaves[i];
+                if (!l->restarts_components)
+                        continue;
+                r = pki_leaf_observe(l->dir, l->name, NULL, &o.leaves[i]);
+                if (r < 0)
+                        return r;
+        }
+        return certs_digest_of(&o, NULL, true, ret);
+}

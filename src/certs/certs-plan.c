@@ -200,7 +200,7 @@ static int plan_files(const CertsSettings *s, const CertsObservation *o, const C
 /* SHA-256 over "DIR/NAME=SERIAL\n" of the leaves the control-plane components read once, in layout order:
  * the value of their manifests' annotation, so that a renewed certificate changes the manifest and kubelet
  * restarts the component. */
-static int plan_digest_of(const CertsObservation *o, const CertsPlan *plan, bool observed, char *digest) {
+int certs_digest_of(const CertsObservation *o, const CertsPlan *plan, bool observed, char *digest) {
         _cleanup_free_ char *text = strdup("");
         uint8_t md[EVP_MAX_MD_SIZE];
         unsigned md_len = 0;
@@ -225,7 +225,7 @@ static int plan_digest_of(const CertsObservation *o, const CertsPlan *plan, bool
 }
 
 static int plan_digest(const CertsObservation *o, CertsPlan *plan) {
-        return plan_digest_of(o, plan, false, plan->digest);
+        return certs_digest_of(o, plan, false, plan->digest);
 }
 
 static bool leaf_of_cluster(const CertsLeafSlot *slot, const char *cluster) {
@@ -258,7 +258,7 @@ static int plan_unmanaged_or_failed(const CertsSettings *s, const CertsObservati
                 return -ENOMEM;
         /* the certificates stay as they are: so do the manifests naming them */
         if (o->managed && o->leaves) {
-                int r = plan_digest_of(o, plan, true, plan->digest);
+                int r = certs_digest_of(o, plan, true, plan->digest);
                 if (r < 0)
                         return r;
         }

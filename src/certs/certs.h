@@ -185,6 +185,10 @@ int certs_plan_force_renewal(const CertsObservation *o, CertsPlan *p);
 /* One line per action: "create-ca NAME", "issue DIR/NAME.crt (reason)", "remove DIR/NAME.crt",
  * "write PATH". */
 void certs_plan_print(const CertsObservation *o, const CertsPlan *p, FILE *out);
+/* The digest (CERTS_ANNOTATION's value) of the pairs now on the node, from their serials, without opening
+ * the store: what the manifests of a pass that renews nothing carry (`render --self-hosted`). -EINVAL
+ * without a store URL (protokube manages no certificates, the manifests carry no digest). */
+int certs_node_digest(const CertsSettings *s, char ret[static CERTS_DIGEST_LEN + 1]);
 /* Actions in the plan. */
 size_t certs_plan_n_actions(const CertsObservation *o, const CertsPlan *p);
 

@@ -12,6 +12,7 @@
 #include "basic/strv.h"
 #include "cli/cli.h"
 #include "components/render.h"
+#include "components/self-hosted.h"
 #include "manifest/manifest-dir.h"
 #include "spec/spec.h"
 
@@ -26,6 +27,7 @@ typedef struct EtcdArg {
 
 typedef struct RenderArgs {
         const char *out;
+        bool self_hosted;
         EtcdArg etcd[MAX_ETCD_CLUSTERS];
         size_t n_etcd;
 } RenderArgs;
@@ -90,6 +92,11 @@ static int parse_out(const CliOption *o, CliContext *ctx, const char *value, con
         return 0;
 }
 
+static int parse_self_hosted(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_render.self_hosted = true;
+        return 0;
+}
+
 static int parse_etcd_member(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         return parse_member(&arg_render, value) == 0 ? 0 : -EINVAL;
 }
@@ -111,6 +118,11 @@ const CliOption verb_render_options[] = {
           .arg_name = "CLUSTER=/PATH",
           .help = "where that member's volume is mounted (main=/mnt/vol-x)",
           .parse = parse_etcd_mount },
+        { .name = "self-hosted",
+          .help = "write the self-hosted control plane instead (docs/self-hosted.md): Secrets, ConfigMaps, "
+                  "RBAC, DaemonSets, Deployments; needs --etcd-member main=ME/ALL (one replica per master); "
+                  "Secrets are written 0600 with --out and never printed",
+          .parse = parse_self_hosted },
         {},
 };
 
@@ -150,6 +162,80 @@ static int render_load(CliContext *ctx, ClusterSpec **ret) {
         return 0;
 }
 
+/* One file per object, in apply order; the Secrets' files 0600 in a directory only root enters. */
+static int write_assets(const char *dir, const SelfHostedAssets *a) {
+        int r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create '%s': %m", dir);
+        for (size_t i = 0; i < a->n; i++) {
+                const SelfHostedObject *o = &a->items[i];
+                _cleanup_free_ char *path = strjoin(dir, "/", o->file_name);
+                if (!path)
+                        return log_oom();
+                r = write_file_atomic(path, o->text, o->text_len, o->secret ? 0600 : 0644, 1);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to write '%s': %m", path);
+                log_info("%s '%s'", r > 0 ? "Wrote" : "Unchanged", path);
+        }
+        return 0;
+}
+
+/* Key material never goes to a terminal (or a pipe): a Secret is named, its data left out. */
+static int print_assets(const SelfHostedAssets *a) {
+        for (size_t i = 0; i < a->n; i++) {
+                const SelfHostedObject *o = &a->items[i];
+                int n = o->secret ? printf("%s# Secret %s/%s: not printed (key material); written by --out DIR\n",
+                                           i > 0 ? "---\n" : "", o->namespace, o->name)
+                                  : printf("%s%s", i > 0 ? "---\n" : "", o->text);
+                if (n < 0)
+                        return -EIO;
+        }
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+/* The masters are the main etcd cluster's members (its volume tag), as for the static pods. */
+static int masters_of(const RenderArgs *a, unsigned *ret) {
+        for (size_t i = 0; i < a->n_etcd; i++)
+                if (streq(a->etcd[i].cluster, ETCD_MAIN_CLUSTER) && a->etcd[i].member) {
+                        *ret = (unsigned)strv_length(a->etcd[i].members);
+                        return 0;
+                }
+        return cli_usage_error("render", "--self-hosted needs --etcd-member %s=ME/ALL: one replica per master",
+                               ETCD_MAIN_CLUSTER);
+}
+
+static int render_self_hosted(const RenderArgs *a, const ClusterSpec *spec, unsigned n_masters) {
+        _cleanup_(self_hosted_assets_done) SelfHostedAssets assets = {};
+        _cleanup_strv_free_ char **etcd_names = NULL;
+        _cleanup_free_ char *error = NULL;
+        char digest[CERTS_DIGEST_LEN + 1] = "";
+        int r;
+
+        for (size_t i = 0; i < spec->etcd_clusters.n; i++)
+                if (strv_extend(&etcd_names, cluster_spec_etcd(spec, i)->name) < 0)
+                        return log_oom();
+        /* The digest of the certificates on this node: the static pods' annotation after a pass. */
+        CertsSettings certs = pass_certs_settings(spec, etcd_names);
+        if (certs.store_url) {
+                r = certs_node_digest(&certs, digest);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to read the certificates under '%s': %m",
+                                               certs.pki_dir);
+        }
+        char *const annotations[] = { (char *)CERTS_ANNOTATION, digest, NULL };
+        SelfHostedParams p = { .n_masters = n_masters, .pod_annotations = digest[0] ? annotations : NULL };
+        r = self_hosted_render(spec, &p, &assets, &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                if (error)
+                        return log_error_errno(r, "Failed to render the self-hosted assets: %s", error);
+                return log_error_errno(r, "Failed to render the self-hosted assets: %m");
+        }
+        r = a->out ? write_assets(a->out, &assets) : print_assets(&assets);
+        return r;
+}
+
 int verb_render(CliContext *ctx, char **args) {
         _cleanup_(render_args_done) RenderArgs a = arg_render;
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
@@ -159,11 +245,14 @@ int verb_render(CliContext *ctx, char **args) {
         int r;
 
         arg_render = (RenderArgs){}; /* a owns them now */
+        unsigned n_masters = 0;
+        if (a.self_hosted && masters_of(&a, &n_masters) != 0)
+                return EXIT_USAGE;
         for (size_t i = 0; i < a.n_etcd; i++) {
                 if (!a.etcd[i].member)
                         return cli_usage_error("render", "--etcd-mount for '%s' without --etcd-member",
                                                a.etcd[i].cluster);
-                if (!a.etcd[i].mount)
+                if (!a.etcd[i].mount && !a.self_hosted) /* etcd is not among the self-hosted assets */
                         return cli_usage_error("render", "--etcd-member for '%s' without --etcd-mount",
                                                a.etcd[i].cluster);
                 assign[i] = (EtcdMemberAssignment){
@@ -176,6 +265,8 @@ int verb_render(CliContext *ctx, char **args) {
 
         if (render_load(ctx, &spec) < 0)
                 return EXIT_ERROR;
+        if (a.self_hosted)
+                return render_self_hosted(&a, spec, n_masters) < 0 ? EXIT_ERROR : EXIT_SUCCESS;
         r = control_plane_render(spec, assign, a.n_etcd, NULL, &m, &failed);
         if (r == -ENOENT && failed && streq(failed, "etcd")) {
                 log_error("An --etcd-member names an etcd cluster that is not in the spec's etcdClusters.");

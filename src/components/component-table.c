@@ -260,10 +260,9 @@ static int add_probes(const ComponentDef *d, const void *config, PodContainer *c
         return static_pod_set_health_probes(ct, "HTTPS", p, d->probe_path, d->ready_path);
 }
 
-/* The directories of the files named by the row's keys, read-only. */
-static int mount_files(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {
-        const char *files[64]; /* bounds what one pod mounts */
-        size_t n = 0;
+/* Calls f for every file the row's keys name (a string is a list of one); NULL entries are passed too. */
+static int for_each_file(const ComponentDef *d, const void *config,
+                         int (*f)(const char *key, const char *path, void *userdata), void *userdata) {
         for (const char *const *k = d->file_keys; k && *k; k++) {
                 char *const *one = config_member(d, config, *k, FIELD_STRING);
                 char **const *list = config_member(d, config, *k, FIELD_STRV);
@@ -271,12 +270,66 @@ static int mount_files(const ComponentDef *d, const void *config, Pod *pod, PodC
                         return -EINVAL;             /* a key the field table does not have */
                 char *const *values = one ?: *list; /* a string is a list of one */
                 size_t n_values = one ? 1 : strv_length(*list);
-                if (n_values > ELEMENTSOF(files) - n)
-                        return -E2BIG;
-                for (size_t i = 0; i < n_values; i++)
-                        files[n++] = values[i];
+                for (size_t i = 0; i < n_values; i++) {
+                        int r = f(*k, values[i], userdata);
+                        if (r < 0)
+                                return r;
+                }
         }
-        return static_pod_mount_file_dirs(pod, ct, files, n);
+        return 0;
+}
+
+typedef struct FileList {
+        const char *files[64]; /* bounds what one pod mounts */
+        size_t n;
+} FileList;
+
+static int file_list_add(const char *key, const char *path, void *userdata) {
+        FileList *l = userdata;
+        if (l->n >= ELEMENTSOF(l->files))
+                return -E2BIG;
+        l->files[l->n++] = path;
+        return 0;
+}
+
+/* The directories of the files named by the row's keys, read-only. */
+static int mount_files(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {
+        FileList l = {};
+        int r = for_each_file(d, config, file_list_add, &l);
+        if (r < 0)
+                return r;
+        return static_pod_mount_file_dirs(pod, ct, l.files, l.n);
+}
+
+static int key_path_add(const char *key, const char *path, void *userdata) {
+        char ***l = userdata;
+        if (isempty(path))
+                return 0;
+        if (strv_extend(l, key) < 0 || strv_extend(l, path) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int component_files(Component c, const ClusterSpec *spec, char ***ret) {
+        _cleanup_(component_scratch_done) ComponentScratch scratch = {};
+        _cleanup_strv_free_ char **flags = NULL, **l = NULL;
+        ComponentConfig config;
+        const ComponentDef *d = component_def(c);
+        if (!d)
+                return -EINVAL;
+        int r = component_prepare(d, spec, &config, &scratch, &flags);
+        if (r < 0)
+                return r;
+        if (flags) {
+                l = new0(char *, 1);
+                if (!l)
+                        return -ENOMEM;
+                r = for_each_file(d, &config, key_path_add, &l);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
 }
 
 static int component_pod_finish(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {

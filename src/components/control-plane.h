@@ -30,3 +30,7 @@ Component component_from_string(const char *s);
 bool component_enabled(Component c, const ClusterSpec *spec);
 int component_flags(Component c, const ClusterSpec *spec, char ***ret);
 int component_pod_build(Component c, const ClusterSpec *spec, Pod **ret);
+/* The files the component's flags name (the row's file keys: certificates, keys, kubeconfigs, configs) of
+ * the effective config, as key, path, ... (the YAML key: "tlsCertFile"; a list key repeats per element);
+ * the files its pod mounts the directories of. Caller frees with strv_free; disabled: *ret = NULL. */
+int component_files(Component c, const ClusterSpec *spec, char ***ret);

@@ -32,7 +32,7 @@ static int add(RenderedManifests *m, char **file_name, char **text) {
 /* What the API server accepts in all (apimachinery's TotalAnnotationSizeLimitB). */
 #define ANNOTATIONS_SIZE_MAX (256U * 1024U)
 
-static int check_annotations(char *const *a) {
+int render_check_pod_annotations(char *const *a) {
         size_t n = strv_length(a), total = 0;
         if (n % 2 != 0)
                 return -EINVAL; /* a key without a value */
@@ -69,7 +69,7 @@ int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *et
         _cleanup_(rendered_manifests_done) RenderedManifests m = {};
         int r;
 
-        r = check_annotations(pod_annotations);
+        r = render_check_pod_annotations(pod_annotations);
         if (r < 0) {
                 if (ret_failed)
                         *ret_failed = "pod annotations";

@@ -29,3 +29,6 @@ void rendered_manifests_done(RenderedManifests *m);
  * strings). */
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
                          char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed);
+
+/* The pod_annotations rules above: 0 or -EINVAL. */
+int render_check_pod_annotations(char *const *pod_annotations);

@@ -71,7 +71,7 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
 }
 
 /* The spec's certificate settings, for the certs room (which does not know the spec). */
-static CertsSettings certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
+CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
         const KubeAPIServerConfig *a = &spec->kube_apiserver;
         const PkiSpec *pki = &spec->pki;
         /* SpecKeyType has PkiKeyType's values in its order (spec/spec.h) */
@@ -97,7 +97,7 @@ static CertsSettings certs_settings(const ClusterSpec *spec, char *const *etcd_c
 /* The volume steps' settings for this node and spec; reports go to the log (and, during a run, the report).
  */
 static void pass_configure(Pass *p) {
-        p->certs = certs_settings(p->spec, p->etcd_clusters);
+        p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
         p->cfg = (VolumesPassConfig){
                 .cluster = p->spec->name,
                 .etcd_clusters = p->etcd_clusters,

@@ -112,5 +112,9 @@ int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan);
  * PATH", one line each. */
 void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
 
+/* The spec's certificate settings (pointing into spec and etcd_clusters, the etcd clusters' names in the
+ * spec's order), as a pass gives them to certs/. */
+CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters);
+
 /* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -10,6 +10,7 @@
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "model/workload.h"
 
 /* A manifest larger than this is a bug, not a pod. */
 #define POD_YAML_MAX (1024 * 1024)
@@ -235,16 +236,28 @@ static void emit_ports(Emitter *em, const PodContainer *c) {
         seq_end(em);
 }
 
-static void emit_env(Emitter *em, char *const *env) {
-        size_t n = strv_length(env) / 2;
-        if (n == 0)
+static void emit_env(Emitter *em, const PodContainer *c) {
+        size_t n = strv_length(c->env) / 2, n_refs = strv_length(c->env_field_refs) / 2;
+        if (n + n_refs == 0)
                 return;
         emit_str(em, "env");
         seq_start(em);
         for (size_t i = 0; i < n; i++) {
                 map_start(em);
-                key_str(em, "name", env[2 * i]);
-                key_str(em, "value", env[2 * i + 1]);
+                key_str(em, "name", c->env[2 * i]);
+                key_str(em, "value", c->env[2 * i + 1]);
+                map_end(em);
+        }
+        for (size_t i = 0; i < n_refs; i++) {
+                map_start(em);
+                key_str(em, "name", c->env_field_refs[2 * i]);
+                emit_str(em, "valueFrom");
+                map_start(em);
+                emit_str(em, "fieldRef");
+                map_start(em);
+                key_str(em, "fieldPath", c->env_field_refs[2 * i + 1]);
+                map_end(em);
+                map_end(em);
                 map_end(em);
         }
         seq_end(em);
@@ -275,7 +288,7 @@ static void emit_container(Emitter *em, const PodContainer *c) {
                 emit_str(em, "command");
                 emit_strv(em, c->command);
         }
-        emit_env(em, c->env);
+        emit_env(em, c);
         key_str(em, "image", c->image);
         emit_probe(em, "livenessProbe", &c->liveness_probe);
         key_str(em, "name", c->name);
@@ -317,6 +330,16 @@ static void emit_tolerations(Emitter *em, const Pod *pod) {
         seq_end(em);
 }
 
+static void emit_object_volume(Emitter *em, const char *key, const char *name_key, const char *name,
+                               int mode) {
+        emit_str(em, key);
+        map_start(em);
+        if (mode > 0)
+                key_int(em, "defaultMode", mode);
+        key_str(em, name_key, name);
+        map_end(em);
+}
+
 static void emit_volumes(Emitter *em, const Pod *pod) {
         if (pod->n_volumes == 0)
                 return;
@@ -325,21 +348,47 @@ static void emit_volumes(Emitter *em, const Pod *pod) {
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 const PodVolume *v = &pod->volumes[i];
                 map_start(em);
-                emit_str(em, "hostPath");
-                map_start(em);
-                key_str(em, "path", v->host_path);
-                key_str(em, "type", v->host_path_type);
-                map_end(em);
+                if (v->config_map_name)
+                        emit_object_volume(em, "configMap", "name", v->config_map_name, v->default_mode);
+                if (v->host_path) {
+                        emit_str(em, "hostPath");
+                        map_start(em);
+                        key_str(em, "path", v->host_path);
+                        key_str(em, "type", v->host_path_type);
+                        map_end(em);
+                }
                 key_str(em, "name", v->name);
+                if (v->secret_name)
+                        emit_object_volume(em, "secret", "secretName", v->secret_name, v->default_mode);
                 map_end(em);
         }
         seq_end(em);
 }
 
-static void emit_pod(Emitter *em, const Pod *pod) {
+/* affinity.podAntiAffinity, required: at most one such pod per value of the topology key. */
+static void emit_affinity(Emitter *em, const Pod *pod) {
+        if (strv_length(pod->anti_affinity_labels) < 2 || !pod->anti_affinity_topology_key)
+                return;
+        emit_str(em, "affinity");
         map_start(em);
-        key_str(em, "apiVersion", "v1");
-        key_str(em, "kind", "Pod");
+        emit_str(em, "podAntiAffinity");
+        map_start(em);
+        emit_str(em, "requiredDuringSchedulingIgnoredDuringExecution");
+        seq_start(em);
+        map_start(em);
+        emit_str(em, "labelSelector");
+        map_start(em);
+        emit_str(em, "matchLabels");
+        emit_kv_map(em, pod->anti_affinity_labels);
+        map_end(em);
+        key_str(em, "topologyKey", pod->anti_affinity_topology_key);
+        map_end(em);
+        seq_end(em);
+        map_end(em);
+        map_end(em);
+}
+
+static void emit_pod_metadata(Emitter *em, const Pod *pod, bool template) {
         emit_str(em, "metadata");
         map_start(em);
         if (strv_length(pod->annotations) >= 2) {
@@ -350,12 +399,18 @@ static void emit_pod(Emitter *em, const Pod *pod) {
                 emit_str(em, "labels");
                 emit_kv_map(em, pod->labels);
         }
-        key_str(em, "name", pod->name);
-        key_str(em, "namespace", pod->namespace);
+        if (!template) {
+                key_str(em, "name", pod->name);
+                key_str(em, "namespace", pod->namespace);
+        }
         map_end(em);
+}
 
+/* Keys in alphabetical order, like the rest. */
+static void emit_pod_spec(Emitter *em, const Pod *pod) {
         emit_str(em, "spec");
         map_start(em);
+        emit_affinity(em, pod);
         emit_str(em, "containers");
         seq_start(em);
         for (size_t i = 0; i < pod->n_containers; i++)
@@ -365,10 +420,23 @@ static void emit_pod(Emitter *em, const Pod *pod) {
                 emit_str(em, "hostNetwork");
                 emit_bool(em, true);
         }
+        if (strv_length(pod->node_selector) >= 2) {
+                emit_str(em, "nodeSelector");
+                emit_kv_map(em, pod->node_selector);
+        }
         key_str(em, "priorityClassName", pod->priority_class_name);
+        key_str(em, "serviceAccountName", pod->service_account_name);
         emit_tolerations(em, pod);
         emit_volumes(em, pod);
         map_end(em);
+}
+
+static void emit_pod(Emitter *em, const Pod *pod) {
+        map_start(em);
+        key_str(em, "apiVersion", "v1");
+        key_str(em, "kind", "Pod");
+        emit_pod_metadata(em, pod, false);
+        emit_pod_spec(em, pod);
         map_end(em);
 }
 
@@ -396,12 +464,11 @@ static int doc_end(yaml_event_t *ev) {
         return yaml_document_end_event_initialize(ev, 1);
 }
 
-int pod_to_yaml(const Pod *pod, char **ret) {
+/* One document: body emits the top-level mapping of obj. */
+static int emit_document(void (*body)(Emitter *em, const void *obj), const void *obj, char **ret) {
         Emitter em = {};
         Out out = {};
 
-        if (!pod || pod->n_containers == 0)
-                return -EINVAL;
         if (!yaml_emitter_initialize(&em.e))
                 return -ENOMEM;
         yaml_emitter_set_output(&em.e, out_write, &out);
@@ -411,7 +478,7 @@ int pod_to_yaml(const Pod *pod, char **ret) {
 
         emit_simple(&em, stream_start);
         emit_simple(&em, doc_start);
-        emit_pod(&em, pod);
+        body(&em, obj);
         emit_simple(&em, doc_end);
         emit_simple(&em, stream_end);
         if (!em.failed && !yaml_emitter_flush(&em.e))
@@ -426,4 +493,165 @@ int pod_to_yaml(const Pod *pod, char **ret) {
         }
         *ret = out.data;
         return 0;
+}
+
+static void emit_pod_body(Emitter *em, const void *obj) {
+        emit_pod(em, obj);
+}
+
+int pod_to_yaml(const Pod *pod, char **ret) {
+        if (!pod || pod->n_containers == 0)
+                return -EINVAL;
+        return emit_document(emit_pod_body, pod, ret);
+}
+
+static void emit_object_metadata(Emitter *em, const char *name, const char *namespace, char *const *labels,
+                                 char *const *annotations) {
+        emit_str(em, "metadata");
+        map_start(em);
+        if (strv_length(annotations) >= 2) {
+                emit_str(em, "annotations");
+                emit_kv_map(em, annotations);
+        }
+        if (strv_length(labels) >= 2) {
+                emit_str(em, "labels");
+                emit_kv_map(em, labels);
+        }
+        key_str(em, "name", name);
+        key_str(em, "namespace", namespace);
+        map_end(em);
+}
+
+static void emit_rolling_update(Emitter *em, const Workload *w) {
+        emit_str(em, w->kind == WORKLOAD_DAEMON_SET ? "updateStrategy" : "strategy");
+        map_start(em);
+        emit_str(em, "rollingUpdate");
+        map_start(em);
+        if (w->kind == WORKLOAD_DEPLOYMENT)
+                key_int(em, "maxSurge", 0);
+        key_int(em, "maxUnavailable", w->max_unavailable);
+        map_end(em);
+        key_str(em, "type", "RollingUpdate");
+        map_end(em);
+}
+
+static void emit_workload(Emitter *em, const void *obj) {
+        const Workload *w = obj;
+        map_start(em);
+        key_str(em, "apiVersion", "apps/v1");
+        key_str(em, "kind", workload_kind_to_string(w->kind));
+        emit_object_metadata(em, w->name, w->namespace, w->labels, w->annotations);
+        emit_str(em, "spec");
+        map_start(em);
+        if (w->kind == WORKLOAD_DEPLOYMENT)
+                key_int(em, "replicas", w->replicas);
+        emit_str(em, "selector");
+        map_start(em);
+        emit_str(em, "matchLabels");
+        map_start(em);
+        key_str(em, WORKLOAD_SELECTOR_LABEL, w->name);
+        map_end(em);
+        map_end(em);
+        if (w->kind == WORKLOAD_DEPLOYMENT)
+                emit_rolling_update(em, w);
+        emit_str(em, "template");
+        map_start(em);
+        emit_pod_metadata(em, w->pod, true);
+        emit_pod_spec(em, w->pod);
+        map_end(em);
+        if (w->kind == WORKLOAD_DAEMON_SET)
+                emit_rolling_update(em, w);
+        map_end(em);
+        map_end(em);
+}
+
+static bool workload_selects_its_pods(const Workload *w) {
+        char *const *l = w->pod->labels;
+        for (size_t i = 0; l && l[i] && l[i + 1]; i += 2)
+                if (streq(l[i], WORKLOAD_SELECTOR_LABEL))
+                        return streq(l[i + 1], w->name);
+        return false;
+}
+
+int workload_to_yaml(const Workload *w, char **ret) {
+        if (!w || !w->pod || w->pod->n_containers == 0 || !workload_kind_to_string(w->kind) || !w->name ||
+            !workload_selects_its_pods(w))
+                return -EINVAL;
+        return emit_document(emit_workload, w, ret);
+}
+
+static void emit_service_account(Emitter *em, const void *obj) {
+        const KubeObjectRef *o = obj;
+        map_start(em);
+        key_str(em, "apiVersion", "v1");
+        key_str(em, "kind", "ServiceAccount");
+        emit_object_metadata(em, o->name, o->namespace, o->labels, NULL);
+        map_end(em);
+}
+
+int service_account_to_yaml(const KubeObjectRef *sa, char **ret) {
+        if (!sa || !sa->name || !sa->namespace)
+                return -EINVAL;
+        return emit_document(emit_service_account, sa, ret);
+}
+
+typedef struct Binding {
+        const KubeObjectRef *binding;
+        const char *cluster_role;
+        const KubeObjectRef *service_account;
+} Binding;
+
+static void emit_binding(Emitter *em, const void *obj) {
+        const Binding *b = obj;
+        map_start(em);
+        key_str(em, "apiVersion", "rbac.authorization.k8s.io/v1");
+        key_str(em, "kind", "ClusterRoleBinding");
+        emit_object_metadata(em, b->binding->name, NULL, b->binding->labels, NULL);
+        emit_str(em, "roleRef");
+        map_start(em);
+        key_str(em, "apiGroup", "rbac.authorization.k8s.io");
+        key_str(em, "kind", "ClusterRole");
+        key_str(em, "name", b->cluster_role);
+        map_end(em);
+        emit_str(em, "subjects");
+        seq_start(em);
+        map_start(em);
+        key_str(em, "kind", "ServiceAccount");
+        key_str(em, "name", b->service_account->name);
+        key_str(em, "namespace", b->service_account->namespace);
+        map_end(em);
+        seq_end(em);
+        map_end(em);
+}
+
+int cluster_role_binding_to_yaml(const KubeObjectRef *binding, const char *cluster_role,
+                                 const KubeObjectRef *service_account, char **ret) {
+        if (!binding || !binding->name || !cluster_role || !service_account || !service_account->name ||
+            !service_account->namespace)
+                return -EINVAL;
+        Binding b = { binding, cluster_role, service_account };
+        return emit_document(emit_binding, &b, ret);
+}
+
+typedef struct ConfigMapDoc {
+        const KubeObjectRef *ref;
+        char *const *data;
+} ConfigMapDoc;
+
+static void emit_config_map(Emitter *em, const void *obj) {
+        const ConfigMapDoc *c = obj;
+        map_start(em);
+        key_str(em, "apiVersion", "v1");
+        emit_str(em, "data");
+        emit_kv_map(em, c->data);
+        key_str(em, "kind", "ConfigMap");
+        emit_object_metadata(em, c->ref->name, c->ref->namespace, c->ref->labels, NULL);
+        map_end(em);
+}
+
+int config_map_to_yaml(const KubeObjectRef *cm, char *const *data, char **ret) {
+        if (!cm || !cm->name || !cm->namespace || strv_length(data) % 2 != 0)
+                return -EINVAL;
+        ConfigMapDoc c = { cm, data };
+        return emit_document(emit_config_map, &c, ret);
 }

@@ -20,6 +20,7 @@ static void container_done(PodContainer *c) {
         free(c->image);
         strv_free(c->command);
         strv_free(c->env);
+        strv_free(c->env_field_refs);
         for (size_t i = 0; i < c->n_ports; i++) {
                 free(c->ports[i].name);
                 free(c->ports[i].protocol);
@@ -51,6 +52,8 @@ Pod *pod_free(Pod *pod) {
                 free(pod->volumes[i].name);
                 free(pod->volumes[i].host_path);
                 free(pod->volumes[i].host_path_type);
+                free(pod->volumes[i].secret_name);
+                free(pod->volumes[i].config_map_name);
         }
         free(pod->volumes);
         for (size_t i = 0; i < pod->n_tolerations; i++) {
@@ -60,6 +63,10 @@ Pod *pod_free(Pod *pod) {
                 free(pod->tolerations[i].effect);
         }
         free(pod->tolerations);
+        strv_free(pod->node_selector);
+        free(pod->service_account_name);
+        strv_free(pod->anti_affinity_labels);
+        free(pod->anti_affinity_topology_key);
         free(pod);
         return NULL;
 }
@@ -160,6 +167,24 @@ int pod_add_host_path_volume(Pod *pod, const char *name, const char *path, const
         v->name = TAKE_PTR(n);
         v->host_path = TAKE_PTR(p);
         v->host_path_type = TAKE_PTR(t);
+        return 0;
+}
+
+int pod_add_object_volume(Pod *pod, const char *name, const char *object_name, bool config_map, int mode) {
+        _cleanup_free_ char *n = NULL, *o = NULL;
+        if (!name || !object_name || mode < 0 || mode > 0777)
+                return -EINVAL;
+        if (!dup_opt(name, &n) || !dup_opt(object_name, &o))
+                return -ENOMEM;
+        PodVolume *v = array_grow((void **)&pod->volumes, &pod->n_volumes, sizeof(PodVolume));
+        if (!v)
+                return -ENOMEM;
+        v->name = TAKE_PTR(n);
+        if (config_map)
+                v->config_map_name = TAKE_PTR(o);
+        else
+                v->secret_name = TAKE_PTR(o);
+        v->default_mode = mode;
         return 0;
 }
 

@@ -45,6 +45,7 @@ typedef struct PodContainer {
         char *image;
         char **command; /* argv */
         char **env;     /* name, value, ... */
+        char **env_field_refs; /* name, fieldPath, ...: the downward API ("status.hostIP") */
         PodPort *ports;
         size_t n_ports;
         PodVolumeMount *volume_mounts;
@@ -56,10 +57,14 @@ typedef struct PodContainer {
         bool privileged; /* securityContext.privileged */
 } PodContainer;
 
+/* One source: host_path, or secret_name, or config_map_name. */
 typedef struct PodVolume {
         char *name;
         char *host_path;
         char *host_path_type; /* "Directory", "DirectoryOrCreate", "File", "FileOrCreate"; NULL = omitted */
+        char *secret_name;
+        char *config_map_name;
+        int default_mode; /* secret/configMap file mode (0600 = 384); 0 = omitted */
 } PodVolume;
 
 typedef struct PodToleration {
@@ -82,6 +87,13 @@ typedef struct Pod {
         size_t n_volumes;
         PodToleration *tolerations;
         size_t n_tolerations;
+        /* What a pod of a DaemonSet or Deployment may add (a static pod has none of these). */
+        char **node_selector; /* key, value, ... */
+        char *service_account_name;
+        /* Required pod anti-affinity: no two pods with these labels (key, value, ...) on one value of
+         * the topology key ("kubernetes.io/hostname"); omitted when NULL. */
+        char **anti_affinity_labels;
+        char *anti_affinity_topology_key;
 } Pod;
 
 Pod *pod_free(Pod *pod);
@@ -99,6 +111,8 @@ int pod_add_toleration(Pod *pod, const char *key, const char *operator, const ch
                        const char *effect);
 int pod_container_add_port(PodContainer *c, const char *name, int container_port, int host_port);
 int pod_container_add_mount(PodContainer *c, const char *name, const char *mount_path, bool read_only);
+/* Adds a volume from a Secret (config_map false) or a ConfigMap of that name; mode 0 = the API's default. */
+int pod_add_object_volume(Pod *pod, const char *name, const char *object_name, bool config_map, int mode);
 /* Adds a hostPath volume and mounts it in c at the same path. */
 int pod_add_host_mount(Pod *pod, PodContainer *c, const char *name, const char *path, const char *type,
                        bool read_only);
