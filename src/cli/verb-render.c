@@ -180,15 +180,18 @@ static int write_assets(const char *dir, const SelfHostedAssets *a) {
         return 0;
 }
 
-/* Key material never goes to a terminal (or a pipe): a Secret is named, its data left out. */
+/* Key material never goes to a terminal (or a pipe): a Secret is named in a comment, its data left out. */
 static int print_assets(const SelfHostedAssets *a) {
+        bool first = true;
         for (size_t i = 0; i < a->n; i++) {
                 const SelfHostedObject *o = &a->items[i];
-                int n = o->secret ? printf("%s# Secret %s/%s: not printed (key material); written by --out DIR\n",
-                                           i > 0 ? "---\n" : "", o->namespace, o->name)
-                                  : printf("%s%s", i > 0 ? "---\n" : "", o->text);
+                int n = o->secret
+                            ? printf("# Secret %s/%s: not printed (key material); written by --out DIR\n",
+                                     o->namespace, o->name)
+                            : printf("%s%s", first ? "" : "---\n", o->text);
                 if (n < 0)
                         return -EIO;
+                first = first && o->secret;
         }
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
@@ -200,7 +203,8 @@ static int masters_of(const RenderArgs *a, unsigned *ret) {
                         *ret = (unsigned)strv_length(a->etcd[i].members);
                         return 0;
                 }
-        return cli_usage_error("render", "--self-hosted needs --etcd-member %s=ME/ALL: one replica per master",
+        return cli_usage_error("render",
+                               "--self-hosted needs --etcd-member %s=ME/ALL: one replica per master",
                                ETCD_MAIN_CLUSTER);
 }
 

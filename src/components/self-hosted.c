@@ -21,16 +21,16 @@
 #include "model/workload.h"
 #include "shared/crypto.h"
 
-#define MASTER_ROLE_LABEL   "node-role.kubernetes.io/master"
-#define HOSTNAME_LABEL      "kubernetes.io/hostname"
-#define NODE_PROXIER_ROLE   "system:node-proxier" /* bootstrap role kubeadm and kops bind kube-proxy to */
-#define PROXY_BINDING_NAME  "protokube:node-proxier"
-#define HOST_IP_ENV         "HOST_IP"
-#define SECRET_FILE_MAX     (256U * 1024U)  /* any one certificate, key or kubeconfig */
-#define SECRET_DATA_MAX     (1024U * 1024U) /* the API's limit on a Secret or ConfigMap */
-#define SECRET_VOLUME_MODE  0600
-#define CONFIG_VOLUME_MODE  0644
-#define MAX_MASTERS         64
+#define MASTER_ROLE_LABEL  "node-role.kubernetes.io/master"
+#define HOSTNAME_LABEL     "kubernetes.io/hostname"
+#define NODE_PROXIER_ROLE  "system:node-proxier" /* bootstrap role kubeadm and kops bind kube-proxy to */
+#define PROXY_BINDING_NAME "protokube:node-proxier"
+#define HOST_IP_ENV        "HOST_IP"
+#define SECRET_FILE_MAX    (256U * 1024U)  /* any one certificate, key or kubeconfig */
+#define SECRET_DATA_MAX    (1024U * 1024U) /* the API's limit on a Secret or ConfigMap */
+#define SECRET_VOLUME_MODE 0600
+#define CONFIG_VOLUME_MODE 0644
+#define MAX_MASTERS        64
 
 #define MANAGED_BY_LABEL "app.kubernetes.io/managed-by"
 #define TIER_LABEL       "tier"
@@ -193,15 +193,16 @@ static int data_set_read(DataSet *d, const char *component, const char *kind, co
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return error_setf(ret_error, r, "cannot read '%s' (%s's %s, for %s %s/%s): %s", e->path,
-                                          component, e->flag, kind, STATIC_POD_NAMESPACE, object,
+                        return error_setf(ret_error, r, "cannot read '%s' (%s's %s, for %s %s/%s): %s",
+                                          e->path, component, e->flag, kind, STATIC_POD_NAMESPACE, object,
                                           r == -ENOENT ? "missing: has a pass issued the certificates?"
                                                        : pk_strerror(r));
                 total += e->len;
         }
         if (total > SECRET_DATA_MAX / 4 * 3 - 4096) /* base64 must fit the API's limit */
-                return error_setf(ret_error, PK_ETOOBIG, "%s %s/%s: %zu bytes of files, more than the API takes",
-                                  kind, STATIC_POD_NAMESPACE, object, total);
+                return error_setf(ret_error, PK_ETOOBIG,
+                                  "%s %s/%s: %zu bytes of files, more than the API takes", kind,
+                                  STATIC_POD_NAMESPACE, object, total);
         qsort(d->entries, d->n, sizeof(DataEntry), cmp_entry);
         return 0;
 }
@@ -224,7 +225,8 @@ static char *put_scalar(char *p, const char *s) {
 
 /* The Secret's YAML, written by hand into one buffer of the exact size: no copy of the key material is left
  * in freed memory (an emitter's growing buffers would leave some). Keys in the emitter's order. */
-static int secret_text(const DataSet *d, const char *name, char *const *labels, char **ret, size_t *ret_len) {
+static int secret_text(const DataSet *d, const char *name, char *const *labels, char **ret,
+                       size_t *ret_len) {
         char *b64[ELEMENTSOF(d->entries)] = {};
         size_t len = strlen("apiVersion: v1\ndata:\nkind: Secret\nmetadata:\n  labels:\n  name: \n"
                             "  namespace: \ntype: Opaque\n") +
@@ -304,15 +306,17 @@ static int collect(const char *component, const char *dir, const char *pki_dir, 
                 if (!path_is_in(path, dir))
                         continue;
                 if (strchr(path + strlen(dir) + 1, '/'))
-                        return error_setf(ret_error, -EINVAL,
-                                          "%s's %s '%s' is below '%s', not in it: a Secret or ConfigMap mounted "
-                                          "there holds only the directory's own files",
-                                          component, key, path, dir);
+                        return error_setf(
+                            ret_error, -EINVAL,
+                            "%s's %s '%s' is below '%s', not in it: a Secret or ConfigMap mounted "
+                            "there holds only the directory's own files",
+                            component, key, path, dir);
                 if (!pki && !strv_contains((char **)config_file_keys, key))
-                        return error_setf(ret_error, -EINVAL,
-                                          "%s's %s '%s' is outside the pki layout '%s': a self-hosted pod gets "
-                                          "its credentials only from the layout's Secrets",
-                                          component, key, path, pki_dir);
+                        return error_setf(
+                            ret_error, -EINVAL,
+                            "%s's %s '%s' is outside the pki layout '%s': a self-hosted pod gets "
+                            "its credentials only from the layout's Secrets",
+                            component, key, path, pki_dir);
                 int r = data_set_add(d, dir, path + strlen(dir) + 1, key);
                 if (r >= 0 && pki && streq(path + strlen(dir) + 1, PKI_KUBECONFIG_FILE)) {
                         r = data_set_add(d, dir, PKI_CLIENT_PAIR PKI_CERT_SUFFIX, key);

@@ -43,8 +43,8 @@ typedef struct PodVolumeMount {
 typedef struct PodContainer {
         char *name;
         char *image;
-        char **command; /* argv */
-        char **env;     /* name, value, ... */
+        char **command;        /* argv */
+        char **env;            /* name, value, ... */
         char **env_field_refs; /* name, fieldPath, ...: the downward API ("status.hostIP") */
         PodPort *ports;
         size_t n_ports;

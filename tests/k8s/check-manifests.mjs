@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// Offline checks of static pod manifests (TESTING.md, "Kubernetes manifests"). The kubelet silently drops
-// unknown fields, so each file is checked three ways:
+// Offline checks of static pod manifests and of the self-hosted assets (TESTING.md, "Kubernetes manifests";
+// docs/self-hosted.md). The kubelet and the API silently drop unknown fields, so each file is checked three
+// ways:
 //   1. yaml@2 in strict mode with unique keys (no duplicate keys, no YAML warnings);
-//   2. kubernetes-models' Pod.validate() (types, required fields, enums, quantities);
+//   2. kubernetes-models' validate() for the document's kind (types, required fields, enums, quantities):
+//      Pod, DaemonSet, Deployment, Secret, ConfigMap, ServiceAccount, ClusterRole, ClusterRoleBinding;
 //   3. a walk over @kubernetes/client-node's generated models (attributeTypeMap) that reports every field the
 //      API does not know, and every scalar of the wrong type, with its path.
 // Usage: node check-manifests.mjs FILE...  (a file may hold several documents separated by ---)
@@ -10,10 +12,29 @@
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { Pod } from "kubernetes-models/v1/Pod";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole";
+import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
 // On Node 20 the package root crashes on import; the generated models alone are plain classes.
 import * as models from "@kubernetes/client-node/dist/gen/models/all.js";
 
 const problems = [];
+
+// apiVersion/kind -> the validating class and the client-node model the unknown-field walk starts from.
+const KINDS = {
+  "v1/Pod": [Pod, "V1Pod"],
+  "v1/Secret": [Secret, "V1Secret"],
+  "v1/ConfigMap": [ConfigMap, "V1ConfigMap"],
+  "v1/ServiceAccount": [ServiceAccount, "V1ServiceAccount"],
+  "apps/v1/DaemonSet": [DaemonSet, "V1DaemonSet"],
+  "apps/v1/Deployment": [Deployment, "V1Deployment"],
+  "rbac.authorization.k8s.io/v1/ClusterRole": [ClusterRole, "V1ClusterRole"],
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": [ClusterRoleBinding, "V1ClusterRoleBinding"],
+};
 
 function typeOf(v) {
   if (v === null) return "null";
@@ -65,16 +86,18 @@ function checkDocument(obj, where) {
     report(`document is ${typeOf(obj)}, not a mapping`);
     return;
   }
-  if (obj.apiVersion !== "v1" || obj.kind !== "Pod") {
-    report(`expected apiVersion v1, kind Pod; got ${obj.apiVersion} ${obj.kind}`);
+  const kind = KINDS[`${obj.apiVersion}/${obj.kind}`];
+  if (!kind) {
+    report(`unexpected apiVersion ${obj.apiVersion}, kind ${obj.kind} (known: ${Object.keys(KINDS).join(", ")})`);
     return;
   }
+  const [cls, model] = kind;
   try {
-    new Pod(obj).validate();
+    new cls(obj).validate();
   } catch (e) {
     report(`kubernetes-models: ${e.message ?? e}`);
   }
-  walk(obj, "V1Pod", "$", report);
+  walk(obj, model, "$", report);
 }
 
 function checkFile(file) {
