@@ -291,6 +291,23 @@ static bool path_is_in(const char *path, const char *dir) {
         return rest && rest[0] == '/' && rest[1] != 0;
 }
 
+/* "<component>-<directory's name>", lowercased, other characters as '-': a DNS subdomain of the node-
+ * independent part of the path. NULL on OOM. */
+static char *config_map_name(const char *component, const char *dir) {
+        const char *base = strrchr(dir, '/') + 1;
+        char *name = strjoin(component, "-", base), *p = name ? name + strlen(component) + 1 : NULL;
+        for (; p && *p; p++) {
+                if (*p >= 'A' && *p <= 'Z')
+                        *p = (char)(*p - 'A' + 'a');
+                else if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.'))
+                        *p = '-';
+        }
+        size_t n = name ? strlen(name) : 0;
+        while (n > 0 && (name[n - 1] == '-' || name[n - 1] == '.'))
+                name[--n] = 0;
+        return name;
+}
+
 typedef struct Ctx {
         const ClusterSpec *spec;
         SelfHostedAssets *assets;
@@ -345,7 +362,7 @@ static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *
         int r = collect(component, dir, ctx->spec->pki.dir, pki, files, &d, ctx->error);
         if (r < 0 || d.n == 0)
                 return r;
-        name = pki ? strjoin(strrchr(dir, '/') + 1, "-pki") : strjoin(component, "-", v->name);
+        name = pki ? strjoin(strrchr(dir, '/') + 1, "-pki") : config_map_name(component, dir);
         if (!name)
                 return -ENOMEM;
         r = data_set_read(&d, component, pki ? "Secret" : "ConfigMap", name, ctx->error);
