@@ -165,7 +165,16 @@ static void data_set_done(DataSet *d) {
         *d = (DataSet){};
 }
 
+/* The API's rule for Secret and ConfigMap keys: [-._a-zA-Z0-9]+, at most 253 characters. */
+static bool data_key_is_valid(const char *key) {
+        size_t n = strlen(key);
+        return n > 0 && n <= 253 &&
+               key[strspn(key, "-._abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")] == 0;
+}
+
 static int data_set_add(DataSet *d, const char *dir, const char *key, const char *flag) {
+        if (!data_key_is_valid(key))
+                return -EINVAL;
         for (size_t i = 0; i < d->n; i++)
                 if (streq(d->entries[i].key, key))
                         return 0;
@@ -335,6 +344,11 @@ static int collect(const char *component, const char *dir, const char *pki_dir, 
                             "its credentials only from the layout's Secrets",
                             component, key, path, pki_dir);
                 int r = data_set_add(d, dir, path + strlen(dir) + 1, key);
+                if (r == -EINVAL)
+                        return error_setf(ret_error, r,
+                                          "%s's %s '%s': the file's name is not a valid key of a Secret or "
+                                          "ConfigMap ([-._a-zA-Z0-9])",
+                                          component, key, path);
                 if (r >= 0 && pki && streq(path + strlen(dir) + 1, PKI_KUBECONFIG_FILE)) {
                         r = data_set_add(d, dir, PKI_CLIENT_PAIR PKI_CERT_SUFFIX, key);
                         if (r >= 0)

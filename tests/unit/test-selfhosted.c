@@ -278,6 +278,15 @@ static void test_config_map_and_refusals(void **state) {
         assert_non_null(strstr(sched->text, "name: kube-scheduler-sched-config\n"));
         self_hosted_assets_done(&a);
 
+        /* a file whose name cannot be a key */
+        char bad_name[600];
+        snprintf(bad_name, sizeof(bad_name), "  kubeScheduler: {config: %s/sched@1.yaml}\n", conf_dir);
+        _cleanup_(cluster_spec_freep) ClusterSpec *bad_key = load(f, bad_name);
+        _cleanup_free_ char *key_error = NULL;
+        SelfHostedParams p3 = { .n_masters = 3 };
+        assert_int_equal(self_hosted_render(bad_key, &p3, &a, &key_error), -EINVAL);
+        assert_non_null(strstr(key_error, "sched@1.yaml': the file's name is not a valid key"));
+
         /* a credential outside the layout */
         _cleanup_(cluster_spec_freep) ClusterSpec *bad =
             load(f, "  kubeAPIServer: {tlsCertFile: /etc/x/a.crt}\n");
