@@ -73,17 +73,18 @@ void self_hosted_assets_done(SelfHostedAssets *a) {
         *a = (SelfHostedAssets){};
 }
 
-/* Takes *text (erased when freed if secret). Two components mounting one directory give one Secret: the same
- * object twice is kept once, two different ones of a name are a conflict. */
+/* Always takes *text (erased when freed if secret, also on failure). Two components mounting one directory
+ * give one Secret: the same object twice is kept once, two different ones of a name are a conflict. */
 static int assets_add(SelfHostedAssets *a, SelfHostedKind kind, const char *namespace, const char *name,
                       char **text, size_t text_len, bool secret) {
-        SelfHostedObject o = { .kind = kind, .secret = secret, .text_len = text_len };
+        SelfHostedObject o = {
+                .kind = kind, .secret = secret, .text = TAKE_PTR(*text), .text_len = text_len
+        };
         for (size_t i = 0; i < a->n; i++)
                 if (a->items[i].kind == kind && streq(a->items[i].name, name)) {
                         bool same = a->items[i].text_len == text_len &&
-                                    memcmp(a->items[i].text, *text, text_len) == 0;
-                        if (secret)
-                                erase_and_free(TAKE_PTR(*text), text_len);
+                                    memcmp(a->items[i].text, o.text, text_len) == 0;
+                        object_done(&o);
                         return same ? 0 : -EEXIST;
                 }
         o.api_version = kind_table[kind].api_version;
@@ -95,15 +96,12 @@ static int assets_add(SelfHostedAssets *a, SelfHostedKind kind, const char *name
                 if (*c == ':') /* "protokube:node-proxier": a plain file name */
                         *c = '-';
         SelfHostedObject *items = reallocarray(a->items, a->n + 1, sizeof(SelfHostedObject));
+        if (items)
+                a->items = items;
         if (!o.name || (namespace && !o.namespace) || !o.file_name || !items) {
-                if (items)
-                        a->items = items;
-                o.text = NULL;
                 object_done(&o);
                 return -ENOMEM;
         }
-        a->items = items;
-        o.text = TAKE_PTR(*text);
         a->items[a->n++] = o;
         return 0;
 }
