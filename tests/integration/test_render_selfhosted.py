@@ -281,3 +281,35 @@ def test_kubernetes_checks_catch_broken_objects(pk, node):
         p = subprocess.run(checker + [str(f)], capture_output=True, text=True, timeout=60)
         assert p.returncode != 0, f"{name}: checker passed a broken object"
         assert expect in p.stderr, f"{name}: {p.stderr}"
+
+
+def test_configuration_files_become_config_maps(pk, node):
+    """kubeScheduler.config and kubeAPIServer.auditPolicyFile outside the pki layout: ConfigMaps holding the
+    files, mounted at their directories; the offline checks pass on them too."""
+    conf = node["tmp"] / "etc" / "scheduler"
+    audit = node["tmp"] / "etc" / "audit"
+    conf.mkdir(parents=True)
+    audit.mkdir(parents=True)
+    (conf / "config.yaml").write_text("apiVersion: kubescheduler.config.k8s.io/v1beta1\n"
+                                      "kind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: true\n")
+    (audit / "policy.yaml").write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+    spec = node["tmp"] / "cluster.yaml"
+    spec.write_text(spec.read_text() + f"  kubeScheduler:\n    config: {conf}/config.yaml\n"
+                    f"  kubeAPIServer:\n    auditPolicyFile: {audit}/policy.yaml\n")
+    out = node["tmp"] / "out"
+    p = render(pk, node, out)
+    assert p.returncode == 0, p.stderr
+    for component, d, f in (("kube-scheduler", conf, "config.yaml"), ("kube-apiserver", audit, "policy.yaml")):
+        name = f"{component}-{d.name}"
+        cm = yaml.safe_load((out / f"30-configmap-{name}.yaml").read_text())
+        assert cm["data"] == {f: (d / f).read_text()}
+        assert os.stat(out / f"30-configmap-{name}.yaml").st_mode & 0o777 == 0o644
+        t = workloads(out)[component]["spec"]["template"]["spec"]
+        vol = next(v for v in t["volumes"] if v["name"] == name)
+        assert vol["configMap"]["name"] == name and "hostPath" not in vol
+        mount = next(m for m in t["containers"][0]["volumeMounts"] if m["name"] == name)
+        assert mount["mountPath"] == str(d)
+    checker = node_checker()
+    files = [str(out / f) for f in sorted(os.listdir(out))]
+    c = subprocess.run(checker + files, capture_output=True, text=True, timeout=120)
+    assert c.returncode == 0 and "12 files, 12 documents, 0 problems" in c.stdout, c.stdout + c.stderr
