@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pivot's pure decision: each step from an observation, the deadlines, and a whole pivot of three
+ * masters played out step by step, checking that at most one master is without its bootstrap pods while
+ * the others have not finished. */
+#include "unit-test.h"
+
+#include <string.h>
+
+#include "basic/macro.h"
+#include "pivot/pivot-plan.h"
+
+#define S(n) ((usec_t)(n)*USEC_PER_SEC)
+
+static PivotMaster ready_master(const char *node, bool bootstrap) {
+        PivotMaster m = { .node = node };
+        for (size_t c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
+                m.bootstrap_mirror[c] = bootstrap;
+                m.self_hosted_ready[c] = true;
+        }
+        return m;
+}
+
+/* Three masters, c b a (unsorted on purpose), all self-hosted pods Ready, all bootstrap pods still there. */
+typedef struct World {
+        PivotMaster m[3];
+        PivotObservation obs;
+} World;
+
+static void world_init(World *w, const char *self) {
+        w->m[0] = ready_master("c", true);
+        w->m[1] = ready_master("b", true);
+        w->m[2] = ready_master("a", true);
+        w->obs = (PivotObservation){ .self = self,
+                                     .api_ready = true,
+                                     .local_api_ready = true,
+                                     .masters = w->m,
+                                     .n_masters = 3,
+                                     .local_bootstrap = { true, true, true },
+                                     .assets_applied_at = S(1000),
+                                     .now = S(1010) };
+}
+
+static PivotStep step_of(const PivotObservation *obs, const char **ret_node, char **ret_why) {
+        PivotDecision d;
+        assert_int_equal(pivot_decide(obs, &d), 0);
+        assert_non_null(d.why);
+        PivotStep s = d.step;
+        if (ret_node)
+                *ret_node = d.node;
+        if (ret_why)
+                *ret_why = strdup(d.why);
+        pivot_decision_done(&d);
+        return s;
+}
+
+static void test_waits_for_api_then_applies(void **state) {
+        World w;
+        world_init(&w, "a");
+        w.obs.api_ready = false;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_WAIT_API);
+        w.obs.api_ready = true;
+        w.obs.assets_stale = 4;
+        _cleanup_free_ char *why = NULL;
+        assert_int_equal(step_of(&w.obs, NULL, &why), PIVOT_APPLY_ASSETS);
+        assert_non_null(strstr(why, "4 self-hosted asset(s)"));
+}
+
+static void test_waits_for_every_self_hosted_pod(void **state) {
+        World w;
+        world_init(&w, "a");
+        w.m[1].self_hosted_ready[PIVOT_APISERVER] = false;
+        w.m[1].self_hosted_reason = "CrashLoopBackOff: bind: address already in use";
+        const char *node;
+        _cleanup_free_ char *why = NULL;
+        assert_int_equal(step_of(&w.obs, &node, &why), PIVOT_WAIT_SELF_HOSTED);
+        assert_string_equal(node, "b");
+        assert_non_null(strstr(why, "address already in use"));
+
+        w.m[1].self_hosted_ready[PIVOT_APISERVER] = true;
+        w.m[0].self_hosted_ready[PIVOT_SCHEDULER] = false;
+        assert_int_equal(step_of(&w.obs, &node, NULL), PIVOT_WAIT_SELF_HOSTED);
+        assert_string_equal(node, "c");
+}
+
+static void test_ready_deadline_fails_and_keeps_bootstrap(void **state) {
+        World w;
+        world_init(&w, "a");
+        w.m[2].self_hosted_ready[PIVOT_APISERVER] = false;
+        w.m[2].self_hosted_reason = "ImagePullBackOff";
+        w.obs.now = w.obs.assets_applied_at + PIVOT_READY_DEADLINE + S(1);
+        _cleanup_free_ char *why = NULL;
+        assert_int_equal(step_of(&w.obs, NULL, &why), PIVOT_FAILED);
+        assert_non_null(strstr(why, "kube-apiserver on a"));
+        assert_non_null(strstr(why, "ImagePullBackOff"));
+        assert_non_null(strstr(why, "bootstrap pods stay"));
+        /* Once Ready after all, the pivot goes on by itself. */
+        w.m[2].self_hosted_ready[PIVOT_APISERVER] = true;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_REMOVE_BOOTSTRAP);
+}
+
+static void test_one_master_at_a_time_by_name(void **state) {
+        World w;
+        const char *node;
+        world_init(&w, "b");
+        assert_int_equal(step_of(&w.obs, &node, NULL), PIVOT_WAIT_TURN);
+        assert_string_equal(node, "a");
+        world_init(&w, "c");
+        assert_int_equal(step_of(&w.obs, &node, NULL), PIVOT_WAIT_TURN);
+        assert_string_equal(node, "a");
+        world_init(&w, "a");
+        assert_int_equal(step_of(&w.obs, &node, NULL), PIVOT_REMOVE_BOOTSTRAP);
+        assert_string_equal(node, "a");
+        /* a is done (its mirrors gone): b's turn; c still waits, for b now. */
+        world_init(&w, "c");
+        memset(w.m[2].bootstrap_mirror, 0, sizeof(w.m[2].bootstrap_mirror));
+        assert_int_equal(step_of(&w.obs, &node, NULL), PIVOT_WAIT_TURN);
+        assert_string_equal(node, "b");
+}
+
+static void test_after_removal(void **state) {
+        World w;
+        world_init(&w, "a");
+        w.obs.removed_at = S(2000);
+        w.obs.now = S(2001);
+        /* Killed half-way through the removal: finish it. */
+        w.obs.local_bootstrap[PIVOT_APISERVER] = false;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_REMOVE_BOOTSTRAP);
+        /* Removed; its apiserver does not answer yet. */
+        memset(w.obs.local_bootstrap, 0, sizeof(w.obs.local_bootstrap));
+        w.obs.local_api_ready = false;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_WAIT_LOCAL);
+        /* Nor past the deadline: roll back, saying why. */
+        w.m[2].self_hosted_reason = "Readiness probe failed: HTTP probe failed with statuscode: 500";
+        w.obs.now = w.obs.removed_at + PIVOT_RESTORE_DEADLINE + S(1);
+        _cleanup_free_ char *why = NULL;
+        assert_int_equal(step_of(&w.obs, NULL, &why), PIVOT_RESTORE_BOOTSTRAP);
+        assert_non_null(strstr(why, "statuscode: 500"));
+        /* It answers: kubelet has not deleted the mirrors yet. */
+        w.obs.local_api_ready = true;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_WAIT_MIRRORS_GONE);
+}
+
+static void test_complete(void **state) {
+        World w;
+        world_init(&w, "b");
+        for (size_t i = 0; i < 3; i++)
+                memset(w.m[i].bootstrap_mirror, 0, sizeof(w.m[i].bootstrap_mirror));
+        memset(w.obs.local_bootstrap, 0, sizeof(w.obs.local_bootstrap));
+        w.obs.removed_at = S(900);
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_MARK_COMPLETE);
+        w.obs.complete = true;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_DONE);
+        /* After a reboot the API is down for long: complete means no rollback (the checkpoint's job). */
+        w.obs.api_ready = w.obs.local_api_ready = false;
+        w.obs.now = w.obs.removed_at + PIVOT_RESTORE_DEADLINE * 10;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_DONE);
+        /* Stale assets after completion are the cluster's: not applied again. */
+        w.obs.api_ready = true;
+        w.obs.assets_stale = 2;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_DONE);
+}
+
+static void test_invalid(void **state) {
+        World w;
+        PivotDecision d;
+        world_init(&w, "z");
+        assert_int_equal(pivot_decide(&w.obs, &d), -EINVAL);
+        world_init(&w, "a");
+        w.m[1].node = "";
+        assert_int_equal(pivot_decide(&w.obs, &d), -EINVAL);
+        world_init(&w, "a");
+        w.obs.n_masters = 0;
+        assert_int_equal(pivot_decide(&w.obs, &d), -EINVAL);
+        assert_string_equal(pivot_step_name(PIVOT_WAIT_MIRRORS_GONE), "wait-mirrors-gone");
+        assert_string_equal(pivot_component_name(PIVOT_SCHEDULER), "kube-scheduler");
+        assert_null(pivot_step_name(_PIVOT_STEP_MAX));
+}
+
+/* Three masters each deciding on their own view of one shared world, one round at a time; kubelet drops a
+ * mirror pod one round after its manifest went. Never two masters retiring at once; ends complete. */
+static void test_whole_pivot_played_out(void **state) {
+        const char *names[3] = { "m2", "m0", "m1" };
+        bool local[3][_PIVOT_COMPONENT_MAX];
+        usec_t removed[3] = {};
+        PivotMaster m[3];
+        bool complete = false;
+        for (size_t i = 0; i < 3; i++) {
+                m[i] = ready_master(names[i], true);
+                memset(local[i], 1, sizeof(local[i]));
+        }
+        size_t rounds = 0;
+        for (; rounds < 50 && !complete; rounds++) {
+                for (size_t i = 0; i < 3; i++) {
+                        PivotObservation obs = { .self = names[i],
+                                                 .api_ready = true,
+                                                 .local_api_ready = true,
+                                                 .complete = complete,
+                                                 .masters = m,
+                                                 .n_masters = 3,
+                                                 .assets_applied_at = S(1),
+                                                 .removed_at = removed[i],
+                                                 .now = S(10 + rounds) };
+                        memcpy(obs.local_bootstrap, local[i], sizeof(local[i]));
+                        PivotDecision d;
+                        assert_int_equal(pivot_decide(&obs, &d), 0);
+                        assert_int_not_equal(d.step, PIVOT_FAILED);
+                        assert_int_not_equal(d.step, PIVOT_RESTORE_BOOTSTRAP);
+                        if (d.step == PIVOT_REMOVE_BOOTSTRAP) {
+                                removed[i] = obs.now;
+                                memset(local[i], 0, sizeof(local[i]));
+                        } else if (d.step == PIVOT_MARK_COMPLETE)
+                                complete = true;
+                        pivot_decision_done(&d);
+                }
+                size_t removed_now = 0;
+                for (size_t i = 0; i < 3; i++) {
+                        memcpy(m[i].bootstrap_mirror, local[i], sizeof(local[i])); /* kubelet's round */
+                        removed_now += removed[i] == S(10 + rounds);
+                }
+                assert_true(removed_now <= 1);
+        }
+        assert_true(complete);
+        for (size_t i = 0; i < 3; i++)
+                assert_true(removed[i] > 0);
+        /* m0 first, then m1, then m2. */
+        assert_true(removed[1] < removed[2] && removed[2] < removed[0]);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_waits_for_api_then_applies),
+                cmocka_unit_test(test_waits_for_every_self_hosted_pod),
+                cmocka_unit_test(test_ready_deadline_fails_and_keeps_bootstrap),
+                cmocka_unit_test(test_one_master_at_a_time_by_name),
+                cmocka_unit_test(test_after_removal),
+                cmocka_unit_test(test_complete),
+                cmocka_unit_test(test_invalid),
+                cmocka_unit_test(test_whole_pivot_played_out),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
