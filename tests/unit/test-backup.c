@@ -34,8 +34,8 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 static int setup(void **state) {
         Fixture *f = calloc(1, sizeof(Fixture));
         char url[96];
-        strcpy(f->root, "/tmp/pk-backup-store-XXXXXX");
-        strcpy(f->work, "/tmp/pk-backup-work-XXXXXX");
+        snprintf(f->root, sizeof(f->root), "/tmp/pk-backup-store-XXXXXX");
+        snprintf(f->work, sizeof(f->work), "/tmp/pk-backup-work-XXXXXX");
         assert_non_null(mkdtemp(f->root));
         assert_non_null(mkdtemp(f->work));
         snprintf(url, sizeof(url), "file://%s", f->root);
