@@ -187,3 +187,50 @@ int crypto_base64_encode(const void *data, size_t len, char **ret) {
         *ret = s;
         return 0;
 }
+
+struct CryptoSha256 {
+        EVP_MD_CTX *ctx;
+};
+
+int crypto_sha256_new(CryptoSha256 **ret) {
+        CryptoSha256 *s = new0(CryptoSha256, 1);
+        if (!s)
+                return -ENOMEM;
+        s->ctx = EVP_MD_CTX_new();
+        if (!s->ctx || EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL) != 1) {
+                crypto_sha256_free(s);
+                return -EIO;
+        }
+        *ret = s;
+        return 0;
+}
+
+int crypto_sha256_update(CryptoSha256 *s, const void *data, size_t len) {
+        if (len == 0)
+                return 0;
+        return EVP_DigestUpdate(s->ctx, data, len) == 1 ? 0 : -EIO;
+}
+
+int crypto_sha256_final(CryptoSha256 *s, uint8_t ret[static 32]) {
+        unsigned n = 0;
+        if (EVP_DigestFinal_ex(s->ctx, ret, &n) != 1 || n != 32)
+                return -EIO;
+        return 0;
+}
+
+CryptoSha256 *crypto_sha256_free(CryptoSha256 *s) {
+        if (!s)
+                return NULL;
+        EVP_MD_CTX_free(s->ctx);
+        free(s);
+        return NULL;
+}
+
+void crypto_hex(const uint8_t *data, size_t len, char *ret) {
+        static const char digits[] = "0123456789abcdef";
+        for (size_t i = 0; i < len; i++) {
+                ret[2 * i] = digits[data[i] >> 4];
+                ret[2 * i + 1] = digits[data[i] & 15];
+        }
+        ret[2 * len] = 0;
+}

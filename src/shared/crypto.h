@@ -45,3 +45,14 @@ bool crypto_memeq(const void *a, const void *b, size_t len);
 int crypto_base64_decode(const char *s, size_t len, uint8_t **ret, size_t *ret_len);
 /* NUL-terminated; caller frees. */
 int crypto_base64_encode(const void *data, size_t len, char **ret);
+
+/* An incremental SHA-256, for data read in pieces (an etcd snapshot of gigabytes). */
+typedef struct CryptoSha256 CryptoSha256;
+int crypto_sha256_new(CryptoSha256 **ret);
+int crypto_sha256_update(CryptoSha256 *s, const void *data, size_t len);
+/* The digest into ret (32 bytes); the context can then only be freed. */
+int crypto_sha256_final(CryptoSha256 *s, uint8_t ret[static 32]);
+CryptoSha256 *crypto_sha256_free(CryptoSha256 *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CryptoSha256 *, crypto_sha256_free)
+/* Lowercase hex of len bytes into ret (2*len+1 bytes, NUL-terminated). */
+void crypto_hex(const uint8_t *data, size_t len, char *ret);

@@ -130,6 +130,39 @@ static const Field dns_fields[] = {
         {},
 };
 
+static int spec_check_backup_interval(const void *value, char **ret_message) {
+        const OptDuration *d = value;
+        char b[GO_DURATION_MAX];
+        if (d->value < 60 * USEC_PER_SEC || d->value > 24 * 3600 * USEC_PER_SEC)
+                return spec_check_fail(ret_message, "'%s' is out of range 1m0s..24h0m0s",
+                                       format_go_duration(b, d->value));
+        return 0;
+}
+
+static const Field etcd_backup_fields[] = {
+        { .name = "interval",
+          .type = FIELD_DURATION,
+          .offset = offsetof(EtcdBackupSpec, interval),
+          .default_value = "15m",
+          .validate = spec_check_backup_interval,
+          .help = "how often the leader's master takes a snapshot (1m..24h)" },
+        { .name = "keepLast",
+          .type = FIELD_INT,
+          .offset = offsetof(EtcdBackupSpec, keep_last),
+          .default_value = "10",
+          .min = 1,
+          .max = 10000,
+          .help = "the newest N backups are kept" },
+        { .name = "keepDailyDays",
+          .type = FIELD_INT,
+          .offset = offsetof(EtcdBackupSpec, keep_daily_days),
+          .default_value = "7",
+          .min = 0,
+          .max = 3650,
+          .help = "and the newest backup of each of the last D days" },
+        {},
+};
+
 static const Field etcd_cluster_fields[] = {
         { .name = "name",
           .type = FIELD_STRING,
@@ -160,6 +193,11 @@ static const Field etcd_cluster_fields[] = {
           .offset = offsetof(EtcdClusterSpec, tls_dir),
           .validate = spec_check_absolute_path,
           .help = "directory with ca.crt, server.crt/key, peer.crt/key; absent = plain http" },
+        { .name = "backups",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(EtcdClusterSpec, backups),
+          .sub = etcd_backup_fields,
+          .help = "snapshots into the state store (with stateStore)" },
         {},
 };
 

@@ -70,6 +70,13 @@ typedef struct PkiSpec {
         OptDuration certificate_lifetime; /* default 8760h (1 year); >= 1h and < ca_lifetime */
 } PkiSpec;
 
+/* Snapshots of an etcd cluster into the state store (docs/etcd-backups.md); only with spec.stateStore. */
+typedef struct EtcdBackupSpec {
+        OptDuration interval;   /* default 15m, 1m..24h */
+        OptInt keep_last;       /* the newest N; default 10 */
+        OptInt keep_daily_days; /* and the newest of each of the last D days; default 7 */
+} EtcdBackupSpec;
+
 typedef struct EtcdClusterSpec {
         char *name;         /* "main", "events" */
         char *image;        /* container image */
@@ -78,6 +85,7 @@ typedef struct EtcdClusterSpec {
         /* NULL = plain http; else ca.crt (client CAs), peer-ca.crt, server.crt/key, peer.crt/key live there
          * (model/pki-layout.h); defaults to the pki layout's etcd-<name> when spec.stateStore is set */
         char *tls_dir;
+        EtcdBackupSpec backups;
 } EtcdClusterSpec;
 
 typedef struct ClusterSpec {

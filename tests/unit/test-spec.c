@@ -92,6 +92,25 @@ static void test_defaults(void **state) {
         assert_null(s->dns.hosts.file); /* only the hosts provider gets /etc/hosts */
         assert_string_equal(s->kubernetes_version, "1.30.1");
         assert_true(cluster_spec_etcd(s, 0)->client_port.set);
+        const EtcdBackupSpec *b = &cluster_spec_etcd(s, 0)->backups;
+        assert_int_equal(b->interval.value, 15 * 60 * USEC_PER_SEC);
+        assert_int_equal(b->keep_last.value, 10);
+        assert_int_equal(b->keep_daily_days.value, 7);
+}
+
+static void test_etcd_backups(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = load_ok(
+            HEAD
+            "spec:\n  etcdClusters:\n  - name: main\n    image: registry.k8s.io/etcd:3.5.16-0\n"
+            "    backups: {interval: 5m, keepLast: 3, keepDailyDays: 0}\n  kubernetesVersion: 1.31.2\n");
+        const EtcdBackupSpec *b = &cluster_spec_etcd(s, 0)->backups;
+        assert_int_equal(b->interval.value, 5 * 60 * USEC_PER_SEC);
+        assert_int_equal(b->keep_last.value, 3);
+        assert_int_equal(b->keep_daily_days.value, 0);
+        load_fails(HEAD "spec:\n  etcdClusters:\n  - name: main\n    image: registry.k8s.io/etcd:3.5.16-0\n"
+                        "    backups: {interval: 10s}\n  kubernetesVersion: 1.31.2\n",
+                   "t.yaml:8:25: spec.etcdClusters[0].backups.interval: '10s' is out of range 1m0s..24h0m0s",
+                   NULL);
 }
 
 static void test_hosts_default(void **state) {
@@ -632,6 +651,7 @@ int main(void) {
                 cmocka_unit_test(test_example),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_hosts_default),
+                cmocka_unit_test(test_etcd_backups),
                 cmocka_unit_test(test_errors_each_kind),
                 cmocka_unit_test(test_errors_without_output),
                 cmocka_unit_test(test_too_many_errors),

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* etcd backups in the state store (issue 17; docs/etcd-backups.md). A backup is a directory of objects
+ *   backups/<cluster>/<timestamp>/claim          the node that took it (put-if-absent: one taker per slot)
+ *   backups/<cluster>/<timestamp>/part-NNNNN     the snapshot in pieces of BACKUP_PART_SIZE bytes
+ *   backups/<cluster>/<timestamp>/manifest.json  size, sha256, parts: written last, so a backup without it
+ *                                                is incomplete (its taker died) and is never restored
+ * because a store object holds at most STORE_OBJECT_MAX bytes and a snapshot may be gigabytes; the pieces
+ * keep memory bounded on both ends and need nothing of the store but get, put and put-if-absent.
+ *
+ * The timestamp is the start of the interval's slot in UTC ("20261123T221500Z"), so every master that
+ * believes it should take the slot's backup names the same directory and exactly one claim wins, even
+ * while etcd's leadership moves between masters.
+ *
+ * A snapshot is what etcd's Maintenance.Snapshot streams: the bbolt database followed by the SHA-256 of
+ * everything before it (32 bytes). backup_snapshot_check() applies the same check etcd applies before a
+ * restore (etcdutl: a file whose size modulo 512 is 32 carries the hash, and it must match). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "store/store.h"
+
+#define BACKUP_PART_SIZE     (8U * 1024U * 1024U)
+#define BACKUP_PARTS_MAX     100000U /* 781 GiB: more than any etcd (its quota stops at 8 GiB) */
+#define BACKUP_TIMESTAMP_LEN 16      /* "20261123T221500Z" */
+#define BACKUP_SNAPSHOT_HASH 32      /* the SHA-256 trailer */
+#define BACKUP_SHA256_HEX    65      /* with its NUL */
+
+typedef struct BackupEntry {
+        char timestamp[BACKUP_TIMESTAMP_LEN + 1];
+        usec_t time;   /* the timestamp, in µs since the epoch */
+        bool complete; /* its manifest is present and readable */
+        uint64_t size; /* bytes of the snapshot (complete ones) */
+        unsigned parts;
+        char sha256[BACKUP_SHA256_HEX]; /* of the whole snapshot file, trailer included */
+        char *node; /* the master that took it (complete ones; NULL when the manifest lacks it) */
+} BackupEntry;
+
+void backup_entries_free(BackupEntry *e, size_t n);
+
+/* "20261123T221500Z" for t (whole seconds, UTC), and back. -EINVAL for anything else. */
+int backup_timestamp_format(usec_t t, char ret[static BACKUP_TIMESTAMP_LEN + 1]);
+int backup_timestamp_parse(const char *s, usec_t *ret);
+/* The start of the slot of length interval that holds t. */
+usec_t backup_slot(usec_t t, usec_t interval);
+
+/* Checks a snapshot file as etcd would before restoring it: at least one database page and the trailer,
+ * (size - 32) a multiple of 512, the trailer the SHA-256 of the rest. Gives the size and the SHA-256 of the
+ * whole file (hex). PK_EMALFORMED with a message saying which check failed. */
+int backup_snapshot_check(int fd, uint64_t *ret_size, char ret_sha256[static BACKUP_SHA256_HEX],
+                          char **ret_error);
+
+/* Takes the slot's backup for node: the claim (put-if-absent; -EEXIST when another master holds it, with
+ * its name in the message), the parts, the manifest. The snapshot file is checked first: a bad one is
+ * never stored. */
+int backup_upload(Store *s, const char *cluster, const char *timestamp, const char *node, int fd,
+                  char **ret_error);
+
+/* Every backup of the cluster, oldest first; incomplete ones included (complete = false). */
+int backup_list(Store *s, const char *cluster, BackupEntry **ret, size_t *ret_n, char **ret_error);
+
+/* Writes the backup's snapshot to fd (at its current offset) and checks it against its manifest and with
+ * backup_snapshot_check(). -ENOENT when the backup does not exist or is incomplete. */
+int backup_download(Store *s, const char *cluster, const char *timestamp, int fd, char **ret_error);
+
+/* Removes a backup: its manifest first (from then on it is incomplete), then its parts and claim. */
+int backup_delete(Store *s, const char *cluster, const char *timestamp, char **ret_error);
+
+typedef struct BackupRetention {
+        unsigned keep_last;       /* the newest N complete backups */
+        unsigned keep_daily_days; /* and the newest complete backup of each of the last D UTC days */
+        usec_t incomplete_grace;  /* an incomplete backup younger than this may still be in progress */
+} BackupRetention;
+
+/* Pure: which of the entries (oldest first, as backup_list gives them) to delete at time now. The newest
+ * complete backup is never deleted. ret_delete gets n flags (caller frees). */
+int backup_retention_plan(const BackupEntry *e, size_t n, const BackupRetention *r, usec_t now,
+                          bool **ret_delete);
