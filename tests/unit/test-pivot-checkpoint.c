@@ -132,7 +132,9 @@ static void test_refused(void **state) {
         free(err);
         json_decref(pod);
 
-        assert_int_equal(checkpoint_pod_from_api(json_object(), "/c", &p, NULL), PK_EMALFORMED);
+        json_t *empty = json_object();
+        assert_int_equal(checkpoint_pod_from_api(empty, "/c", &p, NULL), PK_EMALFORMED);
+        json_decref(empty);
 }
 
 int main(void) {
