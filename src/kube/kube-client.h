@@ -79,7 +79,8 @@ int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, 
  * namespace) read from it. */
 int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,
                         char **ret_error);
-/* The same for the objects of a text: YAML documents separated by "---" lines (JSON is YAML), each sent as
+/* The same for the objects of a text: YAML documents separated by "---" lines (kubectl's rule: "---" and
+ * nothing but blanks; JSON is YAML), each sent as
  * written. Applied in order; the first failure ends it, its message naming the document ("document 2:
  * ..."). *ret (may be NULL) gets an array of the stored objects. Empty documents are skipped. */
 int kube_apply_text(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,

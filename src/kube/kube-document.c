@@ -8,6 +8,16 @@
 #include "kube/kube-internal.h"
 #include "shared/yaml-tree.h"
 
+/* kubectl's separator (k8s.io/apimachinery yaml.YAMLReader): "---" and nothing but blanks after it. */
+static bool is_separator(const char *line, size_t len) {
+        if (len < 3 || memcmp(line, "---", 3) != 0)
+                return false;
+        for (size_t i = 3; i < len; i++)
+                if (!strchr(" \t\r\n", line[i]))
+                        return false;
+        return true;
+}
+
 bool kube_next_document(const char *text, size_t len, size_t *pos, const char **ret_doc, size_t *ret_len) {
         size_t start = *pos, i = start;
         if (start >= len)
@@ -16,7 +26,7 @@ bool kube_next_document(const char *text, size_t len, size_t *pos, const char **
         for (;;) {
                 const char *nl = memchr(text + i, '\n', len - i);
                 size_t line_end = nl ? (size_t)(nl - text) + 1 : len;
-                if (line_end - i >= 3 && memcmp(text + i, "---", 3) == 0) {
+                if (is_separator(text + i, line_end - i)) {
                         *ret_doc = text + start;
                         *ret_len = i - start;
                         *pos = line_end;

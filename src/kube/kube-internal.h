@@ -43,6 +43,6 @@ typedef struct KubeDocIdentity {
 int kube_doc_identity(const char *text, size_t len, KubeDocIdentity *ret, char **ret_error);
 void kube_doc_identity_done(KubeDocIdentity *id);
 
-/* The next document of a YAML stream: starts at *pos, ends before a line that starts with "---" (kubectl's
+/* The next document of a YAML stream: starts at *pos, ends before a line of "---" and blanks (kubectl's
  * separator) or at len; *pos moves past it. false once the text is consumed. */
 bool kube_next_document(const char *text, size_t len, size_t *pos, const char **ret_doc, size_t *ret_len);
