@@ -181,6 +181,9 @@ static int give_up(int r, bool deadline_hit, unsigned tries, const KubeObjectRef
                 return r;
         }
         _cleanup_free_ char *who = kube_object_ref_to_string(ref);
+        if (tries == 0)
+                return error_setf(ret_error, PK_ETIMEOUT, "%s: the deadline passed before the first try",
+                                  strnull(who));
         return error_setf(ret_error, PK_ETIMEOUT, "%s: gave up at the deadline after %u tries; last: %s",
                           strnull(who), tries, strnull(*last));
 }

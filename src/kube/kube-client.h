@@ -96,7 +96,8 @@ typedef int (*KubePredicate)(const json_t *obj, void *userdata, char **why);
 
 /* Gets the object every interval until pred holds (0; *ret, may be NULL, gets the object, may be NULL for
  * an absent one) or the deadline passes (PK_ETIMEOUT, the message holds the predicate's last why). A failed
- * get other than 404 is tried again at the next interval; its message is kept for the timeout's. */
+ * get other than 404 is tried again at the next interval; its message is kept for the timeout's. The last
+ * try falls on the deadline (deadline_sleep()), and its get may take one interval more. */
 int kube_poll(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
               KubePredicate pred, void *userdata, usec_t interval, usec_t deadline, json_t **ret,
               char **ret_error);

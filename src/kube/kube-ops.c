@@ -233,7 +233,9 @@ int kube_poll(KubeClient *c, const char *api_version, const char *kind, const ch
         for (;;) {
                 _cleanup_free_ char *err = NULL;
                 json_t *obj = NULL;
-                r = kube_get(c, api_version, kind, ns, name, deadline, &obj, &err);
+                /* deadline_sleep() lets the last try fall on the deadline: that get has one interval more */
+                usec_t n = now(CLOCK_MONOTONIC);
+                r = kube_get(c, api_version, kind, ns, name, MAX(deadline, n + interval), &obj, &err);
                 if (r >= 0 || r == -ENOENT) {
                         char *w = NULL;
                         int p = pred(obj, userdata, &w);

@@ -336,6 +336,12 @@ static void test_deadline_ends_retries(void **state) {
                         "etcdserver: leader changed (causes: etcdserver: leader changed)"));
         free(err);
         err = NULL;
+        assert_int_equal(
+            kube_get(c, "v1", "ConfigMap", "default", "pk-rec", now(CLOCK_MONOTONIC) - 1, NULL, &err),
+            PK_ETIMEOUT);
+        assert_string_equal(err, "ConfigMap default/pk-rec: the deadline passed before the first try");
+        free(err);
+        err = NULL;
         kube_client_set_retry(c, &(KubeRetryPolicy){ .max_tries = 3 });
         assert_int_equal(kube_get(c, "v1", "ConfigMap", "default", "pk-rec", 0, NULL, &err), -EIO);
         assert_true(startswith(err, "ConfigMap default/pk-rec: 500 InternalError"));
@@ -403,6 +409,62 @@ static void test_probe(void **state) {
         free(err);
         kube_client_free(c);
         free_vectors(v, 2);
+}
+
+static int pred_exists(const json_t *obj, void *userdata, char **why) {
+        (*(unsigned *)userdata)++;
+        if (!obj)
+                *why = strdup("not created yet");
+        return obj ? 1 : 0;
+}
+
+/* The poll: absent (404), then there; and a condition never met ends at the deadline with its reason. A
+ * list's path and escaped selector. */
+static void test_poll_and_list(void **state) {
+        const char *names[] = { "kube/get-404.http", "kube/synth-500-internal-error.http",
+                                "kube/apply-200.http" };
+        char *v[3];
+        size_t lens[3];
+        Replay o;
+        start_vectors(&o, names, 3, false, v, lens);
+        KubeClient *c = client_for(&o);
+        kube_client_set_retry(c, &(KubeRetryPolicy){ .max_tries = 1 });
+        json_t *obj = NULL;
+        unsigned calls = 0;
+        usec_t deadline = now(CLOCK_MONOTONIC) + 5 * USEC_PER_SEC;
+        assert_int_equal(kube_poll(c, "v1", "ConfigMap", "default", "pk-rec", pred_exists, &calls,
+                                   50 * USEC_PER_MSEC, deadline, &obj, NULL),
+                         0);
+        assert_int_equal(calls, 2); /* the 500 in between is tried again, not judged */
+        assert_non_null(obj);
+        json_decref(obj);
+        size_t n;
+        free(replay_stop(&o, &n));
+        assert_int_equal(n, 3);
+        kube_client_free(c);
+        free_vectors(v, 3);
+
+        const char *n404[] = { "kube/get-404.http" };
+        start_vectors(&o, n404, 1, true, v, lens);
+        c = client_for(&o);
+        char *err = NULL;
+        calls = 0;
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(kube_poll(c, "v1", "ConfigMap", "default", "pk-rec", pred_exists, &calls,
+                                   100 * USEC_PER_MSEC, t0 + 400 * USEC_PER_MSEC, &obj, &err),
+                         PK_ETIMEOUT);
+        assert_true(elapsed_since(t0) < 1500 * USEC_PER_MSEC);
+        assert_true(calls >= 3 && calls <= 6);
+        assert_string_equal(err,
+                            "ConfigMap default/pk-rec: condition not met by the deadline: not created yet");
+        free(err);
+        err = NULL;
+        assert_int_equal(kube_list(c, "v1", "ConfigMap", NULL, "a=b", 0, &obj, &err), -ENOENT);
+        free(err);
+        _cleanup_free_ char *log = replay_stop(&o, &n);
+        assert_non_null(strstr(log, "GET /api/v1/configmaps?labelSelector=a%3Db HTTP/1.1\r\n"));
+        kube_client_free(c);
+        free_vectors(v, 1);
 }
 
 static void test_resources(void **state) {
@@ -505,6 +567,7 @@ int main(void) {
                 cmocka_unit_test(test_deadline_ends_retries),
                 cmocka_unit_test(test_stop_ends_wait),
                 cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_poll_and_list),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_documents),
                 cmocka_unit_test(test_kubeconfig),
