@@ -166,6 +166,7 @@ int verb_kube_get(CliContext *ctx, char **args) {
                 return log_error_errno(r, "%s", strnull(err)), EXIT_ERROR;
         json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
         putchar('\n');
+        kube_json_erase(obj); /* a Secret's data: printed as asked, not left in freed memory */
         json_decref(obj);
         return EXIT_SUCCESS;
 }

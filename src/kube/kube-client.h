@@ -53,6 +53,10 @@ void kube_client_set_retry(KubeClient *c, const KubeRetryPolicy *p);
 int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error);
 const char *kube_client_server(const KubeClient *c);
 
+/* Overwrites every string in j (values, recursively; keys stay) before the caller drops it: for a Secret's
+ * object, whose data jansson would otherwise free as it is. NULL is fine. */
+void kube_json_erase(json_t *j);
+
 /* The object, or -ENOENT (and a message) when it does not exist. Caller decrefs *ret; a Secret's holds its
  * data: the caller keeps it from logs. */
 int kube_get(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
@@ -73,7 +77,8 @@ int kube_delete(KubeClient *c, const char *api_version, const char *kind, const 
 
 /* Server-side apply of one object: PATCH with Content-Type application/apply-patch+yaml, fieldManager
  * protokube, force=true. A namespaced object without metadata.namespace goes to "default". *ret (may be
- * NULL) gets the object as the server stored it. */
+ * NULL) gets the object as the server stored it; a Secret's without its data and stringData (erased: the
+ * caller has them). */
 int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error);
 /* One object as YAML or JSON text, sent as written; its identity (apiVersion, kind, metadata.name and
  * namespace) read from it. */

@@ -13,6 +13,23 @@
 #define APPLY_CONTENT_TYPE "application/apply-patch+yaml"
 #define PROBE_TEXT_MAX     (64U * 1024U)
 
+void kube_json_erase(json_t *j) {
+        const char *key;
+        json_t *v;
+        size_t i;
+        if (json_is_string(j))
+                explicit_bzero((char *)json_string_value(j), json_string_length(j));
+        else if (json_is_object(j)) {
+                json_object_foreach(j, key, v) {
+                        kube_json_erase(v);
+                }
+        } else if (json_is_array(j)) {
+                json_array_foreach(j, i, v) {
+                        kube_json_erase(v);
+                }
+        }
+}
+
 static bool is_secret(const KubeResource *res) {
         return streq(res->api_version, "v1") && streq(res->kind, "Secret");
 }
@@ -151,6 +168,12 @@ int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t dead
         http_response_done(&resp);
         if (r < 0)
                 return r;
+        if (k.secret) {
+                kube_json_erase(json_object_get(obj, "data"));
+                kube_json_erase(json_object_get(obj, "stringData"));
+                json_object_del(obj, "data");
+                json_object_del(obj, "stringData");
+        }
         if (ret)
                 *ret = obj;
         else

@@ -8,6 +8,7 @@
 #include "basic/errors.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "kube/kube-client.h"
 
 #define STATUS_TEXT_MAX   512U /* a message or a cause, as quoted */
 #define STATUS_CAUSES_MAX 8U
@@ -136,6 +137,8 @@ int kube_status_error(long http_status, const char *body, size_t len, const Kube
                         *ret_error = m;
                 }
         }
+        if (secret)
+                kube_json_erase(st); /* its message may quote the value */
         json_decref(st);
         return r;
 }
