@@ -133,6 +133,7 @@ extern const CliOption verb_pki_demo_issue_options[];
 extern const CliOption verb_pki_init_options[];
 extern const CliOption verb_kube_options[];
 extern const CliOption verb_kube_delete_options[];
+extern const CliOption verb_kube_probe_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

@@ -145,12 +145,12 @@ static const CliVerb kube_verbs[] = {
           .max_args = 3 },
         { .name = "readyz",
           .run = verb_kube_readyz,
-          .help = "probe the API server's /readyz once",
-          .options = verb_kube_options },
+          .help = "probe the API server's /readyz (once, or until ready with --wait)",
+          .options = verb_kube_probe_options },
         { .name = "livez",
           .run = verb_kube_livez,
-          .help = "probe /livez once",
-          .options = verb_kube_options },
+          .help = "probe /livez (once, or until live with --wait)",
+          .options = verb_kube_probe_options },
         {},
 };
 

@@ -19,7 +19,7 @@
 
 static struct {
         const char *kubeconfig, *server, *ca, *cert, *key, *uid, *resource_version;
-        usec_t timeout;
+        usec_t timeout, wait;
 } arg_kube = { .timeout = 60 * USEC_PER_SEC };
 
 static int parse_kube_value(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
@@ -30,13 +30,13 @@ static int parse_kube_value(const CliOption *o, CliContext *ctx, const char *val
         static const char *const names[] = { "kubeconfig",         "server",     "certificate-authority",
                                              "client-certificate", "client-key", "uid",
                                              "resource-version" };
-        if (streq(o->name, "timeout")) {
+        if (streq(o->name, "timeout") || streq(o->name, "wait")) {
                 uint64_t u;
                 if (parse_duration_usec(value, &u) < 0 || u == 0)
                         return cli_usage_error("kube", "invalid %s '%s' (a duration: 30s, 2m)", source,
                                                value),
                                -EINVAL;
-                arg_kube.timeout = u;
+                *(streq(o->name, "wait") ? &arg_kube.wait : &arg_kube.timeout) = u;
                 return 0;
         }
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
@@ -64,6 +64,15 @@ static int parse_kube_value(const CliOption *o, CliContext *ctx, const char *val
 
 const CliOption verb_kube_options[] = {
         KUBE_CLIENT_OPTIONS,
+        {},
+};
+
+const CliOption verb_kube_probe_options[] = {
+        KUBE_CLIENT_OPTIONS,
+        { .name = "wait",
+          .arg_name = "DURATION",
+          .help = "probe every second until ready, at most DURATION (default: once)",
+          .parse = parse_kube_value },
         {},
 };
 
@@ -192,7 +201,9 @@ static int probe(const char *endpoint) {
         _cleanup_free_ char *err = NULL;
         if (open_client(&c) < 0)
                 return EXIT_ERROR;
-        int r = kube_probe(c, endpoint, deadline(), &err);
+        int r = arg_kube.wait > 0
+                    ? kube_wait_probe(c, endpoint, USEC_PER_SEC, now(CLOCK_MONOTONIC) + arg_kube.wait, &err)
+                    : kube_probe(c, endpoint, deadline(), &err);
         if (r < 0)
                 return log_error_errno(r, "%s", strnull(err)), EXIT_ERROR;
         printf("%s: ok\n", kube_client_server(c));

@@ -95,6 +95,11 @@ int kube_apply_text(KubeClient *c, const char *text, size_t len, usec_t deadline
  * -EIO (or the transport's code) and a message with the failing checks ("[-]etcd failed"). */
 int kube_probe(KubeClient *c, const char *endpoint, usec_t deadline, char **ret_error);
 
+/* Probes every interval until the server answers 200 (0) or the deadline passes (PK_ETIMEOUT, with the
+ * last probe's failure in the message); -ECANCELED on a stop request. Each probe is given at least 5 s
+ * (or an interval), the last one too: an apiserver without etcd answers /readyz only after seconds. */
+int kube_wait_probe(KubeClient *c, const char *endpoint, usec_t interval, usec_t deadline, char **ret_error);
+
 /* A condition over a fetched object: obj is NULL when the object does not exist. > 0 met, 0 not yet (*why
  * may say what is missing; caller of the predicate frees), < 0 an error that ends the poll. */
 typedef int (*KubePredicate)(const json_t *obj, void *userdata, char **why);
@@ -102,7 +107,7 @@ typedef int (*KubePredicate)(const json_t *obj, void *userdata, char **why);
 /* Gets the object every interval until pred holds (0; *ret, may be NULL, gets the object, may be NULL for
  * an absent one) or the deadline passes (PK_ETIMEOUT, the message holds the predicate's last why). A failed
  * get other than 404 is tried again at the next interval; its message is kept for the timeout's. The last
- * try falls on the deadline (deadline_sleep()), and its get may take one interval more. */
+ * try falls on the deadline (deadline_sleep()) and is given at least 5 s (or an interval) to answer. */
 int kube_poll(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
               KubePredicate pred, void *userdata, usec_t interval, usec_t deadline, json_t **ret,
               char **ret_error);

@@ -7,6 +7,10 @@
 #include "kube/kube-status.h"
 #include "shared/http.h"
 
+/* The time a poll's or a wait's try has at least: deadline_sleep() lets the last try fall on the deadline,
+ * and an apiserver whose etcd is down answers /readyz only after its etcd check's own timeout (seconds). */
+#define KUBE_LAST_TRY_MIN (5 * USEC_PER_SEC)
+
 struct KubeClient {
         char *server; /* without a trailing slash */
         char *ca_file, *cert_file, *key_file;

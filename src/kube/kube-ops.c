@@ -243,6 +243,26 @@ int kube_probe(KubeClient *c, const char *endpoint, usec_t deadline, char **ret_
         return r;
 }
 
+int kube_wait_probe(KubeClient *c, const char *endpoint, usec_t interval, usec_t deadline,
+                    char **ret_error) {
+        _cleanup_free_ char *last = NULL;
+        if (deadline == 0 || interval == 0)
+                return error_setf(ret_error, -EINVAL, "wait: a deadline and an interval are required");
+        for (;;) {
+                free(last);
+                last = NULL;
+                usec_t n = now(CLOCK_MONOTONIC);
+                int r = kube_probe(c, endpoint, MAX(deadline, n + MAX(interval, KUBE_LAST_TRY_MIN)), &last);
+                if (r >= 0 || r == -EINVAL)
+                        return r < 0 ? error_setf(ret_error, r, "%s", strnull(last)) : 0;
+                r = deadline_sleep(deadline, interval);
+                if (r == PK_ETIMEOUT)
+                        return error_setf(ret_error, r, "not ready by the deadline: %s", strnull(last));
+                if (r < 0)
+                        return error_setf(ret_error, r, "stopped while waiting for /%s", endpoint);
+        }
+}
+
 int kube_poll(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
               KubePredicate pred, void *userdata, usec_t interval, usec_t deadline, json_t **ret,
               char **ret_error) {
@@ -256,9 +276,9 @@ int kube_poll(KubeClient *c, const char *api_version, const char *kind, const ch
         for (;;) {
                 _cleanup_free_ char *err = NULL;
                 json_t *obj = NULL;
-                /* deadline_sleep() lets the last try fall on the deadline: that get has one interval more */
                 usec_t n = now(CLOCK_MONOTONIC);
-                r = kube_get(c, api_version, kind, ns, name, MAX(deadline, n + interval), &obj, &err);
+                r = kube_get(c, api_version, kind, ns, name,
+                             MAX(deadline, n + MAX(interval, KUBE_LAST_TRY_MIN)), &obj, &err);
                 if (r >= 0 || r == -ENOENT) {
                         char *w = NULL;
                         int p = pred(obj, userdata, &w);

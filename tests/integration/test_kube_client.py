@@ -139,15 +139,10 @@ def api():
                           os.path.join(b, "kube-apiserver.log")))
         x = Api(env, ns, pki, audit)
         x.etcd = procs[0]
-        deadline = time.time() + 180
-        while True:
-            p = x.kube("readyz", "--timeout", "5s")
-            if p.returncode == 0:
-                break
-            if time.time() > deadline or any(q.proc.poll() is not None for q in procs):
-                logs = "".join(open(q.log, errors="replace").read()[-3000:] for q in procs)
-                raise AssertionError(f"kube-apiserver not ready: {p.stderr}\n{logs}")
-            time.sleep(1)
+        p = x.kube("readyz", "--wait", "180s", timeout=200)
+        if p.returncode != 0:
+            logs = "".join(open(q.log, errors="replace").read()[-3000:] for q in procs)
+            raise AssertionError(f"kube-apiserver not ready: {p.stderr}\n{logs}")
         yield x
     finally:
         for q in reversed(procs):
@@ -307,12 +302,25 @@ def test_record_vectors(api):
         "get-403-node.http": api.curl("GET", cm + "/pk-rec", identity="kubelet"),
         "readyz-200.http": api.curl("GET", "/readyz?verbose"),
     }
-    # last: etcd stopped, the readiness check names it (the tests before this one need it running)
-    api.etcd.stop()
-    deadline = time.time() + 60
-    while b"[-]etcd failed" not in rec.setdefault("readyz-500.http", b"") and time.time() < deadline:
-        time.sleep(1)
-        rec["readyz-500.http"] = api.curl("GET", "/readyz?verbose")
     for name, raw in rec.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(raw_to_vector(raw))
+
+
+def test_readyz_names_the_failing_check(api):
+    """Last (it stops etcd): /readyz fails naming etcd, and --wait ends at its deadline with that reason."""
+    api.etcd.stop()
+    deadline = time.time() + 60
+    p = api.kube("readyz")
+    while "[-]etcd failed: reason withheld" not in p.stderr and time.time() < deadline:
+        time.sleep(1)
+        p = api.kube("readyz")
+    assert "/readyz: 500: [-]etcd failed: reason withheld" in p.stderr, p.stderr
+    t0 = time.time()
+    p = api.kube("readyz", "--wait", "3s", check=1)
+    assert "not ready by the deadline: /readyz: 500: [-]etcd failed" in p.stderr, p.stderr
+    assert time.time() - t0 < 20  # 3 s, and the last probe's time to answer
+    out = os.environ.get("PROTOKUBE_KUBE_RECORD")
+    if out:
+        with open(os.path.join(out, "readyz-500.http"), "wb") as f:
+            f.write(raw_to_vector(api.curl("GET", "/readyz?verbose")))

@@ -490,6 +490,37 @@ static void test_poll_and_list(void **state) {
         free_vectors(v, 1);
 }
 
+/* Not ready (etcd down, recorded), then ready; and never ready: the deadline, with the failing check. */
+static void test_wait_probe(void **state) {
+        const char *names[] = { "kube/readyz-500.http", "kube/readyz-200.http" };
+        char *v[2];
+        size_t lens[2];
+        Replay o;
+        start_vectors(&o, names, 2, false, v, lens);
+        KubeClient *c = client_for(&o);
+        char *err = NULL;
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(kube_wait_probe(c, "readyz", 50 * USEC_PER_MSEC, t0 + 5 * USEC_PER_SEC, NULL), 0);
+        size_t n;
+        free(replay_stop(&o, &n));
+        assert_int_equal(n, 2);
+        kube_client_free(c);
+        free_vectors(v, 2);
+
+        const char *n500[] = { "kube/readyz-500.http" };
+        start_vectors(&o, n500, 1, true, v, lens);
+        c = client_for(&o);
+        t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(kube_wait_probe(c, "readyz", 100 * USEC_PER_MSEC, t0 + 300 * USEC_PER_MSEC, &err),
+                         PK_ETIMEOUT);
+        assert_true(elapsed_since(t0) < 1500 * USEC_PER_MSEC);
+        assert_string_equal(err, "not ready by the deadline: /readyz: 500: [-]etcd failed: reason withheld");
+        free(err);
+        free(replay_stop(&o, NULL));
+        kube_client_free(c);
+        free_vectors(v, 1);
+}
+
 static void test_resources(void **state) {
         const KubeResource *res;
         char *p = NULL, *err = NULL;
@@ -592,6 +623,7 @@ int main(void) {
                 cmocka_unit_test(test_stop_ends_wait),
                 cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_poll_and_list),
+                cmocka_unit_test(test_wait_probe),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_documents),
                 cmocka_unit_test(test_kubeconfig),
