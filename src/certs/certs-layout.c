@@ -22,6 +22,7 @@ static const char *const leaf_kind_table[_CERTS_LEAF_KIND_MAX] = {
         [CERTS_PROXY] = "kube-proxy",
         [CERTS_ADMIN] = "admin",
         [CERTS_KUBELET] = "kubelet",
+        [CERTS_PROTOKUBE] = "protokube",
 };
 
 const char *certs_leaf_kind_to_string(CertsLeafKind k) {
@@ -229,6 +230,10 @@ int certs_layout(const CertsSettings *s, CertsLayout *ret) {
         /* kubelet is no static pod: it reads its certificate at start (restarted by its service manager) */
         if (r >= 0)
                 r = layout_kubeconfig_user(s, CERTS_KUBELET, PKI_KUBELET_DIR, false, local_server(s), &l);
+        /* protokube's own API client (kube/): read at each use, so no component restarts for it */
+        if (r >= 0)
+                r = layout_kubeconfig_user(s, CERTS_PROTOKUBE, PKI_PROTOKUBE_DIR, false, local_server(s),
+                                           &l);
         if (r < 0) {
                 certs_layout_done(&l);
                 return r;
@@ -317,6 +322,8 @@ static int client_subject(CertsLeafKind k, CertsLeafPlan *p) {
                 [CERTS_SCHEDULER] = { "system:kube-scheduler", NULL },
                 [CERTS_PROXY] = { "system:kube-proxy", NULL },
                 [CERTS_ADMIN] = { "kubernetes-admin", "system:masters" },
+                /* it creates the RBAC and the control plane before any binding exists (docs/pki.md) */
+                [CERTS_PROTOKUBE] = { "protokube", "system:masters" },
         };
         if (k < 0 || k >= _CERTS_LEAF_KIND_MAX || !table[k].cn)
                 return -EINVAL;

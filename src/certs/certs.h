@@ -63,6 +63,7 @@ typedef enum CertsLeafKind {
         CERTS_PROXY,
         CERTS_ADMIN,
         CERTS_KUBELET,
+        CERTS_PROTOKUBE,
         _CERTS_LEAF_KIND_MAX,
         _CERTS_LEAF_KIND_INVALID = -EINVAL,
 } CertsLeafKind;

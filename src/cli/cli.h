@@ -115,6 +115,11 @@ int verb_pki_demo_issue(CliContext *ctx, char **args);
 int verb_pki_init(CliContext *ctx, char **args);
 int verb_pki_show(CliContext *ctx, char **args);
 int verb_pki_renew(CliContext *ctx, char **args);
+int verb_kube_apply(CliContext *ctx, char **args);
+int verb_kube_get(CliContext *ctx, char **args);
+int verb_kube_delete(CliContext *ctx, char **args);
+int verb_kube_readyz(CliContext *ctx, char **args);
+int verb_kube_livez(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -126,6 +131,9 @@ extern const CliOption verb_store_get_options[];
 extern const CliOption verb_store_put_options[];
 extern const CliOption verb_pki_demo_issue_options[];
 extern const CliOption verb_pki_init_options[];
+extern const CliOption verb_kube_options[];
+extern const CliOption verb_kube_delete_options[];
+extern const CliOption verb_kube_probe_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

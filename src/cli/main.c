@@ -120,6 +120,40 @@ static const CliVerb pki_verbs[] = {
         {},
 };
 
+/* The Kubernetes API (docs/kube-client.md), as protokube's own identity unless --kubeconfig says. */
+static const CliVerb kube_verbs[] = {
+        { .name = "apply",
+          .run = verb_kube_apply,
+          .help = "server-side apply of the objects in FILEs ('-': stdin; YAML documents or JSON)",
+          .options = verb_kube_options,
+          .args_synopsis = "FILE...",
+          .min_args = 1,
+          .max_args = 64 },
+        { .name = "get",
+          .run = verb_kube_get,
+          .help = "print an object as JSON",
+          .options = verb_kube_options,
+          .args_synopsis = "APIVERSION KIND [NS/]NAME",
+          .min_args = 3,
+          .max_args = 3 },
+        { .name = "delete",
+          .run = verb_kube_delete,
+          .help = "delete an object (with --uid/--resource-version: only that one)",
+          .options = verb_kube_delete_options,
+          .args_synopsis = "APIVERSION KIND [NS/]NAME",
+          .min_args = 3,
+          .max_args = 3 },
+        { .name = "readyz",
+          .run = verb_kube_readyz,
+          .help = "probe the API server's /readyz (once, or until ready with --wait)",
+          .options = verb_kube_probe_options },
+        { .name = "livez",
+          .run = verb_kube_livez,
+          .help = "probe /livez (once, or until live with --wait)",
+          .options = verb_kube_probe_options },
+        {},
+};
+
 /* A new verb is one row here (and its function and option table declared in cli.h). */
 static const CliVerb verbs[] = {
         { .name = "run",
@@ -172,6 +206,9 @@ static const CliVerb verbs[] = {
           .help = "the cluster's PKI: show (the default), renew, init, demo-issue",
           .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS,
           .sub_verbs = pki_verbs },
+        { .name = "kube",
+          .help = "the Kubernetes API: apply, get, delete, readyz, livez",
+          .sub_verbs = kube_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

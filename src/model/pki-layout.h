@@ -16,6 +16,8 @@
  *   <pki dir>/kube-proxy/            kubeconfig, client.{crt,key}, ca.crt
  *   <pki dir>/admin/                 kubeconfig, client.{crt,key}, ca.crt  (the operator's, root only)
  *   <pki dir>/kubelet/               kubeconfig, client.{crt,key}, ca.crt  (the node's: system:node:<name>)
+ *   <pki dir>/protokube/             kubeconfig, client.{crt,key}, ca.crt  (protokube's own API client,
+ *                                    O system:masters: docs/pki.md; root only)
  *
  * A pair NAME is NAME.crt + NAME.key, replaced as one (pki/pki-files.h): a pod must mount the directory. */
 
@@ -29,6 +31,7 @@
 #define PKI_PROXY_DIR              "kube-proxy"
 #define PKI_ADMIN_DIR              "admin"
 #define PKI_KUBELET_DIR            "kubelet"
+#define PKI_PROTOKUBE_DIR          "protokube"
 
 /* Files (plain: the CA certificates, the service-account key) */
 #define PKI_CA_FILE                "ca.crt" /* the signer of the dir's peers: see above */

@@ -134,7 +134,7 @@ def test_pass_issues_every_certificate(cenv):
     verify(os.path.join(e, "ca.crt"), os.path.join(a, "etcd-client.crt"))  # what etcd checks clients with
     verify(os.path.join(a, "ca.crt"), os.path.join(a, "kubelet-client.crt"))
     verify(os.path.join(a, "front-proxy-ca.crt"), os.path.join(a, "front-proxy-client.crt"))
-    for comp in ("kube-controller-manager", "kube-scheduler", "kube-proxy", "admin"):
+    for comp in ("kube-controller-manager", "kube-scheduler", "kube-proxy", "admin", "protokube"):
         d = os.path.join(k, comp)
         verify(os.path.join(d, "ca.crt"), os.path.join(d, "client.crt"))
         kc = open(os.path.join(d, "kubeconfig")).read()
@@ -142,6 +142,12 @@ def test_pass_issues_every_certificate(cenv):
         assert stat.S_IMODE(os.stat(os.path.join(d, "kubeconfig")).st_mode) == 0o600
     subj = openssl("x509", "-in", os.path.join(k, "admin", "client.crt"), "-noout", "-subject").stdout
     assert "O = system:masters" in subj and "CN = kubernetes-admin" in subj
+    # protokube's own client (docs/pki.md): its own CN, the local server as the components' kubeconfigs
+    subj = openssl("x509", "-in", os.path.join(k, "protokube", "client.crt"), "-noout", "-subject").stdout
+    assert "O = system:masters" in subj and "CN = protokube" in subj
+    kc = open(os.path.join(k, "protokube", "kubeconfig")).read()
+    assert "server: https://127.0.0.1:443\n" in kc and kc.split("server:")[1].split("\n")[0] == open(
+        os.path.join(k, "kube-scheduler", "kubeconfig")).read().split("server:")[1].split("\n")[0]
     assert stat.S_IMODE(os.stat(os.path.join(a, "service-account.key")).st_mode) == 0o600
     # the etcd manifest points at the issued files; the control plane carries the digest
     man = open(os.path.join(cenv.manifest_dir("n1"), "etcd.manifest")).read()

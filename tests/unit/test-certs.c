@@ -13,6 +13,7 @@
 
 #include <openssl/x509v3.h>
 
+#include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "certs/certs.h"
@@ -132,6 +133,33 @@ static void check_leaf(Fixture *f, const CertsObservation *o, ssize_t i, const c
         assert_int_equal(st.st_mode & 0777, 0600);
 }
 
+/* protokube's own client (kube/): CN protokube in system:masters, and a kubeconfig (0600) naming its pair
+ * and the same local server as the other master kubeconfigs. */
+static void check_protokube_identity(Fixture *f, const CertsObservation *o) {
+        const CertsLeafSlot *slot = &o->layout.leaves[find_leaf(o, CERTS_PROTOKUBE, NULL)];
+        _cleanup_(X509_freep) X509 *cert = NULL;
+        _cleanup_(EVP_PKEY_freep) EVP_PKEY *key = NULL;
+        char cn[64] = "", org[64] = "", path[256];
+        assert_int_equal(pki_pair_load(slot->dir, slot->name, &cert, &key), 0);
+        X509_NAME *subj = X509_get_subject_name(cert);
+        X509_NAME_get_text_by_NID(subj, NID_commonName, cn, sizeof(cn));
+        X509_NAME_get_text_by_NID(subj, NID_organizationName, org, sizeof(org));
+        assert_string_equal(cn, "protokube");
+        assert_string_equal(org, "system:masters");
+        _cleanup_free_ char *kc = NULL, *sched = NULL;
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/protokube/kubeconfig", f->pki);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(read_full_file(path, 65536, &kc, NULL), 0);
+        snprintf(path, sizeof(path), "client-certificate: %s/protokube/client.crt", f->pki);
+        assert_non_null(strstr(kc, path));
+        assert_non_null(strstr(kc, "server: https://127.0.0.1:443\n"));
+        snprintf(path, sizeof(path), "%s/kube-scheduler/kubeconfig", f->pki);
+        assert_int_equal(read_full_file(path, 65536, &sched, NULL), 0);
+        assert_non_null(strstr(sched, "server: https://127.0.0.1:443\n"));
+}
+
 static void test_first_pass_then_quiet(void **state) {
         Fixture *f = *state;
         char *ips[] = { (char *)"10.0.0.1", (char *)"203.0.113.1", NULL };
@@ -165,6 +193,8 @@ static void test_first_pass_then_quiet(void **state) {
         check_leaf(f, &o, find_leaf(&o, CERTS_ADMIN, NULL), NULL, NULL);
         check_leaf(f, &o, find_leaf(&o, CERTS_KUBELET, NULL), NULL, NULL);
         check_leaf(f, &o, find_leaf(&o, CERTS_APISERVER_ETCD_CLIENT, NULL), NULL, NULL);
+        check_leaf(f, &o, find_leaf(&o, CERTS_PROTOKUBE, NULL), NULL, NULL);
+        check_protokube_identity(f, &o);
 
         /* files: the kubeconfig names the pair; the service-account key is 0600 */
         char path[256];

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The client and its one way to the server: a call with bounded retries. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/parse-util.h"
+#include "basic/stop.h"
+#include "basic/string-util.h"
+#include "kube/kube-internal.h"
+
+#define RETRY_AFTER_MAX (60 * USEC_PER_SEC)
+
+static const KubeRetryPolicy retry_default = {
+        .max_tries = 8,
+        .backoff_initial = 200 * USEC_PER_MSEC,
+        .backoff_max = 10 * USEC_PER_SEC,
+        .call_timeout = 60 * USEC_PER_SEC,
+        .request_timeout = 30 * USEC_PER_SEC,
+};
+
+KubeClient *kube_client_free(KubeClient *c) {
+        if (!c)
+                return NULL;
+        free(c->server);
+        free(c->ca_file);
+        free(c->cert_file);
+        free(c->key_file);
+        free(c);
+        return NULL;
+}
+
+static int set_server(KubeClient *c, const char *server, char **ret_error) {
+        if (isempty(server) || string_has_cc(server) || strlen(server) > 2048 || strpbrk(server, " ?#") ||
+            (!startswith(server, "https://") && !startswith(server, "http://")))
+                return error_setf(ret_error, -EINVAL,
+                                  "invalid API server URL '%s': want https://HOST[:PORT]", strnull(server));
+        char *s = strdup(server);
+        if (!s)
+                return -ENOMEM;
+        size_t n = strlen(s);
+        while (n > 0 && s[n - 1] == '/')
+                s[--n] = 0;
+        free(c->server);
+        c->server = s;
+        return 0;
+}
+
+int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error) {
+        int r;
+        if (cfg->server && (r = set_server(c, cfg->server, ret_error)) < 0)
+                return r;
+        if ((cfg->ca_file && free_and_strdup(&c->ca_file, cfg->ca_file) < 0) ||
+            (cfg->cert_file && free_and_strdup(&c->cert_file, cfg->cert_file) < 0) ||
+            (cfg->key_file && free_and_strdup(&c->key_file, cfg->key_file) < 0))
+                return -ENOMEM;
+        if (!c->cert_file != !c->key_file)
+                return error_setf(ret_error, -EINVAL,
+                                  "a client certificate needs its key (and the other "
+                                  "way round): certificate '%s', key '%s'",
+                                  strnull(c->cert_file), strnull(c->key_file));
+        return 0;
+}
+
+int kube_client_new(const KubeClientConfig *cfg, KubeClient **ret, char **ret_error) {
+        _cleanup_(kube_client_freep) KubeClient *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->retry = retry_default;
+        if (!cfg->server)
+                return error_setf(ret_error, -EINVAL, "no API server URL given");
+        int r = kube_client_override(c, cfg, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+void kube_client_set_retry(KubeClient *c, const KubeRetryPolicy *p) {
+        c->retry.max_tries = p->max_tries ?: c->retry.max_tries;
+        c->retry.backoff_initial = p->backoff_initial ?: c->retry.backoff_initial;
+        c->retry.backoff_max = p->backoff_max ?: c->retry.backoff_max;
+        c->retry.call_timeout = p->call_timeout ?: c->retry.call_timeout;
+        c->retry.request_timeout = p->request_timeout ?: c->retry.request_timeout;
+}
+
+const char *kube_client_server(const KubeClient *c) {
+        return c->server;
+}
+
+char *kube_query_escape(const char *s) {
+        static const char hex[] = "0123456789ABCDEF";
+        size_t n = strlen(s);
+        char *e = malloc(n * 3 + 1), *p = e;
+        if (!e)
+                return NULL;
+        for (const unsigned char *i = (const unsigned char *)s; *i; i++) {
+                if ((*i >= 'a' && *i <= 'z') || (*i >= 'A' && *i <= 'Z') || (*i >= '0' && *i <= '9') ||
+                    strchr("-._~", *i))
+                        *p++ = (char)*i;
+                else {
+                        *p++ = '%';
+                        *p++ = hex[*i >> 4];
+                        *p++ = hex[*i & 15];
+                }
+        }
+        *p = 0;
+        return e;
+}
+
+static bool status_is_retryable(long status) {
+        return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+/* A transport failure worth another try: not a refused certificate (curl's message names it), not our own
+ * bad request. A server that restarts resets or refuses connections, or times out. */
+static bool transport_is_retryable(int r, const char *error) {
+        if (r == -EINVAL || r == -ENOMEM || r == PK_ETOOBIG || r == -ECANCELED)
+                return false;
+        if (error && (strstr(error, "certificate") || strstr(error, "alert") || strstr(error, "unable to")))
+                return false;
+        return true;
+}
+
+/* The server's wish (Retry-After in seconds, RFC 9110 §10.2.3; an HTTP-date is not used by the API), else
+ * the doubling backoff; capped. */
+static usec_t retry_wait(const KubeClient *c, const HttpResponse *resp, unsigned tries) {
+        usec_t wait = c->retry.backoff_initial;
+        for (unsigned i = 1; i < tries && wait < c->retry.backoff_max; i++)
+                wait *= 2;
+        wait = MIN(wait, c->retry.backoff_max);
+        if (resp) {
+                _cleanup_free_ char *ra = http_response_header(resp, "Retry-After");
+                unsigned secs;
+                if (ra && safe_atou(ra, &secs) >= 0)
+                        wait = MIN((usec_t)secs * USEC_PER_SEC, (usec_t)RETRY_AFTER_MAX);
+        }
+        return wait;
+}
+
+static int call_once(KubeClient *c, const KubeCall *k, usec_t deadline, HttpResponse *ret,
+                     char **ret_error) {
+        _cleanup_free_ char *url = strjoin(c->server, k->path), *ct = NULL;
+        const char *headers[2] = { "Accept: application/json" };
+        size_t n_headers = 1;
+        if (!url)
+                return -ENOMEM;
+        if (k->content_type) {
+                ct = strjoin("Content-Type: ", k->content_type);
+                if (!ct)
+                        return -ENOMEM;
+                headers[n_headers++] = ct;
+        }
+        usec_t n = now(CLOCK_MONOTONIC);
+        HttpRequest req = {
+                .method = k->method,
+                .url = url,
+                .headers = headers,
+                .n_headers = n_headers,
+                .body = k->body,
+                .body_len = k->body_len,
+                .timeout = MIN(c->retry.request_timeout, deadline > n ? deadline - n : 1),
+                .max_response = KUBE_RESPONSE_MAX,
+                .ca_file = c->ca_file,
+                .cert_file = c->cert_file,
+                .key_file = c->key_file,
+                .sensitive = k->secret,
+        };
+        return http_request(&req, ret, ret_error);
+}
+
+/* After the last try: the last failure as it was, or the deadline's end with the last failure in it. */
+static int give_up(int r, bool deadline_hit, unsigned tries, const KubeObjectRef *ref, char **last,
+                   char **ret_error) {
+        if (!deadline_hit) {
+                if (ret_error) {
+                        free(*ret_error);
+                        *ret_error = TAKE_PTR(*last);
+                }
+                return r;
+        }
+        _cleanup_free_ char *who = kube_object_ref_to_string(ref);
+        if (tries == 0)
+                return error_setf(ret_error, PK_ETIMEOUT, "%s: the deadline passed before the first try",
+                                  strnull(who));
+        return error_setf(ret_error, PK_ETIMEOUT, "%s: gave up at the deadline after %u tries; last: %s",
+                          strnull(who), tries, strnull(*last));
+}
+
+int kube_call(KubeClient *c, const KubeCall *k, HttpResponse *ret, char **ret_error) {
+        usec_t deadline = k->deadline ?: now(CLOCK_MONOTONIC) + c->retry.call_timeout;
+        _cleanup_free_ char *last = NULL;
+        int r = PK_ETIMEOUT;
+
+        for (unsigned tries = 1;; tries++) {
+                HttpResponse resp = {};
+                bool again;
+                usec_t wait;
+                free(last);
+                last = NULL;
+                if (now(CLOCK_MONOTONIC) >= deadline)
+                        return give_up(r, true, tries - 1, k->ref, &last, ret_error);
+                r = call_once(c, k, deadline, &resp, &last);
+                if (r >= 0 && (k->any_status || (resp.status >= 200 && resp.status < 300))) {
+                        *ret = resp;
+                        return 0;
+                }
+                if (r < 0) {
+                        again = transport_is_retryable(r, last);
+                        wait = retry_wait(c, NULL, tries);
+                } else {
+                        again = status_is_retryable(resp.status);
+                        r = kube_status_error(resp.status, resp.body, resp.body_len, k->ref, k->secret,
+                                              &last);
+                        wait = retry_wait(c, &resp, tries);
+                        http_response_done(&resp);
+                }
+                if (!again || k->no_retry || tries >= c->retry.max_tries)
+                        return give_up(r, false, tries, k->ref, &last, ret_error);
+                /* A wait that would end past the deadline ends the retries now: no try would follow it. */
+                if (now(CLOCK_MONOTONIC) + wait >= deadline)
+                        return give_up(r, true, tries, k->ref, &last, ret_error);
+                int s = sleep_usec(wait);
+                if (s < 0)
+                        return error_setf(ret_error, s, "stopped while waiting to retry: %s", strnull(last));
+        }
+}
+
+int kube_response_json(const HttpResponse *resp, const KubeObjectRef *ref, json_t **ret, char **ret_error) {
+        json_error_t e;
+        json_t *j = json_loadb(resp->body, resp->body_len, 0, &e);
+        if (!json_is_object(j)) {
+                _cleanup_free_ char *who = kube_object_ref_to_string(ref);
+                json_decref(j);
+                /* e.text may quote the body: only the position is given */
+                return error_setf(ret_error, PK_EMALFORMED,
+                                  "%s: the server's answer (%zu bytes) is not a JSON object (at byte %d)",
+                                  strnull(who), resp->body_len, e.position);
+        }
+        *ret = j;
+        return 0;
+}

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the client does with objects: get, list, delete, apply, probe, poll. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/stop.h"
+#include "basic/string-util.h"
+#include "kube/kube-internal.h"
+#include "kube/kube-resource.h"
+
+#define APPLY_CONTENT_TYPE "application/apply-patch+yaml"
+#define PROBE_TEXT_MAX     (64U * 1024U)
+
+void kube_json_erase(json_t *j) {
+        const char *key;
+        json_t *v;
+        size_t i;
+        if (json_is_string(j))
+                explicit_bzero((char *)json_string_value(j), json_string_length(j));
+        else if (json_is_object(j)) {
+                json_object_foreach(j, key, v) {
+                        kube_json_erase(v);
+                }
+        } else if (json_is_array(j)) {
+                json_array_foreach(j, i, v) {
+                        kube_json_erase(v);
+                }
+        }
+}
+
+static bool is_secret(const KubeResource *res) {
+        return streq(res->api_version, "v1") && streq(res->kind, "Secret");
+}
+
+/* The resource and the object's path; ns_default fills in an absent namespace of a namespaced kind. */
+static int object_path(const char *api_version, const char *kind, const char *ns, const char *name,
+                       const KubeResource **ret_res, char **ret_path, char **ret_error) {
+        int r = kube_resource_find(api_version, kind, ret_res, ret_error);
+        if (r < 0)
+                return r;
+        return kube_resource_path(*ret_res, (*ret_res)->namespaced ? ns : NULL, name, ret_path, ret_error);
+}
+
+static int get_json(KubeClient *c, const char *path, const KubeObjectRef *ref, bool secret, usec_t deadline,
+                    json_t **ret, char **ret_error) {
+        HttpResponse resp = {};
+        KubeCall k = { .method = "GET", .path = path, .ref = ref, .secret = secret, .deadline = deadline };
+        int r = kube_call(c, &k, &resp, ret_error);
+        if (r < 0)
+                return r;
+        r = kube_response_json(&resp, ref, ret, ret_error);
+        http_response_done(&resp);
+        return r;
+}
+
+int kube_get(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
+             usec_t deadline, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        const KubeResource *res;
+        KubeObjectRef ref = { .kind = kind, .ns = ns, .name = name };
+        int r = object_path(api_version, kind, ns, name ?: "", &res, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (!res->namespaced)
+                ref.ns = NULL;
+        return get_json(c, path, &ref, is_secret(res), deadline, ret, ret_error);
+}
+
+int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+              const char *label_selector, usec_t deadline, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *sel = NULL;
+        const KubeResource *res;
+        int r = kube_resource_find(api_version, kind, &res, ret_error);
+        if (r < 0)
+                return r;
+        /* every namespace: the cluster-wide collection path of a namespaced kind */
+        KubeResource all = *res;
+        if (isempty(ns))
+                all.namespaced = false;
+        r = kube_resource_path(&all, isempty(ns) ? NULL : ns, NULL, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (label_selector) {
+                sel = kube_query_escape(label_selector);
+                if (!sel || strextend_printf(&path, "?labelSelector=%s", sel) < 0)
+                        return -ENOMEM;
+        }
+        _cleanup_free_ char *what = strprintf("%s list%s%s", kind, isempty(ns) ? "" : " in ", strempty(ns));
+        KubeObjectRef ref = { .what = what };
+        return get_json(c, path, &ref, is_secret(res), deadline, ret, ret_error);
+}
+
+static int delete_body(const KubePreconditions *pre, char **ret) {
+        json_t *o = json_pack("{s:s,s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
+                              "propagationPolicy", "Background");
+        if (o && pre && (pre->uid || pre->resource_version)) {
+                json_t *p = json_object();
+                if (!p || json_object_set_new(o, "preconditions", p) < 0 ||
+                    (pre->uid && json_object_set_new(p, "uid", json_string(pre->uid)) < 0) ||
+                    (pre->resource_version &&
+                     json_object_set_new(p, "resourceVersion", json_string(pre->resource_version)) < 0)) {
+                        json_decref(o);
+                        return -ENOMEM;
+                }
+        }
+        *ret = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int kube_delete(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
+                const KubePreconditions *pre, usec_t deadline, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *body = NULL;
+        const KubeResource *res;
+        int r = object_path(api_version, kind, ns, name ?: "", &res, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (delete_body(pre, &body) < 0)
+                return -ENOMEM;
+        KubeObjectRef ref = { .kind = kind, .ns = res->namespaced ? ns : NULL, .name = name };
+        KubeCall k = { .method = "DELETE",
+                       .path = path,
+                       .content_type = "application/json",
+                       .body = body,
+                       .body_len = strlen(body),
+                       .ref = &ref,
+                       .secret = is_secret(res),
+                       .deadline = deadline };
+        HttpResponse resp = {};
+        r = kube_call(c, &k, &resp, ret_error);
+        http_response_done(&resp);
+        return r;
+}
+
+int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,
+                        char **ret_error) {
+        _cleanup_(kube_doc_identity_done) KubeDocIdentity id = {};
+        _cleanup_free_ char *path = NULL;
+        const KubeResource *res;
+        int r = kube_doc_identity(text, len, &id, ret_error);
+        if (r < 0)
+                return r;
+        if (!id.ns && (kube_resource_find(id.api_version, id.kind, &res, NULL) >= 0 && res->namespaced) &&
+            !(id.ns = strdup("default")))
+                return -ENOMEM;
+        r = object_path(id.api_version, id.kind, id.ns, id.name, &res, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (strextend_printf(&path, "?fieldManager=%s&force=true", KUBE_FIELD_MANAGER) < 0)
+                return -ENOMEM;
+        KubeObjectRef ref = { .kind = id.kind, .ns = res->namespaced ? id.ns : NULL, .name = id.name };
+        KubeCall k = { .method = "PATCH",
+                       .path = path,
+                       .content_type = APPLY_CONTENT_TYPE,
+                       .body = text,
+                       .body_len = len,
+                       .ref = &ref,
+                       .secret = is_secret(res),
+                       .deadline = deadline };
+        HttpResponse resp = {};
+        r = kube_call(c, &k, &resp, ret_error);
+        if (r < 0)
+                return r;
+        json_t *obj = NULL;
+        r = kube_response_json(&resp, &ref, &obj, ret_error);
+        http_response_done(&resp);
+        if (r < 0)
+                return r;
+        if (k.secret) {
+                kube_json_erase(json_object_get(obj, "data"));
+                kube_json_erase(json_object_get(obj, "stringData"));
+                json_object_del(obj, "data");
+                json_object_del(obj, "stringData");
+        }
+        if (ret)
+                *ret = obj;
+        else
+                json_decref(obj);
+        return 0;
+}
+
+int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error) {
+        /* JSON is YAML: the object goes as its compact JSON text (erased after: it may be a Secret's). */
+        size_t len = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+        if (len == 0 || !json_is_object(obj))
+                return error_setf(ret_error, -EINVAL, "apply: not a JSON object");
+        char *text = malloc(len);
+        if (!text)
+                return -ENOMEM;
+        (void)json_dumpb(obj, text, len, JSON_COMPACT);
+        int r = kube_apply_document(c, text, len, deadline, ret, ret_error);
+        erase_and_free(text, len);
+        return r;
+}
+
+/* The failing checks of a probe's verbose answer ("[-]etcd failed: reason withheld"), one line. */
+static char *probe_failures(const HttpResponse *resp) {
+        _cleanup_free_ char *s = strdup("");
+        const char *p = resp->body ?: "";
+        for (size_t lines = 0; s && p && *p && lines < 32; lines++) {
+                const char *e = strchr(p, '\n');
+                size_t l = e ? (size_t)(e - p) : strlen(p);
+                if (l > 3 && startswith(p, "[-]") &&
+                    strextend_printf(&s, "%s%.*s", *s ? ", " : "", (int)MIN(l, (size_t)200), p) < 0)
+                        return NULL;
+                p = e ? e + 1 : NULL;
+        }
+        for (char *i = s; i && *i; i++)
+                if ((unsigned char)*i < 0x20)
+                        *i = '?';
+        return TAKE_PTR(s);
+}
+
+int kube_probe(KubeClient *c, const char *endpoint, usec_t deadline, char **ret_error) {
+        if (!streq(strempty(endpoint), "readyz") && !streq(strempty(endpoint), "livez"))
+                return error_setf(ret_error, -EINVAL, "unknown probe '%s' (readyz, livez)",
+                                  strnull(endpoint));
+        _cleanup_free_ char *path = strjoin("/", endpoint, "?verbose"), *what = strjoin("/", endpoint);
+        if (!path || !what)
+                return -ENOMEM;
+        KubeObjectRef ref = { .what = what };
+        KubeCall k = { .method = "GET",
+                       .path = path,
+                       .ref = &ref,
+                       .no_retry = true,
+                       .any_status = true,
+                       .deadline = deadline };
+        HttpResponse resp = {};
+        int r = kube_call(c, &k, &resp, ret_error);
+        if (r < 0)
+                return r;
+        if (resp.status == 200) {
+                http_response_done(&resp);
+                return 0;
+        }
+        _cleanup_free_ char *failed = probe_failures(&resp);
+        r = kube_status_to_errno(resp.status, NULL);
+        r = error_setf(ret_error, r < 0 ? r : -EPROTO, "%s: %ld%s%s", what, resp.status,
+                       isempty(failed) ? "" : ": ", strempty(failed));
+        http_response_done(&resp);
+        return r;
+}
+
+int kube_wait_probe(KubeClient *c, const char *endpoint, usec_t interval, usec_t deadline,
+                    char **ret_error) {
+        _cleanup_free_ char *last = NULL;
+        if (deadline == 0 || interval == 0)
+                return error_setf(ret_error, -EINVAL, "wait: a deadline and an interval are required");
+        for (;;) {
+                free(last);
+                last = NULL;
+                usec_t n = now(CLOCK_MONOTONIC);
+                int r = kube_probe(c, endpoint, MAX(deadline, n + MAX(interval, KUBE_LAST_TRY_MIN)), &last);
+                if (r >= 0 || r == -EINVAL)
+                        return r < 0 ? error_setf(ret_error, r, "%s", strnull(last)) : 0;
+                r = deadline_sleep(deadline, interval);
+                if (r == PK_ETIMEOUT)
+                        return error_setf(ret_error, r, "not ready by the deadline: %s", strnull(last));
+                if (r < 0)
+                        return error_setf(ret_error, r, "stopped while waiting for /%s", endpoint);
+        }
+}
+
+int kube_poll(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
+              KubePredicate pred, void *userdata, usec_t interval, usec_t deadline, json_t **ret,
+              char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+        const KubeResource *res;
+        int r = kube_resource_find(api_version, kind, &res, ret_error);
+        if (r < 0)
+                return r;
+        if (deadline == 0 || interval == 0)
+                return error_setf(ret_error, -EINVAL, "poll: a deadline and an interval are required");
+        for (;;) {
+                _cleanup_free_ char *err = NULL;
+                json_t *obj = NULL;
+                usec_t n = now(CLOCK_MONOTONIC);
+                r = kube_get(c, api_version, kind, ns, name,
+                             MAX(deadline, n + MAX(interval, KUBE_LAST_TRY_MIN)), &obj, &err);
+                if (r >= 0 || r == -ENOENT) {
+                        char *w = NULL;
+                        int p = pred(obj, userdata, &w);
+                        if (p != 0 || w) {
+                                free(why);
+                                why = w;
+                        }
+                        if (p > 0 && ret) {
+                                *ret = obj;
+                                return 0;
+                        }
+                        json_decref(obj);
+                        if (p > 0)
+                                return 0;
+                        if (p < 0)
+                                return error_setf(ret_error, p, "%s %s: %s", kind, name, strnull(why));
+                } else if (r == -ECANCELED || r == -EINVAL || r == -EACCES)
+                        return error_setf(ret_error, r, "%s", strnull(err));
+                else {
+                        free(why);
+                        why = TAKE_PTR(err);
+                }
+                r = deadline_sleep(deadline, interval);
+                if (r == PK_ETIMEOUT)
+                        return error_setf(ret_error, r, "%s %s%s%s: condition not met by the deadline: %s",
+                                          kind, strempty(ns), isempty(ns) ? "" : "/", name,
+                                          why ?: "(no reason given)");
+                if (r < 0)
+                        return error_setf(ret_error, r, "%s %s: stopped while polling", kind, name);
+        }
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kube/kube-resource.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "basic/string-util.h"
+
+static const KubeResource resources[] = {
+        { "v1", "Namespace", "namespaces", false },
+        { "v1", "ConfigMap", "configmaps", true },
+        { "v1", "Secret", "secrets", true },
+        { "v1", "ServiceAccount", "serviceaccounts", true },
+        { "v1", "Service", "services", true },
+        { "v1", "Pod", "pods", true },
+        { "v1", "Node", "nodes", false },
+        { "apps/v1", "DaemonSet", "daemonsets", true },
+        { "apps/v1", "Deployment", "deployments", true },
+        { "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false },
+        { "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false },
+        { "rbac.authorization.k8s.io/v1", "Role", "roles", true },
+        { "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true },
+};
+
+int kube_resource_find(const char *api_version, const char *kind, const KubeResource **ret,
+                       char **ret_error) {
+        bool kind_known = false;
+        for (size_t i = 0; i < ELEMENTSOF(resources); i++) {
+                if (!streq(strempty(kind), resources[i].kind))
+                        continue;
+                kind_known = true;
+                if (streq(strempty(api_version), resources[i].api_version)) {
+                        *ret = &resources[i];
+                        return 0;
+                }
+        }
+        if (kind_known)
+                return error_setf(ret_error, -EINVAL, "kind '%s' is not served as apiVersion '%s' here",
+                                  kind, strnull(api_version));
+        return error_setf(ret_error, -EINVAL,
+                          "unknown kind '%s' (apiVersion '%s'): protokube writes only Namespace, ConfigMap, "
+                          "Secret, ServiceAccount, Service, Pod, Node, DaemonSet, Deployment, ClusterRole, "
+                          "ClusterRoleBinding, Role, RoleBinding",
+                          strnull(kind), strnull(api_version));
+}
+
+bool kube_name_is_valid(const char *name) {
+        size_t n = name ? strlen(name) : 0;
+        if (n == 0 || n > 253 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789.:-") != n)
+                return false;
+        /* ".." would climb the path; a name starting with '.' is not a DNS subdomain either */
+        return name[0] != '.' && name[0] != '-' && !strstr(name, "..");
+}
+
+int kube_resource_path(const KubeResource *res, const char *ns, const char *name, char **ret,
+                       char **ret_error) {
+        if (res->namespaced &&
+            (isempty(ns) || !kube_name_is_valid(ns) || strchr(ns, ':') || strchr(ns, '.')))
+                return error_setf(ret_error, -EINVAL, "%s: invalid namespace '%s'", res->kind, strnull(ns));
+        if (!res->namespaced && !isempty(ns))
+                return error_setf(ret_error, -EINVAL, "%s is cluster-scoped: no namespace ('%s') allowed",
+                                  res->kind, ns);
+        if (name && !kube_name_is_valid(name))
+                return error_setf(ret_error, -EINVAL, "%s: invalid name '%s'", res->kind, name);
+        const char *slash = strchr(res->api_version, '/');
+        _cleanup_free_ char *base =
+            slash ? strjoin("/apis/", res->api_version) : strjoin("/api/", res->api_version);
+        char *p = res->namespaced ? strjoin(strnull(base), "/namespaces/", ns, "/", res->plural)
+                                  : strjoin(strnull(base), "/", res->plural);
+        if (!base || !p) {
+                free(p);
+                return -ENOMEM;
+        }
+        if (name && strextend_printf(&p, "/%s", name) < 0) {
+                free(p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
