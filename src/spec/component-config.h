@@ -17,6 +17,7 @@ typedef struct KubeAPIServerConfig {
         char *bind_address;
         char *advertise_address;
         OptInt secure_port;
+        OptBool permit_port_sharing;   /* SO_REUSEPORT; true with selfHosted (docs/pivot.md) */
         char **etcd_servers;           /* default from etcdClusters (main) */
         char **etcd_servers_overrides; /* default /events#... from the other etcd clusters */
         char *etcd_ca_file;
@@ -87,8 +88,9 @@ typedef struct KubeControllerManagerConfig {
         char *authorization_kubeconfig;
         char *bind_address;
         OptInt secure_port;
-        OptInt insecure_port; /* --port, 1.20 to 1.23 only; default 0 (off) */
-        char *cluster_name;   /* default metadata.name */
+        OptBool permit_port_sharing; /* SO_REUSEPORT; true with selfHosted (docs/pivot.md) */
+        OptInt insecure_port;        /* --port, 1.20 to 1.23 only; default 0 (off) */
+        char *cluster_name;          /* default metadata.name */
         char *cluster_cidr;
         OptBool allocate_node_cidrs;
         OptBool configure_cloud_routes;
@@ -123,7 +125,8 @@ typedef struct KubeSchedulerConfig {
         char *authorization_kubeconfig;
         char *bind_address;
         OptInt secure_port;
-        OptInt insecure_port; /* --port, 1.20 to 1.23 only; default 0 (off) */
+        OptBool permit_port_sharing; /* SO_REUSEPORT; true with selfHosted (docs/pivot.md) */
+        OptInt insecure_port;        /* --port, 1.20 to 1.23 only; default 0 (off) */
         OptBool leader_elect;
         OptBool enable_profiling;
         char *config;

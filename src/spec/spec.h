@@ -103,6 +103,9 @@ typedef struct ClusterSpec {
         char *state_store;
         PkiSpec pki;
         char *cluster_dns_domain; /* default cluster.local */
+        /* Kubernetes deploys Kubernetes (docs/pivot.md): protokube pivots the control plane from static pods
+         * to DaemonSets and Deployments. Needs stateStore; defaults permitPortSharing to true. */
+        OptBool self_hosted;
         KubeAPIServerConfig kube_apiserver;
         KubeControllerManagerConfig kube_controller_manager;
         KubeSchedulerConfig kube_scheduler;

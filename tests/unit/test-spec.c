@@ -431,6 +431,30 @@ static void test_echo(void **state) {
 #define STRV_MAKE(...) ((char *[]){ __VA_ARGS__, NULL })
 #define MINIMAL        HEAD "spec:\n" ETCD "  kubernetesVersion: 1.31.2\n"
 
+/* ---- spec.selfHosted ---- */
+
+static void test_self_hosted(void **state) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *s = load_ok(MINIMAL);
+        assert_true(s->self_hosted.set);
+        assert_false(s->self_hosted.value);
+        assert_false(s->kube_apiserver.permit_port_sharing.set); /* no flag: the component's default */
+        cluster_spec_free(s);
+
+        s = load_ok(MINIMAL "  stateStore: file:///srv/state\n  selfHosted: true\n"
+                            "  kubeScheduler: {permitPortSharing: false}\n");
+        assert_true(s->self_hosted.value);
+        assert_true(s->kube_apiserver.permit_port_sharing.value);
+        assert_true(s->kube_controller_manager.permit_port_sharing.value);
+        assert_true(s->kube_scheduler.permit_port_sharing.set);
+        assert_false(s->kube_scheduler.permit_port_sharing.value); /* the user's word stands */
+
+        load_fails(
+            MINIMAL "  selfHosted: true\n",
+            "t.yaml:8:15: spec.selfHosted: needs spec.stateStore (the self-hosted pods' Secrets are made "
+            "from the certificates protokube issues)",
+            NULL);
+}
+
 static void test_pki_absent(void **state) {
         _cleanup_(cluster_spec_freep) ClusterSpec *s = load_ok(MINIMAL);
         assert_null(s->state_store);
@@ -651,6 +675,7 @@ int main(void) {
                 cmocka_unit_test(test_example),
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_hosts_default),
+                cmocka_unit_test(test_self_hosted),
                 cmocka_unit_test(test_etcd_backups),
                 cmocka_unit_test(test_errors_each_kind),
                 cmocka_unit_test(test_errors_without_output),
