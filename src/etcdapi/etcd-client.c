@@ -12,10 +12,10 @@
 #include "shared/crypto.h"
 #include "shared/http.h"
 
-#define ETCD_TIMEOUT_DEFAULT   (5 * USEC_PER_SEC)
-#define ETCD_ENDPOINTS_MAX     16U
-#define ETCD_RESPONSE_MAX      (4U * 1024 * 1024) /* a range of up to ETCD_KVS_MAX keys; snapshots stream */
-#define ETCD_CODE_UNAVAILABLE  14                 /* gRPC: no leader, or the member is stopping */
+#define ETCD_TIMEOUT_DEFAULT  (5 * USEC_PER_SEC)
+#define ETCD_ENDPOINTS_MAX    16U
+#define ETCD_RESPONSE_MAX     (4U * 1024 * 1024) /* a range of up to ETCD_KVS_MAX keys; snapshots stream */
+#define ETCD_CODE_UNAVAILABLE 14                 /* gRPC: no leader, or the member is stopping */
 
 struct EtcdClient {
         char **endpoints;
@@ -25,8 +25,8 @@ struct EtcdClient {
 };
 
 static bool endpoint_ok(const char *e) {
-        return (startswith(e, "https://") || startswith(e, "http://")) && strlen(e) < 512 && !string_has_cc(e) &&
-               !strchr(e, ' ');
+        return (startswith(e, "https://") || startswith(e, "http://")) && strlen(e) < 512 &&
+               !string_has_cc(e) && !strchr(e, ' ');
 }
 
 int etcd_client_new(const EtcdClientConfig *cfg, EtcdClient **ret) {
@@ -140,8 +140,8 @@ static int call(EtcdClient *c, const char *path, json_t *request, HttpResponse *
                         }
                         return r;
                 }
-                if (strextend_printf(&errors, "%s%s: %s", errors ? "; " : "", *e,
-                                     error ?: pk_strerror(r)) < 0)
+                if (strextend_printf(&errors, "%s%s: %s", errors ? "; " : "", *e, error ?: pk_strerror(r)) <
+                    0)
                         return -ENOMEM;
                 if (r == PK_EETCD)
                         c->last_code = code;
@@ -154,7 +154,7 @@ static int call(EtcdClient *c, const char *path, json_t *request, HttpResponse *
         ({                                                                                                  \
                 int _r = (r);                                                                               \
                 http_response_done(&(resp));                                                                \
-                _r == PK_EMALFORMED ? error_setf(ret_error, _r, "etcd %s: the answer does not parse", path)  \
+                _r == PK_EMALFORMED ? error_setf(ret_error, _r, "etcd %s: the answer does not parse", path) \
                                     : _r;                                                                   \
         })
 
@@ -209,8 +209,8 @@ int etcd_member_add(EtcdClient *c, char *const *peer_urls, bool learner, EtcdMem
         int r = call(c, "/v3/cluster/member/add", req, &resp, ret_error);
         if (r < 0)
                 return r;
-        return PARSED(etcd_parse_member_add(resp.body, resp.body_len, ret_added, ret_list), "member add", resp,
-                      ret_error);
+        return PARSED(etcd_parse_member_add(resp.body, resp.body_len, ret_added, ret_list), "member add",
+                      resp, ret_error);
 }
 
 static int member_by_id(EtcdClient *c, const char *path, uint64_t id, char **ret_error) {
@@ -247,11 +247,12 @@ int etcd_maintenance_status(EtcdClient *c, const char *endpoint, EtcdStatus *ret
         int r = call_endpoint(c, endpoint, "/v3/maintenance/status", body, &resp, &code, ret_error);
         if (r < 0)
                 return r;
-        return PARSED(etcd_parse_status(resp.body, resp.body_len, ret), "maintenance status", resp, ret_error);
+        return PARSED(etcd_parse_status(resp.body, resp.body_len, ret), "maintenance status", resp,
+                      ret_error);
 }
 
-int etcd_kv_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end, size_t range_end_len,
-                  EtcdKvList *ret, char **ret_error) {
+int etcd_kv_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end,
+                  size_t range_end_len, EtcdKvList *ret, char **ret_error) {
         _cleanup_(json_decrefp) json_t *req = object_set(json_object(), "key", b64(key, key_len));
         if (range_end)
                 req = object_set(req, "range_end", b64(range_end, range_end_len));
@@ -360,8 +361,8 @@ int etcd_lease_grant(EtcdClient *c, int64_t ttl_sec, uint64_t *ret_id, char **re
         int r = call(c, "/v3/lease/grant", req, &resp, ret_error);
         if (r < 0)
                 return r;
-        return PARSED(etcd_parse_lease_grant(resp.body, resp.body_len, ret_id, &granted), "lease grant", resp,
-                      ret_error);
+        return PARSED(etcd_parse_lease_grant(resp.body, resp.body_len, ret_id, &granted), "lease grant",
+                      resp, ret_error);
 }
 
 int etcd_lease_revoke(EtcdClient *c, uint64_t id, char **ret_error) {

@@ -30,8 +30,8 @@ int etcd_client_new(const EtcdClientConfig *cfg, EtcdClient **ret);
 EtcdClient *etcd_client_free(EtcdClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EtcdClient *, etcd_client_free)
 
-/* The gRPC code of etcd's last refusal (PK_EETCD) from this client: 9 FailedPrecondition ("can only promote a
- * learner member which is in sync with leader"), 5 NotFound, ...; 0 otherwise. */
+/* The gRPC code of etcd's last refusal (PK_EETCD) from this client: 9 FailedPrecondition ("can only promote
+ * a learner member which is in sync with leader"), 5 NotFound, ...; 0 otherwise. */
 int etcd_client_last_code(const EtcdClient *c);
 
 /* Cluster */
@@ -45,8 +45,8 @@ int etcd_member_promote(EtcdClient *c, uint64_t id, char **ret_error);
 int etcd_maintenance_status(EtcdClient *c, const char *endpoint, EtcdStatus *ret, char **ret_error);
 
 /* KV. Keys and values are bytes. range_end NULL: the one key. */
-int etcd_kv_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end, size_t range_end_len,
-                  EtcdKvList *ret, char **ret_error);
+int etcd_kv_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end,
+                  size_t range_end_len, EtcdKvList *ret, char **ret_error);
 int etcd_kv_put(EtcdClient *c, const void *key, size_t key_len, const void *value, size_t value_len,
                 uint64_t lease, char **ret_error);
 
@@ -73,7 +73,7 @@ typedef struct EtcdCompare {
         size_t key_len;
         EtcdCompareTarget target;
         EtcdCompareResult result;
-        int64_t number; /* VERSION, CREATE, MOD */
+        int64_t number;    /* VERSION, CREATE, MOD */
         const void *value; /* VALUE */
         size_t value_len;
 } EtcdCompare;

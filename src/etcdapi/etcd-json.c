@@ -128,7 +128,7 @@ static int get_strings(json_t *o, const char *key, char ***ret) {
                 return -ENOMEM;
         if (a && (!json_is_array(a) || json_array_size(a) > ETCD_URLS_MAX))
                 return PK_EMALFORMED;
-        json_array_foreach (a, i, v) {
+        json_array_foreach(a, i, v) {
                 if (!json_is_string(v) || json_string_length(v) > ETCD_STRING_MAX ||
                     strlen(json_string_value(v)) != json_string_length(v) ||
                     string_has_cc(json_string_value(v)))
@@ -201,7 +201,7 @@ static int parse_members(json_t *root, EtcdMemberList *ret) {
         l.items = new0(EtcdMember, json_array_size(a) + 1);
         if (!l.items)
                 return -ENOMEM;
-        json_array_foreach (a, i, v) {
+        json_array_foreach(a, i, v) {
                 r = parse_member(v, &l.items[l.n]);
                 if (r < 0)
                         break;
@@ -290,7 +290,7 @@ static int parse_kvs(json_t *o, EtcdKvList *l) {
         if (!items)
                 return -ENOMEM;
         l->items = items;
-        json_array_foreach (a, i, v) {
+        json_array_foreach(a, i, v) {
                 EtcdKv kv = {};
                 int r = json_is_object(v) ? 0 : PK_EMALFORMED;
                 if (r >= 0)
@@ -356,7 +356,7 @@ int etcd_parse_txn(const char *body, size_t len, bool *ret_succeeded, EtcdKvList
                 r = get_bool(root, "succeeded", &ok);
         if (r >= 0 && a && !json_is_array(a))
                 r = PK_EMALFORMED;
-        json_array_foreach (a, i, v) {
+        json_array_foreach(a, i, v) {
                 if (r < 0)
                         break;
                 json_t *range = json_is_object(v) ? json_object_get(v, "response_range") : NULL;

@@ -19,8 +19,8 @@
 
 typedef struct EtcdMember {
         uint64_t id;
-        char *name;        /* "" while the member has never started */
-        char **peer_urls;  /* strv, never NULL after a parse */
+        char *name;       /* "" while the member has never started */
+        char **peer_urls; /* strv, never NULL after a parse */
         char **client_urls;
         bool is_learner;
 } EtcdMember;

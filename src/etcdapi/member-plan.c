@@ -10,8 +10,8 @@ size_t member_quorum(size_t n_voters) {
 
 const char *member_decision_to_string(MemberDecision d) {
         static const char *const names[_MEMBER_DECISION_MAX] = {
-                [MEMBER_KEEP] = "keep",       [MEMBER_NEW] = "new",         [MEMBER_REPLACE] = "replace",
-                [MEMBER_JOIN] = "join",       [MEMBER_PROMOTE] = "promote", [MEMBER_DONE] = "done",
+                [MEMBER_KEEP] = "keep", [MEMBER_NEW] = "new",         [MEMBER_REPLACE] = "replace",
+                [MEMBER_JOIN] = "join", [MEMBER_PROMOTE] = "promote", [MEMBER_DONE] = "done",
                 [MEMBER_HOLD] = "hold",
         };
         return d >= 0 && d < _MEMBER_DECISION_MAX ? names[d] : "?";
@@ -21,7 +21,8 @@ static void hold(MemberPlan *p, const char *reason) {
         *p = (MemberPlan){ .decision = MEMBER_HOLD, .reason = reason };
 }
 
-/* With data on the volume nothing is ever removed: a learner of ours is promoted, else the manifest stays. */
+/* With data on the volume nothing is ever removed: a learner of ours is promoted, else the manifest stays.
+ */
 static void decide_with_data(const MemberPlanInput *in, const EtcdMember *self, MemberPlan *p) {
         if (!in->change_pending) {
                 *p = (MemberPlan){ .decision = MEMBER_KEEP, .reason = "the volume holds etcd data" };
@@ -29,19 +30,25 @@ static void decide_with_data(const MemberPlanInput *in, const EtcdMember *self, 
         }
         /* our replacement is under way: its manifest keeps state existing */
         if (in->cluster_error < 0)
-                *p = (MemberPlan){ .decision = MEMBER_KEEP, .existing = true,
+                *p = (MemberPlan){ .decision = MEMBER_KEEP,
+                                   .existing = true,
                                    .reason = "no other member answers; the learner is promoted later" };
         else if (self && self->is_learner && in->promote_attempts >= MEMBER_PROMOTE_ATTEMPTS_MAX)
-                *p = (MemberPlan){ .decision = MEMBER_HOLD, .existing = true,
+                *p = (MemberPlan){ .decision = MEMBER_HOLD,
+                                   .existing = true,
                                    .reason = "the learner did not catch up: gave up promoting it" };
         else if (self && self->is_learner)
-                *p = (MemberPlan){ .decision = MEMBER_PROMOTE, .promote_id = self->id, .existing = true,
+                *p = (MemberPlan){ .decision = MEMBER_PROMOTE,
+                                   .promote_id = self->id,
+                                   .existing = true,
                                    .reason = "the learner runs: promote it once it caught up" };
         else if (self)
-                *p = (MemberPlan){ .decision = MEMBER_DONE, .existing = true,
+                *p = (MemberPlan){ .decision = MEMBER_DONE,
+                                   .existing = true,
                                    .reason = "the replaced member votes again" };
         else
-                *p = (MemberPlan){ .decision = MEMBER_KEEP, .existing = true,
+                *p = (MemberPlan){ .decision = MEMBER_KEEP,
+                                   .existing = true,
                                    .reason = "this member is not listed: waiting for the cluster" };
 }
 
@@ -80,7 +87,8 @@ void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
                 if (in->change_pending)
                         return hold(ret, "a replacement is under way and no other member answers");
                 /* Nobody runs: a new cluster (every member blank), or one that is starting. */
-                *ret = (MemberPlan){ .decision = MEMBER_NEW, .reason = "no other member answers: a new cluster" };
+                *ret = (MemberPlan){ .decision = MEMBER_NEW,
+                                     .reason = "no other member answers: a new cluster" };
                 return;
         }
         if (self && !self->is_learner && isempty(self->name) && !in->change_pending) {
@@ -95,7 +103,8 @@ void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
                 return hold(ret, unsafe);
         if (self && self->is_learner && isempty(self->name)) {
                 /* added by us (or our crashed pass) and not started yet: no change, just start it */
-                *ret = (MemberPlan){ .decision = MEMBER_JOIN, .existing = true,
+                *ret = (MemberPlan){ .decision = MEMBER_JOIN,
+                                     .existing = true,
                                      .reason = "the learner is added: start it with state existing" };
                 return;
         }

@@ -20,31 +20,32 @@ typedef enum EtcdDataState {
 } EtcdDataState;
 
 typedef struct MemberPlanInput {
-        const char *peer_url;           /* this member's: "https://etcd-b.internal.example.com:2380" */
-        char *const *tagged_peer_urls;  /* every member's of the volume tags, this one's included */
+        const char *peer_url;          /* this member's: "https://etcd-b.internal.example.com:2380" */
+        char *const *tagged_peer_urls; /* every member's of the volume tags, this one's included */
         EtcdDataState data;
-        bool change_pending;            /* our marker on the volume: a replacement of this member is under way */
-        unsigned promote_attempts;      /* from the marker */
-        int cluster_error;              /* 0: members answered; < 0: no other member answered the member list */
-        const EtcdMemberList *members;  /* when cluster_error == 0 */
-        size_t n_others;                /* the other tagged members */
-        size_t n_others_healthy;        /* of them, those whose status answered with a leader */
-        const char *lock_holder;        /* the membership lock's holder when another node holds it, else NULL */
+        bool change_pending;       /* our marker on the volume: a replacement of this member is under way */
+        unsigned promote_attempts; /* from the marker */
+        int cluster_error;         /* 0: members answered; < 0: no other member answered the member list */
+        const EtcdMemberList *members; /* when cluster_error == 0 */
+        size_t n_others;               /* the other tagged members */
+        size_t n_others_healthy;       /* of them, those whose status answered with a leader */
+        const char *lock_holder; /* the membership lock's holder when another node holds it, else NULL */
 } MemberPlanInput;
 
 typedef enum MemberDecision {
-        MEMBER_KEEP,      /* nothing to change: the manifest as planned */
-        MEMBER_NEW,       /* a new cluster (every member blank): initial-cluster-state=new, as always */
-        MEMBER_REPLACE,   /* remove (remove_id, when listed), add a learner, write with state existing */
-        MEMBER_JOIN,      /* the learner is added and has not started: write with state existing */
-        MEMBER_PROMOTE,   /* the learner runs: promote it (etcd refuses until it caught up: next pass) */
-        MEMBER_DONE,      /* the replacement is complete (a voter again): clear the marker */
-        MEMBER_HOLD,      /* the manifest is held back: reason */
+        MEMBER_KEEP,    /* nothing to change: the manifest as planned */
+        MEMBER_NEW,     /* a new cluster (every member blank): initial-cluster-state=new, as always */
+        MEMBER_REPLACE, /* remove (remove_id, when listed), add a learner, write with state existing */
+        MEMBER_JOIN,    /* the learner is added and has not started: write with state existing */
+        MEMBER_PROMOTE, /* the learner runs: promote it (etcd refuses until it caught up: next pass) */
+        MEMBER_DONE,    /* the replacement is complete (a voter again): clear the marker */
+        MEMBER_HOLD,    /* the manifest is held back: reason */
         _MEMBER_DECISION_MAX,
         _MEMBER_DECISION_INVALID = -EINVAL,
 } MemberDecision;
 
-#define MEMBER_PROMOTE_ATTEMPTS_MAX 360U /* passes; a learner that has not caught up by then needs a human */
+#define MEMBER_PROMOTE_ATTEMPTS_MAX 360U /* passes; a learner that has not caught up by then needs a human \
+                                          */
 
 typedef struct MemberPlan {
         MemberDecision decision;

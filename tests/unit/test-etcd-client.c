@@ -147,9 +147,14 @@ static void test_parse_vectors(void **state) {
 
 static void test_parse_malformed(void **state) {
         static const char *const bad[] = {
-                "", "[]", "{\"members\":{}}", "{\"members\":[{\"ID\":\"0\"}]}",
-                "{\"members\":[{\"ID\":\"-1\"}]}", "{\"members\":[{\"ID\":\"18446744073709551616\"}]}",
-                "{\"members\":[{\"ID\":\"1\"},{\"ID\":\"1\"}]}", "{\"members\":[{\"ID\":\"1\",\"name\":\"a\\nb\"}]}",
+                "",
+                "[]",
+                "{\"members\":{}}",
+                "{\"members\":[{\"ID\":\"0\"}]}",
+                "{\"members\":[{\"ID\":\"-1\"}]}",
+                "{\"members\":[{\"ID\":\"18446744073709551616\"}]}",
+                "{\"members\":[{\"ID\":\"1\"},{\"ID\":\"1\"}]}",
+                "{\"members\":[{\"ID\":\"1\",\"name\":\"a\\nb\"}]}",
                 "{\"members\":[{\"ID\":\"1\",\"isLearner\":\"yes\"}]}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -217,10 +222,15 @@ static void test_txn_lost(void **state) {
         char *endpoints[] = { o.url, NULL };
         EtcdClient *c = client(endpoints);
         EtcdCompare cmp = { .key = "lock", .key_len = 4, .target = ETCD_COMPARE_CREATE };
-        EtcdOp put = { .type = ETCD_OP_PUT, .key = "lock", .key_len = 4, .value = "n2", .value_len = 2,
-                       .lease = 7 };
+        EtcdOp put = {
+                .type = ETCD_OP_PUT, .key = "lock", .key_len = 4, .value = "n2", .value_len = 2, .lease = 7
+        };
         EtcdOp get = { .type = ETCD_OP_RANGE, .key = "lock", .key_len = 4 };
-        EtcdTxn t = { .compares = &cmp, .n_compares = 1, .success = &put, .n_success = 1, .failure = &get,
+        EtcdTxn t = { .compares = &cmp,
+                      .n_compares = 1,
+                      .success = &put,
+                      .n_success = 1,
+                      .failure = &get,
                       .n_failure = 1 };
         bool won = true;
         EtcdKvList kv = {};
@@ -246,9 +256,12 @@ static void test_bad_endpoints(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_vectors),  cmocka_unit_test(test_parse_malformed),
-                cmocka_unit_test(test_member_list_in_turn), cmocka_unit_test(test_refusal_named),
-                cmocka_unit_test(test_txn_lost),       cmocka_unit_test(test_bad_endpoints),
+                cmocka_unit_test(test_parse_vectors),
+                cmocka_unit_test(test_parse_malformed),
+                cmocka_unit_test(test_member_list_in_turn),
+                cmocka_unit_test(test_refusal_named),
+                cmocka_unit_test(test_txn_lost),
+                cmocka_unit_test(test_bad_endpoints),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
