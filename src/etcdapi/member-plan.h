@@ -44,8 +44,8 @@ typedef enum MemberDecision {
         _MEMBER_DECISION_INVALID = -EINVAL,
 } MemberDecision;
 
-#define MEMBER_PROMOTE_ATTEMPTS_MAX 360U /* passes; a learner that has not caught up by then needs a human \
-                                          */
+/* passes; a learner that has not caught up by then needs a human */
+#define MEMBER_PROMOTE_ATTEMPTS_MAX 360U
 
 typedef struct MemberPlan {
         MemberDecision decision;
