@@ -15,6 +15,7 @@
 #include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "components/etcd.h"
@@ -27,6 +28,12 @@
 #define MEMBER_LOCK_TTL     60                          /* s: far above a change's bounded calls (below) */
 #define MEMBER_CALL_TIMEOUT (5 * USEC_PER_SEC)
 #define MARKER_MAX          256U
+/* etcd refuses a membership change as "unhealthy cluster" (strict reconfig check) until the leader has been
+ * connected to every voter for 5 s, e.g. right after a removal or a restart: a few tries, 1 s apart */
+#define MEMBER_UNAVAILABLE_TRIES 10
+#define ETCD_CODE_NOT_FOUND      5
+#define ETCD_CODE_FAILED_PRECOND 9
+#define ETCD_CODE_UNAVAILABLE    14
 
 void pass_etcd_member_done(PassEtcdMember *m) {
         free(m->cluster_message);
@@ -340,15 +347,25 @@ static int replace_member(EtcdClient *c, PassEtcdMember *m, const char *marker, 
                 return error_setf(ret_error, r, "cannot write '%s': %s", marker, pk_strerror(r));
         m->change_pending = true;
         if (plan->remove_id != 0) {
-                r = etcd_member_remove(c, plan->remove_id, ret_error);
-                if (r < 0 && !(r == PK_EETCD && etcd_client_last_code(c) == 5)) /* 5: already gone */
-                        return r;
+                for (unsigned t = 0; t < MEMBER_UNAVAILABLE_TRIES; t++) {
+                        r = etcd_member_remove(c, plan->remove_id, ret_error);
+                        if (r >= 0 || etcd_client_last_code(c) != ETCD_CODE_UNAVAILABLE ||
+                            sleep_usec(USEC_PER_SEC) < 0)
+                                break;
+                }
+                if (r < 0 && !(r == PK_EETCD && etcd_client_last_code(c) == ETCD_CODE_NOT_FOUND))
+                        return r; /* (not found: a pass before us removed it) */
                 log_info("etcd %s: removed member %" PRIx64 " (%s).", cluster, plan->remove_id, m->peer_url);
         }
         char *urls[] = { m->peer_url, NULL };
-        r = etcd_member_add(c, urls, true, &added, &fresh, ret_error);
+        for (unsigned t = 0; t < MEMBER_UNAVAILABLE_TRIES; t++) {
+                r = etcd_member_add(c, urls, true, &added, &fresh, ret_error);
+                if (r >= 0 || etcd_client_last_code(c) != ETCD_CODE_UNAVAILABLE ||
+                    sleep_usec(USEC_PER_SEC) < 0)
+                        break;
+        }
         if (r < 0)
-                return r;
+                return r; /* the next pass adds it: the member is not listed, the marker is there */
         log_info("etcd %s: added a learner %" PRIx64 " at %s.", cluster, added.id, m->peer_url);
         etcd_member_done(&added);
         etcd_member_list_done(&m->members);
@@ -394,7 +411,8 @@ static int do_promote(const Pass *p, PassEtcdMember *m, const char *marker, cons
                          plan->promote_id);
                 return unlink(marker) < 0 && errno != ENOENT ? -errno : 1;
         }
-        if (r == PK_EETCD && etcd_client_last_code(c) == 9) { /* not caught up yet: the next pass */
+        if (r == PK_EETCD &&
+            etcd_client_last_code(c) == ETCD_CODE_FAILED_PRECOND) { /* not caught up yet: the next pass */
                 int w = write_marker(marker, m->promote_attempts + 1);
                 if (w < 0)
                         return error_setf(ret_error, w, "cannot write '%s': %s", marker, pk_strerror(w));
