@@ -22,6 +22,7 @@
 #include "daemon/pass.h"
 #include "daemon/progress.h"
 #include "etcdapi/etcd-client.h"
+#include "model/cluster-view.h"
 #include "model/conventions.h"
 
 #define MEMBER_LOCK_PREFIX  "/protokube/member-change/" /* + the etcd cluster: one change per cluster */
@@ -89,8 +90,26 @@ static const EtcdClusterSpec *etcd_spec(const Pass *p, const char *cluster) {
         return cluster_spec_find_etcd(p->spec, cluster);
 }
 
-/* The URLs of every tagged member (peer) and the others' client URLs, as the manifests advertise them. */
-static int member_urls(const Pass *p, const EtcdTag *t, PassEtcdMember *m) {
+/* The client URL of another member: its holder's address as the provider recorded it (the source of truth,
+ * and no resolver in the way), else its DNS name (nobody holds it: it will not answer either way). The
+ * server certificates name both. */
+static char *other_client_url(const ClusterView *view, const char *scheme, const char *cluster,
+                              const char *member, const char *dns, int port) {
+        for (size_t i = 0; view && i < view->n_members; i++) {
+                const EtcdMemberHolder *h = &view->members[i];
+                if (!streq(h->cluster, cluster) || !streq(h->member, member) || !h->node)
+                        continue;
+                const MasterNode *n = cluster_view_find_master(view, h->node);
+                if (n && strv_length(n->internal_ips) > 0)
+                        return strchr(n->internal_ips[0], ':')
+                                   ? strprintf("%s://[%s]:%d", scheme, n->internal_ips[0], port)
+                                   : strprintf("%s://%s:%d", scheme, n->internal_ips[0], port);
+        }
+        return strprintf("%s://%s:%d", scheme, dns, port);
+}
+
+/* The peer URLs of every tagged member, as the manifests advertise them, and the others' client URLs. */
+static int member_urls(const Pass *p, const ClusterView *view, const EtcdTag *t, PassEtcdMember *m) {
         const EtcdClusterSpec *e = etcd_spec(p, t->cluster);
         int client, peer;
         if (!e || etcd_cluster_ports(e, &client, &peer) < 0)
@@ -106,14 +125,14 @@ static int member_urls(const Pass *p, const EtcdTag *t, PassEtcdMember *m) {
                 if (r < 0)
                         return r;
                 purl = strprintf("%s://%s:%d", scheme, dns, peer);
-                curl = strprintf("%s://%s:%d", scheme, dns, client);
-                if (!purl || !curl || strv_extend(&m->tagged_peer_urls, purl) < 0)
+                if (!purl || strv_extend(&m->tagged_peer_urls, purl) < 0)
                         return -ENOMEM;
                 if (streq(*name, t->member)) {
                         m->peer_url = TAKE_PTR(purl);
                         continue;
                 }
-                if (strv_extend(&m->other_endpoints, curl) < 0)
+                curl = other_client_url(view, scheme, t->cluster, *name, dns, client);
+                if (!curl || strv_extend(&m->other_endpoints, curl) < 0)
                         return -ENOMEM;
                 m->n_others++;
         }
@@ -205,7 +224,8 @@ static bool is_mounted(const char *path) {
                (a.st_dev != b.st_dev || a.st_ino == b.st_ino);
 }
 
-int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, size_t i, PassEtcdMember *ret) {
+int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
+                             PassEtcdMember *ret) {
         PassEtcdMember m = {};
         VolumeEligibility e = {};
         _cleanup_free_ char *mount = volume_mount_path(p->node.mount_root, in->volumes[i].id), *data = NULL,
@@ -237,7 +257,7 @@ int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, size_t i, Pa
                 }
         }
         if (r >= 0)
-                r = member_urls(p, &e.etcd, &m);
+                r = member_urls(p, view, &e.etcd, &m);
         if (r >= 0 && (m.data == ETCD_DATA_BLANK || m.change_pending))
                 r = query_cluster(p, &e.etcd, &m);
         volume_eligibility_done(&e);
@@ -250,13 +270,14 @@ int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, size_t i, Pa
 }
 
 int pass_etcd_observe(Pass *p, PassObservation *o) {
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
         o->etcd_members = new0(PassEtcdMember, o->in.n_volumes + 1);
-        if (!o->etcd_members)
-                return -ENOMEM;
+        if (!o->etcd_members || volumes_view(&o->in, NULL, &view) == -ENOMEM)
+                return -ENOMEM; /* without a view, the members' DNS names */
         for (size_t i = 0; i < o->in.n_volumes; i++) {
                 if (!o->in.observed || o->in.observed[i].mount != MOUNT_STATE_OURS)
                         continue;
-                int r = pass_etcd_observe_member(p, &o->in, i, &o->etcd_members[i]);
+                int r = pass_etcd_observe_member(p, &o->in, view, i, &o->etcd_members[i]);
                 if (r < 0)
                         return r;
         }
@@ -490,7 +511,7 @@ int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **te
                 PassEtcdMember *m = &o->etcd_members[i];
                 MemberPlan d = plan->member_plans[i];
                 if (!m->observed) { /* mounted in this pass: look at it now */
-                        int r = pass_etcd_observe_member(p, &plan->in, i, m);
+                        int r = pass_etcd_observe_member(p, &plan->in, plan->view, i, m);
                         if (r < 0)
                                 return r;
                         pass_etcd_decide(m, &d);

@@ -142,7 +142,8 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
  * members), decide (pure), and, in apply, carry out the decision of each selection: the etcd texts to write
  * are adjusted in place (texts[k] set to NULL: held back; to a text in *owned: rendered anew). */
 int pass_etcd_observe(Pass *p, PassObservation *o);
-int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, size_t i, PassEtcdMember *ret);
+int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
+                             PassEtcdMember *ret);
 void pass_etcd_decide(const PassEtcdMember *m, MemberPlan *ret);
 int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
                     PassReport *rep);

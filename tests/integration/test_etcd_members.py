@@ -8,9 +8,9 @@ peer URL and writes b's manifest with initial-cluster-state=existing; a later pa
 it caught up. Negative: no replacement while another member is down (quorum), none for a volume with data,
 none while another master holds the membership lock.
 
-Member names resolve through a hosts file bind-mounted over /etc/hosts in a private mount namespace of each
-etcd and of each protokube pass after the first (which claims and mounts the volumes for all to see); every
-process is started and stopped by PID."""
+protokube reaches the other members at the addresses the pool recorded for their holders (127.0.0.2-4), so
+it needs no resolver; etcd's peers and etcdctl find each other by name through a hosts file bind-mounted over
+/etc/hosts in a private mount namespace of their own. Every process is started and stopped by PID."""
 import json
 import os
 import shutil
@@ -57,14 +57,13 @@ class MemberEnv(CertEnv):
         return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
                 'mount --bind "$0" /etc/hosts && exec "$@"', self.hosts, *argv]
 
-    def once(self, member, resolve=True, timeout=120):
+    def once(self, member, timeout=120):
         node, ip = NODES[member]
         argv = self.argv("once", node)
         argv[2] = self.node_spec(node)
         argv[argv.index("--internal-ip") + 1] = ip
         t0 = time.monotonic()
-        p = subprocess.run(self.in_ns(argv) if resolve else argv, capture_output=True, text=True,
-                           timeout=timeout)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         p.seconds = time.monotonic() - t0
         return p
 
@@ -73,7 +72,7 @@ class MemberEnv(CertEnv):
         argv = self.argv("plan", node)
         argv[2] = self.node_spec(node)
         argv[argv.index("--internal-ip") + 1] = ip
-        return subprocess.run(self.in_ns(argv), capture_output=True, text=True, timeout=60)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
     def volume_mount(self, member):
         return self.mount_path(NODES[member][0], f"main-{member}")
@@ -170,9 +169,8 @@ def cluster(tmp_path):
         env.create(f"main-{m}", "main", m, list(NODES), size=384 * MIB)
     etcds = {}
     try:
-        for m in NODES:  # cold start: nobody answers, every blank member starts a new cluster. Outside the
-            # namespace: the mounts it makes must outlive it (the names do not resolve yet, as at a cold start)
-            p = env.once(m, resolve=False)
+        for m in NODES:  # cold start: nobody answers, every blank member starts a new cluster
+            p = env.once(m)
             assert p.returncode == 0, p.stderr
             assert "--initial-cluster-state=new" in env.manifest(m)
         for m in NODES:
@@ -293,7 +291,7 @@ def test_concurrent_passes_make_one_change(cluster):
     env, etcds = cluster
     etcds["b"].stop()
     destroy(env, "b")
-    procs = [subprocess.Popen(env.in_ns(_argv(env, "b")), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    procs = [subprocess.Popen(_argv(env, "b"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert sum("removed member" in err for _, err in outs) == 1, outs
