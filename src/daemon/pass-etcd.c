@@ -91,24 +91,28 @@ static const EtcdClusterSpec *etcd_spec(const Pass *p, const char *cluster) {
 }
 
 /* The client URL of another member: its holder's address as the provider recorded it (the source of truth,
- * and no resolver in the way), else its DNS name (nobody holds it: it will not answer either way). The
- * server certificates name both. */
-static char *other_client_url(const ClusterView *view, const char *scheme, const char *cluster,
-                              const char *member, const char *dns, int port) {
+ * and no resolver in the way; the server certificates name it). NULL in *ret for a member nobody holds: it
+ * cannot answer, and asking its DNS name would only wait on the placeholder address (docs/etcd-dns.md). */
+static int other_client_url(const ClusterView *view, const char *scheme, const char *cluster,
+                            const char *member, int port, char **ret) {
+        *ret = NULL;
         for (size_t i = 0; view && i < view->n_members; i++) {
                 const EtcdMemberHolder *h = &view->members[i];
                 if (!streq(h->cluster, cluster) || !streq(h->member, member) || !h->node)
                         continue;
                 const MasterNode *n = cluster_view_find_master(view, h->node);
-                if (n && strv_length(n->internal_ips) > 0)
-                        return strchr(n->internal_ips[0], ':')
-                                   ? strprintf("%s://[%s]:%d", scheme, n->internal_ips[0], port)
-                                   : strprintf("%s://%s:%d", scheme, n->internal_ips[0], port);
+                if (!n || strv_length(n->internal_ips) == 0)
+                        return 0;
+                *ret = strchr(n->internal_ips[0], ':')
+                           ? strprintf("%s://[%s]:%d", scheme, n->internal_ips[0], port)
+                           : strprintf("%s://%s:%d", scheme, n->internal_ips[0], port);
+                return *ret ? 0 : -ENOMEM;
         }
-        return strprintf("%s://%s:%d", scheme, dns, port);
+        return 0;
 }
 
-/* The peer URLs of every tagged member, as the manifests advertise them, and the others' client URLs. */
+/* The peer URLs of every tagged member, as the manifests advertise them, and the client URLs of the others
+ * that a master holds. */
 static int member_urls(const Pass *p, const ClusterView *view, const EtcdTag *t, PassEtcdMember *m) {
         const EtcdClusterSpec *e = etcd_spec(p, t->cluster);
         int client, peer;
@@ -131,10 +135,10 @@ static int member_urls(const Pass *p, const ClusterView *view, const EtcdTag *t,
                         m->peer_url = TAKE_PTR(purl);
                         continue;
                 }
-                curl = other_client_url(view, scheme, t->cluster, *name, dns, client);
-                if (!curl || strv_extend(&m->other_endpoints, curl) < 0)
-                        return -ENOMEM;
                 m->n_others++;
+                r = other_client_url(view, scheme, t->cluster, *name, client, &curl);
+                if (r < 0 || (curl && strv_extend(&m->other_endpoints, curl) < 0))
+                        return -ENOMEM;
         }
         return m->peer_url ? 0 : -EINVAL;
 }
@@ -172,9 +176,9 @@ static int query_cluster(const Pass *p, const EtcdTag *t, PassEtcdMember *m) {
         if (!key)
                 return -ENOMEM;
         m->queried = true;
-        if (strv_length(m->other_endpoints) == 0) {
+        if (strv_length(m->other_endpoints) == 0) { /* nobody can be running: asking would only wait */
                 m->cluster_error = -ENOENT;
-                return (m->cluster_message = strdup("the cluster has no other member")) ? 0 : -ENOMEM;
+                return (m->cluster_message = strdup("no master holds another member")) ? 0 : -ENOMEM;
         }
         int r = open_client(p, t->cluster, m->other_endpoints, &c, &m->client_message);
         if (r < 0) {
