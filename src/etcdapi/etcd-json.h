@@ -19,9 +19,11 @@
 
 typedef struct EtcdMember {
         uint64_t id;
-        char *name;       /* "" while the member has never started */
-        char **peer_urls; /* strv, never NULL after a parse */
-        char **client_urls;
+        /* "" for a member added through the API that has not started; the members of a bootstrapped cluster
+         * carry their names from initial-cluster before they ever run */
+        char *name;
+        char **peer_urls;   /* strv, never NULL after a parse */
+        char **client_urls; /* empty until the member started and published them */
         bool is_learner;
 } EtcdMember;
 

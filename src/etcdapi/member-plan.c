@@ -69,6 +69,13 @@ static const char *membership_unsafe(const MemberPlanInput *in, const EtcdMember
         return NULL;
 }
 
+/* A member that ever started has published its client URLs (through raft, so they stay while it is down).
+ * Its name is no sign: the members of a bootstrapped cluster carry their names from initial-cluster before
+ * they ever run; only a member added through the API has none. */
+static bool member_started(const EtcdMember *m) {
+        return strv_length(m->client_urls) > 0;
+}
+
 void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
         const EtcdMember *self = NULL;
         if (in->cluster_error >= 0 && in->members)
@@ -91,7 +98,7 @@ void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
                                      .reason = "no other member answers: a new cluster" };
                 return;
         }
-        if (self && !self->is_learner && isempty(self->name) && !in->change_pending) {
+        if (self && !self->is_learner && !member_started(self) && !in->change_pending) {
                 /* listed as a voter that never started: the others bootstrapped the cluster from the same
                  * initial-cluster and wait for this one */
                 *ret = (MemberPlan){ .decision = MEMBER_NEW,
@@ -101,7 +108,7 @@ void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
         const char *unsafe = membership_unsafe(in, self);
         if (unsafe)
                 return hold(ret, unsafe);
-        if (self && self->is_learner && isempty(self->name)) {
+        if (self && self->is_learner && !member_started(self)) {
                 /* added by us (or our crashed pass) and not started yet: no change, just start it */
                 *ret = (MemberPlan){ .decision = MEMBER_JOIN,
                                      .existing = true,
@@ -123,7 +130,7 @@ void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
                 .decision = MEMBER_REPLACE,
                 .remove_id = self ? self->id : 0,
                 .existing = true,
-                .reason = self ? "the volume has no etcd data and the cluster still lists the member"
+                .reason = self ? "the volume has no etcd data and the member ran before"
                                : "the volume has no etcd data and the member was removed",
         };
 }

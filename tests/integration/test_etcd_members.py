@@ -156,9 +156,8 @@ def destroy(env, member):
             os.unlink(path)
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """Three masters with a running, healthy, TLS etcd cluster and a key in it."""
+def start_cluster(tmp_path, started=tuple(NODES)):
+    """Three masters after their cold-start passes; the members in started run (from their manifests)."""
     need_root()
     if not shutil.which("etcd") or not shutil.which("etcdctl"):
         pytest.fail("etcd-server and etcd-client are needed (scripts/install-deps.sh)")
@@ -173,18 +172,41 @@ def cluster(tmp_path):
             p = env.once(m)
             assert p.returncode == 0, p.stderr
             assert "--initial-cluster-state=new" in env.manifest(m)
-        for m in NODES:
+        for m in started:
             etcds[m] = EtcdProc(env, m)
         try:
-            wait_for("three healthy members", lambda: etcdctl(env, "a", "put", "/before", "kept").returncode == 0)
+            wait_for("a quorum", lambda: etcdctl(env, "a", "put", "/before", "kept").returncode == 0)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{etcdctl(env, 'a', 'put', '/before', 'kept').stderr}\n{logs(etcds)}")
-        yield env, etcds
-    finally:
+    except BaseException:
         for e in etcds.values():
             e.stop()
-        errors = env.cleanup()
-        assert not errors, errors
+        env.cleanup()
+        raise
+    return env, etcds
+
+
+def stop_cluster(env, etcds):
+    for e in etcds.values():
+        e.stop()
+    errors = env.cleanup()
+    assert not errors, errors
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """Three masters with a running, healthy, TLS etcd cluster and a key in it."""
+    env, etcds = start_cluster(tmp_path)
+    yield env, etcds
+    stop_cluster(env, etcds)
+
+
+@pytest.fixture
+def bootstrapping(tmp_path):
+    """A new cluster that a and c formed; b's master has written its manifest, its etcd has not started."""
+    env, etcds = start_cluster(tmp_path, started=("a", "c"))
+    yield env, etcds
+    stop_cluster(env, etcds)
 
 
 def logs(etcds):
@@ -237,6 +259,23 @@ def test_blank_member_is_replaced(cluster):
     assert env.manifest("b") == text
     assert members(env, "a") == final
     print(f"\nblank member b replaced: three healthy voting members in {elapsed:.1f} s")
+
+
+def test_a_member_that_never_ran_is_not_replaced(bootstrapping):
+    """At a cold start a and c can form the cluster before b's etcd runs: b is blank, the others answer and
+    list etcd-b by name (from initial-cluster) but without client URLs. That is a bootstrap, not a lost
+    member: b starts as a member of the new cluster, nothing is removed (the 3-master simulation found this)."""
+    env, etcds = bootstrapping
+    old = members(env, "a")
+    assert "etcd-b" in old and not old["etcd-b"].get("clientURLs"), old
+    p = env.once("b")
+    assert p.returncode == 0, p.stderr
+    assert "removed member" not in p.stderr and "learner" not in p.stderr, p.stderr
+    assert "--initial-cluster-state=new" in env.manifest("b")
+    etcds["b"] = EtcdProc(env, "b")
+    wait_for("b started", lambda: bool(members(env, "a")["etcd-b"].get("clientURLs")))
+    assert members(env, "a")["etcd-b"]["ID"] == old["etcd-b"]["ID"]
+    assert etcdctl(env, "b", "endpoint", "health").returncode == 0
 
 
 def test_no_replacement_without_quorum(cluster):

@@ -15,11 +15,12 @@ static char *tagged[] = { (char *)A, (char *)B, (char *)C, NULL };
 static char *url_a[] = { (char *)A, NULL }, *url_b[] = { (char *)B, NULL }, *url_c[] = { (char *)C, NULL };
 static char *url_d[] = { (char *)"https://etcd-d.internal.x:2380", NULL };
 static char *none[] = { NULL };
+static char *client[] = { (char *)"https://10.0.0.1:4001", NULL }; /* published once a member ran */
 
 static EtcdMember members3[] = {
-        { .id = 1, .name = (char *)"etcd-a", .peer_urls = url_a, .client_urls = none },
-        { .id = 2, .name = (char *)"etcd-b", .peer_urls = url_b, .client_urls = none },
-        { .id = 3, .name = (char *)"etcd-c", .peer_urls = url_c, .client_urls = none },
+        { .id = 1, .name = (char *)"etcd-a", .peer_urls = url_a, .client_urls = client },
+        { .id = 2, .name = (char *)"etcd-b", .peer_urls = url_b, .client_urls = client },
+        { .id = 3, .name = (char *)"etcd-c", .peer_urls = url_c, .client_urls = client },
 };
 
 static MemberPlanInput input(EtcdDataState data, const EtcdMemberList *l) {
@@ -78,10 +79,11 @@ static void test_all_blank_is_new(void **state) {
         MemberPlan p = decide(&in);
         assert_int_equal(p.decision, MEMBER_NEW);
         assert_false(p.existing);
-        /* the others formed the cluster and list b as a voter that never started: new too */
+        /* the others formed the cluster and list b as a voter that never started: new too. It has its name
+         * (from initial-cluster), not its client URLs (found by the 3-master simulation) */
         EtcdMember unstarted[3];
         memcpy(unstarted, members3, sizeof(unstarted));
-        unstarted[1].name = (char *)"";
+        unstarted[1].client_urls = none;
         EtcdMemberList l = { .items = unstarted, .n = 3 };
         in = input(ETCD_DATA_BLANK, &l);
         assert_int_equal(decide(&in).decision, MEMBER_NEW);
@@ -141,6 +143,7 @@ static void test_resume(void **state) {
         assert_int_equal(p.remove_id, 0);
         /* crashed after the add: b is an unstarted learner, start it */
         m[1].name = (char *)"";
+        m[1].client_urls = none;
         m[1].is_learner = true;
         m[1].id = 22;
         EtcdMemberList added = { .items = m, .n = 3 };
@@ -151,6 +154,7 @@ static void test_resume(void **state) {
         assert_true(p.existing);
         /* the learner runs (it has data): promote it */
         m[1].name = (char *)"etcd-b";
+        m[1].client_urls = client;
         in = input(ETCD_DATA_PRESENT, &added);
         in.change_pending = true;
         p = decide(&in);
