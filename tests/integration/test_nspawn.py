@@ -243,6 +243,10 @@ def started(container):
         c.run("protokube", "pool", "create", "--id", f"vol-{cl}-a", "--size", "64M", "--zone", "z1",
               "--tag", "KubernetesCluster=demo.k8s.test", "--tag", "k8s.io/role/master=1",
               "--tag", f"k8s.io/etcd/{cl}=a/a")
+    # The container's /dev is a tmpfs without udev: a loop device the pool attaches gets its node in the
+    # host's devtmpfs only, and the pass times out waiting for /dev/loopN. Give it the nodes (block major
+    # 7), as the administrator of such a container would.
+    c.run("sh", "-c", "for i in $(seq 0 255); do [ -e /dev/loop$i ] || mknod /dev/loop$i b 7 $i; done")
     t0 = time.monotonic()
     p = c.run("systemctl", "start", "protokube", check=False, timeout=60)
     c.start_seconds = time.monotonic() - t0
@@ -291,18 +295,34 @@ def test_sandbox_lets_it_do_its_job(started):
 
 
 def test_sandbox_lets_it_mount_a_pool_volume(started):
-    # The pool attaches an image with LOOP_CTL_GET_FREE + LOOP_CONFIGURE through /dev/loop-control (bound
-    # into the container), then waits for /dev/loopN. A container's /dev is its own tmpfs without udev:
-    # the kernel's new node appears in the host's devtmpfs only, so the wait times out. Where the
-    # container has its loop nodes, the volume must be mounted.
+    # LOOP_CTL_GET_FREE + LOOP_CONFIGURE through /dev/loop-control (bound into the container), mkfs.ext4 of
+    # the blank image, the mount (in the service's namespace), the etcd manifest on the volume and its link:
+    # all through the unit's DevicePolicy=closed + DeviceAllow=block-* and ReadWritePaths. (Without the
+    # /dev/loopN nodes the fixture makes, the pass fails with "Volume 'vol-main-a': wait-device failed:
+    # timed out".)
     c = started
     journal = pass_outcome(c)
-    mounted = re.search(r"Mounted volume 'vol-main-a'.*", journal)
-    if not mounted:
-        err = re.search(r"Volume 'vol-main-a': .*", journal)
-        assert err and "wait-device failed: timed out" in err.group(0), journal[-3000:]
-        pytest.xfail(f"no loop device node in the container's /dev: {err.group(0)}")
-    print(mounted.group(0))
+    for vol in ("vol-main-a", "vol-events-a"):
+        assert re.search(rf"Mounted volume '{vol}' \(/dev/loop\d+\) on '/mnt/master-{vol}'", journal), journal
+    assert "Linked '/etc/kubernetes/manifests/etcd.manifest'" in journal, journal
+    pid = show(c, "MainPID")["MainPID"]
+    assert c.run("nsenter", "-t", pid, "-m", "findmnt", "-n", "-o", "FSTYPE",
+                 "/mnt/master-vol-main-a").stdout.strip() == "ext4"
+
+
+# KNOWN DEFECT of units/protokube.service.in, found by this test: the service's own mount namespace is
+# "shared,slave" (findmnt in it), so the volumes it mounts are not seen outside it; the etcd manifest link
+# in /etc/kubernetes/manifests then dangles for the kubelet. systemd.exec(5), MountFlags=: the file system
+# namespacing options (ProtectSystem=, ProtectHome=, PrivateTmp=, ReadWritePaths=, ...) "downgrade shared
+# to slave". Fixing it means giving up those options or mounting outside the namespace: a decision for the
+# lead. strict: the test fails as soon as the mounts propagate, so the marker goes with the fix.
+@pytest.mark.xfail(strict=True, reason="MountFlags=shared is downgraded to slave by the unit's namespacing")
+def test_mounts_are_seen_outside_the_service(started):
+    c = started
+    pass_outcome(c)
+    assert c.run("findmnt", "-n", "-o", "FSTYPE", "/mnt/master-vol-main-a",
+                 check=False).stdout.strip() == "ext4"
+    assert "etcd" in c.run("cat", "/etc/kubernetes/manifests/etcd.manifest", check=False).stdout
 
 
 def test_sandbox_allows_nothing_more(started):
