@@ -228,6 +228,10 @@ static int plan_digest(const CertsObservation *o, CertsPlan *plan) {
         return plan_digest_of(o, plan, false, plan->digest);
 }
 
+static bool leaf_of_cluster(const CertsLeafSlot *slot, const char *cluster) {
+        return slot->etcd_cluster && streq(slot->etcd_cluster, cluster);
+}
+
 /* Per etcd cluster: whether its member's pairs are there once the plan is applied. */
 static int plan_etcd_ready(const CertsSettings *s, const CertsObservation *o, CertsPlan *plan) {
         size_t n = strv_length(s->etcd_clusters);
@@ -237,8 +241,7 @@ static int plan_etcd_ready(const CertsSettings *s, const CertsObservation *o, Ce
         for (size_t c = 0; c < n; c++) {
                 bool ready = true;
                 for (size_t i = 0; i < o->layout.n_leaves; i++)
-                        if ((o->layout.leaves[i].etcd_cluster &&
-                             streq(o->layout.leaves[i].etcd_cluster, s->etcd_clusters[c])) &&
+                        if (leaf_of_cluster(&o->layout.leaves[i], s->etcd_clusters[c]) &&
                             plan->leaves[i].action != CERTS_KEEP && plan->leaves[i].action != CERTS_ISSUE)
                                 ready = false;
                 plan->etcd_ready[c] = ready && plan->status >= 0;
@@ -268,8 +271,7 @@ static int plan_unmanaged_or_failed(const CertsSettings *s, const CertsObservati
                 if (node->held_known && (!node->held_members || !node->held_members[c]))
                         goto done; /* nothing held: nothing waits */
                 for (size_t i = 0; o->error < 0 && i < o->layout.n_leaves; i++)
-                        if ((o->layout.leaves[i].etcd_cluster &&
-                             streq(o->layout.leaves[i].etcd_cluster, s->etcd_clusters[c])) &&
+                        if (leaf_of_cluster(&o->layout.leaves[i], s->etcd_clusters[c]) &&
                             (!o->leaves || o->leaves[i].status != PKI_LEAF_PRESENT))
                                 ready = false;
 done:

@@ -353,18 +353,28 @@ static void print_leaf(const CertsLeafSlot *slot, const PkiLeafState *st, const 
                         p->action == CERTS_ISSUE ? ")" : "");
 }
 
+/* The pass of a spec whose certificates protokube manages (it names a stateStore). Logs what failed. */
+static int pass_new_managed(CliContext *ctx, Pass **ret) {
+        _cleanup_(pass_freep) Pass *pass = NULL;
+        int r = pass_new(ctx->spec_path, &ctx->node, &pass);
+        if (r < 0)
+                return r;
+        if (!pass->certs.store_url) {
+                log_error("The spec '%s' names no stateStore: protokube manages no certificates.",
+                          ctx->spec_path);
+                return -EINVAL;
+        }
+        *ret = TAKE_PTR(pass);
+        return 0;
+}
+
 int verb_pki_show(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassObservation o = {};
         PassPlan plan = {};
 
-        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
+        if (pass_new_managed(ctx, &pass) < 0)
                 return EXIT_ERROR;
-        if (!pass->certs.store_url) {
-                log_error("The spec '%s' names no stateStore: protokube manages no certificates.",
-                          ctx->spec_path);
-                return EXIT_ERROR;
-        }
         if (pass_observe_and_plan(pass, &o, &plan) < 0)
                 return EXIT_ERROR;
         int ret = EXIT_SUCCESS;
@@ -388,13 +398,8 @@ int verb_pki_renew(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassReport rep = {};
 
-        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
+        if (pass_new_managed(ctx, &pass) < 0)
                 return EXIT_ERROR;
-        if (!pass->certs.store_url) {
-                log_error("The spec '%s' names no stateStore: protokube manages no certificates.",
-                          ctx->spec_path);
-                return EXIT_ERROR;
-        }
         pass->force_renew = true;
         pass_run(pass, &rep);
         int r = rep.status;

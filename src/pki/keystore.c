@@ -301,28 +301,9 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
         return fingerprint_compute(e);
 }
 
-int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keystore **ret, char **ret_error) {
-        _cleanup_(keystore_freep) Keystore *k = NULL;
-        int r;
-
-        if (!s || !spec || !ret)
-                return -EINVAL;
-        r = spec_check(spec, ret_error);
-        if (r < 0)
-                return r;
-        r = keystore_new(spec, &k);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < k->n; i++) {
-                r = entry_get_or_create(s, &k->entries[i], spec, at, ret_error);
-                if (r < 0)
-                        return r;
-        }
-        *ret = TAKE_PTR(k);
-        return 0;
-}
-
-int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error) {
+/* Every entry of spec, read; absent ones created (create) or left without a key. */
+static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool create, Keystore **ret,
+                         char **ret_error) {
         _cleanup_(keystore_freep) Keystore *k = NULL;
         int r;
 
@@ -336,12 +317,25 @@ int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret
                 return r;
         for (size_t i = 0; i < k->n; i++) {
                 KeystoreEntry *e = &k->entries[i];
-                r = entry_read(s, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
-                if (r < 0 && r != -ENOENT)
+                if (create)
+                        r = entry_get_or_create(s, e, spec, at, ret_error);
+                else {
+                        r = entry_read(s, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
+                        r = r == -ENOENT ? 0 : r;
+                }
+                if (r < 0)
                         return r;
         }
         *ret = TAKE_PTR(k);
         return 0;
+}
+
+int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keystore **ret, char **ret_error) {
+        return keystore_load(s, spec, at, true, ret, ret_error);
+}
+
+int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error) {
+        return keystore_load(s, spec, 0, false, ret, ret_error);
 }
 
 size_t keystore_missing(const Keystore *k) {

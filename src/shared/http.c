@@ -13,11 +13,24 @@ typedef struct HttpExchange {
         Buf body;
         Buf headers;
         bool too_big;
+        const HttpRequest *req;
+        CURL *curl;
+        int sink_error; /* the sink's negative return, which ended the exchange */
 } HttpExchange;
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
         HttpExchange *x = userdata;
         size_t n = size * nmemb;
+        if (x->req->sink) {
+                long status = 0;
+                curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
+                int r = x->req->sink(status, ptr, n, x->req->sink_userdata);
+                if (r < 0) {
+                        x->sink_error = r;
+                        return 0;
+                }
+                return n;
+        }
         if (buf_add(&x->body, ptr, n) < 0) {
                 x->too_big = true;
                 return 0; /* makes curl fail with CURLE_WRITE_ERROR */
@@ -88,6 +101,8 @@ static int http_check_request(const HttpRequest *req) {
                 return -EINVAL;
         if (req->body_len > 0 && !req->body)
                 return -EINVAL;
+        if (!req->cert_file != !req->key_file)
+                return -EINVAL; /* a client certificate needs its key and the other way round */
         for (size_t i = 0; i < req->n_headers; i++)
                 if (!req->headers[i] || string_has_cc(req->headers[i]) || !strchr(req->headers[i], ':'))
                         return -EINVAL; /* a CR or LF would inject headers */
@@ -120,6 +135,14 @@ static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdr
         SET(CURLOPT_USERAGENT, "protokube");
         if (req->ca_file)
                 SET(CURLOPT_CAINFO, req->ca_file);
+        if (req->cert_file) {
+                SET(CURLOPT_SSLCERT, req->cert_file);
+                SET(CURLOPT_SSLCERTTYPE, "PEM");
+        }
+        if (req->key_file) {
+                SET(CURLOPT_SSLKEY, req->key_file);
+                SET(CURLOPT_SSLKEYTYPE, "PEM");
+        }
         /* Loopback and link-local never go through a proxy (the metadata service, local test doubles). */
         if (req->no_proxy)
                 SET(CURLOPT_NOPROXY, "*");
@@ -141,7 +164,7 @@ static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdr
 int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
         char errbuf[CURL_ERROR_SIZE] = "";
         struct curl_slist *hdrs = NULL;
-        HttpExchange x = {};
+        HttpExchange x = { .req = req };
         CURL *curl = NULL;
         long status = 0;
         int r;
@@ -177,12 +200,18 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                 r = -ENOMEM;
                 goto finish;
         }
+        x.curl = curl;
         r = http_setup(curl, req, hdrs, &x, errbuf);
         if (r < 0) {
                 set_error(ret_error, req->url, "cannot configure the request");
                 goto finish;
         }
         CURLcode c = curl_easy_perform(curl);
+        if (c != CURLE_OK && x.sink_error < 0) {
+                r = x.sink_error;
+                set_error(ret_error, req->url, "the response was refused by its reader");
+                goto finish;
+        }
         if (c != CURLE_OK) {
                 r = curl_to_errno(c, x.too_big);
                 set_error(ret_error, req->url,

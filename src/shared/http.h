@@ -24,8 +24,15 @@ typedef struct HttpRequest {
         size_t max_response;    /* body cap; 0 = HTTP_RESPONSE_MAX_DEFAULT */
         bool no_proxy;          /* never through a proxy (the instance metadata service) */
         const char *ca_file;    /* PEM bundle of the CAs to trust for https; NULL: the system's */
-        bool sensitive;         /* the response holds a secret (IMDS token, role credentials): its buffers
-                                   are erased before they are freed, http_response_done() included */
+        const char *cert_file;  /* PEM client certificate for https (mutual TLS); NULL: none */
+        const char *key_file;   /* PEM private key of cert_file (read by OpenSSL, never copied by us) */
+        /* When set, the body is not kept: each piece is handed to sink as it arrives, with the status of
+         * the response (a stream larger than any buffer: an etcd snapshot, a watch). A negative return
+         * ends the exchange and is http_request()'s result. The response then has an empty body. */
+        int (*sink)(long status, const void *data, size_t len, void *userdata);
+        void *sink_userdata;
+        bool sensitive; /* the response holds a secret (IMDS token, role credentials): its buffers
+                           are erased before they are freed, http_response_done() included */
 } HttpRequest;
 
 typedef struct HttpResponse {

@@ -18,7 +18,6 @@ The Kubernetes binaries come from scripts/k8s-binaries.sh (a cold build is ~16 m
 the cache the test builds it; it skips only if that build cannot run here (and fails in CI)."""
 import json
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -207,8 +206,9 @@ def test_one_master_runs_protokubes_static_pods(master):
         return (seen if running else False), seen
     seen = wait("mirror pods of every static pod, the control plane Running", mirror_pods, 180, node)
 
-    # hostNetwork pods share the machine's UTS namespace: the holder is "<machine hostname>_<uuid>".
-    holder = socket.gethostname() + "_"
+    # hostNetwork pods share the UTS namespace of the node's containerd, named after the node
+    # (tests/k8s/node.py): the holder is "<node name>_<uuid>".
+    holder = node.name + "_"
 
     def leases():
         held = {}

@@ -115,6 +115,57 @@ static void test_timeout(void **state) {
         oneshot_stop(&o);
 }
 
+typedef struct Sunk {
+        long status;
+        size_t len;
+        size_t calls;
+        int fail_after; /* calls before the sink refuses; 0 = never */
+} Sunk;
+
+static int sink_count(long status, const void *data, size_t len, void *userdata) {
+        Sunk *s = userdata;
+        assert_non_null(data);
+        s->status = status;
+        s->len += len;
+        s->calls++;
+        if (s->fail_after > 0 && s->calls >= (size_t)s->fail_after)
+                return -EBADMSG;
+        return 0;
+}
+
+/* A body past the buffer cap streams through a sink with its status; a sink's error ends the exchange. */
+static void test_sink(void **state) {
+        OneShot o;
+        _cleanup_free_ char *reply =
+            strdup("HTTP/1.1 201 Created\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n");
+        for (unsigned i = 0; i < 64; i++)
+                assert_int_equal(strextend_printf(&reply, "%064u", i), 0);
+        oneshot_start(&o, reply, strlen(reply));
+        Sunk s = {};
+        HttpRequest req = {
+                .method = "GET", .url = o.url, .max_response = 100, .sink = sink_count, .sink_userdata = &s
+        };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        assert_int_equal(resp.status, 201);
+        assert_int_equal(resp.body_len, 0);
+        assert_int_equal(s.status, 201);
+        assert_int_equal(s.len, 4096);
+        http_response_done(&resp);
+        oneshot_stop(&o);
+
+        oneshot_start(&o, reply, strlen(reply));
+        s = (Sunk){ .fail_after = 1 };
+        char *err = NULL;
+        assert_int_equal(http_request(&req, &resp, &err), -EBADMSG);
+        assert_non_null(strstr(err, "refused by its reader"));
+        free(err);
+        oneshot_stop(&o);
+
+        HttpRequest half = { .method = "GET", .url = o.url, .cert_file = "/nonexistent.crt" };
+        assert_int_equal(http_request(&half, &resp, NULL), -EINVAL);
+}
+
 static void test_refused_and_invalid(void **state) {
         OneShot o;
         const char *reply = "HTTP/1.1 204 No Content\r\n\r\n";
@@ -137,6 +188,7 @@ int main(void) {
                 cmocka_unit_test(test_ok_and_headers),
                 cmocka_unit_test(test_cap),
                 cmocka_unit_test(test_timeout),
+                cmocka_unit_test(test_sink),
                 cmocka_unit_test(test_refused_and_invalid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
