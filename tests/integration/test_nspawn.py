@@ -161,9 +161,13 @@ def attached_loops():
 
 
 def our_loops(work, token):
+    """The loop devices of the run with this work directory and token (above)."""
     images = set()
     for img in glob.glob(os.path.join(work, "root", "var", "lib", "protokube", token, "pool", "*.img")):
-        st = os.stat(img)
+        try:
+            st = os.stat(img)
+        except OSError:
+            continue
         images.add((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
     return [dev for dev, back, ident in attached_loops()
             if f"/{token}/" in back or back.startswith(work + "/") or ident in images]
@@ -246,8 +250,9 @@ def sweep_stale():
             stop_pid(int(pid), start)
         except (OSError, ValueError):
             pass
-        release(work, token)
+        left = release(work, token)
         shutil.rmtree(work, ignore_errors=True)
+        print(f"swept {work} of a killed run", *left, sep="\n  ", file=sys.stderr)
     for dev, back, _ in attached_loops():
         m = TOKEN_RE.search(back)
         if m and not os.path.exists(os.path.join(tempfile.gettempdir(), m.group(1))):
@@ -347,14 +352,16 @@ def booted(base, deb, name):
         yield c
         done = True
     finally:
-        with signals_deferred():
-            try:
-                if c:
-                    c.stop()
-            finally:
-                left = release(work, token)
-                shutil.rmtree(work, ignore_errors=True)
-                signal.signal(signal.SIGTERM, previous)
+        try:
+            with signals_deferred():
+                try:
+                    if c:
+                        c.stop()
+                finally:
+                    left = release(work, token)
+                    shutil.rmtree(work, ignore_errors=True)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         if left and not done:
             print("teardown after a failure:", *left, sep="\n  ", file=sys.stderr)
     assert not left, "the teardown left:\n" + "\n".join(left)
