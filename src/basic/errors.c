@@ -18,6 +18,7 @@ const char *pk_strerror(int r) {
                 [-PK_ECHILD - 1000] = "child process failed",
                 [-PK_ECONFLICT - 1000] = "concurrent modification",
                 [-PK_EWAITING - 1000] = "waiting",
+                [-PK_EETCD - 1000] = "etcd returned an error",
         };
         if (r > 0)
                 r = -r;

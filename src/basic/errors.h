@@ -14,7 +14,8 @@ enum {
         PK_ECHILD = -1008,     /* a child process failed (fsck, mkfs) */
         PK_ECONFLICT = -1009,  /* compare-and-set lost: somebody else changed it first */
         PK_EWAITING = -1010,   /* not converged yet, waiting on something outside our control */
-        PK_ERROR_MIN = -1010,
+        PK_EETCD = -1011,      /* etcd answered with an error (its message travels in ret_error) */
+        PK_ERROR_MIN = -1011,
 };
 
 /* Like strerror(), and for our own codes. r may be negative or positive. Never NULL. */

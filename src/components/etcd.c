@@ -154,7 +154,9 @@ static int member_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, 
         return 0;
 }
 
-/* Every member bootstraps the same cluster from the same list: all members in tag order, kops' token. */
+/* Every member bootstraps the same cluster from the same list: all members in tag order, kops' token. A
+ * replaced member joins the running cluster: state existing, and the same list, which is the cluster's
+ * current member list (protokube replaces a member only when the cluster lists no other). */
 static int cluster_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m, const EtcdLayout *l,
                          char ***f) {
         _cleanup_free_ char *cluster = NULL, *token = NULL;
@@ -165,7 +167,7 @@ static int cluster_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m,
         if (r < 0)
                 return r;
         if (flags_push(f, "initial-cluster", cluster) < 0 ||
-            flags_push(f, "initial-cluster-state", "new") < 0 ||
+            flags_push(f, "initial-cluster-state", m->existing ? "existing" : "new") < 0 ||
             flags_push(f, "initial-cluster-token", token) < 0)
                 return -ENOMEM;
         return 0;

@@ -10,6 +10,8 @@ typedef struct EtcdMemberAssignment {
         const char *member;     /* this node's member: "a" */
         char *const *members;   /* all member names in tag order: {"a","b","c",NULL} */
         const char *mount_path; /* where the member's volume is mounted, e.g. /mnt/master-vol-1 */
+        bool existing; /* joins a running cluster (initial-cluster-state=existing): a replaced member, added
+                          to the cluster through the etcd API first (docs/etcd-members.md) */
 } EtcdMemberAssignment;
 
 /* Renders the etcd static pod manifest (YAML text, caller frees) for the assignment. */

@@ -27,6 +27,9 @@ void pass_observation_done(PassObservation *o) {
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);
         certs_observation_done(&o->certs);
+        for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
+                pass_etcd_member_done(&o->etcd_members[i]);
+        free(o->etcd_members);
         *o = (PassObservation){};
 }
 
@@ -105,6 +108,11 @@ int pass_observe(Pass *p, PassObservation *ret) {
                         log_warning("Unreadable volume: %s", *w);
                 volumes_input(&p->cfg, &o->volumes, &o->in);
                 observe_dns(p, o);
+                r = pass_etcd_observe(p, o);
+                if (r < 0) {
+                        pass_observation_done(o);
+                        return log_oom();
+                }
         }
         r = certs_observe(&p->certs, &o->certs);
         if (r < 0) {
@@ -137,10 +145,12 @@ void pass_plan_done(PassPlan *p) {
         free(p->control_plane_write);
         certs_plan_done(&p->certs);
         free(p->held_members);
+        free(p->member_plans);
         *p = (PassPlan){};
 }
 
-static int render_member(const Pass *pass, const VolumeEligibility *e, const char *id, char **ret) {
+int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
+                       char **ret) {
         _cleanup_free_ char *mount = volume_mount_path(pass->node.mount_root, id);
         if (!mount)
                 return -ENOMEM;
@@ -149,13 +159,38 @@ static int render_member(const Pass *pass, const VolumeEligibility *e, const cha
                 .member = e->etcd.member,
                 .members = e->etcd.members,
                 .mount_path = mount,
+                .existing = existing,
         };
         return etcd_manifest_render(pass->spec, &a, ret);
 }
 
+/* Whether volume i's member gets initial-cluster-state=existing: as decided, and once written, for good: a
+ * member with data ignores the flag, so keeping it spares etcd a restart for a changed manifest. */
+static bool member_existing(const PassObservation *o, const PassPlan *plan, size_t i) {
+        const MemberPlan *d = plan->member_plans ? &plan->member_plans[i] : NULL;
+        if (!d || !o->etcd_members || !o->etcd_members[i].observed)
+                return false;
+        if (d->decision != MEMBER_KEEP)
+                return d->existing;
+        const char *text = o->in.observed ? o->in.observed[i].manifest_text : NULL;
+        return d->existing || (text && strstr(text, "--initial-cluster-state=existing"));
+}
+
+/* The decision for each member observed (pure: etcdapi/member-plan.h). */
+static int plan_members(const PassObservation *o, PassPlan *plan) {
+        plan->member_plans = new0(MemberPlan, o->in.n_volumes + 1);
+        if (!plan->member_plans)
+                return -ENOMEM;
+        for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
+                if (o->etcd_members[i].observed)
+                        pass_etcd_decide(&o->etcd_members[i], &plan->member_plans[i]);
+        return 0;
+}
+
 /* The etcd manifest of each held, mounted volume against what it should be: the planner then plans a write
  * only where they differ. */
-static int plan_manifest_currency(const Pass *pass, const VolumesInput *in, VolumeObserved *observed) {
+static int plan_manifest_currency(const Pass *pass, const PassObservation *ob, const PassPlan *plan,
+                                  const VolumesInput *in, VolumeObserved *observed) {
         for (size_t i = 0; i < in->n_volumes; i++) {
                 VolumeObserved *o = &observed[i];
                 VolumeEligibility e = {};
@@ -164,7 +199,8 @@ static int plan_manifest_currency(const Pass *pass, const VolumesInput *in, Volu
                         continue;
                 int r = volume_classify(&in->volumes[i], in->cluster, NULL, in->etcd_clusters, &e);
                 if (r >= 0 && e.eligible)
-                        r = render_member(pass, &e, in->volumes[i].id, &text);
+                        r = pass_render_member(pass, &e, in->volumes[i].id, member_existing(ob, plan, i),
+                                               &text);
                 volume_eligibility_done(&e);
                 if (r == -ENOMEM)
                         return r;
@@ -228,7 +264,7 @@ static int plan_certs(const Pass *pass, const PassObservation *o, PassPlan *plan
 }
 
 /* The etcd manifest of each selected member, for the write actions. */
-static int plan_etcd_texts(const Pass *pass, PassPlan *plan) {
+static int plan_etcd_texts(const Pass *pass, const PassObservation *o, PassPlan *plan) {
         plan->etcd_texts = new0(char *, plan->volumes.n_selections + 1);
         if (!plan->etcd_texts)
                 return -ENOMEM;
@@ -244,8 +280,8 @@ static int plan_etcd_texts(const Pass *pass, PassPlan *plan) {
                                 return -ENOMEM;
                         continue;
                 }
-                int r = render_member(pass, &plan->volumes.eligibility[i], plan->in.volumes[i].id,
-                                      &plan->etcd_texts[k]);
+                int r = pass_render_member(pass, &plan->volumes.eligibility[i], plan->in.volumes[i].id,
+                                           member_existing(o, plan, i), &plan->etcd_texts[k]);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 && !plan->etcd_render_error)
@@ -356,7 +392,9 @@ int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
                 memcpy(plan.observed, o->in.observed, sizeof(VolumeObserved) * o->in.n_volumes);
         plan.in.observed = plan.observed;
         if (r >= 0 && o->volumes_error >= 0) {
-                r = plan_manifest_currency(pass, &plan.in, plan.observed);
+                r = plan_members(o, &plan);
+                if (r >= 0)
+                        r = plan_manifest_currency(pass, o, &plan, &plan.in, plan.observed);
                 if (r >= 0)
                         r = volumes_plan(&plan.in, &plan.volumes);
                 if (r >= 0)
@@ -365,7 +403,7 @@ int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
         if (r >= 0)
                 r = plan_certs(pass, o, &plan);
         if (r >= 0 && o->volumes_error >= 0) {
-                r = plan_etcd_texts(pass, &plan);
+                r = plan_etcd_texts(pass, o, &plan);
                 if (r >= 0)
                         r = volumes_view(&plan.in, &plan.volumes, &plan.view);
         }
@@ -445,6 +483,8 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
                         fprintf(out, "write-manifest %s/%s\n", pass->node.manifest_dir,
                                 plan->control_plane.items[i].file_name);
         certs_plan_print(&o->certs, &plan->certs, out);
+        if (o->volumes_error >= 0 && plan->member_plans)
+                pass_etcd_plan_print(pass, o, plan, out);
 }
 
 int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan) {

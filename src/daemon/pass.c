@@ -341,6 +341,7 @@ static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, PassRe
 static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool last, PassReport *rep) {
         _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
         _cleanup_free_ char **etcd_texts = NULL;
+        _cleanup_strv_free_ char **etcd_owned = NULL; /* texts rendered anew by the membership step */
         VolumesPassResult res = {};
         int r;
         if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the rest still is kept */
@@ -365,6 +366,10 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         }
         if (r >= 0 && !stop_requested())
                 r = apply_certs(p, o, plan, rep, &etcd_texts);
+        if (r >= 0 && !stop_requested()) {
+                pass_progress_step("etcd members");
+                r = pass_etcd_apply(p, o, plan, etcd_texts, &etcd_owned, rep);
+        }
         if (r >= 0 && !stop_requested()) {
                 pass_progress_step("etcd manifests");
                 if (plan->etcd_render_error)

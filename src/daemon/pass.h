@@ -23,6 +23,8 @@
 #include "components/render.h"
 #include "daemon/report.h"
 #include "dns/dns-provider.h"
+#include "etcdapi/etcd-json.h"
+#include "etcdapi/member-plan.h"
 #include "spec/spec.h"
 #include "volumes/volumes.h"
 
@@ -57,6 +59,28 @@ int pass_reload(Pass *p);
 /* Runs one pass (observe, plan, apply) and fills the report. */
 void pass_run(Pass *p, PassReport *rep);
 
+/* A held, mounted etcd member's volume and, when its data is gone or a replacement of ours is under way,
+ * what the other members say (docs/etcd-members.md). */
+typedef struct PassEtcdMember {
+        bool observed; /* the volume is held, mounted and eligible: its data was looked at */
+        EtcdDataState data;
+        bool change_pending; /* our marker on the volume */
+        unsigned promote_attempts;
+        bool queried;      /* the other members were asked */
+        int cluster_error; /* < 0: no other member answered the member list (cluster_message) */
+        char *cluster_message;
+        EtcdMemberList members;
+        size_t n_others, n_others_healthy;
+        char *lock_holder; /* another node's name, when it holds the membership lock */
+        char *peer_url;
+        char **tagged_peer_urls;
+        char **other_endpoints; /* the other members' client URLs */
+        int client_error;       /* the client could not be set up (no client certificate): why */
+        char *client_message;
+} PassEtcdMember;
+
+void pass_etcd_member_done(PassEtcdMember *m);
+
 /* What one observation saw. */
 typedef struct PassObservation {
         int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
@@ -67,11 +91,12 @@ typedef struct PassObservation {
         int dns_error;   /* reading what DNS serves failed: the plan carries it to the report */
         char *dns_message;
         DnsRRsetList dns_served;
-        bool dns_repair;        /* the store needs a write even if nothing differs */
-        char **manifest_names;  /* control-plane manifests in the manifest dir (regular files) */
-        char **manifest_texts;  /* parallel to manifest_names */
-        CertsObservation certs; /* the state store's keystore and the node's certificates */
-        usec_t realtime;        /* when it was observed: "now" for the certificates' plan */
+        bool dns_repair;              /* the store needs a write even if nothing differs */
+        char **manifest_names;        /* control-plane manifests in the manifest dir (regular files) */
+        char **manifest_texts;        /* parallel to manifest_names */
+        CertsObservation certs;       /* the state store's keystore and the node's certificates */
+        usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
+        PassEtcdMember *etcd_members; /* parallel to in.volumes */
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
@@ -99,6 +124,7 @@ typedef struct PassPlan {
         CertsPlan certs; /* the node's certificates for the members held after this pass's claims */
         const char **held_members; /* per etcd cluster (parallel to Pass.etcd_clusters): the member this
                                       node holds after the plan, NULL: none (points into volumes) */
+        MemberPlan *member_plans;  /* parallel to in.volumes: the decision for each observed member */
 } PassPlan;
 
 void pass_plan_done(PassPlan *p);
@@ -115,6 +141,20 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
 /* The spec's certificate settings (pointing into spec and etcd_clusters, the etcd clusters' names in the
  * spec's order), as a pass gives them to certs/. */
 CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters);
+
+/* The etcd member of volume i (pass-etcd.c): observe it (its data, our marker and, when needed, the other
+ * members), decide (pure), and, in apply, carry out the decision of each selection: the etcd texts to write
+ * are adjusted in place (texts[k] set to NULL: held back; to a text in *owned: rendered anew). */
+int pass_etcd_observe(Pass *p, PassObservation *o);
+int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
+                             PassEtcdMember *ret);
+void pass_etcd_decide(const PassEtcdMember *m, MemberPlan *ret);
+int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
+                    PassReport *rep);
+void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
+/* The etcd manifest of volume i's member (pass-plan.c). */
+int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
+                       char **ret);
 
 /* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -9,11 +9,12 @@
 #include "basic/macro.h"
 
 static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
-        [PASS_STAGE_SPEC] = "spec",   [PASS_STAGE_DISCOVER] = "discover",
-        [PASS_STAGE_CLAIM] = "claim", [PASS_STAGE_DEVICE] = "device",
-        [PASS_STAGE_FSCK] = "fsck",   [PASS_STAGE_FORMAT] = "format",
-        [PASS_STAGE_MOUNT] = "mount", [PASS_STAGE_MANIFEST] = "manifest",
-        [PASS_STAGE_DNS] = "dns",     [PASS_STAGE_CERTS] = "certificates",
+        [PASS_STAGE_SPEC] = "spec",         [PASS_STAGE_DISCOVER] = "discover",
+        [PASS_STAGE_CLAIM] = "claim",       [PASS_STAGE_DEVICE] = "device",
+        [PASS_STAGE_FSCK] = "fsck",         [PASS_STAGE_FORMAT] = "format",
+        [PASS_STAGE_MOUNT] = "mount",       [PASS_STAGE_MANIFEST] = "manifest",
+        [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
+        [PASS_STAGE_ETCD] = "etcd-members",
 };
 
 const char *pass_stage_to_string(PassStage s) {

@@ -23,6 +23,7 @@ typedef enum PassStage {
         PASS_STAGE_MANIFEST,
         PASS_STAGE_DNS,
         PASS_STAGE_CERTS,
+        PASS_STAGE_ETCD, /* etcd membership: a member's replacement (docs/etcd-members.md) */
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;

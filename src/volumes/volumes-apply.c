@@ -412,8 +412,9 @@ static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool lin
                         r = manifest_symlink(lpath, file);
         } else {
                 const char *yaml = c->etcd_texts ? c->etcd_texts[selection] : NULL;
-                if (!yaml)
-                        return -EINVAL;
+                if (!yaml) /* the pass held it back and said why (its certificates, its etcd member) */
+                        return error_setf(ret_error, PK_EWAITING,
+                                          "the etcd manifest is held back (see above)");
                 r = write_volume_manifest(c, i, mount_path, yaml, ret_error);
         }
         if (r > 0)

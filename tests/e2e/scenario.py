@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The no-ops etcd cluster, end to end: three masters come up, one is terminated and replaced, one reboots,
-the DNS server goes away for a while. Each step is asserted; a timeline is printed. Run as root:
+the DNS server goes away for a while, a member's volume loses its contents. Each step is asserted; a timeline is printed. Run as root:
 
     /usr/bin/python3 tests/e2e/scenario.py          (make demo does this)
 
@@ -82,6 +82,12 @@ def member_list(c, via, cluster_name, node_names):
     if p.returncode != 0:
         return None
     return {m.get("name"): m["ID"] for m in json.loads(p.stdout)["members"]}
+
+
+def members_full(c, via, cluster_name, node_names):
+    """etcd's member list as etcdctl prints it (name, ID, isLearner, clientURLs), or None."""
+    p = c.etcdctl(via, endpoints(cluster_name, node_names, by="ip"), "member", "list", "-w", "json")
+    return json.loads(p.stdout)["members"] if p.returncode == 0 else None
 
 
 def dns_is(c, name, want):
@@ -328,6 +334,41 @@ class Scenario:
         wait_for("records still right", lambda: dns_is(self.c, f"etcd-b.{SUFFIX}", [ADDRS["d"]]), 20)
         self.tl.mark("c recovered: /healthz 200, records right")
 
+    def step5_blank_b(self):
+        """docs/etcd-members.md: the member's volume loses everything while the cluster runs; d's passes
+        remove the old etcd-b, add a learner, start it with state existing and promote it."""
+        self.say("\n5. The contents of member b's volume are destroyed while the cluster runs")
+        d = self.c.masters["d"]
+        vol = os.path.join(d.mnt, "master-vol-main-b")
+        old = member_list(self.c, "a", "main", "acd")
+        t0 = time.monotonic()
+        for name in os.listdir(vol):
+            path = os.path.join(vol, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                subprocess.run(["rm", "-rf", "--one-file-system", path], check=True, timeout=60)
+            else:
+                os.unlink(path)
+        self.tl.mark("b's main volume (on d) emptied: etcd data, manifest, everything")
+
+        def voting_again():
+            ms = members_full(self.c, "a", "main", "acd")
+            if not ms or len(ms) != 3 or any(m.get("isLearner") or not m.get("clientURLs") for m in ms):
+                return None
+            ids = {m.get("name"): m["ID"] for m in ms}
+            return ids if set(ids) == set(old) and ids["etcd-b"] != old["etcd-b"] else None
+        ids = wait_for("a new etcd-b voting (removed, added as a learner, promoted)", voting_again, 180, 0.5)
+        wait_for("etcd main healthy on a, c, d", lambda: healthy(self.c, "a", endpoints("main", "acd", by="ip")),
+                 60, 0.2)
+        t1 = time.monotonic()
+        p = self.c.etcdctl("d", f"https://{ADDRS['d']}:4001", "get", "/protokube/e2e", "--print-value-only",
+                           "--consistency=s")
+        if p.stdout.strip() != "written-at-step-1":
+            raise ScenarioError(f"key not on the new etcd-b: {p.stdout!r} {p.stderr!r}")
+        self.member_ids["main"] = ids
+        self.failover["blank member"] = t1 - t0
+        self.tl.mark(f"etcd main: three healthy voting members again, etcd-b {old['etcd-b']} -> {ids['etcd-b']}, "
+                     f"key intact: {t1 - t0:.1f} s after the volume was emptied, no human step")
+
     def check_tls(self):
         """Every etcd member ran with peer and client TLS on certificates its master issued; no peer or
         client was refused (the replacement d presented etcd-b's certificate and the peers accepted it)."""
@@ -343,6 +384,7 @@ class Scenario:
             self.step2_replace_b()
             self.step3_reboot_a()
             self.step4_dns_outage()
+            self.step5_blank_b()
             self.check_tls()
             ok = True
         finally:
@@ -354,14 +396,18 @@ class Scenario:
         self.say("\nFailover (b released -> etcd-b healthy on d): "
                  f"{1000 * self.failover['total']:.0f} ms; by stage (ms after release):")
         for k, v in self.failover.items():
-            if k != "total":
+            if k not in ("total", "blank member"):
                 self.say(f"  {k:12s} {1000 * v:7.0f}")
+        if "blank member" in self.failover:
+            self.say(f"\nBlank member replaced (volume emptied -> three healthy voting members): "
+                     f"{self.failover['blank member']:.1f} s")
         if self.api:
             self.say(f"\nAPI availability across the replacement (probes of /readyz through api.{SUFFIX} every "
                      f"50 ms): {self.api['probes']} probes, {self.api['failed']} failed, longest gap "
                      f"{1000 * self.api['longest gap']:.0f} ms")
-        self.say("\nSUCCESS: etcd healed itself through DNS: replaced, rebooted and DNS-outage masters "
-                 "all converged with no human step.")
+        self.say("\nSUCCESS: etcd healed itself: replaced, rebooted and DNS-outage masters converged through DNS, "
+                 "and a member whose volume lost its contents was replaced through the etcd API, with no human "
+                 "step.")
         return self.failover
 
 

@@ -26,6 +26,12 @@ CLUSTER = "demo.k8s.test"
 MIB = 1024 * 1024
 
 
+def node_ip(node):
+    """A node's internal address: on loopback, because a blank member's pass asks the members other nodes
+    hold at these addresses (docs/etcd-members.md); nothing listens there, so nothing leaves the machine."""
+    return "127.0.10." + str(sum(map(ord, node)) % 250 + 1)
+
+
 def run(*argv, check=True, timeout=60, **kw):
     p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, **kw)
     if check and p.returncode != 0:
@@ -98,7 +104,7 @@ class VolEnv:
     # --- protokube
     def argv(self, verb, node, *extra, zone="z1"):
         return [self.bin, "-c", self.spec, verb, "--node-name", node, "--zone", zone,
-                "--internal-ip", "10.0.0." + str(sum(map(ord, node)) % 250 + 1),
+                "--internal-ip", node_ip(node),
                 "--pool", self.pool, "--mount-root", self.mount_root(node),
                 "--manifest-dir", self.manifest_dir(node), *extra]
 

@@ -20,14 +20,12 @@ import time
 import pytest
 
 from conftest import need_root, protokube_bin
-from loopdev import CLUSTER, VolEnv, run
+from loopdev import CLUSTER, VolEnv, node_ip, run
 from test_store import BUCKET, aws_double, s3_env  # noqa: F401 (aws_double is a fixture)
 
 SUFFIX = f"internal.{CLUSTER}"
 
 
-def node_ip(node):
-    return "10.0.0." + str(sum(map(ord, node)) % 250 + 1)
 
 
 class CertEnv(VolEnv):

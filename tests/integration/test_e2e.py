@@ -1,6 +1,7 @@
 """The no-ops etcd cluster end to end (tests/e2e/scenario.py): three masters on real etcd in network
-namespaces, a master replaced, one rebooted, the DNS server stopped for a while. Each step asserts; the
-failover must keep the member (same ID, data readable, no reformat)."""
+namespaces, a master replaced, one rebooted, the DNS server stopped for a while, a member's volume emptied.
+Each step asserts; the failover must keep the member (same ID, data readable, no reformat); the emptied
+member is replaced (a new ID under the same name, the data back from the others)."""
 
 import io
 import os
@@ -22,4 +23,5 @@ def test_noops_etcd_cluster():
     finally:
         print(out.getvalue())
     assert failover["total"] > 0
+    assert failover["blank member"] > 0
     assert "SUCCESS" in out.getvalue()

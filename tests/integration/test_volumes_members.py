@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+import loopdev
 from loopdev import MIB, loop_of, run
 
 
@@ -15,7 +16,7 @@ def env(main_volumes):
 
 
 def ip_of(node):
-    return "10.0.0." + str(sum(map(ord, node)) % 250 + 1)
+    return loopdev.node_ip(node)
 
 
 def test_member_held_elsewhere_is_never_claimed(env):
