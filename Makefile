@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan demo demo-aws render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan deb demo demo-aws render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -21,6 +21,10 @@ build: $(BUILD)/build.ninja
 
 build-asan: $(BUILD_ASAN)/build.ninja
 	ninja -C $(BUILD_ASAN)
+
+# Binary packages (debian/, dpkg-buildpackage) in build-deb/, checked by lintian.
+deb: deps
+	@scripts/make-deb.sh build-deb
 
 demo: deps build
 	@scripts/demo.sh $(BUILD)/src/cli/protokube
@@ -73,4 +77,4 @@ bench: build
 	@bench/run.sh $(BUILD)/src/cli/protokube
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) build-fuzz
+	rm -rf $(BUILD) $(BUILD_ASAN) build-fuzz build-deb

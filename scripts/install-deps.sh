@@ -18,6 +18,8 @@ PACKAGES=(
         containerd runc containernetworking-plugins libc6-dev
         # benchmarks (make bench): massif, binary size
         valgrind binutils
+        # the package (make deb), its man pages and the unit under a real systemd (test_nspawn.py)
+        scdoc debhelper dpkg-dev fakeroot lintian debootstrap systemd-container
 )
 
 missing=()

@@ -7,7 +7,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "cli/cli.h"
-#include "config.h"
+#include "version.h"
 
 static int verb_version(CliContext *ctx, char **args) {
         printf("protokube %s\n", PROTOKUBE_VERSION);
