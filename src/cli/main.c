@@ -154,6 +154,33 @@ static const CliVerb kube_verbs[] = {
         {},
 };
 
+/* etcd's backups in the state store (docs/etcd-backups.md). */
+static const CliVerb etcd_verbs[] = {
+        { .name = "backups",
+          .run = verb_etcd_backups,
+          .help = "list the backups of CLUSTER (default every etcd cluster): timestamp, size, sha256, taker",
+          .flags = CLI_NEEDS_SPEC,
+          .args_synopsis = "[CLUSTER]",
+          .max_args = 1 },
+        { .name = "backup",
+          .run = verb_etcd_backup,
+          .help = "take a backup of CLUSTER now from this node's member and store it",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS,
+          .options = verb_etcd_backup_options,
+          .args_synopsis = "CLUSTER",
+          .min_args = 1,
+          .max_args = 1 },
+        { .name = "download",
+          .run = verb_etcd_download,
+          .help = "write a backup's snapshot (default the newest) to --out FILE, checked",
+          .flags = CLI_NEEDS_SPEC,
+          .options = verb_etcd_download_options,
+          .args_synopsis = "CLUSTER [TIMESTAMP]",
+          .min_args = 1,
+          .max_args = 2 },
+        {},
+};
+
 /* A new verb is one row here (and its function and option table declared in cli.h). */
 static const CliVerb verbs[] = {
         { .name = "run",
@@ -209,6 +236,7 @@ static const CliVerb verbs[] = {
         { .name = "kube",
           .help = "the Kubernetes API: apply, get, delete, readyz, livez",
           .sub_verbs = kube_verbs },
+        { .name = "etcd", .help = "etcd's backups: backups, backup, download", .sub_verbs = etcd_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

@@ -381,6 +381,8 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
                 pass_progress_step("control-plane manifests");
                 apply_control_plane(p, plan, rep);
         }
+        if (r >= 0 && !stop_requested())
+                pass_backups_run(p, o, plan, rep);
         if (r == -ECANCELED || stop_requested()) {
                 pass_report_error(rep, PASS_STAGE_SPEC, PK_EWAITING, "stopping");
                 return 0;

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "backup/backup-snapshot.h"
 #include "certs/certs.h"
 #include "components/render.h"
 #include "daemon/report.h"
@@ -155,6 +156,17 @@ void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const Pass
 /* The etcd manifest of volume i's member (pass-plan.c). */
 int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
                        char **ret);
+
+/* etcd backups (pass-backup.c): after the manifests, the slot's backup of each cluster whose member this
+ * node holds and leads, the retention, and the newest backup of each into the report. */
+void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep);
+/* Where this node's member of e answers at address (NULL: 127.0.0.1): its endpoint, newly allocated, and
+ * the client pair to use. */
+int pass_backup_source(const ClusterSpec *spec, const EtcdClusterSpec *e, const char *address,
+                       char **ret_endpoint, BackupEtcdSource *ret);
+/* Takes a snapshot of src into an unnamed file in tmp_dir and stores it as the backup timestamp. */
+int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
+                     const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size, char **ret_error);
 
 /* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -14,7 +14,7 @@ static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_FSCK] = "fsck",         [PASS_STAGE_FORMAT] = "format",
         [PASS_STAGE_MOUNT] = "mount",       [PASS_STAGE_MANIFEST] = "manifest",
         [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
-        [PASS_STAGE_ETCD] = "etcd-members",
+        [PASS_STAGE_ETCD] = "etcd-members", [PASS_STAGE_BACKUP] = "etcd-backups",
 };
 
 const char *pass_stage_to_string(PassStage s) {
@@ -59,6 +59,24 @@ static void metrics_observe_certs(Metrics *m, const PassReport *r, usec_t realti
                                               (24ULL * 3600ULL * USEC_PER_SEC)));
 }
 
+/* The newest backup of each cluster, and the warning for one older than twice its interval. */
+static void metrics_observe_backups(Metrics *m, const PassReport *r, usec_t realtime_now) {
+        m->n_backups = MIN(r->n_backups, (unsigned)PASS_BACKUPS_MAX);
+        memcpy(m->backups, r->backups, sizeof(m->backups[0]) * m->n_backups);
+        m->backup_warning[0] = 0;
+        for (unsigned i = 0; i < m->n_backups; i++) {
+                const PassBackupInfo *b = &m->backups[i];
+                if (b->newest == 0 || b->interval == 0 || realtime_now <= b->newest ||
+                    realtime_now - b->newest <= 2 * b->interval)
+                        continue;
+                snprintf(m->backup_warning, sizeof(m->backup_warning),
+                         "the newest etcd backup of %s is %llu min old (interval %llu min)", b->cluster,
+                         (unsigned long long)((realtime_now - b->newest) / (60 * USEC_PER_SEC)),
+                         (unsigned long long)(b->interval / (60 * USEC_PER_SEC)));
+                break;
+        }
+}
+
 void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
         double secs = (double)r->duration / USEC_PER_SEC;
 
@@ -81,6 +99,8 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
         snprintf(m->last_reason, sizeof(m->last_reason), "%s", r->reason ? r->reason : "");
         if (r->certs_known)
                 metrics_observe_certs(m, r, realtime_now);
+        if (r->backups_known)
+                metrics_observe_backups(m, r, realtime_now);
 }
 
 int metrics_format(const Metrics *m, Buf *out) {
@@ -136,6 +156,23 @@ int metrics_format(const Metrics *m, Buf *out) {
         for (unsigned i = 0; i < m->n_certs; i++)
                 EMIT("protokube_certificate_expiry_timestamp_seconds{certificate=\"%s\"} %llu\n",
                      m->certs[i].name, (unsigned long long)(m->certs[i].not_after / USEC_PER_SEC));
+        usec_t realtime = now(CLOCK_REALTIME);
+        EMIT("# HELP protokube_etcd_backup_age_seconds Age of the newest complete backup of an etcd cluster "
+             "in the state store.\n# TYPE protokube_etcd_backup_age_seconds gauge\n");
+        for (unsigned i = 0; i < m->n_backups; i++)
+                if (m->backups[i].newest)
+                        EMIT("protokube_etcd_backup_age_seconds{cluster=\"%s\"} %llu\n",
+                             m->backups[i].cluster,
+                             (unsigned long long)((realtime > m->backups[i].newest
+                                                       ? realtime - m->backups[i].newest
+                                                       : 0) /
+                                                  USEC_PER_SEC));
+        EMIT("# HELP protokube_etcd_backup_size_bytes Size of the newest complete backup of an etcd "
+             "cluster.\n# TYPE protokube_etcd_backup_size_bytes gauge\n");
+        for (unsigned i = 0; i < m->n_backups; i++)
+                if (m->backups[i].newest)
+                        EMIT("protokube_etcd_backup_size_bytes{cluster=\"%s\"} %llu\n",
+                             m->backups[i].cluster, (unsigned long long)m->backups[i].size);
 #undef EMIT
         return r;
 }
@@ -164,8 +201,11 @@ int health_status(const Metrics *m, char *body, size_t size) {
                 return 503;
         }
         if (m->last_status == 0) {
-                if (m->cert_warning[0])
-                        snprintf(body, size, "ok (warning: %s)\n", m->cert_warning);
+                if (m->cert_warning[0] && m->backup_warning[0])
+                        snprintf(body, size, "ok (warning: %s; %s)\n", m->cert_warning, m->backup_warning);
+                else if (m->cert_warning[0] || m->backup_warning[0])
+                        snprintf(body, size, "ok (warning: %s)\n",
+                                 m->cert_warning[0] ? m->cert_warning : m->backup_warning);
                 else
                         snprintf(body, size, "ok\n");
                 return 200;

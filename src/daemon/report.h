@@ -23,7 +23,8 @@ typedef enum PassStage {
         PASS_STAGE_MANIFEST,
         PASS_STAGE_DNS,
         PASS_STAGE_CERTS,
-        PASS_STAGE_ETCD, /* etcd membership: a member's replacement (docs/etcd-members.md) */
+        PASS_STAGE_ETCD,   /* etcd membership: a member's replacement (docs/etcd-members.md) */
+        PASS_STAGE_BACKUP, /* etcd backups into the state store (docs/etcd-backups.md) */
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
@@ -39,6 +40,15 @@ typedef struct PassCertExpiry {
         usec_t not_after; /* CLOCK_REALTIME */
 } PassCertExpiry;
 
+/* The newest complete backup of an etcd cluster in the state store (docs/etcd-backups.md). */
+#define PASS_BACKUPS_MAX 16
+typedef struct PassBackupInfo {
+        char cluster[64];
+        usec_t newest;   /* CLOCK_REALTIME of its timestamp; 0: no backup yet */
+        uint64_t size;   /* bytes */
+        usec_t interval; /* the spec's: /healthz warns past twice this */
+} PassBackupInfo;
+
 typedef struct PassReport {
         int status;   /* 0 converged, PK_EWAITING waiting on something outside us, < 0 error */
         char *reason; /* why not converged / what failed; NULL when converged */
@@ -51,6 +61,9 @@ typedef struct PassReport {
         bool certs_known; /* the pass saw the certificates: the list below replaces the last */
         unsigned n_certs;
         PassCertExpiry certs[PASS_CERTS_MAX]; /* every certificate it manages, after the pass */
+        bool backups_known; /* the pass looked at the backups: the list below replaces the last */
+        unsigned n_backups;
+        PassBackupInfo backups[PASS_BACKUPS_MAX];
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -73,6 +86,9 @@ typedef struct Metrics {
         unsigned n_certs;
         PassCertExpiry certs[PASS_CERTS_MAX];
         char cert_warning[PASS_CERT_NAME_MAX + 64]; /* the soonest expiry within 30 days, "" if none */
+        unsigned n_backups;
+        PassBackupInfo backups[PASS_BACKUPS_MAX];
+        char backup_warning[128]; /* the stalest backup older than twice its interval, "" if none */
         bool have_pass;
         int last_status;
         char last_reason[512];

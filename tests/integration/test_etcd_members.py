@@ -156,14 +156,17 @@ def destroy(env, member):
             os.unlink(path)
 
 
-def start_cluster(tmp_path, started=tuple(NODES)):
-    """Three masters after their cold-start passes; the members in started run (from their manifests)."""
+def start_cluster(tmp_path, started=tuple(NODES), before=None):
+    """Three masters after their cold-start passes; the members in started run (from their manifests).
+    before(env), when given, runs before the first pass (to change the spec)."""
     need_root()
     if not shutil.which("etcd") or not shutil.which("etcdctl"):
         pytest.fail("etcd-server and etcd-client are needed (scripts/install-deps.sh)")
     store = tmp_path / "store"
     store.mkdir()
     env = MemberEnv("file://" + str(store))
+    if before:
+        before(env)
     for m in NODES:  # etcd preallocates a 64 MiB WAL file
         env.create(f"main-{m}", "main", m, list(NODES), size=384 * MIB)
     etcds = {}

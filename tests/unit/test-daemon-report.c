@@ -96,6 +96,39 @@ static void test_metrics_and_health(void **state) {
         buf_free(&b);
 }
 
+/* The newest backup of each cluster: its size, an age, and a warning past twice its interval. */
+static void test_backups(void **state) {
+        Metrics m = {};
+        char body[600];
+        Buf b;
+        usec_t t = 1700000000ULL * USEC_PER_SEC, interval = 15 * 60 * USEC_PER_SEC;
+        PassReport r = { .backups_known = true, .n_backups = 2 };
+        r.backups[0] = (PassBackupInfo){
+                .cluster = "main", .newest = t - 5 * 60 * USEC_PER_SEC, .size = 4096, .interval = interval
+        };
+        r.backups[1] = (PassBackupInfo){ .cluster = "events", .newest = 0, .interval = interval };
+        metrics_observe(&m, &r, t);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "ok\n"); /* 5 min old; none yet for events is no warning */
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        const char *text = (const char *)b.data;
+        assert_non_null(strstr(text, "protokube_etcd_backup_size_bytes{cluster=\"main\"} 4096\n"));
+        assert_non_null(strstr(text, "protokube_etcd_backup_age_seconds{cluster=\"main\"} "));
+        assert_null(strstr(text, "cluster=\"events\""));
+        buf_free(&b);
+
+        r.backups[0].newest = t - 31 * 60 * USEC_PER_SEC;
+        metrics_observe(&m, &r, t);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(
+            body, "ok (warning: the newest etcd backup of main is 31 min old (interval 15 min))\n");
+        /* a pass that did not look at backups keeps what the last one saw */
+        PassReport quiet = {};
+        metrics_observe(&m, &quiet, t);
+        assert_int_equal(m.n_backups, 2);
+}
+
 static void test_listen_address(void **state) {
         struct sockaddr_storage sa;
         unsigned len;
@@ -113,6 +146,7 @@ int main(void) {
                 cmocka_unit_test(test_backoff),
                 cmocka_unit_test(test_metrics_and_health),
                 cmocka_unit_test(test_health_while_running),
+                cmocka_unit_test(test_backups),
                 cmocka_unit_test(test_listen_address),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* etcd backups in a pass (docs/etcd-backups.md): after the manifests, for each etcd cluster whose member
+ * this node holds, with a state store: when that member is the cluster's leader and the interval's slot has
+ * no backup yet, take a snapshot through the member's JSON gateway into a temporary file on the member's own
+ * volume, check it, upload it (the slot's claim makes exactly one master the taker), then apply the
+ * retention. Every holder reports the newest backup for /metrics and /healthz. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backup/backup-snapshot.h"
+#include "backup/backup.h"
+#include "basic/errors.h"
+#include "basic/log.h"
+#include "basic/stop.h"
+#include "basic/string-util.h"
+#include "components/etcd.h"
+#include "daemon/pass.h"
+#include "daemon/progress.h"
+#include "etcdapi/etcd-client.h"
+#include "store/store.h"
+#include "volumes/volumes.h"
+
+#define BACKUP_STATUS_TIMEOUT (5 * USEC_PER_SEC)
+#define BACKUP_GRACE_MIN      (30ULL * 60ULL * USEC_PER_SEC)
+
+/* This node's member of the cluster at this node's address (NULL: 127.0.0.1): etcd listens on every
+ * address (components/etcd.c) and its server certificate names the node's addresses and 127.0.0.1, so this
+ * is the member itself, whatever DNS says. The client pair is kube-apiserver's etcd client pair: every etcd
+ * cluster's client CA trusts it (docs/etcd-members.md). */
+int pass_backup_source(const ClusterSpec *spec, const EtcdClusterSpec *e, const char *address,
+                       char **ret_endpoint, BackupEtcdSource *ret) {
+        const KubeAPIServerConfig *a = &spec->kube_apiserver;
+        int client, peer;
+        if (etcd_cluster_ports(e, &client, &peer) < 0)
+                return -EINVAL;
+        address = address ?: "127.0.0.1";
+        char *endpoint = strprintf(strchr(address, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+                                   isempty(e->tls_dir) ? "http" : "https", address, client);
+        if (!endpoint)
+                return -ENOMEM;
+        *ret = (BackupEtcdSource){ .endpoint = endpoint };
+        if (!isempty(e->tls_dir)) {
+                ret->ca_file = a->etcd_ca_file;
+                ret->cert_file = a->etcd_cert_file;
+                ret->key_file = a->etcd_key_file;
+        }
+        *ret_endpoint = endpoint;
+        return 0;
+}
+
+/* 1 when the member at endpoint is its cluster's leader, 0 when not, < 0 when it does not answer. */
+static int member_is_leader(const BackupEtcdSource *src, char **ret_error) {
+        _cleanup_(etcd_client_freep) EtcdClient *c = NULL;
+        char *endpoints[] = { (char *)src->endpoint, NULL };
+        EtcdClientConfig cfg = { .endpoints = endpoints,
+                                 .ca_file = src->ca_file,
+                                 .cert_file = src->cert_file,
+                                 .key_file = src->key_file,
+                                 .timeout = BACKUP_STATUS_TIMEOUT };
+        EtcdStatus st = {};
+        int r = etcd_client_new(&cfg, &c);
+        if (r < 0)
+                return r;
+        r = etcd_maintenance_status(c, src->endpoint, &st, ret_error);
+        if (r < 0)
+                return r;
+        bool leader = st.leader != 0 && st.leader == st.member_id && !st.is_learner;
+        etcd_status_done(&st);
+        return leader;
+}
+
+int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
+                     const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size,
+                     char **ret_error) {
+        /* unnamed: a crash leaves nothing behind */
+        int fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return error_setf(ret_error, -errno, "cannot make a temporary file in %s: %m", tmp_dir);
+        char sha[BACKUP_SHA256_HEX];
+        int r = backup_snapshot_fetch(src, fd, ret_size, sha, ret_error);
+        if (r >= 0)
+                r = backup_upload(s, cluster, timestamp, node, fd, ret_error);
+        close(fd);
+        return r;
+}
+
+/* Deletes what the spec's retention no longer keeps; the number deleted, or < 0. */
+static int apply_retention(Store *s, const char *cluster, const EtcdBackupSpec *b, usec_t now_rt,
+                           char **ret_error) {
+        BackupEntry *e = NULL;
+        size_t n = 0;
+        _cleanup_free_ bool *del = NULL;
+        usec_t interval = b->interval.value;
+        BackupRetention ret = { .keep_last = (unsigned)b->keep_last.value,
+                                .keep_daily_days = (unsigned)b->keep_daily_days.value,
+                                .incomplete_grace = MAX(2 * interval, BACKUP_GRACE_MIN) };
+        int r = backup_list(s, cluster, &e, &n, ret_error);
+        if (r < 0)
+                return r;
+        r = backup_retention_plan(e, n, &ret, now_rt, &del);
+        int deleted = 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (del[i]) {
+                        r = backup_delete(s, cluster, e[i].timestamp, ret_error);
+                        deleted += r >= 0;
+                }
+        backup_entries_free(e, n);
+        return r < 0 ? r : deleted;
+}
+
+static void newest_backup(Store *s, const char *cluster, usec_t interval, PassReport *rep) {
+        BackupEntry *e = NULL;
+        size_t n = 0;
+        char *err = NULL;
+        if (rep->n_backups >= PASS_BACKUPS_MAX)
+                return;
+        PassBackupInfo *info = &rep->backups[rep->n_backups];
+        *info = (PassBackupInfo){ .interval = interval };
+        snprintf(info->cluster, sizeof(info->cluster), "%s", cluster);
+        if (backup_list(s, cluster, &e, &n, &err) < 0) {
+                log_warning("etcd %s: cannot list its backups: %s", cluster, strna(err));
+                free(err);
+                return;
+        }
+        for (size_t i = n; i > 0; i--)
+                if (e[i - 1].complete) {
+                        info->newest = e[i - 1].time;
+                        info->size = e[i - 1].size;
+                        break;
+                }
+        backup_entries_free(e, n);
+        rep->n_backups++;
+}
+
+/* One held member's cluster: the slot's backup when this member leads, then what the report says. */
+static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const EtcdClusterSpec *e,
+                           const char *mount, usec_t now_rt, PassReport *rep) {
+        _cleanup_free_ char *endpoint = NULL, *err = NULL;
+        BackupEtcdSource src = {};
+        char ts[BACKUP_TIMESTAMP_LEN + 1];
+        uint64_t size = 0;
+        usec_t interval = e->backups.interval.value;
+        int r = pass_backup_source(p->spec, e, node->internal_ips ? node->internal_ips[0] : NULL, &endpoint,
+                                   &src);
+        if (r < 0 || backup_timestamp_format(backup_slot(now_rt, interval), ts) < 0)
+                return;
+        r = member_is_leader(&src, &err);
+        if (r < 0)
+                log_debug("etcd %s: no backup this pass: its member here does not answer: %s", e->name,
+                          strna(err));
+        if (r > 0) {
+                _cleanup_free_ char *key = strprintf("backups/%s/%s/manifest.json", e->name, ts),
+                                    *data = NULL;
+                size_t len;
+                if (key && store_get(s, key, &data, &len, NULL) == -ENOENT) {
+                        pass_progress_step("etcd backup");
+                        usec_t t0 = now(CLOCK_MONOTONIC);
+                        free(err), err = NULL;
+                        /* on the member's own volume: room for a copy of its database */
+                        r = pass_backup_take(s, e->name, ts, node->name, &src, mount, &size, &err);
+                        if (r >= 0) {
+                                log_info("etcd %s: backup %s taken (%" PRIu64 " bytes, %llu ms).", e->name,
+                                         ts, size,
+                                         (unsigned long long)((now(CLOCK_MONOTONIC) - t0) / USEC_PER_MSEC));
+                                rep->actions_applied++;
+                                free(err), err = NULL;
+                                r = apply_retention(s, e->name, &e->backups, now_rt, &err);
+                                if (r > 0)
+                                        log_info("etcd %s: %d old backup(s) deleted.", e->name, r);
+                        }
+                        if (r == -EEXIST)
+                                log_info("etcd %s: %s", e->name,
+                                         strna(err)); /* another master won the slot */
+                        else if (r < 0) {
+                                _cleanup_free_ char *why =
+                                    strprintf("etcd %s: backup %s: %s", e->name, ts, err ?: pk_strerror(r));
+                                log_error("%s", strna(why));
+                                pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
+                        }
+                }
+        }
+        newest_backup(s, e->name, interval, rep);
+}
+
+void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+        _cleanup_(store_freep) Store *s = NULL;
+        _cleanup_free_ char *err = NULL;
+        if (!p->spec->state_store || o->volumes_error < 0 || stop_requested())
+                return;
+        if (store_open(p->spec->state_store, &s, &err) < 0) {
+                pass_report_error(rep, PASS_STAGE_BACKUP, -EIO, err);
+                return;
+        }
+        rep->backups_known = true;
+        usec_t now_rt = now(CLOCK_REALTIME);
+        for (size_t k = 0; k < plan->volumes.n_selections && !stop_requested(); k++) {
+                const PlanSelection *sel = &plan->volumes.selections[k];
+                const EtcdClusterSpec *e = cluster_spec_find_etcd(p->spec, sel->etcd_cluster);
+                if (!e || sel->volume == SIZE_MAX || sel->state != SELECTION_READY)
+                        continue;
+                _cleanup_free_ char *mount =
+                    volume_mount_path(p->node.mount_root, plan->in.volumes[sel->volume].id);
+                if (!mount)
+                        return;
+                backup_cluster(p, s, &o->volumes.node, e, mount, now_rt, rep);
+        }
+}
