@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import CLUSTER, HERE, SUFFIX, Cluster, stop_process  # noqa: E402
+from cluster import CLUSTER, HERE, SUFFIX, Cluster, protokube_bin, run, stop_process  # noqa: E402
 from node import k8s_bin  # noqa: E402  (tests/k8s, on the path through cluster)
 
 # One master per zone, as kops lays them out: the volumes of member m live in zone-m, and the master that
@@ -106,6 +106,7 @@ class Scenario:
         self.tl = Timeline(out)
         self.out = out
         self.failover = {}
+        self.backup = None  # (timestamp, taker) of the backup step 1 found
 
     def say(self, s):
         print(s, file=self.out, flush=True)
@@ -369,6 +370,38 @@ class Scenario:
         self.tl.mark(f"etcd main: three healthy voting members again, etcd-b {old['etcd-b']} -> {ids['etcd-b']}, "
                      f"key intact: {t1 - t0:.1f} s after the volume was emptied, no human step")
 
+    def backups(self, via):
+        """The complete backups of etcd main in the state store, as master via's `protokube etcd backups`
+        lists them: [(timestamp, taker)]."""
+        m = self.c.masters[via]
+        p = run([protokube_bin(), "-c", m.spec, "etcd", "backups", "main"], check=False, timeout=30)
+        if p.returncode != 0:
+            raise ScenarioError(f"protokube etcd backups: {p.stderr}")
+        rows = [line.split() for line in p.stdout.splitlines() if line.strip()]
+        return [(r[1], r[4]) for r in rows if r[3] != "incomplete"]
+
+    def step0_backup(self):
+        """docs/etcd-backups.md: the master holding the leader of etcd main takes the slot's backup."""
+        got = wait_for("a backup of etcd main in the state store", lambda: self.backups("a"), 60, 0.5)
+        self.backup = got[0]
+        self.tl.mark(f"etcd main backup {got[0][0]} taken on schedule by master {got[0][1]} (the leader's)")
+
+    def check_backup_survives(self):
+        """After b was terminated and a rebooted, the backup is still there and restorable by d."""
+        got = self.backups("d")
+        if self.backup not in got:
+            raise ScenarioError(f"backup {self.backup} gone from the store: {got}")
+        out = os.path.join(self.c.workdir, "backup-check.db")
+        p = run([protokube_bin(), "-c", self.c.masters["d"].spec, "etcd", "download", "main", self.backup[0],
+                 "--out", out], check=False, timeout=60)
+        if p.returncode != 0:
+            raise ScenarioError(f"protokube etcd download: {p.stderr}")
+        os.unlink(out)
+        gone = "terminated in step 2" if self.backup[1] == "b" else (
+            "rebooted in step 3" if self.backup[1] == "a" else "still running")
+        self.tl.mark(f"backup {self.backup[0]} by {self.backup[1]} ({gone}) still in the store, downloaded and "
+                     f"checked through d")
+
     def check_tls(self):
         """Every etcd member ran with peer and client TLS on certificates its master issued; no peer or
         client was refused (the replacement d presented etcd-b's certificate and the peers accepted it)."""
@@ -381,10 +414,12 @@ class Scenario:
         ok = False
         try:
             self.step1_cold_start()
+            self.step0_backup()
             self.step2_replace_b()
             self.step3_reboot_a()
             self.step4_dns_outage()
             self.step5_blank_b()
+            self.check_backup_survives()
             self.check_tls()
             ok = True
         finally:
