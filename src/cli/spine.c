@@ -218,13 +218,14 @@ static int check_verb(const CliVerb *verb, CliContext *ctx, char **args) {
                 n++;
         if ((verb->flags & CLI_NODE_OPTIONS) && check_node_options(ctx) != 0)
                 return EXIT_USAGE;
+        /* the spec first: without one, no argument would make the verb work */
+        if ((verb->flags & CLI_NEEDS_SPEC) && !ctx->spec_path)
+                return cli_usage_error(ctx->name,
+                                       "no cluster spec given: use -c FILE or set PROTOKUBE_CONFIG");
         if (n > verb->max_args)
                 return cli_usage_error(ctx->name, "unexpected argument '%s'", args[verb->max_args]);
         if (n < verb->min_args)
                 return cli_usage_error(ctx->name, "missing argument: %s", verb->args_synopsis);
-        if ((verb->flags & CLI_NEEDS_SPEC) && !ctx->spec_path)
-                return cli_usage_error(ctx->name,
-                                       "no cluster spec given: use -c FILE or set PROTOKUBE_CONFIG");
         if ((verb->flags & CLI_NEEDS_ROOT) && geteuid() != 0)
                 return cli_usage_error(ctx->name,
                                        "must run as root (it claims, formats and mounts volumes)");
