@@ -293,6 +293,13 @@ int backup_list(Store *s, const char *cluster, BackupEntry **ret, size_t *ret_n,
         return 0;
 }
 
+const BackupEntry *backup_newest(const BackupEntry *e, size_t n) {
+        for (size_t i = n; i > 0; i--)
+                if (e[i - 1].complete)
+                        return &e[i - 1];
+        return NULL;
+}
+
 int backup_download(Store *s, const char *cluster, const char *timestamp, int fd, char **ret_error) {
         BackupEntry e = {};
         _cleanup_(crypto_sha256_freep) CryptoSha256 *h = NULL;

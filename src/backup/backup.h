@@ -64,6 +64,9 @@ int backup_upload(Store *s, const char *cluster, const char *timestamp, const ch
 /* Every backup of the cluster, oldest first; incomplete ones included (complete = false). */
 int backup_list(Store *s, const char *cluster, BackupEntry **ret, size_t *ret_n, char **ret_error);
 
+/* The newest complete backup of a listing (oldest first, as backup_list gives it); NULL when none is. */
+const BackupEntry *backup_newest(const BackupEntry *e, size_t n);
+
 /* Writes the backup's snapshot to fd (at its current offset) and checks it against its manifest and with
  * backup_snapshot_check(). -ENOENT when the backup does not exist or is incomplete. */
 int backup_download(Store *s, const char *cluster, const char *timestamp, int fd, char **ret_error);

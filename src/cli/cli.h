@@ -144,4 +144,7 @@ extern const CliOption verb_etcd_download_options[];
  * daemon. Implemented in cli/observe.c. Caller frees. */
 typedef struct ClusterSpec ClusterSpec;
 typedef struct ClusterView ClusterView;
+/* Loads the spec of -c FILE: spec errors printed as they are (FILE:LINE:COL: message, one a line, so
+ * editors can jump to them), other failures logged. PK_ESPEC or -errno on failure. */
+int cli_load_spec(const CliContext *ctx, ClusterSpec **ret);
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret);

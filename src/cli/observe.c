@@ -1,7 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+
+#include "basic/errors.h"
 #include "basic/log.h"
+#include "basic/strv.h"
 #include "cli/cli.h"
 #include "daemon/pass.h"
+#include "spec/spec.h"
+
+int cli_load_spec(const CliContext *ctx, ClusterSpec **ret) {
+        _cleanup_strv_free_ char **errors = NULL;
+        int r = cluster_spec_load(ctx->spec_path, ret, &errors);
+        if (r == PK_ESPEC) {
+                STRV_FOREACH (e, errors)
+                        fprintf(stderr, "%s\n", *e);
+                return r;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
+        return 0;
+}
 
 int cli_observe_view(CliContext *ctx, const ClusterSpec *spec, ClusterView **ret) {
         _cleanup_(volume_provider_freep) VolumeProvider *p = NULL;

@@ -73,19 +73,12 @@ static void print_changes(const DnsRRsetList *changes, const char *provider) {
 static int dns_records(CliContext *ctx, bool sync) {
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
-        _cleanup_strv_free_ char **errors = NULL;
         _cleanup_rrset_list_ DnsRRsetList desired = {};
         _cleanup_free_ char *error = NULL;
         int r;
 
-        r = cluster_spec_load(ctx->spec_path, &spec, &errors);
-        if (r < 0) {
-                STRV_FOREACH (e, errors)
-                        fprintf(stderr, "%s\n", *e);
-                if (!errors)
-                        log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
+        if (cli_load_spec(ctx, &spec) < 0)
                 return EXIT_ERROR;
-        }
         if (load_view(ctx, spec, arg_view, &view) < 0)
                 return EXIT_ERROR;
         r = dns_desired_records(spec, view, &desired, &error);

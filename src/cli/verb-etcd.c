@@ -51,17 +51,11 @@ const CliOption verb_etcd_backup_options[] = {
 /* The spec, its state store opened, and the etcd cluster named (when name is not NULL). */
 static int open_cluster(CliContext *ctx, const char *name, ClusterSpec **ret_spec, Store **ret_store,
                         const EtcdClusterSpec **ret_etcd) {
-        _cleanup_strv_free_ char **errors = NULL;
         _cleanup_free_ char *err = NULL;
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
-        int r = cluster_spec_load(ctx->spec_path, &spec, &errors);
-        if (r == PK_ESPEC) {
-                STRV_FOREACH (e, errors)
-                        fprintf(stderr, "%s\n", *e);
-                return r;
-        }
+        int r = cli_load_spec(ctx, &spec);
         if (r < 0)
-                return log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
+                return r;
         if (!spec->state_store)
                 return log_error_errno(-EINVAL, "%s: no spec.stateStore: backups live in the state store",
                                        ctx->spec_path);
@@ -141,12 +135,10 @@ static int newest(Store *s, const char *cluster, char ret[static BACKUP_TIMESTAM
         int r = backup_list(s, cluster, &e, &n, &err);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
-        r = -ENOENT;
-        for (size_t i = n; i > 0 && r < 0; i--)
-                if (e[i - 1].complete) {
-                        memcpy(ret, e[i - 1].timestamp, BACKUP_TIMESTAMP_LEN + 1);
-                        r = 0;
-                }
+        const BackupEntry *b = backup_newest(e, n);
+        r = b ? 0 : -ENOENT;
+        if (b)
+                memcpy(ret, b->timestamp, BACKUP_TIMESTAMP_LEN + 1);
         backup_entries_free(e, n);
         return r < 0 ? log_error_errno(r, "etcd %s: no complete backup in the store", cluster) : 0;
 }

@@ -149,19 +149,6 @@ static int print_all(const RenderedManifests *m) {
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
-static int render_load(CliContext *ctx, ClusterSpec **ret) {
-        _cleanup_strv_free_ char **errors = NULL;
-        int r = cluster_spec_load(ctx->spec_path, ret, &errors);
-        if (r == PK_ESPEC) {
-                STRV_FOREACH (e, errors)
-                        fprintf(stderr, "%s\n", *e);
-                return r;
-        }
-        if (r < 0)
-                return log_error_errno(r, "Failed to load spec '%s': %m", ctx->spec_path);
-        return 0;
-}
-
 /* One file per object, in apply order; the Secrets' files 0600 in a directory only root enters. */
 static int write_assets(const char *dir, const SelfHostedAssets *a) {
         int r = mkdir_p(dir, 0700);
@@ -267,7 +254,7 @@ int verb_render(CliContext *ctx, char **args) {
                 };
         }
 
-        if (render_load(ctx, &spec) < 0)
+        if (cli_load_spec(ctx, &spec) < 0)
                 return EXIT_ERROR;
         if (a.self_hosted)
                 return render_self_hosted(&a, spec, n_masters) < 0 ? EXIT_ERROR : EXIT_SUCCESS;

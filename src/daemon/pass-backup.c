@@ -126,12 +126,11 @@ static void newest_backup(Store *s, const char *cluster, usec_t interval, PassRe
                 free(err);
                 return;
         }
-        for (size_t i = n; i > 0; i--)
-                if (e[i - 1].complete) {
-                        info->newest = e[i - 1].time;
-                        info->size = e[i - 1].size;
-                        break;
-                }
+        const BackupEntry *newest = backup_newest(e, n);
+        if (newest) {
+                info->newest = newest->time;
+                info->size = newest->size;
+        }
         backup_entries_free(e, n);
         rep->n_backups++;
 }

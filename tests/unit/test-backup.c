@@ -151,6 +151,8 @@ static void test_upload_list_download(void **state) {
         assert_int_equal(e[0].parts, 2);
         assert_string_equal(e[0].node, "master-a");
         assert_false(e[1].complete);
+        assert_ptr_equal(backup_newest(e, n), &e[0]); /* the incomplete one is newer but not a backup */
+        assert_null(backup_newest(e + 1, 1));
         backup_entries_free(e, n);
 
         snprintf(path, sizeof(path), "%s/restored.db", f->work);
