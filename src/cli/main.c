@@ -209,6 +209,11 @@ static const CliVerb verbs[] = {
         { .name = "kube",
           .help = "the Kubernetes API: apply, get, delete, readyz, livez",
           .sub_verbs = kube_verbs },
+        { .name = "checkpoint",
+          .run = verb_checkpoint,
+          .help = "keep, activate, retire this master's checkpoint",
+          .flags = CLI_NEEDS_ROOT,
+          .options = verb_checkpoint_options },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };
