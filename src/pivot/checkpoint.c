@@ -167,10 +167,24 @@ static int convert_volume(CheckpointPod *p, json_t *spec, json_t *vols, size_t i
         return 0;
 }
 
+/* The containers' ports go: with hostNetwork they only declare host ports, and kubelet admits a pod only
+ * if no pod it runs declares the same host port. Declared by the checkpoint, 443 would make kubelet refuse
+ * the self-hosted apiserver when the API comes back, and the checkpoint would never be retired. The servers
+ * share the port anyway (--permit-port-sharing). */
+static void drop_ports(json_t *spec) {
+        static const char *const lists[] = { "containers", "initContainers" };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach(json_object_get(spec, lists[l]), i, c) json_object_del(c, "ports");
+        }
+}
+
 static int convert_spec(CheckpointPod *p, json_t *spec, const char *checkpoint_dir, const char *pod,
                         char **ret_error) {
         for (size_t i = 0; i < ELEMENTSOF(spec_dropped); i++)
                 json_object_del(spec, spec_dropped[i]);
+        drop_ports(spec);
         if (json_object_set_new(spec, "automountServiceAccountToken", json_false()) < 0 ||
             json_object_set_new(spec, "restartPolicy", json_string("Always")) < 0)
                 return -ENOMEM;

@@ -21,6 +21,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from conftest import ROOT, need_root, protokube_bin
 from loopdev import MIB, VolEnv
@@ -219,6 +220,24 @@ def wait(c, what, pred, timeout, interval=2):
         raise AssertionError(f"{e}\n{diagnostics(c)}") from None
 
 
+def beside_bootstrap(path):
+    """The rendered workloads cannot start beside the bootstrap pods, which is how this test (and the pivot)
+    makes the cluster self-hosted: the scheduler and kubelet refuse the apiserver DaemonSet's pod because the
+    bootstrap mirror pod declares host port 443 too, and the Deployments' required anti-affinity on k8s-app
+    matches the bootstrap mirror pods' labels. By hand, as an operator would: without the declared ports and the
+    anti-affinity (one master here)."""
+    with open(path) as f:
+        obj = yaml.safe_load(f)
+    if obj["kind"] not in ("DaemonSet", "Deployment") or obj["metadata"]["name"] not in BOOTSTRAP:
+        return
+    spec = obj["spec"]["template"]["spec"]
+    spec.pop("affinity", None)
+    for ctr in spec["containers"]:
+        ctr.pop("ports", None)
+    with open(path, "w") as f:
+        json.dump(obj, f)  # JSON is YAML
+
+
 def make_self_hosted(c):
     out = os.path.join(c.env.base, "self-hosted")
     p = c.pk("-c", c.env.spec, "render", "--self-hosted", "--etcd-member", "main=a/a", "--out", out)
@@ -228,6 +247,8 @@ def make_self_hosted(c):
         f.write("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels:\n"
                 "    node-role.kubernetes.io/master: \"\"\n")
     c.kube("apply", node_patch)
+    for f in sorted(os.listdir(out)):
+        beside_bootstrap(os.path.join(out, f))
     c.kube("apply", *[os.path.join(out, f) for f in sorted(os.listdir(out))])
     wait(c, "the self-hosted pods Ready beside the bootstrap ones", lambda: self_hosted_ready(c), 300)
     for name in BOOTSTRAP:

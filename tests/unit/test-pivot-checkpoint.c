@@ -31,6 +31,12 @@ static const json_t *volume(const json_t *spec, const char *name) {
 
 static void test_daemonset_pod(void **state) {
         json_t *pod = load_pod();
+        /* as the API returns a hostNetwork pod's port: hostPort defaulted to containerPort */
+        json_t *ports = json_pack("[{s:s, s:i, s:i, s:s}]", "name", "https", "containerPort", 443,
+                                  "hostPort", 443, "protocol", "TCP");
+        assert_non_null(ports);
+        json_object_set_new(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0),
+                            "ports", ports);
         CheckpointPod p;
         assert_int_equal(checkpoint_pod_from_api(pod, "/var/lib/protokube/checkpoint", &p, NULL), 0);
         assert_string_equal(p.name, "kube-apiserver-checkpoint");
@@ -72,6 +78,7 @@ static void test_daemonset_pod(void **state) {
                             "/var/lib/protokube/checkpoint/configmaps/kube-apiserver-config");
         const json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
         assert_int_equal(json_array_size(json_object_get(c, "volumeMounts")), 3);
+        assert_null(json_object_get(c, "ports")); /* kubelet would refuse the self-hosted pod's host port */
         assert_string_equal(json_string_value(json_array_get(json_object_get(c, "args"), 0)),
                             "--permit-port-sharing=true");
 
