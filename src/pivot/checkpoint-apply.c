@@ -63,6 +63,16 @@ static const char *pod_phase(const json_t *pod) {
         return json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
 }
 
+static bool pod_ready(const json_t *pod) {
+        const json_t *x;
+        size_t i;
+        json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, x) {
+                if (streq(strempty(json_string_value(json_object_get(x, "type"))), "Ready"))
+                        return streq(strempty(json_string_value(json_object_get(x, "status"))), "True");
+        }
+        return false;
+}
+
 /* A file (data != NULL) or a directory (data NULL) of a generation, held in memory until all is fetched:
  * nothing is written before every object was read. */
 typedef struct GenFile {
@@ -382,11 +392,14 @@ int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadli
         r = list_here(c, api, deadline, &list, ret_error);
         if (r < 0)
                 return r;
-        /* A pod being replaced (an update rolling, a pod pending) keeps the previous checkpoint whole. */
+        /* A pod being replaced (an update rolling, a pod pending) or not Ready (a bad upgrade crash-looping)
+         * keeps the previous checkpoint whole: a reboot then brings back the last pods that served. */
         json_array_foreach(json_object_get(list, "items"), i, pod) {
                 const char *phase = strempty(pod_phase(pod));
-                if (!is_self_hosted_here(pod, c->node_name) || streq(phase, "Running"))
+                if (!is_self_hosted_here(pod, c->node_name) || (streq(phase, "Running") && pod_ready(pod)))
                         continue;
+                if (streq(phase, "Running"))
+                        phase = "Running but not Ready";
                 const char *name =
                     json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
                 json_decref(list);
@@ -583,12 +596,8 @@ static int pod_process_runs(const CheckpointConfig *c, const json_t *manifests, 
  * times): the API keeps a pod's status from before the reboot until kubelet writes a new one. */
 static bool pod_back(const json_t *pod, const char *since) {
         const json_t *status = json_object_get(pod, "status"), *x;
-        bool ready = false;
         size_t i;
-        json_array_foreach(json_object_get(status, "conditions"), i,
-                           x) if (streq(strempty(json_string_value(json_object_get(x, "type"))), "Ready"))
-            ready = streq(strempty(json_string_value(json_object_get(x, "status"))), "True");
-        if (!ready || json_array_size(json_object_get(status, "containerStatuses")) == 0)
+        if (!pod_ready(pod) || json_array_size(json_object_get(status, "containerStatuses")) == 0)
                 return false;
         json_array_foreach(json_object_get(status, "containerStatuses"), i, x) {
                 const char *started = json_string_value(
@@ -617,17 +626,20 @@ static int pods_back(const CheckpointConfig *c, KubeClient *api, const json_t *m
         json_array_foreach(manifests, i, m) {
                 const char *app = meta_str(m, "labels", "k8s-app");
                 bool back = false;
-                json_array_foreach(
-                    json_object_get(list, "items"), j,
-                    pod) if (is_self_hosted_here(pod, c->node_name) &&
-                             streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)) &&
-                             pod_back(pod, since)) back = true;
+                json_array_foreach(json_object_get(list, "items"), j, pod) {
+                        if (is_self_hosted_here(pod, c->node_name) &&
+                            streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)) &&
+                            pod_back(pod, since))
+                                back = true;
+                }
                 if (!back) {
-                        r = ret_why &&
-                                    !(*ret_why = strprintf("the self-hosted %s is not Ready on %s since %s",
-                                                           strnull(app), c->node_name, since))
-                                ? -ENOMEM
-                                : 0;
+                        /* "since": the pod's status from before the activation does not count */
+                        if (ret_why &&
+                            !(*ret_why = strprintf("the self-hosted %s on %s has not been Ready since %s",
+                                                   strnull(app), c->node_name, since)))
+                                r = -ENOMEM;
+                        else
+                                r = 0;
                         break;
                 }
         }

@@ -220,22 +220,23 @@ def wait(c, what, pred, timeout, interval=2):
         raise AssertionError(f"{e}\n{diagnostics(c)}") from None
 
 
-def beside_bootstrap(path):
+def bootstrap_beside_self_hosted(manifests):
     """The rendered workloads cannot start beside the bootstrap pods, which is how this test (and the pivot)
     makes the cluster self-hosted: the scheduler and kubelet refuse the apiserver DaemonSet's pod because the
-    bootstrap mirror pod declares host port 443 too, and the Deployments' required anti-affinity on k8s-app
-    matches the bootstrap mirror pods' labels. By hand, as an operator would: without the declared ports and the
-    anti-affinity (one master here)."""
-    with open(path) as f:
-        obj = yaml.safe_load(f)
-    if obj["kind"] not in ("DaemonSet", "Deployment") or obj["metadata"]["name"] not in BOOTSTRAP:
-        return
-    spec = obj["spec"]["template"]["spec"]
-    spec.pop("affinity", None)
-    for ctr in spec["containers"]:
-        ctr.pop("ports", None)
-    with open(path, "w") as f:
-        json.dump(obj, f)  # JSON is YAML
+    bootstrap pod declares host port 443 too, and the Deployments' required anti-affinity on k8s-app matches the
+    bootstrap mirror pods' labels. By hand, before kubelet starts: the bootstrap pods (which go away) without
+    their declared ports and k8s-app label; the self-hosted workloads are applied as rendered, host port and
+    anti-affinity included, so that their checkpoints are made of what the API really runs."""
+    for name in BOOTSTRAP:
+        path = os.path.join(manifests, f"{name}.manifest")
+        with open(path) as f:
+            pod = yaml.safe_load(f)
+        pod["metadata"].get("labels", {}).pop("k8s-app", None)
+        for ctr in pod["spec"]["containers"]:
+            ctr.pop("ports", None)
+        with open(path + ".tmp", "w") as f:
+            json.dump(pod, f)  # JSON is YAML
+        os.replace(path + ".tmp", path)
 
 
 def make_self_hosted(c):
@@ -247,8 +248,6 @@ def make_self_hosted(c):
         f.write("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels:\n"
                 "    node-role.kubernetes.io/master: \"\"\n")
     c.kube("apply", node_patch)
-    for f in sorted(os.listdir(out)):
-        beside_bootstrap(os.path.join(out, f))
     c.kube("apply", *[os.path.join(out, f) for f in sorted(os.listdir(out))])
     wait(c, "the self-hosted pods Ready beside the bootstrap ones", lambda: self_hosted_ready(c), 300)
     for name in BOOTSTRAP:
@@ -281,6 +280,8 @@ def check_checkpoint(c, pods):
         assert pod["metadata"]["annotations"]["protokube.io/checkpoint-uid"] == pods[app]["metadata"]["uid"]
         for v in pod["spec"]["volumes"]:
             assert "secret" not in v and "configMap" not in v, v
+        # no declared host port: kubelet would refuse the self-hosted pod's beside it
+        assert not any("ports" in ctr for ctr in pod["spec"]["containers"]), m
     secrets = os.listdir(os.path.join(link, "secrets"))
     assert set(secrets) == {f"{b}-pki" for b in BOOTSTRAP}, secrets
     assert mode(os.path.join(link, "secrets")) == 0o700
@@ -306,6 +307,7 @@ def check_checkpoint(c, pods):
 def test_checkpoint_brings_the_api_back_after_three_power_cuts(master):
     c = master
     t0 = time.monotonic()
+    bootstrap_beside_self_hosted(c.manifests)
     c.node.start()
     wait(c, "the bootstrap API /readyz", c.readyz, 300)
     make_self_hosted(c)
@@ -313,6 +315,8 @@ def test_checkpoint_brings_the_api_back_after_three_power_cuts(master):
 
     pods = {p["metadata"]["labels"]["k8s-app"]: p for p in c.pods().values()
             if p["metadata"]["labels"].get("k8s-app") in BOOTSTRAP}
+    # what the API runs declares host port 443, as rendered
+    assert pods["kube-apiserver"]["spec"]["containers"][0]["ports"][0]["hostPort"] == 443
     p = c.checkpoint("--once")
     assert p.returncode == 0 and p.stdout.startswith("refresh: checkpoint of 3 pods written"), (p.stdout, p.stderr)
     check_checkpoint(c, pods)
