@@ -144,9 +144,11 @@ static int add_data(Gen *g, const json_t *map, bool base64, bool secret, const c
                 uint8_t *data = NULL;
                 size_t len;
                 int r;
-                if (!key_ok(key) || !s)
-                        return error_setf(ret_error, PK_EMALFORMED, "%s: key '%s' cannot be a file name",
-                                          what, key_ok(key) ? key : "(withheld)");
+                if (!key_ok(key))
+                        return error_setf(ret_error, PK_EMALFORMED, "%s: a key cannot be a file name", what);
+                if (!s)
+                        return error_setf(ret_error, PK_EMALFORMED, "%s: key '%s' is not a string", what,
+                                          key);
                 if (base64) {
                         r = crypto_base64_decode(s, strlen(s), &data, &len);
                         if (r < 0)
