@@ -626,7 +626,10 @@ static int pods_back(const CheckpointConfig *c, KubeClient *api, const json_t *m
                 return r;
         r = 1;
         json_array_foreach(manifests, i, m) {
-                const char *app = meta_str(m, "labels", "k8s-app");
+                /* "DaemonSet/kube-apiserver": the workload is named after its component, the pods' k8s-app
+                 */
+                const char *of = meta_str(m, "annotations", CHECKPOINT_OF);
+                const char *app = of && strchr(of, '/') ? strchr(of, '/') + 1 : NULL;
                 bool back = false;
                 json_array_foreach(json_object_get(list, "items"), j, pod) {
                         if (is_self_hosted_here(pod, c->node_name) &&

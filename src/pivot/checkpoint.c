@@ -25,13 +25,6 @@ static const char *const spec_dropped[] = {
         "enableServiceLinks", "overhead",
 };
 
-/* Labels a controller sets on its pods: the checkpoint is no controller's. */
-static const char *const labels_dropped[] = {
-        "pod-template-hash",
-        "controller-revision-hash",
-        "pod-template-generation",
-};
-
 void checkpoint_pod_done(CheckpointPod *p) {
         for (size_t i = 0; p->volumes && i < p->n_volumes; i++) {
                 free(p->volumes[i].name);
@@ -199,8 +192,12 @@ static int convert_spec(CheckpointPod *p, json_t *spec, const char *checkpoint_d
         return 0;
 }
 
+/* The checkpoint carries none of the pod's labels, only its own: its mirror pod must match no workload's
+ * selector (a controller would count or adopt it) and no anti-affinity (a Deployment's replacement pod could
+ * not be scheduled on this master while the checkpoint runs, and the checkpoint would never be retired). The
+ * component is named by the CHECKPOINT_OF annotation. */
 static int convert_meta(json_t *out_meta, const json_t *meta, const char *name, const char *owner) {
-        json_t *labels = json_deep_copy(json_object_get(meta, "labels")) ?: json_object();
+        json_t *labels = json_object();
         const json_t *ann = json_object_get(meta, "annotations");
         const char *certs = json_string_value(json_object_get(ann, "protokube.io/certificates"));
         json_t *annotations = json_pack("{s:s}", CHECKPOINT_OF, owner);
@@ -209,8 +206,6 @@ static int convert_meta(json_t *out_meta, const json_t *meta, const char *name, 
                 json_decref(annotations);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < ELEMENTSOF(labels_dropped); i++)
-                json_object_del(labels, labels_dropped[i]);
         if (json_object_set_new(out_meta, "labels", labels) < 0 ||
             json_object_set_new(out_meta, "annotations", annotations) < 0 ||
             json_object_set_new(labels, CHECKPOINT_LABEL, json_string("true")) < 0 ||

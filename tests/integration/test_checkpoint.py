@@ -275,8 +275,9 @@ def check_checkpoint(c, pods):
         assert mode(path) == 0o644, (m, oct(mode(path)))
         with open(path) as f:
             pod = json.load(f)
-        assert pod["metadata"]["labels"]["protokube.io/checkpoint"] == "true"
-        app = pod["metadata"]["labels"]["k8s-app"]
+        # its own label only: its mirror pod matches no workload's selector or anti-affinity
+        assert pod["metadata"]["labels"] == {"protokube.io/checkpoint": "true"}, pod["metadata"]
+        app = pod["metadata"]["annotations"]["protokube.io/checkpoint-of"].split("/")[1]
         assert pod["metadata"]["annotations"]["protokube.io/checkpoint-uid"] == pods[app]["metadata"]["uid"]
         for v in pod["spec"]["volumes"]:
             assert "secret" not in v and "configMap" not in v, v

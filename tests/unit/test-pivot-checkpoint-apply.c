@@ -16,6 +16,7 @@
 #include "basic/string-util.h"
 #include "kube/kube-client.h"
 #include "pivot/checkpoint-apply.h"
+#include "pivot/checkpoint.h"
 
 #define UID "0f5c3e42-1b7a-4d2c-9a51-1f0c2d3e4b5a"
 
@@ -54,8 +55,9 @@ static int setup(void **state) {
              *mdir = path_of(gen, "manifests"), *link = path_of(f->state, CHECKPOINT_LINK);
         put(mdir, "kube-apiserver-checkpoint.json",
             "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": "
-            "\"kube-apiserver-checkpoint\", \"labels\": {\"k8s-app\": \"kube-apiserver\"}, "
-            "\"annotations\": {\"" CHECKPOINT_UID "\": \"" UID "\"}}, \"spec\": {}}\n");
+            "\"kube-apiserver-checkpoint\", \"labels\": {\"" CHECKPOINT_LABEL "\": \"true\"}, "
+            "\"annotations\": {\"" CHECKPOINT_OF "\": \"DaemonSet/kube-apiserver\", \"" CHECKPOINT_UID
+            "\": \"" UID "\"}}, \"spec\": {}}\n");
         assert_int_equal(symlink(".checkpoint.0000000000000001", link), 0);
         put(f->manifests, "etcd-server.manifest", "kind: Pod\n");
         free(gen);

@@ -48,7 +48,9 @@ static void test_daemonset_pod(void **state) {
         assert_null(json_object_get(meta, "ownerReferences"));
         const json_t *labels = json_object_get(meta, "labels");
         assert_string_equal(json_string_value(json_object_get(labels, CHECKPOINT_LABEL)), "true");
-        assert_string_equal(json_string_value(json_object_get(labels, "k8s-app")), "kube-apiserver");
+        /* only its own label: the mirror pod matches no selector and no anti-affinity of the workloads */
+        assert_int_equal(json_object_size(labels), 1);
+        assert_null(json_object_get(labels, "k8s-app"));
         assert_null(json_object_get(labels, "controller-revision-hash"));
         const json_t *ann = json_object_get(meta, "annotations");
         assert_string_equal(json_string_value(json_object_get(ann, CHECKPOINT_OF)),
