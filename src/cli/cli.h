@@ -123,6 +123,7 @@ int verb_kube_livez(CliContext *ctx, char **args);
 int verb_etcd_backups(CliContext *ctx, char **args);
 int verb_etcd_backup(CliContext *ctx, char **args);
 int verb_etcd_download(CliContext *ctx, char **args);
+int verb_checkpoint(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -139,6 +140,7 @@ extern const CliOption verb_kube_delete_options[];
 extern const CliOption verb_kube_probe_options[];
 extern const CliOption verb_etcd_backup_options[];
 extern const CliOption verb_etcd_download_options[];
+extern const CliOption verb_checkpoint_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

@@ -237,6 +237,11 @@ static const CliVerb verbs[] = {
           .help = "the Kubernetes API: apply, get, delete, readyz, livez",
           .sub_verbs = kube_verbs },
         { .name = "etcd", .help = "etcd's backups: backups, backup, download", .sub_verbs = etcd_verbs },
+        { .name = "checkpoint",
+          .run = verb_checkpoint,
+          .help = "keep, activate, retire this master's checkpoint",
+          .flags = CLI_NEEDS_ROOT,
+          .options = verb_checkpoint_options },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

@@ -25,13 +25,6 @@ static const char *const spec_dropped[] = {
         "enableServiceLinks", "overhead",
 };
 
-/* Labels a controller sets on its pods: the checkpoint is no controller's. */
-static const char *const labels_dropped[] = {
-        "pod-template-hash",
-        "controller-revision-hash",
-        "pod-template-generation",
-};
-
 void checkpoint_pod_done(CheckpointPod *p) {
         for (size_t i = 0; p->volumes && i < p->n_volumes; i++) {
                 free(p->volumes[i].name);
@@ -167,10 +160,24 @@ static int convert_volume(CheckpointPod *p, json_t *spec, json_t *vols, size_t i
         return 0;
 }
 
+/* The containers' ports go: with hostNetwork they only declare host ports, and kubelet admits a pod only
+ * if no pod it runs declares the same host port. Declared by the checkpoint, 443 would make kubelet refuse
+ * the self-hosted apiserver when the API comes back, and the checkpoint would never be retired. The servers
+ * share the port anyway (--permit-port-sharing). */
+static void drop_ports(json_t *spec) {
+        static const char *const lists[] = { "containers", "initContainers" };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach(json_object_get(spec, lists[l]), i, c) json_object_del(c, "ports");
+        }
+}
+
 static int convert_spec(CheckpointPod *p, json_t *spec, const char *checkpoint_dir, const char *pod,
                         char **ret_error) {
         for (size_t i = 0; i < ELEMENTSOF(spec_dropped); i++)
                 json_object_del(spec, spec_dropped[i]);
+        drop_ports(spec);
         if (json_object_set_new(spec, "automountServiceAccountToken", json_false()) < 0 ||
             json_object_set_new(spec, "restartPolicy", json_string("Always")) < 0)
                 return -ENOMEM;
@@ -185,8 +192,12 @@ static int convert_spec(CheckpointPod *p, json_t *spec, const char *checkpoint_d
         return 0;
 }
 
+/* The checkpoint carries none of the pod's labels, only its own: its mirror pod must match no workload's
+ * selector (a controller would count or adopt it) and no anti-affinity (a Deployment's replacement pod could
+ * not be scheduled on this master while the checkpoint runs, and the checkpoint would never be retired). The
+ * component is named by the CHECKPOINT_OF annotation. */
 static int convert_meta(json_t *out_meta, const json_t *meta, const char *name, const char *owner) {
-        json_t *labels = json_deep_copy(json_object_get(meta, "labels")) ?: json_object();
+        json_t *labels = json_object();
         const json_t *ann = json_object_get(meta, "annotations");
         const char *certs = json_string_value(json_object_get(ann, "protokube.io/certificates"));
         json_t *annotations = json_pack("{s:s}", CHECKPOINT_OF, owner);
@@ -195,8 +206,6 @@ static int convert_meta(json_t *out_meta, const json_t *meta, const char *name, 
                 json_decref(annotations);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < ELEMENTSOF(labels_dropped); i++)
-                json_object_del(labels, labels_dropped[i]);
         if (json_object_set_new(out_meta, "labels", labels) < 0 ||
             json_object_set_new(out_meta, "annotations", annotations) < 0 ||
             json_object_set_new(labels, CHECKPOINT_LABEL, json_string("true")) < 0 ||

@@ -31,6 +31,12 @@ static const json_t *volume(const json_t *spec, const char *name) {
 
 static void test_daemonset_pod(void **state) {
         json_t *pod = load_pod();
+        /* as the API returns a hostNetwork pod's port: hostPort defaulted to containerPort */
+        json_t *ports = json_pack("[{s:s, s:i, s:i, s:s}]", "name", "https", "containerPort", 443,
+                                  "hostPort", 443, "protocol", "TCP");
+        assert_non_null(ports);
+        json_object_set_new(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0),
+                            "ports", ports);
         CheckpointPod p;
         assert_int_equal(checkpoint_pod_from_api(pod, "/var/lib/protokube/checkpoint", &p, NULL), 0);
         assert_string_equal(p.name, "kube-apiserver-checkpoint");
@@ -42,7 +48,9 @@ static void test_daemonset_pod(void **state) {
         assert_null(json_object_get(meta, "ownerReferences"));
         const json_t *labels = json_object_get(meta, "labels");
         assert_string_equal(json_string_value(json_object_get(labels, CHECKPOINT_LABEL)), "true");
-        assert_string_equal(json_string_value(json_object_get(labels, "k8s-app")), "kube-apiserver");
+        /* only its own label: the mirror pod matches no selector and no anti-affinity of the workloads */
+        assert_int_equal(json_object_size(labels), 1);
+        assert_null(json_object_get(labels, "k8s-app"));
         assert_null(json_object_get(labels, "controller-revision-hash"));
         const json_t *ann = json_object_get(meta, "annotations");
         assert_string_equal(json_string_value(json_object_get(ann, CHECKPOINT_OF)),
@@ -72,6 +80,7 @@ static void test_daemonset_pod(void **state) {
                             "/var/lib/protokube/checkpoint/configmaps/kube-apiserver-config");
         const json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
         assert_int_equal(json_array_size(json_object_get(c, "volumeMounts")), 3);
+        assert_null(json_object_get(c, "ports")); /* kubelet would refuse the self-hosted pod's host port */
         assert_string_equal(json_string_value(json_array_get(json_object_get(c, "args"), 0)),
                             "--permit-port-sharing=true");
 

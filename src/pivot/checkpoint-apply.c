@@ -1,0 +1,756 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "pivot/checkpoint-apply.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/errors.h"
+#include "basic/fileio.h"
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "pivot/checkpoint.h"
+#include "shared/crypto.h"
+
+#define GEN_PREFIX   ".checkpoint."
+#define LINK_TMP     ".checkpoint-link.tmp"
+#define PROC_MAX     (1U << 20) /* entries of /proc looked at: bounded */
+#define SELECTOR     "app.kubernetes.io/managed-by=protokube"
+#define MIRROR_ANNOT "kubernetes.io/config.mirror"
+
+static const char *const step_names[_CHECKPOINT_STEP_MAX] = {
+        [CHECKPOINT_STEP_REFRESH] = "refresh",
+        [CHECKPOINT_STEP_ACTIVATE] = "activate",
+        [CHECKPOINT_STEP_DEACTIVATE] = "deactivate",
+        [CHECKPOINT_STEP_WAIT] = "wait",
+};
+
+const char *checkpoint_step_to_string(CheckpointStep s) {
+        return s >= 0 && s < _CHECKPOINT_STEP_MAX ? step_names[s] : NULL;
+}
+
+/* The self-hosted control plane: what a master needs to serve the API again (kube-proxy is not). */
+static const char *const components[] = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" };
+
+static const char *meta_str(const json_t *obj, const char *map, const char *key) {
+        return json_string_value(
+            json_object_get(json_object_get(json_object_get(obj, "metadata"), map), key));
+}
+
+static bool is_component(const char *app) {
+        for (size_t i = 0; app && i < ELEMENTSOF(components); i++)
+                if (streq(app, components[i]))
+                        return true;
+        return false;
+}
+
+/* A self-hosted control-plane pod the API placed on this node: not a mirror pod (a static pod's, the
+ * checkpoint's own included) and not a checkpoint. */
+static bool is_self_hosted_here(const json_t *pod, const char *node) {
+        const char *on = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+        return on && streq(on, node) && is_component(meta_str(pod, "labels", "k8s-app")) &&
+               !meta_str(pod, "labels", CHECKPOINT_LABEL) && !meta_str(pod, "annotations", MIRROR_ANNOT);
+}
+
+static const char *pod_phase(const json_t *pod) {
+        return json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+}
+
+static bool pod_ready(const json_t *pod) {
+        const json_t *x;
+        size_t i;
+        json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, x) {
+                if (streq(strempty(json_string_value(json_object_get(x, "type"))), "Ready"))
+                        return streq(strempty(json_string_value(json_object_get(x, "status"))), "True");
+        }
+        return false;
+}
+
+/* A file (data != NULL) or a directory (data NULL) of a generation, held in memory until all is fetched:
+ * nothing is written before every object was read. */
+typedef struct GenFile {
+        char *rel;
+        uint8_t *data;
+        size_t len;
+        mode_t mode;
+        bool secret;
+} GenFile;
+
+typedef struct Gen {
+        GenFile *files;
+        size_t n;
+} Gen;
+
+static void gen_done(Gen *g) {
+        for (size_t i = 0; i < g->n; i++) {
+                if (g->files[i].secret)
+                        erase_and_free(g->files[i].data, g->files[i].len);
+                else
+                        free(g->files[i].data);
+                free(g->files[i].rel);
+        }
+        free(g->files);
+        *g = (Gen){};
+}
+
+/* Takes rel and data, also on failure. */
+static int gen_add(Gen *g, char *rel, uint8_t *data, size_t len, mode_t mode, bool secret) {
+        GenFile *f = g->n < CHECKPOINT_FILES_MAX ? reallocarray(g->files, g->n + 1, sizeof(*f)) : NULL;
+        if (!f || !rel) {
+                if (secret && data)
+                        erase_and_free(data, len);
+                else
+                        free(data);
+                free(rel);
+                return g->n >= CHECKPOINT_FILES_MAX ? -E2BIG : -ENOMEM;
+        }
+        g->files = f;
+        g->files[g->n++] = (GenFile){ .rel = rel, .data = data, .len = len, .mode = mode, .secret = secret };
+        return 0;
+}
+
+static bool gen_has(const Gen *g, const char *rel) {
+        for (size_t i = 0; i < g->n; i++)
+                if (streq(g->files[i].rel, rel))
+                        return true;
+        return false;
+}
+
+/* A key of a Secret or ConfigMap becomes a file name: the API's own rule ([-._a-zA-Z0-9]+), no dot names. */
+static bool key_ok(const char *k) {
+        if (isempty(k) || streq(k, ".") || streq(k, "..") || strlen(k) > 253)
+                return false;
+        for (const char *s = k; *s; s++)
+                if (!strchr("-._", *s) && !(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
+                    !(*s >= '0' && *s <= '9'))
+                        return false;
+        return true;
+}
+
+/* The values of one data map ("data" or "binaryData") as files under rel_dir. */
+static int add_data(Gen *g, const json_t *map, bool base64, bool secret, const char *rel_dir,
+                    const char *what, char **ret_error) {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)map, key, val) {
+                const char *s = json_string_value(val);
+                uint8_t *data = NULL;
+                size_t len;
+                int r;
+                if (!key_ok(key))
+                        return error_setf(ret_error, PK_EMALFORMED, "%s: a key cannot be a file name", what);
+                if (!s)
+                        return error_setf(ret_error, PK_EMALFORMED, "%s: key '%s' is not a string", what,
+                                          key);
+                if (base64) {
+                        r = crypto_base64_decode(s, strlen(s), &data, &len);
+                        if (r < 0)
+                                return error_setf(ret_error, r, "%s: key '%s' is not base64", what, key);
+                } else {
+                        len = strlen(s);
+                        if (!(data = (uint8_t *)strdup(s)))
+                                return -ENOMEM;
+                }
+                if (len > CHECKPOINT_FILE_MAX) {
+                        secret ? erase_and_free(data, len) : free(data);
+                        return error_setf(ret_error, PK_ETOOBIG, "%s: key '%s' holds more than %u bytes",
+                                          what, key, CHECKPOINT_FILE_MAX);
+                }
+                r = gen_add(g, strprintf("%s/%s", rel_dir, key), data, len, secret ? 0600 : 0644, secret);
+                if (r < 0)
+                        return r == -E2BIG
+                                   ? error_setf(ret_error, r, "%s: more than %u files in the checkpoint",
+                                                what, CHECKPOINT_FILES_MAX)
+                                   : r;
+        }
+        return 0;
+}
+
+/* One Secret or ConfigMap a checkpoint pod mounts: its data, read now, as files of the generation. */
+static int fetch_volume(KubeClient *api, const char *ns, const CheckpointVolume *v, const char *link, Gen *g,
+                        usec_t deadline, char **ret_error) {
+        bool secret = v->source == CHECKPOINT_SECRET;
+        const char *kind = secret ? "Secret" : "ConfigMap";
+        const char *rel_dir = startswith(v->dir, link);
+        if (!rel_dir || rel_dir[0] != '/')
+                return -EINVAL; /* checkpoint_pod_from_api() was given link: cannot happen */
+        rel_dir++;
+        if (gen_has(g, rel_dir)) /* two pods mount one object */
+                return 0;
+        _cleanup_free_ char *what = strprintf("%s %s/%s", kind, ns, v->name);
+        if (!what)
+                return -ENOMEM;
+        json_t *obj = NULL;
+        int r = kube_get(api, "v1", kind, ns, v->name, deadline, &obj, ret_error);
+        if (r < 0)
+                return r;
+        r = gen_add(g, strdup(rel_dir), NULL, 0, secret ? 0700 : 0755, false);
+        if (r >= 0)
+                r = add_data(g, json_object_get(obj, "data"), secret, secret, rel_dir, what, ret_error);
+        if (r >= 0 && !secret)
+                r = add_data(g, json_object_get(obj, "binaryData"), true, false, rel_dir, what, ret_error);
+        if (secret)
+                kube_json_erase(obj);
+        json_decref(obj);
+        return r;
+}
+
+/* One Running pod: its static pod (with the pod's uid, by which a running container is recognised) and the
+ * data of what it mounts. */
+static int add_pod(KubeClient *api, const json_t *pod, const char *link, Gen *g, usec_t deadline,
+                   char **ret_error) {
+        const char *ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+        const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+        _cleanup_(checkpoint_pod_done) CheckpointPod p = {};
+        int r = checkpoint_pod_from_api(pod, link, &p, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < p.n_volumes; i++) {
+                r = fetch_volume(api, ns ?: "kube-system", &p.volumes[i], link, g, deadline, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        json_t *ann = json_object_get(json_object_get(p.manifest, "metadata"), "annotations");
+        if (uid && json_object_set_new(ann, CHECKPOINT_UID, json_string(uid)) < 0)
+                return -ENOMEM;
+        char *text = json_dumps(p.manifest, JSON_INDENT(2) | JSON_SORT_KEYS);
+        if (!text)
+                return -ENOMEM;
+        size_t len = strlen(text);
+        return gen_add(g, strprintf("manifests/%s.json", p.name), (uint8_t *)text, len, 0644, false);
+}
+
+static int cmp_files(const void *a, const void *b) {
+        return strcmp(((const GenFile *)a)->rel, ((const GenFile *)b)->rel);
+}
+
+/* SHA-256 over every path, mode and content, in path order: equal digests, equal checkpoints. */
+static int gen_digest(Gen *g, char ret[static 65]) {
+        _cleanup_(crypto_sha256_freep) CryptoSha256 *s = NULL;
+        uint8_t md[32];
+        int r = crypto_sha256_new(&s);
+        if (r < 0)
+                return r;
+        qsort(g->files, g->n, sizeof(*g->files), cmp_files);
+        for (size_t i = 0; i < g->n && r >= 0; i++) {
+                char head[64];
+                int n = snprintf(head, sizeof(head), "%c%o %zu\n", 0, (unsigned)g->files[i].mode,
+                                 g->files[i].len);
+                if ((r = crypto_sha256_update(s, g->files[i].rel, strlen(g->files[i].rel) + 1)) >= 0 &&
+                    (r = crypto_sha256_update(s, head, (size_t)n)) >= 0 && g->files[i].len > 0)
+                        r = crypto_sha256_update(s, g->files[i].data, g->files[i].len);
+        }
+        if (r >= 0)
+                r = crypto_sha256_final(s, md);
+        if (r < 0)
+                return r;
+        crypto_hex(md, sizeof(md), ret);
+        return 0;
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Removes a generation (ours: under the state directory, not followed through symlinks). */
+static int rm_tree(const char *path) {
+        if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+static int write_gen(const Gen *g, const char *dir, const char *digest, char **ret_error) {
+        int r;
+        for (size_t i = 0; i < g->n; i++) {
+                const GenFile *f = &g->files[i];
+                _cleanup_free_ char *path = strprintf("%s/%s", dir, f->rel);
+                if (!path)
+                        return -ENOMEM;
+                char *slash = strrchr(path, '/');
+                *slash = 0;
+                r = mkdir_p(path, f->secret || f->mode == 0700 ? 0700 : 0755);
+                *slash = '/';
+                if (r >= 0)
+                        r = f->data ? write_file_atomic(path, f->data, f->len, f->mode, 0)
+                                    : mkdir_p(path, f->mode);
+                if (r < 0)
+                        return error_setf(ret_error, r, "cannot write '%s': %s", path, pk_strerror(r));
+        }
+        _cleanup_free_ char *dp = strprintf("%s/digest", dir);
+        if (!dp)
+                return -ENOMEM;
+        r = write_file_atomic(dp, digest, strlen(digest), 0644, 0);
+        return r < 0 ? error_setf(ret_error, r, "cannot write '%s': %s", dp, pk_strerror(r)) : 0;
+}
+
+/* Points <state>/checkpoint at the generation (a symlink renamed over the old one), then removes every other
+ * generation. */
+static int swap_gen(const char *state_dir, const char *gen_name, char **ret_error) {
+        _cleanup_free_ char *link = strprintf("%s/%s", state_dir, CHECKPOINT_LINK),
+                            *tmp = strprintf("%s/%s", state_dir, LINK_TMP);
+        struct stat st;
+        if (!link || !tmp)
+                return -ENOMEM;
+        if (lstat(link, &st) == 0 && !S_ISLNK(st.st_mode))
+                return error_setf(ret_error, -EEXIST, "'%s' is not a symlink to a generation: left alone",
+                                  link);
+        if ((unlink(tmp) < 0 && errno != ENOENT) || symlink(gen_name, tmp) < 0 || rename(tmp, link) < 0)
+                return error_setf(ret_error, -errno, "cannot point '%s' at '%s': %m", link, gen_name);
+        int r = fsync_parent_dir(link);
+        if (r < 0)
+                return error_setf(ret_error, r, "cannot fsync '%s': %s", state_dir, pk_strerror(r));
+        _cleanup_(closedirp) DIR *d = opendir(state_dir);
+        if (!d)
+                return error_setf(ret_error, -errno, "cannot read '%s': %m", state_dir);
+        for (struct dirent *de; (de = readdir(d));) {
+                if (!startswith(de->d_name, GEN_PREFIX) || streq(de->d_name, gen_name))
+                        continue;
+                _cleanup_free_ char *old = strprintf("%s/%s", state_dir, de->d_name);
+                if (!old)
+                        return -ENOMEM;
+                if ((r = rm_tree(old)) < 0)
+                        return error_setf(ret_error, r, "cannot remove the old generation '%s': %s", old,
+                                          pk_strerror(r));
+        }
+        return 0;
+}
+
+/* Whether the current generation's digest is this one. */
+static bool gen_unchanged(const char *state_dir, const char *digest) {
+        _cleanup_free_ char *path = strprintf("%s/%s/digest", state_dir, CHECKPOINT_LINK), *text = NULL;
+        return path && read_full_file(path, 128, &text, NULL) >= 0 && streq(text, digest);
+}
+
+static int list_here(const CheckpointConfig *c, KubeClient *api, usec_t deadline, json_t **ret,
+                     char **ret_error) {
+        return kube_list(api, "v1", "Pod", "kube-system", SELECTOR, deadline, ret, ret_error);
+}
+
+/* Builds the whole generation in memory, then writes it only if it differs from the current one. */
+static int refresh_gen(const CheckpointConfig *c, KubeClient *api, const json_t *items, Gen *g,
+                       usec_t deadline, char **ret_message, char **ret_error) {
+        _cleanup_free_ char *link = strprintf("%s/%s", c->state_dir, CHECKPOINT_LINK), *dir = NULL;
+        char digest[65];
+        size_t i, n = 0;
+        const json_t *pod;
+        int r;
+        if (!link)
+                return -ENOMEM;
+        json_array_foreach(items, i, pod) {
+                if (!is_self_hosted_here(pod, c->node_name))
+                        continue;
+                if (++n > CHECKPOINT_PODS_MAX)
+                        return error_setf(ret_error, -E2BIG, "more than %d self-hosted pods on node %s",
+                                          CHECKPOINT_PODS_MAX, c->node_name);
+                if ((r = add_pod(api, pod, link, g, deadline, ret_error)) < 0)
+                        return r;
+        }
+        if ((r = gen_digest(g, digest)) < 0)
+                return r;
+        if (gen_unchanged(c->state_dir, digest))
+                return ret_message && !(*ret_message = strprintf("checkpoint of %zu pods unchanged", n))
+                           ? -ENOMEM
+                           : 1;
+        char name[64];
+        snprintf(name, sizeof(name), GEN_PREFIX "%016llx", (unsigned long long)now(CLOCK_REALTIME));
+        if (!(dir = strprintf("%s/%s", c->state_dir, name)))
+                return -ENOMEM;
+        if (mkdir(dir, 0700) < 0)
+                return error_setf(ret_error, -errno, "cannot create '%s': %m", dir);
+        r = write_gen(g, dir, digest, ret_error);
+        if (r >= 0)
+                r = swap_gen(c->state_dir, name, ret_error);
+        if (r < 0) {
+                (void)rm_tree(dir); /* never a half checkpoint: the previous one stays current */
+                return r;
+        }
+        return ret_message && !(*ret_message = strprintf("checkpoint of %zu pods written to '%s'", n, dir))
+                   ? -ENOMEM
+                   : 1;
+}
+
+int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadline, char **ret_message,
+                       char **ret_error) {
+        _cleanup_(gen_done) Gen g = {};
+        json_t *list = NULL;
+        size_t i;
+        const json_t *pod;
+        int r;
+
+        if (mkdir_p(c->state_dir, 0700) < 0)
+                return error_setf(ret_error, -errno, "cannot create '%s': %m", c->state_dir);
+        r = list_here(c, api, deadline, &list, ret_error);
+        if (r < 0)
+                return r;
+        /* A pod being replaced (an update rolling, a pod pending) or not Ready (a bad upgrade crash-looping)
+         * keeps the previous checkpoint whole: a reboot then brings back the last pods that served. */
+        json_array_foreach(json_object_get(list, "items"), i, pod) {
+                const char *phase = strempty(pod_phase(pod));
+                if (!is_self_hosted_here(pod, c->node_name) || (streq(phase, "Running") && pod_ready(pod)))
+                        continue;
+                if (streq(phase, "Running"))
+                        phase = "Running but not Ready";
+                const char *name =
+                    json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+                json_decref(list);
+                if (ret_message &&
+                    !(*ret_message = strprintf("pod %s is %s: the checkpoint stays as it is", strnull(name),
+                                               isempty(phase) ? "without a phase" : phase)))
+                        return -ENOMEM;
+                return 0;
+        }
+        r = refresh_gen(c, api, json_object_get(list, "items"), &g, deadline, ret_message, ret_error);
+        json_decref(list);
+        return r;
+}
+
+static int each_manifest(const char *dir, bool ours_only,
+                         int (*fn)(const char *dir, const char *name, void *u), void *userdata,
+                         char **ret_error) {
+        _cleanup_(closedirp) DIR *d = opendir(dir);
+        int r;
+        if (!d)
+                return error_setf(ret_error, -errno, "cannot read '%s': %m", dir);
+        for (struct dirent *de; (de = readdir(d));) {
+                if (de->d_name[0] == '.' ||
+                    !endswith(de->d_name, ours_only ? CHECKPOINT_MANIFEST_SUFFIX : ".json"))
+                        continue;
+                if ((r = fn(dir, de->d_name, userdata)) != 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int found(const char *dir, const char *name, void *u) {
+        return 1;
+}
+
+int checkpoint_is_active(const CheckpointConfig *c, char **ret_error) {
+        return each_manifest(c->manifest_dir, true, found, NULL, ret_error);
+}
+
+typedef struct CopyArgs {
+        const char *to;
+        size_t n;
+        char **error;
+} CopyArgs;
+
+static int copy_manifest(const char *dir, const char *name, void *u) {
+        CopyArgs *a = u;
+        _cleanup_free_ char *from = strprintf("%s/%s", dir, name), *to = strprintf("%s/%s", a->to, name),
+                            *text = NULL;
+        size_t len;
+        int r;
+        if (!from || !to)
+                return -ENOMEM;
+        r = read_full_file(from, CHECKPOINT_FILE_MAX, &text, &len);
+        if (r < 0)
+                return error_setf(a->error, r, "cannot read '%s': %s", from, pk_strerror(r));
+        r = write_file_atomic(to, text, len, 0644, 1);
+        if (r < 0)
+                return error_setf(a->error, r, "cannot write '%s': %s", to, pk_strerror(r));
+        a->n++;
+        return 0;
+}
+
+int checkpoint_activate(const CheckpointConfig *c, size_t *ret_n, char **ret_error) {
+        _cleanup_free_ char *at = strprintf("%s/%s", c->state_dir, CHECKPOINT_ACTIVATED_FILE),
+                            *src = strprintf("%s/%s/manifests", c->state_dir, CHECKPOINT_LINK);
+        char stamp[32];
+        struct tm tm;
+        time_t t = time(NULL);
+        int r;
+        if (!at || !src)
+                return -ENOMEM;
+        /* The time first: the pods that come back must have started after it (checkpoint_step()). */
+        if (access(at, F_OK) < 0) {
+                strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+                r = write_file_atomic(at, stamp, strlen(stamp), 0644, 0);
+                if (r < 0)
+                        return error_setf(ret_error, r, "cannot write '%s': %s", at, pk_strerror(r));
+        }
+        CopyArgs a = { .to = c->manifest_dir, .error = ret_error };
+        r = each_manifest(src, false, copy_manifest, &a, ret_error);
+        if (r < 0)
+                return r;
+        if (ret_n)
+                *ret_n = a.n;
+        return 0;
+}
+
+static int remove_manifest(const char *dir, const char *name, void *u) {
+        CopyArgs *a = u;
+        _cleanup_free_ char *path = strprintf("%s/%s", dir, name);
+        if (!path)
+                return -ENOMEM;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return error_setf(a->error, -errno, "cannot remove '%s': %m", path);
+        a->n++;
+        return 0;
+}
+
+int checkpoint_deactivate(const CheckpointConfig *c, size_t *ret_n, char **ret_error) {
+        CopyArgs a = { .error = ret_error };
+        _cleanup_free_ char *at = strprintf("%s/%s", c->state_dir, CHECKPOINT_ACTIVATED_FILE);
+        if (!at)
+                return -ENOMEM;
+        int r = each_manifest(c->manifest_dir, true, remove_manifest, &a, ret_error);
+        if (r < 0)
+                return r;
+        /* the manifests' removal first made durable, then the record of the activation */
+        _cleanup_free_ char *dot = strprintf("%s/.", c->manifest_dir);
+        if (!dot)
+                return -ENOMEM;
+        if ((r = fsync_parent_dir(dot)) < 0)
+                return error_setf(ret_error, r, "cannot fsync '%s': %s", c->manifest_dir, pk_strerror(r));
+        if (unlink(at) < 0 && errno != ENOENT)
+                return error_setf(ret_error, -errno, "cannot remove '%s': %m", at);
+        if (ret_n)
+                *ret_n = a.n;
+        return 0;
+}
+
+/* The checkpoint's manifests as parsed objects (an array; empty when there is no checkpoint yet). */
+static int read_manifest(const char *dir, const char *name, void *u) {
+        json_t *arr = u;
+        _cleanup_free_ char *path = strprintf("%s/%s", dir, name);
+        if (!path)
+                return -ENOMEM;
+        json_t *m = json_load_file(path, 0, NULL);
+        if (!m)
+                return -EINVAL;
+        return json_array_append_new(arr, m) < 0 ? -ENOMEM : 0;
+}
+
+static int checkpoint_manifests(const CheckpointConfig *c, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *src = strprintf("%s/%s/manifests", c->state_dir, CHECKPOINT_LINK);
+        json_t *arr = json_array();
+        if (!src || !arr) {
+                json_decref(arr);
+                return -ENOMEM;
+        }
+        int r = access(src, F_OK) < 0 ? 0 : each_manifest(src, false, read_manifest, arr, ret_error);
+        if (r < 0) {
+                json_decref(arr);
+                return r == -EINVAL
+                           ? error_setf(ret_error, PK_EMALFORMED, "a manifest in '%s' is not JSON", src)
+                           : r;
+        }
+        *ret = arr;
+        return 0;
+}
+
+/* Whether a process on this node runs in the cgroup of a checkpointed pod: kubelet puts a pod's containers
+ * (and its sandbox) under ".../pod<uid>/" (cgroupfs) or "...-pod<uid with _>.slice" (systemd). kubelet's
+ * own view (/pods on its port) would need its serving CA and, with Webhook authorization, the API that is
+ * down; the CRI socket needs a gRPC client. The kernel's cgroups need neither. *ret_name: the pod's. */
+static int pod_process_runs(const CheckpointConfig *c, const json_t *manifests, char **ret_name) {
+        _cleanup_(closedirp) DIR *d = opendir(c->proc_dir ?: "/proc");
+        if (!d)
+                return -errno;
+        unsigned seen = 0;
+        for (struct dirent *de; (de = readdir(d)) && seen < PROC_MAX; seen++) {
+                if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                        continue;
+                _cleanup_free_ char *path = strprintf("%s/%s/cgroup", c->proc_dir ?: "/proc", de->d_name),
+                                    *text = NULL;
+                if (!path)
+                        return -ENOMEM;
+                if (read_full_file(path, 64 * 1024, &text, NULL) < 0)
+                        continue; /* gone meanwhile */
+                size_t i;
+                const json_t *m;
+                json_array_foreach(manifests, i, m) {
+                        const char *uid = meta_str(m, "annotations", CHECKPOINT_UID);
+                        if (isempty(uid) || strlen(uid) > 64)
+                                continue;
+                        char a[80], b[80];
+                        snprintf(a, sizeof(a), "pod%s/", uid);
+                        snprintf(b, sizeof(b), "pod%s.slice", uid);
+                        for (char *s = b; *s; s++)
+                                if (*s == '-')
+                                        *s = '_';
+                        if (strstr(text, a) || strstr(text, b)) {
+                                const char *name = json_string_value(
+                                    json_object_get(json_object_get(m, "metadata"), "name"));
+                                if (ret_name && !(*ret_name = strdup(strnull(name))))
+                                        return -ENOMEM;
+                                return 1;
+                        }
+                }
+        }
+        return 0;
+}
+
+/* Ready, and every container started at or after the activation (RFC 3339 strings in UTC compare as
+ * times): the API keeps a pod's status from before the reboot until kubelet writes a new one. */
+static bool pod_back(const json_t *pod, const char *since) {
+        const json_t *status = json_object_get(pod, "status"), *x;
+        size_t i;
+        if (!pod_ready(pod) || json_array_size(json_object_get(status, "containerStatuses")) == 0)
+                return false;
+        json_array_foreach(json_object_get(status, "containerStatuses"), i, x) {
+                const char *started = json_string_value(
+                    json_object_get(json_object_get(json_object_get(x, "state"), "running"), "startedAt"));
+                if (!started || strcmp(started, since) < 0)
+                        return false;
+        }
+        return true;
+}
+
+/* 1 when every checkpointed component has its self-hosted pod back on this node; 0 and why if not. */
+static int pods_back(const CheckpointConfig *c, KubeClient *api, const json_t *manifests, usec_t deadline,
+                     char **ret_why, char **ret_error) {
+        _cleanup_free_ char *at = strprintf("%s/%s", c->state_dir, CHECKPOINT_ACTIVATED_FILE), *since = NULL;
+        json_t *list = NULL;
+        size_t i, j;
+        const json_t *m, *pod;
+        if (!at)
+                return -ENOMEM;
+        if (read_full_file(at, 64, &since, NULL) < 0 && !(since = strdup("")))
+                return -ENOMEM;
+        int r = list_here(c, api, deadline, &list, ret_error);
+        if (r < 0)
+                return r;
+        r = 1;
+        json_array_foreach(manifests, i, m) {
+                /* "DaemonSet/kube-apiserver": the workload is named after its component, the pods' k8s-app
+                 */
+                const char *of = meta_str(m, "annotations", CHECKPOINT_OF);
+                const char *app = of && strchr(of, '/') ? strchr(of, '/') + 1 : NULL;
+                bool back = false;
+                json_array_foreach(json_object_get(list, "items"), j, pod) {
+                        if (is_self_hosted_here(pod, c->node_name) &&
+                            streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)) &&
+                            pod_back(pod, since))
+                                back = true;
+                }
+                if (!back) {
+                        /* "since": the pod's status from before the activation does not count */
+                        if (ret_why &&
+                            !(*ret_why = strprintf("the self-hosted %s on %s has not been Ready since %s",
+                                                   strnull(app), c->node_name, since)))
+                                r = -ENOMEM;
+                        else
+                                r = 0;
+                        break;
+                }
+        }
+        json_decref(list);
+        return r;
+}
+
+/* The client that answers /readyz: the local apiserver, else the internal name; NULL and why if none. */
+static KubeClient *api_answering(const CheckpointConfig *c, usec_t deadline, char **ret_why) {
+        _cleanup_free_ char *e1 = NULL, *e2 = NULL;
+        usec_t d = now(CLOCK_MONOTONIC) + CHECKPOINT_PROBE_TIMEOUT;
+        if (deadline && deadline < d)
+                d = deadline;
+        if (kube_probe(c->local, "readyz", d, &e1) >= 0)
+                return c->local;
+        if (c->internal && kube_probe(c->internal, "readyz", d, &e2) >= 0)
+                return c->internal;
+        *ret_why = strprintf("the API does not answer (local: %s%s%s)", strnull(e1),
+                             e2 ? "; internal: " : "", strempty(e2));
+        return NULL;
+}
+
+static int set_message(char **ret, char *s) {
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int step_api_down(const CheckpointConfig *c, int active, const char *why, CheckpointStep *ret_step,
+                         char **ret_message, char **ret_error) {
+        _cleanup_free_ char *pod = NULL;
+        json_t *manifests = NULL;
+        size_t n = 0;
+        int r;
+        *ret_step = CHECKPOINT_STEP_WAIT;
+        if (active)
+                return set_message(ret_message, strprintf("%s; the checkpoint is active", why));
+        if ((r = checkpoint_manifests(c, &manifests, ret_error)) < 0)
+                return r;
+        if (json_array_size(manifests) == 0) {
+                json_decref(manifests);
+                return set_message(ret_message, strprintf("%s; no checkpoint of this node", why));
+        }
+        r = pod_process_runs(c, manifests, &pod);
+        json_decref(manifests);
+        if (r < 0)
+                return error_setf(ret_error, r, "cannot read the processes' cgroups in '%s': %s",
+                                  c->proc_dir ?: "/proc", pk_strerror(r));
+        if (r > 0)
+                return set_message(ret_message,
+                                   strprintf("%s; the self-hosted pod of %s runs here", why, pod));
+        if ((r = checkpoint_activate(c, &n, ret_error)) < 0)
+                return r;
+        *ret_step = CHECKPOINT_STEP_ACTIVATE;
+        return set_message(
+            ret_message, strprintf("%s: %zu checkpoint manifests written to '%s'", why, n, c->manifest_dir));
+}
+
+static int step_api_up(const CheckpointConfig *c, KubeClient *api, int active, usec_t deadline,
+                       CheckpointStep *ret_step, char **ret_message, char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+        json_t *manifests = NULL;
+        size_t n = 0;
+        int r;
+        if (!active) {
+                r = checkpoint_refresh(c, api, deadline, ret_message, ret_error);
+                if (r >= 0)
+                        *ret_step = r > 0 ? CHECKPOINT_STEP_REFRESH : CHECKPOINT_STEP_WAIT;
+                return r < 0 ? r : 0;
+        }
+        if ((r = checkpoint_manifests(c, &manifests, ret_error)) < 0)
+                return r;
+        r = pods_back(c, api, manifests, deadline, &why, ret_error);
+        json_decref(manifests);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                *ret_step = CHECKPOINT_STEP_WAIT;
+                return set_message(ret_message, TAKE_PTR(why));
+        }
+        if ((r = checkpoint_deactivate(c, &n, ret_error)) < 0)
+                return r;
+        *ret_step = CHECKPOINT_STEP_DEACTIVATE;
+        return set_message(
+            ret_message,
+            strprintf("the self-hosted pods are back: %zu checkpoint manifests removed from '%s'", n,
+                      c->manifest_dir));
+}
+
+int checkpoint_step(const CheckpointConfig *c, usec_t deadline, CheckpointStep *ret_step, char **ret_message,
+                    char **ret_error) {
+        _cleanup_free_ char *why = NULL, *message = NULL;
+        CheckpointStep step = CHECKPOINT_STEP_WAIT;
+        int active = checkpoint_is_active(c, ret_error);
+        if (active < 0)
+                return active;
+        KubeClient *api = api_answering(c, deadline, &why);
+        if (!api && !why)
+                return -ENOMEM;
+        int r = api ? step_api_up(c, api, active, deadline, &step, &message, ret_error)
+                    : step_api_down(c, active, why, &step, &message, ret_error);
+        if (r < 0)
+                return r;
+        *ret_step = step;
+        if (ret_message)
+                *ret_message = TAKE_PTR(message);
+        return 0;
+}
