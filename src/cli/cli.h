@@ -120,6 +120,8 @@ int verb_kube_get(CliContext *ctx, char **args);
 int verb_kube_delete(CliContext *ctx, char **args);
 int verb_kube_readyz(CliContext *ctx, char **args);
 int verb_kube_livez(CliContext *ctx, char **args);
+int verb_pivot(CliContext *ctx, char **args);
+int verb_pivot_plan(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -134,6 +136,7 @@ extern const CliOption verb_pki_init_options[];
 extern const CliOption verb_kube_options[];
 extern const CliOption verb_kube_delete_options[];
 extern const CliOption verb_kube_probe_options[];
+extern const CliOption verb_pivot_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

@@ -154,6 +154,14 @@ static const CliVerb kube_verbs[] = {
         {},
 };
 
+static const CliVerb pivot_verbs[] = {
+        { .name = "plan",
+          .run = verb_pivot_plan,
+          .help = "print the pivot's next step and why; change nothing",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS },
+        {},
+};
+
 /* A new verb is one row here (and its function and option table declared in cli.h). */
 static const CliVerb verbs[] = {
         { .name = "run",
@@ -209,6 +217,12 @@ static const CliVerb verbs[] = {
         { .name = "kube",
           .help = "the Kubernetes API: apply, get, delete, readyz, livez",
           .sub_verbs = kube_verbs },
+        { .name = "pivot",
+          .run = verb_pivot,
+          .help = "hand the control plane to the cluster (self-hosted); 'pivot plan': the next step",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS,
+          .options = verb_pivot_options,
+          .sub_verbs = pivot_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };
@@ -246,6 +260,12 @@ static const CliOption global_options[] = {
           .help = "text (default) or json",
           .parse = parse_log_format },
         { .name = "version", .help = "print the version and exit", .parse = parse_version },
+        { .name = "state-dir",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_STATE_DIR",
+          .help = "protokube's own state: the pivot's record (default " STATE_DIR_DEFAULT ")",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.state_dir) },
         {},
 };
 
@@ -273,13 +293,15 @@ int main(int argc, char **argv) {
                         .manifest_dir = "/etc/kubernetes/manifests",
                         .mount_root = "/mnt",
                         .pool_dir = "/var/lib/protokube/pool",
+                        .state_dir = STATE_DIR_DEFAULT,
                 },
                 .listen = "127.0.0.1:9797",
                 .interval = 10 * USEC_PER_SEC,
         };
         int r;
 
-        if (cli_options_from_environment(cli_common_options, &ctx) < 0)
+        if (cli_options_from_environment(cli_common_options, &ctx) < 0 ||
+            cli_options_from_environment(global_options, &ctx) < 0)
                 return EXIT_USAGE;
         r = cli_parse_global_options(&global_verb, argc, argv, &ctx);
         if (r < 0)

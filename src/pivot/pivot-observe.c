@@ -69,7 +69,7 @@ static PivotComponent component_of_label(const char *app) {
         for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++)
                 if (app && streq(app, pivot_component_name(c)))
                         return c;
-        return -1;
+        return _PIVOT_COMPONENT_MAX; /* not one of ours (the enum is unsigned: no -1) */
 }
 
 static PivotMaster *master_named(Pivot *p, const char *node) {
@@ -144,8 +144,30 @@ static char *pod_reason(const json_t *pod) {
                                          strna(jstr(jget(pod, "metadata", NULL), "name")),
                                          jstr(t, "reason"));
         }
+        json_t *c;
+        json_array_foreach (jget(pod, "status", "conditions", NULL), i, c)
+                if (streq_ptr(jstr(c, "status"), "False") && jstr(c, "message"))
+                        return strprintf("pod %s: %s: %s: %s", strna(jstr(jget(pod, "metadata", NULL), "name")),
+                                         strna(jstr(jget(pod, "status", NULL), "phase")), strna(jstr(c, "type")),
+                                         jstr(c, "message"));
         return strprintf("pod %s: %s", strna(jstr(jget(pod, "metadata", NULL), "name")),
                          strna(jstr(jget(pod, "status", NULL), "phase")));
+}
+
+/* The node a pod is for: spec.nodeName once bound; before, a DaemonSet's pod names its node in its node
+ * affinity (matchFields metadata.name), so that a pod that cannot be scheduled is still that master's. */
+static const char *pod_node(const json_t *pod) {
+        json_t *spec = json_object_get(pod, "spec"), *term, *f;
+        size_t i, j;
+        if (jstr(spec, "nodeName"))
+                return jstr(spec, "nodeName");
+        json_array_foreach (jget(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                                 "nodeSelectorTerms", NULL),
+                            i, term)
+                json_array_foreach (json_object_get(term, "matchFields"), j, f)
+                        if (streq_ptr(jstr(f, "key"), "metadata.name"))
+                                return json_string_value(json_array_get(json_object_get(f, "values"), 0));
+        return NULL;
 }
 
 static int observe_pod(Pivot *p, const json_t *pod) {
@@ -164,8 +186,9 @@ static int observe_pod(Pivot *p, const json_t *pod) {
                 return 0;
         }
         PivotComponent c = component_of_label(jstr(jget(md, "labels", NULL), "k8s-app"));
-        PivotMaster *m = master_named(p, jstr(jget(pod, "spec", NULL), "nodeName"));
-        if (c < 0 || !m || !owned_by(pod, owner_kinds[c]) || jget(md, "deletionTimestamp", NULL))
+        PivotMaster *m = master_named(p, pod_node(pod));
+        if (c >= _PIVOT_COMPONENT_MAX || !m || !owned_by(pod, owner_kinds[c]) ||
+            jget(md, "deletionTimestamp", NULL))
                 return 0;
         if (pod_ready(pod)) {
                 m->self_hosted_ready[c] = true;
