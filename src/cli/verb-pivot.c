@@ -109,7 +109,8 @@ int verb_pivot(CliContext *ctx, char **args) {
                 if (pass_pivot_step(pp, true, &d) < 0) {
                         if (arg_pivot.once || now(CLOCK_MONOTONIC) >= end)
                                 return EXIT_ERROR;
-                        /* a failed step (the API restarting under us) is tried again from a new observation */
+                        /* a failed step (the API restarting under us) is tried again from a new observation
+                         */
                         if (sleep_usec(PIVOT_WAIT_INTERVAL) < 0)
                                 return EXIT_ERROR;
                         continue;

@@ -69,7 +69,8 @@ static int render_assets(const ClusterSpec *spec, size_t n_masters, SelfHostedAs
                                .pod_annotations = digest[0] ? annotations : NULL };
         r = self_hosted_render(spec, &p, ret, &error);
         if (r < 0)
-                return log_error_errno(r, "Failed to render the self-hosted assets: %s", error ?: pk_strerror(r));
+                return log_error_errno(r, "Failed to render the self-hosted assets: %s",
+                                       error ?: pk_strerror(r));
         return 0;
 }
 
@@ -88,8 +89,8 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
         r = api_dns_name(spec->dns.internal_suffix, &pp->api_host);
         if (r < 0)
                 return log_error_errno(r, "Failed to form api.%s: %m", strna(spec->dns.internal_suffix));
-        pp->kubeconfig = pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR,
-                                         PKI_KUBECONFIG_FILE);
+        pp->kubeconfig =
+            pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR, PKI_KUBECONFIG_FILE);
         pp->node_name = strdup(node_name);
         pp->internal_ip = strdup(internal_ip);
         pp->state_dir = strdup(node->state_dir ?: STATE_DIR_DEFAULT);

@@ -353,8 +353,9 @@ static int plan_control_plane(const Pass *pass, const PassObservation *o, PassPl
         for (size_t i = 0; i < plan->control_plane.n; i++) {
                 const RenderedManifest *m = &plan->control_plane.items[i];
                 const char *cur = observed_manifest(o, m->file_name);
-                plan->control_plane_write[i] = (!cur || !streq(cur, m->text)) &&
-                                               !pivot_record_keeps_bootstrap_away(&o->pivot_record, m->file_name);
+                plan->control_plane_write[i] =
+                    (!cur || !streq(cur, m->text)) &&
+                    !pivot_record_keeps_bootstrap_away(&o->pivot_record, m->file_name);
         }
         return 0;
 }

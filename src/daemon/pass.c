@@ -399,7 +399,9 @@ static size_t main_members(const ClusterView *v) {
  * done yet is PK_EWAITING with the step's why; a failure is the pivot stage's error. */
 static void pivot_pass(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
         _cleanup_(pass_pivot_freep) PassPivot *pp = NULL;
-        const char *ip = o->volumes_error < 0 ? NULL : strv_length(o->volumes.node.internal_ips) > 0 ? o->volumes.node.internal_ips[0] : NULL;
+        const char *ip = o->volumes_error < 0                            ? NULL
+                         : strv_length(o->volumes.node.internal_ips) > 0 ? o->volumes.node.internal_ips[0]
+                                                                         : NULL;
         const char *name = o->volumes_error < 0 ? NULL : o->volumes.node.name;
         PivotDecision d = {};
         if (!ip || !name || main_members(plan->view) == 0) {

@@ -69,11 +69,11 @@ typedef struct PassObservation {
         int dns_error;   /* reading what DNS serves failed: the plan carries it to the report */
         char *dns_message;
         DnsRRsetList dns_served;
-        bool dns_repair;        /* the store needs a write even if nothing differs */
-        char **manifest_names;  /* control-plane manifests in the manifest dir (regular files) */
-        char **manifest_texts;  /* parallel to manifest_names */
-        CertsObservation certs; /* the state store's keystore and the node's certificates */
-        usec_t realtime;        /* when it was observed: "now" for the certificates' plan */
+        bool dns_repair;          /* the store needs a write even if nothing differs */
+        char **manifest_names;    /* control-plane manifests in the manifest dir (regular files) */
+        char **manifest_texts;    /* parallel to manifest_names */
+        CertsObservation certs;   /* the state store's keystore and the node's certificates */
+        usec_t realtime;          /* when it was observed: "now" for the certificates' plan */
         PivotRecord pivot_record; /* the pivot's local record: which bootstrap manifests stay away */
 } PassObservation;
 

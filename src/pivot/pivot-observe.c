@@ -145,11 +145,13 @@ static char *pod_reason(const json_t *pod) {
                                          jstr(t, "reason"));
         }
         json_t *c;
-        json_array_foreach (jget(pod, "status", "conditions", NULL), i, c)
-                if (streq_ptr(jstr(c, "status"), "False") && jstr(c, "message"))
-                        return strprintf("pod %s: %s: %s: %s", strna(jstr(jget(pod, "metadata", NULL), "name")),
-                                         strna(jstr(jget(pod, "status", NULL), "phase")), strna(jstr(c, "type")),
-                                         jstr(c, "message"));
+        json_array_foreach(
+            jget(pod, "status", "conditions", NULL), i,
+            c) if (streq_ptr(jstr(c, "status"), "False") &&
+                   jstr(c, "message")) return strprintf("pod %s: %s: %s: %s",
+                                                        strna(jstr(jget(pod, "metadata", NULL), "name")),
+                                                        strna(jstr(jget(pod, "status", NULL), "phase")),
+                                                        strna(jstr(c, "type")), jstr(c, "message"));
         return strprintf("pod %s: %s", strna(jstr(jget(pod, "metadata", NULL), "name")),
                          strna(jstr(jget(pod, "status", NULL), "phase")));
 }
@@ -161,12 +163,14 @@ static const char *pod_node(const json_t *pod) {
         size_t i, j;
         if (jstr(spec, "nodeName"))
                 return jstr(spec, "nodeName");
-        json_array_foreach (jget(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                                 "nodeSelectorTerms", NULL),
-                            i, term)
-                json_array_foreach (json_object_get(term, "matchFields"), j, f)
-                        if (streq_ptr(jstr(f, "key"), "metadata.name"))
-                                return json_string_value(json_array_get(json_object_get(f, "values"), 0));
+        json_array_foreach(jget(spec, "affinity", "nodeAffinity",
+                                "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", NULL),
+                           i, term)
+            json_array_foreach(json_object_get(term, "matchFields"), j, f) if (
+                streq_ptr(
+                    jstr(f, "key"),
+                    "metadata.name")) return json_string_value(json_array_get(json_object_get(f, "values"),
+                                                                              0));
         return NULL;
 }
 
