@@ -133,3 +133,5 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(PassPivot *, pass_pivot_free)
 /* Observes and decides; with apply, takes the step. *ret: the decision (pivot_decision_done() it). Logs. */
 int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret);
 const PivotRecord *pass_pivot_record(const PassPivot *pp);
+/* For `plan` with selfHosted: "pivot STEP: why", the pivot's next step; nothing without selfHosted. */
+int pass_pivot_plan_print(Pass *p, const PassObservation *o, const PassPlan *plan, FILE *out);

@@ -219,6 +219,16 @@ def test_pivot_rollback_when_self_hosted_apiserver_cannot_start(master):
                        env=dict(os.environ, PROTOKUBE_STATE_DIR=m.state, PROTOKUBE_PIVOT_READY_DEADLINE="30s"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("failed: self-hosted kube-apiserver on a"), p.stdout
+    # and `plan` (a pass's plan) ends with the pivot's next step
+    argv = env.argv("plan", "a")
+    argv[argv.index("--internal-ip") + 1] = NODE_IP
+    argv[argv.index("-c") + 1] = bad
+    p = subprocess.run(["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+                        'mount --bind "$0" /etc/hosts && exec "$@"', m.hosts, *argv], capture_output=True,
+                       text=True, timeout=120,
+                       env=dict(os.environ, PROTOKUBE_STATE_DIR=m.state, PROTOKUBE_PIVOT_READY_DEADLINE="30s"))
+    assert p.returncode == 0, p.stderr
+    assert "\npivot failed: self-hosted kube-apiserver on a" in p.stdout, p.stdout
 
 
 class Probe:
