@@ -124,6 +124,8 @@ int verb_etcd_backups(CliContext *ctx, char **args);
 int verb_etcd_backup(CliContext *ctx, char **args);
 int verb_etcd_download(CliContext *ctx, char **args);
 int verb_checkpoint(CliContext *ctx, char **args);
+int verb_pivot(CliContext *ctx, char **args);
+int verb_pivot_plan(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
@@ -141,6 +143,7 @@ extern const CliOption verb_kube_probe_options[];
 extern const CliOption verb_etcd_backup_options[];
 extern const CliOption verb_etcd_download_options[];
 extern const CliOption verb_checkpoint_options[];
+extern const CliOption verb_pivot_options[];
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

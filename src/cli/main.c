@@ -178,6 +178,11 @@ static const CliVerb etcd_verbs[] = {
           .args_synopsis = "CLUSTER [TIMESTAMP]",
           .min_args = 1,
           .max_args = 2 },
+static const CliVerb pivot_verbs[] = {
+        { .name = "plan",
+          .run = verb_pivot_plan,
+          .help = "print the pivot's next step and why; change nothing",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS },
         {},
 };
 
@@ -242,6 +247,12 @@ static const CliVerb verbs[] = {
           .help = "keep, activate, retire this master's checkpoint",
           .flags = CLI_NEEDS_ROOT,
           .options = verb_checkpoint_options },
+        { .name = "pivot",
+          .run = verb_pivot,
+          .help = "hand the control plane to the cluster (self-hosted); 'pivot plan': the next step",
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS,
+          .options = verb_pivot_options,
+          .sub_verbs = pivot_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };
@@ -279,6 +290,12 @@ static const CliOption global_options[] = {
           .help = "text (default) or json",
           .parse = parse_log_format },
         { .name = "version", .help = "print the version and exit", .parse = parse_version },
+        { .name = "state-dir",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_STATE_DIR",
+          .help = "protokube's own state: the pivot's record (default " STATE_DIR_DEFAULT ")",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.state_dir) },
         {},
 };
 
@@ -306,13 +323,15 @@ int main(int argc, char **argv) {
                         .manifest_dir = "/etc/kubernetes/manifests",
                         .mount_root = "/mnt",
                         .pool_dir = "/var/lib/protokube/pool",
+                        .state_dir = STATE_DIR_DEFAULT,
                 },
                 .listen = "127.0.0.1:9797",
                 .interval = 10 * USEC_PER_SEC,
         };
         int r;
 
-        if (cli_options_from_environment(cli_common_options, &ctx) < 0)
+        if (cli_options_from_environment(cli_common_options, &ctx) < 0 ||
+            cli_options_from_environment(global_options, &ctx) < 0)
                 return EXIT_USAGE;
         r = cli_parse_global_options(&global_verb, argc, argv, &ctx);
         if (r < 0)

@@ -20,6 +20,9 @@ int verb_plan(CliContext *ctx, char **args) {
                 return EXIT_ERROR;
         pass_plan_print(pass, &o, &plan, stdout);
         bool failed = plan.dns_status < 0 && plan.dns_status != PK_EWAITING;
+        /* the pivot's step needs the API and the certificates: without them the rest of the plan stands */
+        if (pass_pivot_plan_print(pass, &o, &plan, stdout) < 0)
+                log_warning("The pivot's next step is not known (see above).");
         if (failed)
                 log_error("DNS: %s", strna(plan.dns_note));
         pass_plan_done(&plan);

@@ -490,6 +490,24 @@ static void workload_spec(const ClusterSpec *spec, ClusterSpec *ret) {
         ret->kube_scheduler.leader_elect = (OptBool){ .set = true, .value = true };
 }
 
+/* No container ports: with hostNetwork a container port is a host port, and kube-scheduler's NodePorts
+ * filter refuses a pod whose host port another pod of the node declares, the bootstrap pod's mirror
+ * included ("didn't have free ports for the requested pod ports"), so the self-hosted pods would stay
+ * Pending beside the bootstrap pods they are to replace. They share the port by --permit-port-sharing
+ * (docs/pivot.md); the probes name the port by number. */
+static void drop_ports(Pod *pod) {
+        for (size_t i = 0; i < pod->n_containers; i++) {
+                PodContainer *c = &pod->containers[i];
+                for (size_t j = 0; j < c->n_ports; j++) {
+                        free(c->ports[j].name);
+                        free(c->ports[j].protocol);
+                }
+                free(c->ports);
+                c->ports = NULL;
+                c->n_ports = 0;
+        }
+}
+
 static int build_component(Ctx *ctx, const ClusterSpec *wspec, Component c, const SelfHostedParams *p) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         const char *name = component_to_string(c);
@@ -501,6 +519,8 @@ static int build_component(Ctx *ctx, const ClusterSpec *wspec, Component c, cons
         r = convert_volumes(ctx, c, pod);
         if (r < 0)
                 return r;
+        if (c != COMPONENT_KUBE_PROXY)
+                drop_ports(pod);
         switch (c) {
         case COMPONENT_KUBE_APISERVER:
                 /* a DaemonSet's pods are evicted last under node pressure, like kubeadm's and kops' */
@@ -515,6 +535,10 @@ static int build_component(Ctx *ctx, const ClusterSpec *wspec, Component c, cons
         case COMPONENT_KUBE_CONTROLLER_MANAGER:
         case COMPONENT_KUBE_SCHEDULER:
                 r = place_on_masters(pod);
+                /* one replica per master among the self-hosted pods only: the bootstrap pod's mirror has
+                 * the same k8s-app label but not managed-by, and must not keep its replacement away */
+                if (r >= 0)
+                        r = pod_kv_set(&pod->anti_affinity_labels, MANAGED_BY_LABEL, "protokube");
                 if (r >= 0)
                         r = pod_kv_set(&pod->anti_affinity_labels, STATIC_POD_APP_LABEL, name);
                 if (r >= 0)

@@ -249,6 +249,9 @@ static void loop_finish_pass(Loop *l) {
         } else {
                 l->failures++;
                 delay = backoff_delay(l->cfg->backoff_min, l->cfg->backoff_max, l->failures, random_unit());
+                /* a pivot under way takes one step per pass: the next one soon, not after the backoff */
+                if (rep.repass_soon)
+                        delay = MIN(delay, l->cfg->backoff_min);
                 if (rep.status == PK_EWAITING)
                         log_info("Pass %llu not converged yet (%s); next pass in %.1f s.",
                                  (unsigned long long)l->metrics.passes, strna(rep.reason),

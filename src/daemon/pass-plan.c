@@ -127,6 +127,19 @@ int pass_observe(Pass *p, PassObservation *ret) {
                 return log_error_errno(r, "Failed to read the manifest directory '%s': %m",
                                        p->node.manifest_dir);
         }
+        /* The pivot's record (docs/pivot.md): a master that retired its bootstrap manifests, or saw the
+         * pivot complete, must not get them back from the pass. A record that cannot be read keeps them
+         * away too: writing them could undo a pivot. */
+        _cleanup_free_ char *error = NULL;
+        r = pivot_record_load(p->node.state_dir ?: STATE_DIR_DEFAULT, &o->pivot_record, &error);
+        if (r == -ENOMEM) {
+                pass_observation_done(o);
+                return log_oom();
+        }
+        if (r < 0) {
+                log_error("%s: the bootstrap control-plane manifests are not written this pass.", error);
+                o->pivot_record = (PivotRecord){ .removed_at = 1 };
+        }
         return 0;
 }
 
@@ -376,7 +389,9 @@ static int plan_control_plane(const Pass *pass, const PassObservation *o, PassPl
         for (size_t i = 0; i < plan->control_plane.n; i++) {
                 const RenderedManifest *m = &plan->control_plane.items[i];
                 const char *cur = observed_manifest(o, m->file_name);
-                plan->control_plane_write[i] = !cur || !streq(cur, m->text);
+                plan->control_plane_write[i] =
+                    (!cur || !streq(cur, m->text)) &&
+                    !pivot_record_keeps_bootstrap_away(&o->pivot_record, m->file_name);
         }
         return 0;
 }

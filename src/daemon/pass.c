@@ -394,6 +394,76 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         return 0;
 }
 
+/* The masters the cluster has: the main etcd cluster's members in the view. */
+static size_t main_members(const ClusterView *v) {
+        size_t n = 0;
+        for (size_t i = 0; v && i < v->n_members; i++)
+                n += streq(v->members[i].cluster, ETCD_MAIN_CLUSTER);
+        return n;
+}
+
+/* spec selfHosted: true: one pivot step per pass, after the control-plane manifests (docs/pivot.md). Not
+ * done yet is PK_EWAITING with the step's why; a failure is the pivot stage's error. */
+/* The pivot of this node, from the pass's observation (its name and address) and plan (the masters). 0
+ * with *ret, 1 when those are not known this pass, < 0 (logged) on failure. */
+static int pivot_for_pass(const Pass *p, const PassObservation *o, const PassPlan *plan, PassPivot **ret) {
+        const char *ip = o->volumes_error < 0                            ? NULL
+                         : strv_length(o->volumes.node.internal_ips) > 0 ? o->volumes.node.internal_ips[0]
+                                                                         : NULL;
+        const char *name = o->volumes_error < 0 ? NULL : o->volumes.node.name;
+        if (!ip || !name || main_members(plan->view) == 0)
+                return 1;
+        return pass_pivot_open(p->spec, &p->node, name, ip, main_members(plan->view), ret);
+}
+
+static void pivot_pass(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+        _cleanup_(pass_pivot_freep) PassPivot *pp = NULL;
+        PivotDecision d = {};
+        pass_progress_step("pivot");
+        int r = pivot_for_pass(p, o, plan, &pp);
+        if (r > 0) {
+                pass_report_error(rep, PASS_STAGE_PIVOT, PK_EWAITING,
+                                  "pivot: waiting for this node's name and address and the masters");
+                return;
+        }
+        if (r < 0 || pass_pivot_step(pp, true, &d) < 0) {
+                pass_report_error(rep, PASS_STAGE_PIVOT, -EIO, "pivot: a step failed (see the log)");
+                rep->repass_soon = true;
+                return;
+        }
+        _cleanup_free_ char *why = strprintf("pivot: %s: %s", pivot_step_name(d.step), d.why);
+        if (d.step == PIVOT_FAILED) {
+                log_error("The pivot failed: %s", d.why);
+                pass_report_error(rep, PASS_STAGE_PIVOT, -ETIMEDOUT, why ?: "pivot failed");
+        } else if (d.step != PIVOT_DONE) {
+                log_info("Pivot: %s: %s", pivot_step_name(d.step), d.why);
+                pass_report_error(rep, PASS_STAGE_PIVOT, PK_EWAITING, why ?: "pivot under way");
+                rep->repass_soon = true;
+        }
+        pivot_decision_done(&d);
+}
+
+int pass_pivot_plan_print(Pass *p, const PassObservation *o, const PassPlan *plan, FILE *out) {
+        _cleanup_(pass_pivot_freep) PassPivot *pp = NULL;
+        PivotDecision d = {};
+        if (!p->spec->self_hosted.set || !p->spec->self_hosted.value)
+                return 0;
+        int r = pivot_for_pass(p, o, plan, &pp);
+        if (r > 0) {
+                fprintf(out, "pivot wait: this node's name and address and the masters are not known\n");
+                return 0;
+        }
+        if (r < 0 || (r = pass_pivot_step(pp, false, &d)) < 0)
+                return r;
+        fprintf(out, "pivot %s: %s\n", pivot_step_name(d.step), d.why);
+        pivot_decision_done(&d);
+        return 0;
+}
+
+static bool self_hosted(const Pass *p) {
+        return p->spec->self_hosted.set && p->spec->self_hosted.value;
+}
+
 void pass_run(Pass *p, PassReport *rep) {
         p->cfg.report_userdata = rep;
         for (unsigned round = 0; round < PASS_ROUNDS_MAX; round++) {
@@ -411,6 +481,8 @@ void pass_run(Pass *p, PassReport *rep) {
                         r = pass_plan(p, &o, &plan);
                 if (r >= 0)
                         r = apply_round(p, &o, &plan, round + 1 == PASS_ROUNDS_MAX, rep);
+                if (r == 0 && self_hosted(p) && !stop_requested())
+                        pivot_pass(p, &o, &plan, rep);
                 pass_plan_done(&plan);
                 pass_observation_done(&o);
                 if (r < 0)

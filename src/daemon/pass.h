@@ -26,6 +26,7 @@
 #include "dns/dns-provider.h"
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
+#include "pivot/pivot.h"
 #include "spec/spec.h"
 #include "volumes/volumes.h"
 
@@ -35,6 +36,7 @@ typedef struct NodeSettings {
         const char *manifest_dir;
         const char *mount_root;
         const char *pool_dir;
+        const char *state_dir; /* protokube's own state (the pivot's record); NULL: STATE_DIR_DEFAULT */
 } NodeSettings;
 
 typedef struct Pass {
@@ -98,6 +100,7 @@ typedef struct PassObservation {
         CertsObservation certs;       /* the state store's keystore and the node's certificates */
         usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
         PassEtcdMember *etcd_members; /* parallel to in.volumes */
+        PivotRecord pivot_record;     /* the pivot's local record: which bootstrap manifests stay away */
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
@@ -170,3 +173,17 @@ int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const
 
 /* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);
+
+/* The pivot (docs/pivot.md) of this node: settings from the spec and the node, the assets rendered with
+ * the certificates' digest; deadlines from PROTOKUBE_PIVOT_READY_DEADLINE / _RESTORE_DEADLINE. n_masters:
+ * the main etcd cluster's members. Logs what failed. */
+typedef struct PassPivot PassPivot;
+int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const char *node_name,
+                    const char *internal_ip, size_t n_masters, PassPivot **ret);
+PassPivot *pass_pivot_free(PassPivot *pp);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PassPivot *, pass_pivot_free)
+/* Observes and decides; with apply, takes the step. *ret: the decision (pivot_decision_done() it). Logs. */
+int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret);
+const PivotRecord *pass_pivot_record(const PassPivot *pp);
+/* For `plan` with selfHosted: "pivot STEP: why", the pivot's next step; nothing without selfHosted. */
+int pass_pivot_plan_print(Pass *p, const PassObservation *o, const PassPlan *plan, FILE *out);

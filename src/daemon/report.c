@@ -15,6 +15,7 @@ static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_MOUNT] = "mount",       [PASS_STAGE_MANIFEST] = "manifest",
         [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
         [PASS_STAGE_ETCD] = "etcd-members", [PASS_STAGE_BACKUP] = "etcd-backups",
+        [PASS_STAGE_PIVOT] = "pivot",
 };
 
 const char *pass_stage_to_string(PassStage s) {

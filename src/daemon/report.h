@@ -25,6 +25,7 @@ typedef enum PassStage {
         PASS_STAGE_CERTS,
         PASS_STAGE_ETCD,   /* etcd membership: a member's replacement (docs/etcd-members.md) */
         PASS_STAGE_BACKUP, /* etcd backups into the state store (docs/etcd-backups.md) */
+        PASS_STAGE_PIVOT,  /* the pivot to a self-hosted control plane (docs/pivot.md) */
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
@@ -58,6 +59,7 @@ typedef struct PassReport {
         unsigned volumes_member_conflicts; /* volumes naming a member another volume holds */
         unsigned records_published;        /* records in the desired set that the provider now serves */
         unsigned actions_applied;          /* changes made; 0 on a quiet pass */
+        bool repass_soon; /* the pivot is under way: the next pass after backoff_min, not the interval */
         bool certs_known; /* the pass saw the certificates: the list below replaces the last */
         unsigned n_certs;
         PassCertExpiry certs[PASS_CERTS_MAX]; /* every certificate it manages, after the pass */

@@ -27,6 +27,7 @@ KubeClient *kube_client_free(KubeClient *c) {
         free(c->ca_file);
         free(c->cert_file);
         free(c->key_file);
+        free(c->connect_to);
         free(c);
         return NULL;
 }
@@ -55,6 +56,15 @@ int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_
             (cfg->cert_file && free_and_strdup(&c->cert_file, cfg->cert_file) < 0) ||
             (cfg->key_file && free_and_strdup(&c->key_file, cfg->key_file) < 0))
                 return -ENOMEM;
+        if (cfg->connect_to) {
+                if (string_has_cc(cfg->connect_to) || strlen(cfg->connect_to) > 512 ||
+                    strchr(cfg->connect_to, ' ') || !strchr(cfg->connect_to, ':'))
+                        return error_setf(ret_error, -EINVAL,
+                                          "invalid connect-to '%s': want HOST:PORT:ADDRESS:PORT",
+                                          cfg->connect_to);
+                if (free_and_strdup(&c->connect_to, cfg->connect_to) < 0)
+                        return -ENOMEM;
+        }
         if (!c->cert_file != !c->key_file)
                 return error_setf(ret_error, -EINVAL,
                                   "a client certificate needs its key (and the other "
@@ -165,6 +175,7 @@ static int call_once(KubeClient *c, const KubeCall *k, usec_t deadline, HttpResp
                 .ca_file = c->ca_file,
                 .cert_file = c->cert_file,
                 .key_file = c->key_file,
+                .connect_to = c->connect_to,
                 .sensitive = k->secret,
         };
         return http_request(&req, ret, ret_error);

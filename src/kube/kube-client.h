@@ -29,6 +29,9 @@ typedef struct KubeClientConfig {
         const char *ca_file;   /* the cluster CA (PEM); NULL: the system's CAs */
         const char *cert_file; /* client certificate and its key (PEM), both or neither */
         const char *key_file;
+        /* "HOST:PORT:ADDR:PORT": connect to ADDR:PORT where the server URL names HOST:PORT, checking the
+         * certificate against HOST (shared/http.h): one apiserver among those behind a shared name. */
+        const char *connect_to;
 } KubeClientConfig;
 
 typedef struct KubeRetryPolicy {

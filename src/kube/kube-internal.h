@@ -14,6 +14,7 @@
 struct KubeClient {
         char *server; /* without a trailing slash */
         char *ca_file, *cert_file, *key_file;
+        char *connect_to; /* NULL: where the server URL says */
         KubeRetryPolicy retry;
 };
 

@@ -55,6 +55,14 @@ static bool any(const bool v[static _PIVOT_COMPONENT_MAX]) {
         return false;
 }
 
+static usec_t ready_deadline(const PivotObservation *obs) {
+        return obs->ready_deadline ?: PIVOT_READY_DEADLINE;
+}
+
+static usec_t restore_deadline(const PivotObservation *obs) {
+        return obs->restore_deadline ?: PIVOT_RESTORE_DEADLINE;
+}
+
 static usec_t elapsed(usec_t since, usec_t now) {
         return since && now > since ? now - since : 0;
 }
@@ -95,18 +103,17 @@ static int decide_after_removal(const PivotObservation *obs, const PivotMaster *
         if (obs->local_api_ready && me->self_hosted_ready[PIVOT_APISERVER])
                 return 0;
         usec_t waited = elapsed(obs->removed_at, obs->now);
-        if (waited > PIVOT_RESTORE_DEADLINE)
+        if (waited > restore_deadline(obs))
                 return decide(ret, PIVOT_RESTORE_BOOTSTRAP, me->node, PIVOT_APISERVER,
                               strprintf("%s: its self-hosted kube-apiserver did not serve within %llu s of "
                                         "the bootstrap pods' removal (%s): the bootstrap pods come back",
-                                        me->node,
-                                        (unsigned long long)(PIVOT_RESTORE_DEADLINE / USEC_PER_SEC),
+                                        me->node, (unsigned long long)(restore_deadline(obs) / USEC_PER_SEC),
                                         me->self_hosted_reason ?: "not Ready"))
                            ?: 1;
         return decide(ret, PIVOT_WAIT_LOCAL, me->node, PIVOT_APISERVER,
                       strprintf("%s: waiting for its self-hosted kube-apiserver to serve (%llu s of %llu)",
                                 me->node, (unsigned long long)(waited / USEC_PER_SEC),
-                                (unsigned long long)(PIVOT_RESTORE_DEADLINE / USEC_PER_SEC)))
+                                (unsigned long long)(restore_deadline(obs) / USEC_PER_SEC)))
                    ?: 1;
 }
 
@@ -118,11 +125,12 @@ static int decide_self_hosted(const PivotObservation *obs, const PivotMaster *co
                 for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
                         if (sorted[i]->self_hosted_ready[c])
                                 continue;
-                        const char *reason = c == PIVOT_APISERVER && sorted[i]->self_hosted_reason
-                                                 ? sorted[i]->self_hosted_reason
-                                                 : "not Ready";
+                        const char *reason = sorted[i]->self_hosted_reasons[c]
+                                                 ?: c == PIVOT_APISERVER && sorted[i]->self_hosted_reason
+                                                    ? sorted[i]->self_hosted_reason
+                                                    : "not Ready";
                         usec_t waited = elapsed(obs->assets_applied_at, obs->now);
-                        if (waited > PIVOT_READY_DEADLINE && obs->removed_at == 0)
+                        if (waited > ready_deadline(obs) && obs->removed_at == 0)
                                 return decide(ret, PIVOT_FAILED, sorted[i]->node, c,
                                               strprintf("self-hosted %s on %s is not Ready %llu s after the "
                                                         "assets were applied (%s): the bootstrap pods stay",
@@ -192,6 +200,13 @@ int pivot_decide(const PivotObservation *obs, PivotDecision *ret) {
                     ret, PIVOT_APPLY_ASSETS, NULL, PIVOT_APISERVER,
                     strprintf("%zu self-hosted asset(s) absent or different from the rendered ones",
                               obs->assets_stale));
+        /* A master that has not labelled its Node yet is not listed: nobody retires anything before every
+         * master takes part, or the one-at-a-time order would skip it. */
+        if (obs->masters_expected > obs->n_masters)
+                return decide(ret, PIVOT_WAIT_TURN, NULL, PIVOT_APISERVER,
+                              strprintf("waiting for every master to register: %zu of %zu Nodes carry the "
+                                        "master label",
+                                        obs->n_masters, obs->masters_expected));
         r = decide_self_hosted(obs, sorted, ret);
         if (r != 0)
                 return r < 0 ? r : 0;

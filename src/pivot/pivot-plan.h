@@ -32,6 +32,7 @@ typedef struct PivotMaster {
         bool bootstrap_mirror[_PIVOT_COMPONENT_MAX];  /* a mirror pod of the bootstrap static pod */
         bool self_hosted_ready[_PIVOT_COMPONENT_MAX]; /* a Ready self-hosted pod of the component there */
         const char *self_hosted_reason; /* why its self-hosted apiserver is not Ready (or NULL) */
+        const char *self_hosted_reasons[_PIVOT_COMPONENT_MAX]; /* per component (or NULL): preferred */
 } PivotMaster;
 
 typedef struct PivotObservation {
@@ -47,6 +48,9 @@ typedef struct PivotObservation {
             assets_applied_at; /* when this master first saw the assets applied (local record); 0: never */
         usec_t removed_at;     /* when this master removed its bootstrap manifests (local record); 0: not */
         usec_t now;
+        size_t masters_expected; /* the masters the cluster has (the main etcd members); 0: not known */
+        usec_t ready_deadline;   /* 0: PIVOT_READY_DEADLINE (tests shorten them) */
+        usec_t restore_deadline; /* 0: PIVOT_RESTORE_DEADLINE */
 } PivotObservation;
 
 typedef enum PivotStep {

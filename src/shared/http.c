@@ -93,6 +93,24 @@ static int http_global_init(void) {
         return 0;
 }
 
+/* "HOST:PORT:ADDR:PORT": four fields, the ports numbers (an IPv6 ADDR in brackets may hold colons). */
+static bool http_connect_to_valid(const char *s) {
+        size_t colons = 0;
+        bool bracket = false;
+        for (const char *p = s; *p; p++) {
+                if (*p == '[')
+                        bracket = true;
+                else if (*p == ']')
+                        bracket = false;
+                else if (*p == ':' && !bracket)
+                        colons++;
+                else if (*p == ' ')
+                        return false;
+        }
+        const char *port = strrchr(s, ':');
+        return colons == 3 && port && port[1] && strspn(port + 1, "0123456789") == strlen(port + 1);
+}
+
 static int http_check_request(const HttpRequest *req) {
         if (!req || isempty(req->method) || isempty(req->url) || string_has_cc(req->url) ||
             string_has_cc(req->method))
@@ -103,6 +121,8 @@ static int http_check_request(const HttpRequest *req) {
                 return -EINVAL;
         if (!req->cert_file != !req->key_file)
                 return -EINVAL; /* a client certificate needs its key and the other way round */
+        if (req->connect_to && (string_has_cc(req->connect_to) || !http_connect_to_valid(req->connect_to)))
+                return -EINVAL;
         for (size_t i = 0; i < req->n_headers; i++)
                 if (!req->headers[i] || string_has_cc(req->headers[i]) || !strchr(req->headers[i], ':'))
                         return -EINVAL; /* a CR or LF would inject headers */
@@ -114,8 +134,8 @@ static void set_error(char **ret_error, const char *url, const char *what) {
                 *ret_error = strprintf("%s: %s", url, what);
 }
 
-static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdrs, HttpExchange *x,
-                      char *errbuf) {
+static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdrs,
+                      struct curl_slist *connect_to, HttpExchange *x, char *errbuf) {
         usec_t timeout = req->timeout ?: 30 * USEC_PER_SEC,
                ctimeout = req->connect_timeout ?: 5 * USEC_PER_SEC;
         bool fail = false;
@@ -133,6 +153,8 @@ static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdr
         SET(CURLOPT_HEADERDATA, x);
         SET(CURLOPT_HTTPHEADER, hdrs);
         SET(CURLOPT_USERAGENT, "protokube");
+        if (connect_to)
+                SET(CURLOPT_CONNECT_TO, connect_to);
         if (req->ca_file)
                 SET(CURLOPT_CAINFO, req->ca_file);
         if (req->cert_file) {
@@ -163,7 +185,7 @@ static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdr
 
 int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
         char errbuf[CURL_ERROR_SIZE] = "";
-        struct curl_slist *hdrs = NULL;
+        struct curl_slist *hdrs = NULL, *connect_to = NULL;
         HttpExchange x = { .req = req };
         CURL *curl = NULL;
         long status = 0;
@@ -195,13 +217,20 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                 } else
                         hdrs = n;
         }
+        if (req->connect_to) {
+                connect_to = curl_slist_append(NULL, req->connect_to);
+                if (!connect_to) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
         curl = curl_easy_init();
         if (!hdrs || !curl) {
                 r = -ENOMEM;
                 goto finish;
         }
         x.curl = curl;
-        r = http_setup(curl, req, hdrs, &x, errbuf);
+        r = http_setup(curl, req, hdrs, connect_to, &x, errbuf);
         if (r < 0) {
                 set_error(ret_error, req->url, "cannot configure the request");
                 goto finish;
@@ -238,6 +267,7 @@ finish:
         if (curl)
                 curl_easy_cleanup(curl);
         slist_free_erase(hdrs);
+        curl_slist_free_all(connect_to);
         buf_free(&x.body);
         buf_free(&x.headers);
         return r;

@@ -26,6 +26,10 @@ typedef struct HttpRequest {
         const char *ca_file;    /* PEM bundle of the CAs to trust for https; NULL: the system's */
         const char *cert_file;  /* PEM client certificate for https (mutual TLS); NULL: none */
         const char *key_file;   /* PEM private key of cert_file (read by OpenSSL, never copied by us) */
+        /* "HOST:PORT:ADDR:PORT" (CURLOPT_CONNECT_TO): connect to ADDR:PORT when the URL names HOST:PORT,
+         * while the TLS name check and the Host header keep the URL's name (one apiserver of many, all
+         * with a certificate for one shared name). NULL: connect where the URL says. */
+        const char *connect_to;
         /* When set, the body is not kept: each piece is handed to sink as it arrives, with the status of
          * the response (a stream larger than any buffer: an etcd snapshot, a watch). A negative return
          * ends the exchange and is http_request()'s result. The response then has an empty body. */

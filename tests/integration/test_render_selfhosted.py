@@ -172,7 +172,9 @@ def test_placement(pk, node):
         t = d["spec"]["template"]["spec"]
         assert t["nodeSelector"] == master
         aa = t["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert aa == [{"labelSelector": {"matchLabels": {"k8s-app": name}}, "topologyKey": "kubernetes.io/hostname"}]
+        # only self-hosted pods (managed-by): the bootstrap pod's mirror must not keep its replacement away
+        assert aa == [{"labelSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "protokube", "k8s-app": name}},
+                       "topologyKey": "kubernetes.io/hostname"}]
         assert "--leader-elect=true" in t["containers"][0]["command"]
     proxy = w["kube-proxy"]["spec"]["template"]["spec"]
     assert {"operator": "Exists"} in proxy["tolerations"] and "nodeSelector" not in proxy

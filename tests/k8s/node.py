@@ -306,7 +306,10 @@ state = "{cd}/state"
                 "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
                 f"--pod-infra-container-image={PAUSE_IMAGE}", "--v=2"]
         if self.hosts_file:
-            argv = ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+            # propagation unchanged: the machine's mounts are private, so the /etc/hosts bind stays in
+            # kubelet's namespace, while its root dir (made a shared mount in start_kubelet) stays a peer of
+            # the machine's: the tmpfs kubelet mounts there for Secret volumes reach containerd.
+            argv = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c",
                     'mount --bind "$0" /etc/hosts && exec "$@"', self.hosts_file, *argv]
         return self.in_netns(argv)
 
@@ -315,8 +318,19 @@ state = "{cd}/state"
                 timeout=10, check=False)
         return p.returncode == 0 and p.stdout.strip() == "ok"
 
+    def share_kubelet_root(self):
+        """kubelet's root dir as a shared mount of its own (a bind onto itself), so that what kubelet mounts
+        there from its mount namespace (Secret and ConfigMap volumes) is seen by containerd; close()
+        unmounts it with the rest under the node's directory."""
+        os.makedirs(self.kubelet_root, exist_ok=True)
+        if self.kubelet_root not in mounts_under(self.kubelet_root):
+            run(["mount", "--bind", self.kubelet_root, self.kubelet_root])
+        run(["mount", "--make-shared", self.kubelet_root])
+
     def start_kubelet(self):
         config, kubeconfig = self.write_kubelet_files()
+        if self.hosts_file:
+            self.share_kubelet_root()
         self.kubelet_started = time.monotonic()
         with self.log("kubelet") as log:
             self.kubelet = subprocess.Popen(self.kubelet_argv(config, kubeconfig), stdout=log,

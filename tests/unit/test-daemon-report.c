@@ -90,6 +90,7 @@ static void test_metrics_and_health(void **state) {
         assert_non_null(strstr(t, "protokube_passes_failed_total 1\n"));
         assert_non_null(strstr(t, "protokube_errors_total{stage=\"dns\"} 1\n"));
         assert_non_null(strstr(t, "protokube_errors_total{stage=\"mount\"} 1\n"));
+        assert_non_null(strstr(t, "protokube_errors_total{stage=\"pivot\"} 0\n")); /* docs/pivot.md */
         assert_non_null(strstr(t, "protokube_pass_duration_seconds_bucket{le=\"0.005\"} 2\n"));
         assert_non_null(strstr(t, "protokube_pass_duration_seconds_bucket{le=\"+Inf\"} 3\n"));
         assert_non_null(strstr(t, "protokube_last_success_timestamp_seconds 1700000000.000\n"));

@@ -16,6 +16,9 @@
 #include "basic/string-util.h"
 #include "shared/http.h"
 
+/* When set, the one-shot server answers 400 unless the request head holds this text. */
+static const char *expect_in_request;
+
 typedef struct OneShot {
         pid_t pid;
         char url[64];
@@ -48,7 +51,10 @@ static void oneshot_start(OneShot *o, const char *reply, size_t reply_len) {
                         if (strstr(buf, "\r\n\r\n"))
                                 break;
                 }
-                if (reply)
+                static const char bad[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+                if (reply && expect_in_request && !strstr(buf, expect_in_request))
+                        (void)loop_write(c, bad, strlen(bad));
+                else if (reply)
                         (void)loop_write(c, reply, reply_len);
                 else
                         pause();
@@ -183,6 +189,36 @@ static void test_refused_and_invalid(void **state) {
         assert_int_equal(http_request(&file, &resp, NULL), -EINVAL);
 }
 
+/* connect_to: the URL names a host nobody resolves; the connection goes to the loopback server, and the
+ * request still carries the URL's name (Host), as the TLS name check would. A malformed value is refused. */
+static void test_connect_to(void **state) {
+        OneShot o;
+        const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+        oneshot_start(&o, reply, strlen(reply));
+        const char *port = strrchr(o.url + strlen("http://"), ':') + 1;
+        char to[128];
+        snprintf(to, sizeof(to), "api.internal.pk.invalid:8443:127.0.0.1:%.*s", (int)strcspn(port, "/"),
+                 port);
+        expect_in_request = "Host: api.internal.pk.invalid:8443\r\n";
+        HttpRequest req = { .method = "GET",
+                            .url = "http://api.internal.pk.invalid:8443/readyz",
+                            .connect_to = to };
+        HttpResponse resp;
+        char *err = NULL;
+        assert_int_equal(http_request(&req, &resp, &err), 0);
+        expect_in_request = NULL;
+        assert_int_equal(resp.status, 200);
+        assert_string_equal(resp.body, "ok");
+        http_response_done(&resp);
+        oneshot_stop(&o);
+
+        const char *bad[] = { "127.0.0.1:80", "a:1:b:c", "a:1:b:2\r\nX: y", "a: 1:b:2" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                HttpRequest b = { .method = "GET", .url = "http://a:1/", .connect_to = bad[i] };
+                assert_int_equal(http_request(&b, &resp, NULL), -EINVAL);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ok_and_headers),
@@ -190,6 +226,7 @@ int main(void) {
                 cmocka_unit_test(test_timeout),
                 cmocka_unit_test(test_sink),
                 cmocka_unit_test(test_refused_and_invalid),
+                cmocka_unit_test(test_connect_to),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

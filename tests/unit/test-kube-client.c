@@ -434,6 +434,33 @@ static void test_probe(void **state) {
         free_vectors(v, 2);
 }
 
+/* connect_to through kube_client_override: the server URL names api.internal of a cluster nobody resolves,
+ * the connection goes to the replay server and the request names the URL's host. A bad value is refused. */
+static void test_connect_to(void **state) {
+        const char *names[] = { "kube/readyz-200.http" };
+        char *v[1];
+        size_t lens[1];
+        Replay o;
+        start_vectors(&o, names, 1, false, v, lens);
+        KubeClient *c = NULL;
+        char *err = NULL, to[256];
+        KubeClientConfig cfg = { .server = "http://api.internal.pk.invalid:443" };
+        assert_int_equal(kube_client_new(&cfg, &c, NULL), 0);
+        snprintf(to, sizeof(to), "api.internal.pk.invalid:443:%s", o.server + strlen("http://"));
+        assert_int_equal(kube_client_override(c, &(KubeClientConfig){ .connect_to = to }, &err), 0);
+        assert_int_equal(kube_probe(c, "readyz", 0, &err), 0);
+        size_t n;
+        _cleanup_free_ char *log = replay_stop(&o, &n);
+        assert_int_equal(n, 1);
+        assert_non_null(strstr(log, "Host: api.internal.pk.invalid:443\r\n"));
+        assert_int_equal(kube_client_override(c, &(KubeClientConfig){ .connect_to = "a b:1:c:2" }, &err),
+                         -EINVAL);
+        assert_string_equal(err, "invalid connect-to 'a b:1:c:2': want HOST:PORT:ADDRESS:PORT");
+        free(err);
+        kube_client_free(c);
+        free_vectors(v, 1);
+}
+
 static int pred_exists(const json_t *obj, void *userdata, char **why) {
         (*(unsigned *)userdata)++;
         if (!obj)
@@ -622,6 +649,7 @@ int main(void) {
                 cmocka_unit_test(test_deadline_ends_retries),
                 cmocka_unit_test(test_stop_ends_wait),
                 cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_connect_to),
                 cmocka_unit_test(test_poll_and_list),
                 cmocka_unit_test(test_wait_probe),
                 cmocka_unit_test(test_resources),

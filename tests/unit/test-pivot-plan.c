@@ -98,6 +98,27 @@ static void test_ready_deadline_fails_and_keeps_bootstrap(void **state) {
         assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_REMOVE_BOOTSTRAP);
 }
 
+/* Tests shorten the deadlines (PROTOKUBE_PIVOT_READY_DEADLINE ...): the observation carries them. A master
+ * that has not labelled its Node yet holds everyone back before any removal. */
+static void test_deadline_override_and_expected_masters(void **state) {
+        World w;
+        world_init(&w, "a");
+        w.m[2].self_hosted_ready[PIVOT_CONTROLLER_MANAGER] = false;
+        w.m[2].self_hosted_reasons[PIVOT_CONTROLLER_MANAGER] = "pod kcm-x: ErrImageNeverPull";
+        w.obs.ready_deadline = S(5);
+        w.obs.now = w.obs.assets_applied_at + S(6);
+        _cleanup_free_ char *why = NULL, *why2 = NULL;
+        assert_int_equal(step_of(&w.obs, NULL, &why), PIVOT_FAILED);
+        assert_non_null(strstr(why, "kube-controller-manager on a"));
+        assert_non_null(strstr(why, "ErrImageNeverPull"));
+        w.m[2].self_hosted_ready[PIVOT_CONTROLLER_MANAGER] = true;
+        w.obs.masters_expected = 4;
+        assert_int_equal(step_of(&w.obs, NULL, &why2), PIVOT_WAIT_TURN);
+        assert_non_null(strstr(why2, "3 of 4 Nodes"));
+        w.obs.masters_expected = 3;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_REMOVE_BOOTSTRAP);
+}
+
 static void test_one_master_at_a_time_by_name(void **state) {
         World w;
         const char *node;
@@ -231,6 +252,7 @@ int main(void) {
                 cmocka_unit_test(test_waits_for_api_then_applies),
                 cmocka_unit_test(test_waits_for_every_self_hosted_pod),
                 cmocka_unit_test(test_ready_deadline_fails_and_keeps_bootstrap),
+                cmocka_unit_test(test_deadline_override_and_expected_masters),
                 cmocka_unit_test(test_one_master_at_a_time_by_name),
                 cmocka_unit_test(test_after_removal),
                 cmocka_unit_test(test_complete),

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pivot as the daemon and `protokube pivot` run it (docs/pivot.md): its settings from the spec and the
+ * node (the API's internal name and port, protokube's kubeconfig, the assets rendered with the
+ * certificates' digest, the deadlines' overrides), and one step: observe, decide, apply. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/log.h"
+#include "basic/parse-util.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "daemon/pass.h"
+#include "model/conventions.h"
+#include "model/pki-layout.h"
+
+struct PassPivot {
+        SelfHostedAssets assets;
+        PivotSettings settings;
+        char *api_host, *kubeconfig, *node_name, *internal_ip, *state_dir, *manifest_dir;
+        Pivot *pivot;
+};
+
+PassPivot *pass_pivot_free(PassPivot *pp) {
+        if (!pp)
+                return NULL;
+        pivot_free(pp->pivot);
+        self_hosted_assets_done(&pp->assets);
+        free(pp->api_host);
+        free(pp->kubeconfig);
+        free(pp->node_name);
+        free(pp->internal_ip);
+        free(pp->state_dir);
+        free(pp->manifest_dir);
+        free(pp);
+        return NULL;
+}
+
+/* PROTOKUBE_PIVOT_READY_DEADLINE, PROTOKUBE_PIVOT_RESTORE_DEADLINE: durations ("20s") for tests. */
+static int deadline_from_env(const char *name, usec_t *ret) {
+        const char *v = getenv(name);
+        uint64_t u;
+        *ret = 0;
+        if (!v)
+                return 0;
+        if (parse_duration_usec(v, &u) < 0 || u == 0)
+                return log_error_errno(-EINVAL, "Invalid %s '%s': a duration (30s, 2m).", name, v);
+        *ret = u;
+        return 0;
+}
+
+static int render_assets(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret) {
+        _cleanup_strv_free_ char **etcd_names = NULL;
+        _cleanup_free_ char *error = NULL;
+        char digest[CERTS_DIGEST_LEN + 1] = "";
+        int r;
+        for (size_t i = 0; i < spec->etcd_clusters.n; i++)
+                if (strv_extend(&etcd_names, cluster_spec_etcd(spec, i)->name) < 0)
+                        return log_oom();
+        CertsSettings certs = pass_certs_settings(spec, etcd_names);
+        if (certs.store_url) {
+                r = certs_node_digest(&certs, digest);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to read the certificates under '%s': %m",
+                                               certs.pki_dir);
+        }
+        char *const annotations[] = { (char *)CERTS_ANNOTATION, digest, NULL };
+        SelfHostedParams p = { .n_masters = (unsigned)n_masters,
+                               .pod_annotations = digest[0] ? annotations : NULL };
+        r = self_hosted_render(spec, &p, ret, &error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to render the self-hosted assets: %s",
+                                       error ?: pk_strerror(r));
+        return 0;
+}
+
+int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const char *node_name,
+                    const char *internal_ip, size_t n_masters, PassPivot **ret) {
+        _cleanup_(pass_pivot_freep) PassPivot *pp = new0(PassPivot, 1);
+        _cleanup_free_ char *error = NULL;
+        int r;
+        if (!pp)
+                return log_oom();
+        if (isempty(node_name) || isempty(internal_ip))
+                return log_error_errno(-EINVAL, "The pivot needs this node's name and internal address.");
+        r = render_assets(spec, n_masters, &pp->assets);
+        if (r < 0)
+                return r;
+        r = api_dns_name(spec->dns.internal_suffix, &pp->api_host);
+        if (r < 0)
+                return log_error_errno(r, "Failed to form api.%s: %m", strna(spec->dns.internal_suffix));
+        pp->kubeconfig =
+            pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR, PKI_KUBECONFIG_FILE);
+        pp->node_name = strdup(node_name);
+        pp->internal_ip = strdup(internal_ip);
+        pp->state_dir = strdup(node->state_dir ?: STATE_DIR_DEFAULT);
+        pp->manifest_dir = strdup(node->manifest_dir);
+        if (!pp->kubeconfig || !pp->node_name || !pp->internal_ip || !pp->state_dir || !pp->manifest_dir)
+                return log_oom();
+        const KubeAPIServerConfig *a = &spec->kube_apiserver;
+        pp->settings = (PivotSettings){
+                .kubeconfig = pp->kubeconfig,
+                .api_host = pp->api_host,
+                .api_port = a->secure_port.set ? (unsigned)a->secure_port.value : 443,
+                .node_name = pp->node_name,
+                .internal_ip = pp->internal_ip,
+                .manifest_dir = pp->manifest_dir,
+                .state_dir = pp->state_dir,
+                .masters_expected = n_masters,
+                .assets = &pp->assets,
+        };
+        if (deadline_from_env("PROTOKUBE_PIVOT_READY_DEADLINE", &pp->settings.ready_deadline) < 0 ||
+            deadline_from_env("PROTOKUBE_PIVOT_RESTORE_DEADLINE", &pp->settings.restore_deadline) < 0)
+                return -EINVAL;
+        r = pivot_new(&pp->settings, &pp->pivot, &error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the pivot: %s", error ?: pk_strerror(r));
+        *ret = TAKE_PTR(pp);
+        return 0;
+}
+
+int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret) {
+        _cleanup_free_ char *error = NULL;
+        PivotDecision d = {};
+        int r = pivot_observe(pp->pivot, &error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to observe the pivot: %s", error ?: pk_strerror(r));
+        r = pivot_decide(&pp->pivot->obs, &d);
+        if (r < 0)
+                return log_error_errno(r, "The pivot's observation is inconsistent: %m");
+        if (d.step == PIVOT_WAIT_API && pp->pivot->api_error)
+                log_debug("API: %s", pp->pivot->api_error);
+        if (apply) {
+                r = pivot_apply(pp->pivot, &d, &error);
+                if (r < 0) {
+                        log_error_errno(r, "Pivot step %s failed: %s", pivot_step_name(d.step),
+                                        error ?: pk_strerror(r));
+                        pivot_decision_done(&d);
+                        return r;
+                }
+        }
+        *ret = d;
+        return 0;
+}
+
+const PivotRecord *pass_pivot_record(const PassPivot *pp) {
+        return &pp->pivot->record;
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pivot's observation (docs/pivot.md): /readyz through api.internal.<C> and on this master's own
+ * address (the same name checked in the certificate: connect_to), the masters (Nodes with the master label),
+ * their bootstrap mirror pods and self-hosted pods, the assets against their live objects (the digest
+ * annotation), the completion ConfigMap, the bootstrap manifests on this master's disk, the local record. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "basic/errors.h"
+#include "basic/macro.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "pivot/pivot.h"
+#include "shared/crypto.h"
+
+#define MASTERS_MAX 64
+
+static const char *const owner_kinds[_PIVOT_COMPONENT_MAX] = {
+        [PIVOT_APISERVER] = "DaemonSet",
+        [PIVOT_CONTROLLER_MANAGER] = "ReplicaSet",
+        [PIVOT_SCHEDULER] = "ReplicaSet",
+};
+
+static bool streq_ptr(const char *a, const char *b) {
+        return a && b && streq(a, b);
+}
+
+static json_t *jget(const json_t *o, ...) {
+        va_list ap;
+        va_start(ap, o);
+        for (const char *k; o && (k = va_arg(ap, const char *));)
+                o = json_object_get(o, k);
+        va_end(ap);
+        return (json_t *)o;
+}
+
+static const char *jstr(const json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key));
+}
+
+/* Keeps s for the observation's pointers; NULL on allocation failure (s is freed then). */
+static const char *keep(Pivot *p, char *s) {
+        if (!s)
+                return NULL;
+        if (strv_push(&p->strings, s) < 0) {
+                free(s);
+                return NULL;
+        }
+        return s;
+}
+
+static void observation_reset(Pivot *p) {
+        free(p->masters);
+        p->masters = NULL;
+        p->strings = strv_free(p->strings);
+        free(p->stale);
+        p->stale = NULL;
+        free(p->api_error);
+        free(p->local_error);
+        p->api_error = p->local_error = NULL;
+        p->self_labelled = false;
+        p->obs = (PivotObservation){};
+}
+
+static PivotComponent component_of_label(const char *app) {
+        for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++)
+                if (app && streq(app, pivot_component_name(c)))
+                        return c;
+        return _PIVOT_COMPONENT_MAX; /* not one of ours (the enum is unsigned: no -1) */
+}
+
+static PivotMaster *master_named(Pivot *p, const char *node) {
+        for (size_t i = 0; node && i < p->obs.n_masters; i++)
+                if (streq(p->masters[i].node, node))
+                        return &p->masters[i];
+        return NULL;
+}
+
+static int observe_masters(Pivot *p, char **ret_error) {
+        _cleanup_(json_decrefp) json_t *list = NULL;
+        int r = kube_list(p->api, "v1", "Node", NULL, PIVOT_MASTER_LABEL, 0, &list, ret_error);
+        if (r < 0)
+                return r;
+        json_t *items = json_object_get(list, "items"), *n;
+        size_t i;
+        p->masters = new0(PivotMaster, MIN(json_array_size(items), (size_t)MASTERS_MAX) + 1);
+        if (!p->masters)
+                return -ENOMEM;
+        json_array_foreach(items, i, n) {
+                const char *name = jstr(jget(n, "metadata", NULL), "name");
+                if (!name || p->obs.n_masters >= MASTERS_MAX)
+                        continue;
+                const char *kept = keep(p, strdup(name));
+                if (!kept)
+                        return -ENOMEM;
+                p->masters[p->obs.n_masters++].node = kept;
+                if (streq(name, p->settings->node_name))
+                        p->self_labelled = true;
+        }
+        if (!p->self_labelled) { /* not yet labelled: it takes part all the same (it labels itself next) */
+                const char *kept = keep(p, strdup(p->settings->node_name));
+                if (!kept)
+                        return -ENOMEM;
+                p->masters[p->obs.n_masters++].node = kept;
+        }
+        return 0;
+}
+
+static bool pod_ready(const json_t *pod) {
+        json_t *c;
+        size_t i;
+        json_array_foreach(jget(pod, "status", "conditions", NULL), i,
+                           c) if (streq_ptr(jstr(c, "type"), "Ready")) return streq_ptr(jstr(c, "status"),
+                                                                                        "True");
+        return false;
+}
+
+static bool owned_by(const json_t *pod, const char *kind) {
+        json_t *o;
+        size_t i;
+        json_array_foreach(jget(pod, "metadata", "ownerReferences", NULL), i,
+                           o) if (json_is_true(json_object_get(o, "controller")) &&
+                                  streq_ptr(jstr(o, "kind"), kind)) return true;
+        return false;
+}
+
+/* Why a pod is not Ready, from its containers (ErrImagePull: ..., CrashLoopBackOff: ...) or its phase. */
+static char *pod_reason(const json_t *pod) {
+        json_t *cs;
+        size_t i;
+        json_array_foreach(jget(pod, "status", "containerStatuses", NULL), i, cs) {
+                json_t *w = jget(cs, "state", "waiting", NULL), *t = jget(cs, "state", "terminated", NULL),
+                       *last = jget(cs, "lastState", "terminated", NULL);
+                if (w && jstr(w, "reason"))
+                        return strprintf("pod %s: %s%s%s%s",
+                                         strna(jstr(jget(pod, "metadata", NULL), "name")), jstr(w, "reason"),
+                                         jstr(w, "message") ? ": " : "", strempty(jstr(w, "message")),
+                                         last ? strempty(jstr(last, "reason")) : "");
+                if (t && jstr(t, "reason"))
+                        return strprintf("pod %s: terminated: %s",
+                                         strna(jstr(jget(pod, "metadata", NULL), "name")),
+                                         jstr(t, "reason"));
+        }
+        json_t *c;
+        json_array_foreach(
+            jget(pod, "status", "conditions", NULL), i,
+            c) if (streq_ptr(jstr(c, "status"), "False") &&
+                   jstr(c, "message")) return strprintf("pod %s: %s: %s: %s",
+                                                        strna(jstr(jget(pod, "metadata", NULL), "name")),
+                                                        strna(jstr(jget(pod, "status", NULL), "phase")),
+                                                        strna(jstr(c, "type")), jstr(c, "message"));
+        return strprintf("pod %s: %s", strna(jstr(jget(pod, "metadata", NULL), "name")),
+                         strna(jstr(jget(pod, "status", NULL), "phase")));
+}
+
+/* The node a pod is for: spec.nodeName once bound; before, a DaemonSet's pod names its node in its node
+ * affinity (matchFields metadata.name), so that a pod that cannot be scheduled is still that master's. */
+static const char *pod_node(const json_t *pod) {
+        json_t *spec = json_object_get(pod, "spec"), *term, *f;
+        size_t i, j;
+        if (jstr(spec, "nodeName"))
+                return jstr(spec, "nodeName");
+        json_array_foreach(jget(spec, "affinity", "nodeAffinity",
+                                "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", NULL),
+                           i, term)
+            json_array_foreach(json_object_get(term, "matchFields"), j, f) if (
+                streq_ptr(
+                    jstr(f, "key"),
+                    "metadata.name")) return json_string_value(json_array_get(json_object_get(f, "values"),
+                                                                              0));
+        return NULL;
+}
+
+static int observe_pod(Pivot *p, const json_t *pod) {
+        json_t *md = json_object_get(pod, "metadata");
+        const char *name = jstr(md, "name");
+        if (!name)
+                return 0;
+        if (jget(md, "annotations", PIVOT_MIRROR_ANNOTATION, NULL)) {
+                /* a bootstrap pod's mirror: "<component>-<node>" */
+                for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
+                        const char *rest = startswith(name, pivot_component_name(c));
+                        PivotMaster *m = rest && rest[0] == '-' ? master_named(p, rest + 1) : NULL;
+                        if (m)
+                                m->bootstrap_mirror[c] = true;
+                }
+                return 0;
+        }
+        PivotComponent c = component_of_label(jstr(jget(md, "labels", NULL), "k8s-app"));
+        PivotMaster *m = master_named(p, pod_node(pod));
+        if (c >= _PIVOT_COMPONENT_MAX || !m || !owned_by(pod, owner_kinds[c]) ||
+            jget(md, "deletionTimestamp", NULL))
+                return 0;
+        if (pod_ready(pod)) {
+                m->self_hosted_ready[c] = true;
+                m->self_hosted_reasons[c] = NULL;
+        } else if (!m->self_hosted_ready[c]) {
+                m->self_hosted_reasons[c] = keep(p, pod_reason(pod));
+                if (!m->self_hosted_reasons[c])
+                        return -ENOMEM;
+        }
+        m->self_hosted_reason = m->self_hosted_reasons[PIVOT_APISERVER];
+        return 0;
+}
+
+static int observe_pods(Pivot *p, char **ret_error) {
+        _cleanup_(json_decrefp) json_t *list = NULL;
+        int r = kube_list(p->api, "v1", "Pod", "kube-system", NULL, 0, &list, ret_error);
+        if (r < 0)
+                return r;
+        json_t *pod;
+        size_t i;
+        json_array_foreach(json_object_get(list, "items"), i, pod) {
+                r = observe_pod(p, pod);
+                if (r < 0)
+                        return r;
+        }
+        /* a master without any self-hosted pod of a component: say so */
+        for (size_t m = 0; m < p->obs.n_masters; m++)
+                for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++)
+                        if (!p->masters[m].self_hosted_ready[c] && !p->masters[m].self_hosted_reasons[c]) {
+                                p->masters[m].self_hosted_reasons[c] = keep(p, strdup("no pod there yet"));
+                                if (!p->masters[m].self_hosted_reasons[c])
+                                        return -ENOMEM;
+                        }
+        for (size_t m = 0; m < p->obs.n_masters; m++)
+                p->masters[m].self_hosted_reason = p->masters[m].self_hosted_reasons[PIVOT_APISERVER];
+        return 0;
+}
+
+static int observe_complete(Pivot *p, char **ret_error) {
+        _cleanup_(json_decrefp) json_t *cm = NULL;
+        int r = kube_get(p->api, "v1", "ConfigMap", "kube-system", PIVOT_CONFIGMAP, 0, &cm, ret_error);
+        if (r == -ENOENT) {
+                free(*ret_error);
+                *ret_error = NULL;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        p->obs.complete = streq_ptr(jstr(jget(cm, "data", NULL), "complete"), "true");
+        return 0;
+}
+
+static int observe_assets(Pivot *p, char **ret_error) {
+        const SelfHostedAssets *a = p->settings->assets;
+        p->stale = new0(bool, a->n + 1);
+        if (!p->stale)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n; i++) {
+                const SelfHostedObject *o = &a->items[i];
+                json_t *live = NULL;
+                int r = kube_get(p->api, o->api_version, o->kind_name, o->namespace, o->name, 0, &live,
+                                 ret_error);
+                if (r == -ENOENT) {
+                        free(*ret_error);
+                        *ret_error = NULL;
+                } else if (r < 0)
+                        return r;
+                const char *d = jstr(jget(live, "metadata", "annotations", NULL), PIVOT_DIGEST_ANNOTATION);
+                p->stale[i] = !d || !streq(d, p->digests[i]);
+                p->obs.assets_stale += p->stale[i];
+                if (o->secret)
+                        kube_json_erase(live);
+                json_decref(live);
+        }
+        return 0;
+}
+
+static int observe_disk(Pivot *p, char **ret_error) {
+        const PivotSettings *s = p->settings;
+        for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
+                _cleanup_free_ char *path =
+                    strjoin(s->manifest_dir, "/", pivot_component_name(c), ".manifest");
+                if (!path)
+                        return -ENOMEM;
+                p->obs.local_bootstrap[c] = access(path, F_OK) == 0;
+        }
+        int r = pivot_record_load(s->state_dir, &p->record, ret_error);
+        if (r < 0)
+                return r;
+        p->obs.assets_applied_at = p->record.assets_applied_at;
+        p->obs.removed_at = p->record.removed_at;
+        return 0;
+}
+
+/* The API part; a failure here is an observation (the API is away), kept in api_error. */
+static int observe_api(Pivot *p) {
+        _cleanup_free_ char *err = NULL;
+        int r = observe_complete(p, &err);
+        if (r >= 0 && !p->obs.complete)
+                r = observe_assets(p, &err);
+        if (r >= 0)
+                r = observe_pods(p, &err);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                p->obs.api_ready = false;
+                p->api_error = TAKE_PTR(err);
+        }
+        return 0;
+}
+
+int pivot_observe(Pivot *p, char **ret_error) {
+        const PivotSettings *s = p->settings;
+        int r;
+        observation_reset(p);
+        p->obs.self = s->node_name;
+        p->obs.masters_expected = s->masters_expected;
+        p->obs.ready_deadline = s->ready_deadline;
+        p->obs.restore_deadline = s->restore_deadline;
+        r = observe_disk(p, ret_error);
+        if (r < 0)
+                return r;
+        usec_t deadline = now(CLOCK_MONOTONIC) + (s->call_timeout ?: 10 * USEC_PER_SEC);
+        p->obs.api_ready = kube_probe(p->api, "readyz", deadline, &p->api_error) >= 0;
+        p->obs.local_api_ready = kube_probe(p->local, "readyz", deadline, &p->local_error) >= 0;
+        r = 0;
+        if (p->obs.api_ready)
+                r = observe_masters(p, &p->api_error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                p->obs.api_ready = false;
+        if (!p->masters) { /* the API is away: this master alone, as far as it can tell */
+                p->masters = new0(PivotMaster, 1);
+                if (!p->masters)
+                        return -ENOMEM;
+                p->masters[0].node = s->node_name;
+                p->obs.n_masters = 1;
+        } else if (p->obs.api_ready) {
+                r = observe_api(p);
+                if (r < 0)
+                        return r;
+        }
+        p->obs.masters = p->masters;
+        p->obs.now = now(CLOCK_REALTIME);
+        return 0;
+}
