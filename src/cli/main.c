@@ -178,6 +178,10 @@ static const CliVerb etcd_verbs[] = {
           .args_synopsis = "CLUSTER [TIMESTAMP]",
           .min_args = 1,
           .max_args = 2 },
+        {},
+};
+
+/* The pivot to a self-hosted control plane (docs/pivot.md). */
 static const CliVerb pivot_verbs[] = {
         { .name = "plan",
           .run = verb_pivot_plan,
@@ -293,7 +297,8 @@ static const CliOption global_options[] = {
         { .name = "state-dir",
           .arg_name = "DIR",
           .env = "PROTOKUBE_STATE_DIR",
-          .help = "protokube's own state: the pivot's record (default " STATE_DIR_DEFAULT ")",
+          .help =
+              "protokube's own state: the pivot's record, the checkpoint (default " STATE_DIR_DEFAULT ")",
           .parse = cli_option_string,
           .field = offsetof(CliContext, node.state_dir) },
         {},

@@ -19,11 +19,10 @@
 #include "pivot/checkpoint-apply.h"
 
 static struct {
-        const char *state_dir, *manifest_dir, *node, *kubeconfig, *internal, *proc;
+        const char *manifest_dir, *node, *kubeconfig, *internal, *proc;
         bool once;
         usec_t interval, timeout;
 } arg_ckpt = {
-        .state_dir = "/var/lib/protokube",
         .manifest_dir = "/etc/kubernetes/manifests",
         .interval = 5 * USEC_PER_SEC,
         .timeout = 600 * USEC_PER_SEC,
@@ -45,10 +44,10 @@ static int parse_ckpt(const CliOption *o, CliContext *ctx, const char *value, co
         }
         if (isempty(value))
                 return cli_usage_error("checkpoint", "%s must not be empty", source), -EINVAL;
-        const char **fields[] = { &arg_ckpt.state_dir,  &arg_ckpt.manifest_dir, &arg_ckpt.node,
-                                  &arg_ckpt.kubeconfig, &arg_ckpt.internal,     &arg_ckpt.proc };
-        static const char *const names[] = { "state-dir",  "manifest-dir", "node-name",
-                                             "kubeconfig", "api-internal", "proc" };
+        const char **fields[] = { &arg_ckpt.manifest_dir, &arg_ckpt.node, &arg_ckpt.kubeconfig,
+                                  &arg_ckpt.internal, &arg_ckpt.proc };
+        static const char *const names[] = { "manifest-dir", "node-name", "kubeconfig", "api-internal",
+                                             "proc" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if (streq(o->name, names[i]))
                         *fields[i] = value;
@@ -56,11 +55,14 @@ static int parse_ckpt(const CliOption *o, CliContext *ctx, const char *value, co
 }
 
 const CliOption verb_checkpoint_options[] = {
+        /* the global option's field: one state directory for the pivot's record and the checkpoint */
         { .name = "state-dir",
           .arg_name = "DIR",
           .env = "PROTOKUBE_STATE_DIR",
-          .help = "where the checkpoint lives: DIR/checkpoint (default /var/lib/protokube)",
-          .parse = parse_ckpt },
+          .help = "where the checkpoint lives: DIR/checkpoint (default /var/lib/protokube, as the global "
+                  "--state-dir)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.state_dir) },
         { .name = "manifest-dir",
           .arg_name = "DIR",
           .env = "PROTOKUBE_MANIFEST_DIR",
@@ -147,7 +149,7 @@ int verb_checkpoint(CliContext *ctx, char **args) {
         if (internal)
                 kube_client_set_retry(
                     internal, &(KubeRetryPolicy){ .max_tries = 3, .call_timeout = 30 * USEC_PER_SEC });
-        CheckpointConfig c = { .state_dir = arg_ckpt.state_dir,
+        CheckpointConfig c = { .state_dir = ctx->node.state_dir,
                                .manifest_dir = arg_ckpt.manifest_dir,
                                .node_name = arg_ckpt.node,
                                .local = local,

@@ -228,6 +228,19 @@ static bool is_mounted(const char *path) {
                (a.st_dev != b.st_dev || a.st_ino == b.st_ino);
 }
 
+/* Whether the member's data directory on the mounted volume holds etcd data (its member/ directory). */
+static int member_data_present(const char *mount, const char *cluster, bool *ret) {
+        _cleanup_free_ char *data = NULL, *member_dir = NULL;
+        struct stat st;
+        int r = etcd_data_dir(cluster, &data);
+        if (r < 0)
+                return r;
+        if (!(member_dir = strjoin(mount, data, "/member")))
+                return -ENOMEM;
+        *ret = stat(member_dir, &st) >= 0 && S_ISDIR(st.st_mode);
+        return 0;
+}
+
 int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
                              PassEtcdMember *ret) {
         PassEtcdMember m = {};
@@ -458,10 +471,22 @@ static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember 
         if (!marker)
                 return -ENOMEM;
         switch (d->decision) {
-        case MEMBER_REPLACE:
+        case MEMBER_REPLACE: {
+                /* The observation is a few seconds old: a blank member whose etcd started since (a cold
+                 * start where the others formed the cluster first) has data now and is not to be replaced.
+                 * Looked at again right before the change; a pending change is ours, already under way. */
+                bool present = false;
+                if (!m->change_pending && member_data_present(mount, cluster, &present) >= 0 && present) {
+                        log_info("etcd %s member %s: its data appeared since the pass observed it (its etcd "
+                                 "started): not replaced.",
+                                 cluster, e->etcd.member);
+                        *d = (MemberPlan){ .decision = MEMBER_KEEP };
+                        break;
+                }
                 pass_progress_step("etcd %s: replacing member %s", cluster, e->etcd.member);
                 r = do_replace(p, m, marker, cluster, d, &error);
                 break;
+        }
         case MEMBER_PROMOTE:
                 r = do_promote(p, m, marker, cluster, d, &error);
                 break;

@@ -43,7 +43,7 @@ def test_is_registered_for_protokube():
 
 def test_verbs(complete):
     assert complete("protokube va") == ["validate"]
-    assert complete("protokube p") == ["pki", "plan", "pool"]
+    assert complete("protokube p") == ["pivot", "pki", "plan", "pool"]
     assert "run" in complete("protokube ") and "version" in complete("protokube ")
 
 
