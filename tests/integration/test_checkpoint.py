@@ -137,7 +137,8 @@ def master():
         argv = env.argv("once", "a")
         argv[argv.index("--internal-ip") + 1] = NODE_IP
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-        assert p.returncode == 0, f"protokube once: {p.returncode}\n{p.stderr}"
+        # 3: converging, its pivot stage waits for the API that kubelet has not started yet
+        assert p.returncode in (0, 3), f"protokube once: {p.returncode}\n{p.stderr}"
         node = SharedMountNode("a", env.manifest_dir("a"), os.path.join(pki, "kube-apiserver", "ca.crt"),
                                os.path.join(pki, "admin", "kubeconfig"), NODE_IP, netns=ns,
                                etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"), pod_hosts=hosts)
@@ -221,12 +222,10 @@ def wait(c, what, pred, timeout, interval=2):
 
 
 def bootstrap_beside_self_hosted(manifests):
-    """The rendered workloads cannot start beside the bootstrap pods, which is how this test (and the pivot)
-    makes the cluster self-hosted: the scheduler and kubelet refuse the apiserver DaemonSet's pod because the
-    bootstrap pod declares host port 443 too, and the Deployments' required anti-affinity on k8s-app matches the
-    bootstrap mirror pods' labels. By hand, before kubelet starts: the bootstrap pods (which go away) without
-    their declared ports and k8s-app label; the self-hosted workloads are applied as rendered, host port and
-    anti-affinity included, so that their checkpoints are made of what the API really runs."""
+    """Written before the assets lost their ports and their anti-affinity learned to skip the bootstrap mirror
+    pods (docs/pivot.md): the bootstrap pods (which go away) lose their declared ports and k8s-app label
+    before kubelet starts. Kept: it makes this test independent of the bootstrap pods' shape; the self-hosted
+    workloads are applied as rendered, so that their checkpoints are made of what the API really runs."""
     for name in BOOTSTRAP:
         path = os.path.join(manifests, f"{name}.manifest")
         with open(path) as f:
@@ -316,8 +315,9 @@ def test_checkpoint_brings_the_api_back_after_three_power_cuts(master):
 
     pods = {p["metadata"]["labels"]["k8s-app"]: p for p in c.pods().values()
             if p["metadata"]["labels"].get("k8s-app") in BOOTSTRAP}
-    # what the API runs declares host port 443, as rendered
-    assert pods["kube-apiserver"]["spec"]["containers"][0]["ports"][0]["hostPort"] == 443
+    # what the API runs declares no ports, as rendered (with hostNetwork they would be host ports that the
+    # scheduler and kubelet refuse beside the bootstrap pods: docs/pivot.md)
+    assert "ports" not in pods["kube-apiserver"]["spec"]["containers"][0]
     p = c.checkpoint("--once")
     assert p.returncode == 0 and p.stdout.startswith("refresh: checkpoint of 3 pods written"), (p.stdout, p.stderr)
     check_checkpoint(c, pods)
