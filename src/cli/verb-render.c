@@ -197,32 +197,9 @@ static int masters_of(const RenderArgs *a, unsigned *ret) {
 
 static int render_self_hosted(const RenderArgs *a, const ClusterSpec *spec, unsigned n_masters) {
         _cleanup_(self_hosted_assets_done) SelfHostedAssets assets = {};
-        _cleanup_strv_free_ char **etcd_names = NULL;
-        _cleanup_free_ char *error = NULL;
-        char digest[CERTS_DIGEST_LEN + 1] = "";
-        int r;
-
-        for (size_t i = 0; i < spec->etcd_clusters.n; i++)
-                if (strv_extend(&etcd_names, cluster_spec_etcd(spec, i)->name) < 0)
-                        return log_oom();
-        /* The digest of the certificates on this node: the static pods' annotation after a pass. */
-        CertsSettings certs = pass_certs_settings(spec, etcd_names);
-        if (certs.store_url) {
-                r = certs_node_digest(&certs, digest);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to read the certificates under '%s': %m",
-                                               certs.pki_dir);
-        }
-        char *const annotations[] = { (char *)CERTS_ANNOTATION, digest, NULL };
-        SelfHostedParams p = { .n_masters = n_masters, .pod_annotations = digest[0] ? annotations : NULL };
-        r = self_hosted_render(spec, &p, &assets, &error);
-        if (r == -ENOMEM)
-                return log_oom();
-        if (r < 0) {
-                if (error)
-                        return log_error_errno(r, "Failed to render the self-hosted assets: %s", error);
-                return log_error_errno(r, "Failed to render the self-hosted assets: %m");
-        }
+        int r = pass_render_self_hosted(spec, n_masters, &assets);
+        if (r < 0)
+                return r;
         r = a->out ? write_assets(a->out, &assets) : print_assets(&assets);
         return r;
 }

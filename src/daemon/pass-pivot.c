@@ -49,7 +49,7 @@ static int deadline_from_env(const char *name, usec_t *ret) {
         return 0;
 }
 
-static int render_assets(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret) {
+int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret) {
         _cleanup_strv_free_ char **etcd_names = NULL;
         _cleanup_free_ char *error = NULL;
         char digest[CERTS_DIGEST_LEN + 1] = "";
@@ -83,7 +83,7 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 return log_oom();
         if (isempty(node_name) || isempty(internal_ip))
                 return log_error_errno(-EINVAL, "The pivot needs this node's name and internal address.");
-        r = render_assets(spec, n_masters, &pp->assets);
+        r = pass_render_self_hosted(spec, n_masters, &pp->assets);
         if (r < 0)
                 return r;
         r = api_dns_name(spec->dns.internal_suffix, &pp->api_host);

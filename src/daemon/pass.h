@@ -178,6 +178,9 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
  * the certificates' digest; deadlines from PROTOKUBE_PIVOT_READY_DEADLINE / _RESTORE_DEADLINE. n_masters:
  * the main etcd cluster's members. Logs what failed. */
 typedef struct PassPivot PassPivot;
+/* The self-hosted assets of spec for n_masters, their pods annotated with the digest of this node's
+ * certificates (the static pods' annotation after a pass); logs what failed. */
+int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret);
 int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const char *node_name,
                     const char *internal_ip, size_t n_masters, PassPivot **ret);
 PassPivot *pass_pivot_free(PassPivot *pp);
