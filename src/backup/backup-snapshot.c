@@ -51,15 +51,51 @@ static int stream_error(const json_t *error, const json_t *root, char **ret_erro
         return error_setf(ret_error, -EIO, "etcd refused the snapshot: %s", msg ?: "(no message)");
 }
 
+/* A message is {"result":{"header":{...},"remaining_bytes":"N","blob":"<base64>"}}, the blob nearly all of
+ * it. jansson would copy and check the blob byte by byte (half the backup's CPU); so when the text holds
+ * exactly one "blob":" and a closing quote after it, its characters are cut out: jansson checks the rest
+ * with an empty blob in their place, and the blob is decoded from the text itself. That is the same message:
+ * the base64 decoder accepts only the alphabet, none of which JSON escapes, so those characters mean the
+ * same inside a JSON string as outside. *ret_blob_len 0: nothing cut, the whole text is parsed. */
+static int cut_blob(const char *text, size_t len, char **ret_rest, size_t *ret_rest_len,
+                    const char **ret_blob, size_t *ret_blob_len) {
+        static const char key[] = "\"blob\":\"";
+        const char *at = memmem(text, len, key, strlen(key));
+        *ret_blob_len = 0;
+        if (!at || memmem(at + 1, len - (size_t)(at + 1 - text), "\"blob\"", 6))
+                return 0;
+        const char *start = at + strlen(key), *end = memchr(start, '"', len - (size_t)(start - text));
+        if (!end)
+                return 0;
+        size_t head = (size_t)(start - text), tail = len - (size_t)(end - text);
+        char *rest = malloc(head + tail);
+        if (!rest)
+                return -ENOMEM;
+        memcpy(rest, text, head);
+        memcpy(rest + head, end, tail);
+        *ret_rest = rest;
+        *ret_rest_len = head + tail;
+        *ret_blob = start;
+        *ret_blob_len = (size_t)(end - start);
+        return 0;
+}
+
 static int stream_message(BackupStream *s, const char *text, size_t len, char **ret_error) {
+        _cleanup_free_ char *rest = NULL;
+        const char *cut = NULL;
+        size_t rest_len = 0, cut_len = 0;
+        if (cut_blob(text, len, &rest, &rest_len, &cut, &cut_len) < 0)
+                return -ENOMEM;
         json_error_t jerr;
-        _cleanup_(json_decrefp) json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        _cleanup_(json_decrefp) json_t *root =
+            json_loadb(cut_len ? rest : text, cut_len ? rest_len : len, JSON_REJECT_DUPLICATES, &jerr);
         const json_t *error = json_object_get(root, "error");
         if (error)
                 return stream_error(error, root, ret_error);
         const json_t *result = json_object_get(root, "result");
         const json_t *blob = json_object_get(result, "blob");
-        if (!json_is_object(result) || (blob && !json_is_string(blob)))
+        if (!json_is_object(result) || (blob && !json_is_string(blob)) ||
+            (cut_len && (!blob || json_string_length(blob) != 0)))
                 return error_setf(ret_error, PK_EMALFORMED, "snapshot stream: message %u is not etcd's (%s)",
                                   s->messages + 1, root ? "no result.blob" : jerr.text);
         s->messages++;
@@ -67,7 +103,8 @@ static int stream_message(BackupStream *s, const char *text, size_t len, char **
                 return 0; /* proto3 JSON leaves out an empty blob */
         _cleanup_free_ uint8_t *data = NULL;
         size_t n;
-        int r = crypto_base64_decode(json_string_value(blob), json_string_length(blob), &data, &n);
+        int r = cut_len ? crypto_base64_decode(cut, cut_len, &data, &n)
+                        : crypto_base64_decode(json_string_value(blob), json_string_length(blob), &data, &n);
         if (r < 0)
                 return error_setf(ret_error, PK_EMALFORMED,
                                   "snapshot stream: message %u: blob is not base64", s->messages);

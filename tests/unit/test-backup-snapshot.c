@@ -71,8 +71,16 @@ static void test_refusals(void **state) {
         assert_non_null(strstr(err, "leader changed"));
         free(err), err = NULL;
 
-        const char *junk[] = { "{\"result\":{\"blob\":\"!!!\"}}\n", "{\"result\":{\"blob\":7}}\n", "[1,2]\n",
-                               "not json\n", "" };
+        /* the blob cut out of the text must be result's: a blob elsewhere, a quote in it, a broken rest */
+        const char *junk[] = { "{\"result\":{\"blob\":\"!!!\"}}\n",
+                               "{\"result\":{\"blob\":7}}\n",
+                               "[1,2]\n",
+                               "not json\n",
+                               "",
+                               "{\"result\":{},\"x\":{\"blob\":\"AAAA\"}}\n",
+                               "{\"result\":{\"blob\":\"AA\"AA\"}}\n",
+                               "{\"result\":{\"blob\":\"AAAA\"}\n",
+                               "{\"result\":{\"blob\":\"AAAA" };
         for (size_t i = 0; i < ELEMENTSOF(junk); i++) {
                 close(decode(junk[i], strlen(junk[i]), 2, PK_EMALFORMED, &err));
                 assert_non_null(strstr(err, "snapshot stream"));

@@ -132,12 +132,42 @@ static void test_base64(void **state) {
         assert_int_equal(n, 6);
 }
 
+/* Long values take the table's fast path for their whole quads: every byte value, every length mod 3, a
+ * line break in the middle (the careful loop takes over there) and garbage at the end all decode as the
+ * careful loop alone would. */
+static void test_base64_long(void **state) {
+        uint8_t plain[1000];
+        for (size_t i = 0; i < sizeof(plain); i++)
+                plain[i] = (uint8_t)(i * 7 + 3);
+        for (size_t len = 995; len <= sizeof(plain); len++) {
+                _cleanup_free_ char *e = NULL, *broken = NULL, *junk = NULL;
+                _cleanup_free_ uint8_t *d = NULL, *d2 = NULL;
+                size_t n, n2;
+                assert_int_equal(crypto_base64_encode(plain, len, &e), 0);
+                assert_int_equal(crypto_base64_decode(e, strlen(e), &d, &n), 0);
+                assert_int_equal(n, len);
+                assert_memory_equal(d, plain, len);
+                size_t elen = strlen(e);
+                broken = malloc(elen + 2);
+                memcpy(broken, e, 401);
+                broken[401] = '\n'; /* not on a quad boundary */
+                memcpy(broken + 402, e + 401, elen - 401 + 1);
+                assert_int_equal(crypto_base64_decode(broken, elen + 1, &d2, &n2), 0);
+                assert_int_equal(n2, len);
+                assert_memory_equal(d2, plain, len);
+                junk = strdup(e);
+                junk[elen / 2] = '"';
+                uint8_t *d3 = NULL;
+                assert_int_equal(crypto_base64_decode(junk, elen, &d3, &n), PK_EMALFORMED);
+                assert_null(d3);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_vectors),
-                cmocka_unit_test(test_other_hashes),
-                cmocka_unit_test(test_memeq),
-                cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_vectors),     cmocka_unit_test(test_other_hashes),
+                cmocka_unit_test(test_memeq),       cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_base64_long),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
