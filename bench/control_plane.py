@@ -68,7 +68,9 @@ def one_run(scenario, cluster):
             if what.startswith("API ready through"):
                 res["apiserver ready"] = s.tl.t0 + t - time.monotonic() + time.time() - t0
         s.step2_replace_b()
-        res.update({"probes": s.api["probes"], "failed": s.api["failed"], "gap": s.api["longest gap"]})
+        res.update({"probes": s.api["probes"], "failed": s.api["failed"], "gap": s.api["longest gap"],
+                    "any failed": s.api["any"]["failed"], "any probes": s.api["any"]["probes"],
+                    "any gap": s.api["any"]["longest gap"]})
         ok = True
         return res
     except Exception:
@@ -102,13 +104,16 @@ def measure():
             errors.append(f"run {i + 1}: {e} ({e.__cause__ or e.__context__})")
     if not runs:
         raise RuntimeError("; ".join(errors))
-    gap = common.median([r["gap"] for r in runs])
-    failed = common.median([r["failed"] for r in runs])
-    probes = common.median([r["probes"] for r in runs])
-    cold = common.median([r["3 nodes Ready"] for r in runs])
-    rows = [("7. API across a master replacement: longest gap (50 ms probes)", common.fmt_ms(gap), "<= 1 s",
-             "met" if gap <= 1.0 else "MISSED"),
-            ("   failed probes / probes", f"{failed:.0f} / {probes:.0f}", "", ""),
+    def med(k):
+        return common.median([r[k] for r in runs])
+
+    cold = med("3 nodes Ready")
+    rows = [("7. API across a master replacement: longest gap, client of the first address",
+             common.fmt_ms(med("gap")), "<= 1 s", "met" if med("gap") <= 1.0 else "MISSED"),
+            ("   failed probes / probes", f"{med('failed'):.0f} / {med('probes'):.0f}", "", ""),
+            ("7. the same, a client moving on to the next address after 250 ms", common.fmt_ms(med("any gap")),
+             "<= 1 s", "met" if med("any gap") <= 1.0 else "MISSED"),
+            ("   failed probes / probes", f"{med('any failed'):.0f} / {med('any probes'):.0f}", "", ""),
             ("7. cold start: first run on 3 masters -> 3 Ready nodes", f"{cold:.1f} s", "report", "")]
     for st in STAGES[:-1]:
         vals = [r[st] for r in runs if st in r]

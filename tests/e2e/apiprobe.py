@@ -1,8 +1,14 @@
 #!/usr/bin/python3
 """Probes the API's /readyz through a DNS name every --interval, as a client of the cluster would: each
-probe resolves the name (the resolver of the namespace it runs in), connects to the first address with TLS
-(the cluster CA, the admin client certificate), and records one JSON line {t, ok, addr, error}. Runs until
-SIGTERM or --max-seconds. Used by the real-mode scenario across the replacement of a master."""
+probe resolves the name (the resolver of the namespace it runs in), connects with TLS (the cluster CA, the
+admin client certificate), and records one JSON line {t, ok, addr, error, tried}. Runs until SIGTERM or
+--max-seconds. Used by the real-mode scenario across the replacement of a master.
+
+Two kinds of client (--mode):
+- first: the first address the resolver returns, --timeout for everything (a client that never moves on);
+- any:   the addresses in the resolver's order, each connection given --connect-timeout (RFC 8305's 250 ms
+         "Connection Attempt Delay" by default) before the next is tried, as a client with several A
+         records to choose from does; the probe fails only when no address answers."""
 
 import argparse
 import json
@@ -13,15 +19,12 @@ import sys
 import time
 
 
-def probe(name, port, ctx, timeout):
+def readyz(addr, name, port, ctx, connect_timeout, timeout):
+    """(ok, error) of one GET /readyz to addr."""
     try:
-        addr = socket.getaddrinfo(name, port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
-    except OSError as e:
-        return False, None, f"resolve: {e}"
-    try:
-        with socket.create_connection((addr, port), timeout=timeout) as raw:
+        with socket.create_connection((addr, port), timeout=connect_timeout) as raw:
+            raw.settimeout(timeout)
             with ctx.wrap_socket(raw, server_hostname=name) as s:
-                s.settimeout(timeout)
                 s.sendall(f"GET /readyz HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n".encode())
                 data = b""
                 while len(data) < 65536:
@@ -30,9 +33,27 @@ def probe(name, port, ctx, timeout):
                         break
                     data += chunk
         status = data.split(b" ", 2)[1] if data.startswith(b"HTTP/") else b"?"
-        return status == b"200", addr, None if status == b"200" else f"HTTP {status.decode()}"
+        return status == b"200", None if status == b"200" else f"HTTP {status.decode()}"
     except (OSError, ssl.SSLError) as e:
-        return False, addr, str(e)
+        return False, str(e)
+
+
+def probe(name, port, ctx, mode, timeout, connect_timeout):
+    """(ok, the address that answered or was tried last, error, addresses tried)."""
+    try:
+        addrs = [ai[4][0] for ai in socket.getaddrinfo(name, port, socket.AF_INET, socket.SOCK_STREAM)]
+    except OSError as e:
+        return False, None, f"resolve: {e}", 0
+    if mode == "first":
+        ok, err = readyz(addrs[0], name, port, ctx, timeout, timeout)
+        return ok, addrs[0], err, 1
+    errors = []
+    for i, addr in enumerate(addrs):
+        ok, err = readyz(addr, name, port, ctx, connect_timeout, timeout)
+        if ok:
+            return True, addr, "; ".join(errors) or None, i + 1
+        errors.append(f"{addr}: {err}")
+    return False, addrs[-1], "; ".join(errors), len(addrs)
 
 
 def main():
@@ -45,6 +66,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--interval", type=float, default=0.05)
     ap.add_argument("--timeout", type=float, default=1.0)
+    ap.add_argument("--mode", choices=("first", "any"), default="first")
+    ap.add_argument("--connect-timeout", type=float, default=0.25)
     ap.add_argument("--max-seconds", type=float, default=600)
     a = ap.parse_args()
     ctx = ssl.create_default_context(cafile=a.ca)
@@ -55,8 +78,8 @@ def main():
     with open(a.out, "a", buffering=1) as out:
         while not stopping and time.time() < deadline:
             t = time.time()
-            ok, addr, err = probe(a.name, a.port, ctx, a.timeout)
-            out.write(json.dumps({"t": t, "ok": ok, "addr": addr, "error": err}) + "\n")
+            ok, addr, err, tried = probe(a.name, a.port, ctx, a.mode, a.timeout, a.connect_timeout)
+            out.write(json.dumps({"t": t, "ok": ok, "addr": addr, "error": err, "tried": tried}) + "\n")
             time.sleep(max(0.0, a.interval - (time.time() - t)))
     return 0
 
