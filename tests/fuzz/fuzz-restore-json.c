@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A restore request comes from the state store and a restore state from a volume: either parser takes any
+ * bytes without a crash, and what one accepts formats back to a document it accepts again, unchanged. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backup/restore.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        RestoreRequest req, again_req;
+        RestoreState st, again_st;
+        char *err = NULL, *text = NULL;
+        if (restore_request_parse((const char *)data, size, &req, &err) >= 0) {
+                if (restore_request_format(&req, &text) < 0 ||
+                    restore_request_parse(text, strlen(text), &again_req, NULL) < 0 ||
+                    memcmp(&req, &again_req, sizeof(req)) != 0)
+                        abort();
+                free(text), text = NULL;
+        } else if (!err)
+                abort(); /* a refusal always says why */
+        free(err), err = NULL;
+        if (restore_state_parse((const char *)data, size, &st, &err) >= 0) {
+                if (restore_state_format(&st, &text) < 0 ||
+                    restore_state_parse(text, strlen(text), &again_st, NULL) < 0 ||
+                    memcmp(&st, &again_st, sizeof(st)) != 0)
+                        abort();
+                free(text);
+        } else if (!err)
+                abort();
+        free(err);
+        return 0;
+}
