@@ -276,6 +276,22 @@ static void gather(const Pass *p, const RestoreMember *m, const char *address, R
                 f->member_healthy = member_healthy(p, address, m->cluster);
 }
 
+/* The step reached, in the state file and (for `etcd restore --wait`) in the store; nothing when it is
+ * recorded already. */
+static int record(const Pass *p, Store *s, RestoreMember *m, const RestoreDecision *d, char **ret_error) {
+        if (d->next == d->step && m->have_state && streq(m->state.id, d->id))
+                return 0;
+        int r = write_state(m, d->id, d->next, ret_error);
+        if (r < 0)
+                return r;
+        if (d->next != RESTORE_STEP_DONE) /* (done: reported by its step, before the state says so) */
+                (void)restore_report_put(s, m->cluster, d->id, m->member, m->members, d->next,
+                                         p->node.node_name, NULL);
+        log_info("etcd %s member %s: restore %s: %s: %s.", m->cluster, m->member, d->id,
+                 restore_action_to_string(d->action), restore_step_to_string(d->next));
+        return 0;
+}
+
 /* Takes one decided step; 1 when the next may follow in this pass, 0 when it waits, < 0 on failure. */
 static int take_step(Pass *p, Store *s, RestoreMember *m, const RestoreDecision *d, char **text,
                      char ***owned, char **ret_error) {
@@ -287,7 +303,15 @@ static int take_step(Pass *p, Store *s, RestoreMember *m, const RestoreDecision 
                 r = download(s, m, d->id, ret_error);
                 break;
         case RESTORE_STOP:
-                r = take_manifest_away(p, m, ret_error);
+        case RESTORE_WAIT_STOPPED:
+                /* the intent first: a master that dies before the manifest is gone takes it away again,
+                 * with the state saying so, in its next pass, and never starts etcd on it meanwhile */
+                if (d->action == RESTORE_STOP)
+                        r = record(p, s, m, d, ret_error);
+                if (r >= 0)
+                        r = take_manifest_away(p, m, ret_error);
+                if (r >= 0 && d->action == RESTORE_WAIT_STOPPED)
+                        return 0;
                 break;
         case RESTORE_MOVE_ASIDE:
                 r = move_aside(m, d->id, ret_error);
@@ -312,16 +336,9 @@ static int take_step(Pass *p, Store *s, RestoreMember *m, const RestoreDecision 
         }
         if (r < 0)
                 return r;
-        if (d->next != d->step || !m->have_state || !streq(m->state.id, d->id)) {
-                r = write_state(m, d->id, d->next, ret_error);
-                if (r < 0)
-                        return r;
-                if (d->next != RESTORE_STEP_DONE) /* progress for `etcd restore --wait` (done: above) */
-                        (void)restore_report_put(s, m->cluster, d->id, m->member, m->members, d->next,
-                                                 p->node.node_name, NULL);
-                log_info("etcd %s member %s: restore %s: %s: %s.", m->cluster, m->member, d->id,
-                         restore_action_to_string(d->action), restore_step_to_string(d->next));
-        }
+        r = record(p, s, m, d, ret_error);
+        if (r < 0)
+                return r;
         return d->action == RESTORE_WAIT_HEALTHY ? 0 : 1;
 }
 
@@ -339,8 +356,7 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
                 gather(p, m, address, &f);
                 restore_decide(&f, &d);
                 *ret_in_progress = *ret_in_progress || d.in_progress || d.action == RESTORE_STOP;
-                if (d.action == RESTORE_NOTHING || d.action == RESTORE_WAIT_STOPPED ||
-                    d.action == RESTORE_CONFLICT)
+                if (d.action == RESTORE_NOTHING || d.action == RESTORE_CONFLICT)
                         break;
                 r = take_step(p, s, m, &d, text, owned, &err);
                 if (r <= 0)
