@@ -250,7 +250,7 @@ static int extend_unique(char ***l, const char *s) {
 /* One report into p; PK_EMALFORMED naming the key and the field. */
 static int read_report(Store *s, const char *key, RestoreProgress *p, char **ret_error) {
         _cleanup_(json_decrefp) json_t *o = NULL;
-        _cleanup_free_ char *text = NULL, *err = NULL;
+        _cleanup_free_ char *text = NULL;
         const char *member, *step;
         size_t len, i;
         json_t *m;

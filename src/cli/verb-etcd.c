@@ -276,7 +276,8 @@ static int restore_wait(Store *s, const char *cluster, const char *id) {
                                                id, missing);
                 }
         }
-        printf("%s restore %s done: %s\n", cluster, id, strna(missing = strv_join(p.done, ",")));
+        missing = strv_join(p.done, ","); /* (here: every member, all done) */
+        printf("%s restore %s done: %s\n", cluster, id, strna(missing));
         restore_progress_done(&p);
         return 0;
 }

@@ -364,7 +364,8 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
         }
         if (r == -ENOMEM)
                 return r;
-        if (*ret_in_progress && !d.restore_manifest && d.action != RESTORE_REPORT_DONE)
+        bool done = d.step == RESTORE_STEP_DONE || d.action == RESTORE_REPORT_DONE;
+        if (*ret_in_progress && !d.restore_manifest && !done)
                 *text = NULL; /* etcd stays stopped */
         if (r >= 0 && (d.action == RESTORE_NOTHING || d.action == RESTORE_REPORT_DONE))
                 return 0;

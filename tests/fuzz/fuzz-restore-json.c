@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (restore_request_parse((const char *)data, size, &req, &err) >= 0) {
                 if (restore_request_format(&req, &text) < 0 ||
                     restore_request_parse(text, strlen(text), &again_req, NULL) < 0 ||
-                    memcmp(&req, &again_req, sizeof(req)) != 0)
+                    strcmp(req.id, again_req.id) != 0 || strcmp(req.snapshot, again_req.snapshot) != 0 ||
+                    req.requested != again_req.requested)
                         abort();
                 free(text), text = NULL;
         } else if (!err)
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (restore_state_parse((const char *)data, size, &st, &err) >= 0) {
                 if (restore_state_format(&st, &text) < 0 ||
                     restore_state_parse(text, strlen(text), &again_st, NULL) < 0 ||
-                    memcmp(&st, &again_st, sizeof(st)) != 0)
+                    strcmp(st.id, again_st.id) != 0 || st.step != again_st.step)
                         abort();
                 free(text);
         } else if (!err)
