@@ -452,9 +452,12 @@ class Scenario:
                    for k in ("/protokube/restore", "/protokube/after-snapshot")}
             if got != {"/protokube/restore": "in-the-snapshot", "/protokube/after-snapshot": ""}:
                 raise ScenarioError(f"after the restore, {via} serves {got}")
-        for m, path in vols.items():
-            if not os.path.isdir(os.path.join(path, "var", "etcd", f"data.pre-restore-{rid}")):
-                raise ScenarioError(f"member {m}: the data moved aside is not on its volume")
+        for m, path in vols.items():  # (nothing to move aside: the data was destroyed)
+            with open(os.path.join(path, "k8s.io", "restore-main.json")) as f:
+                st = json.load(f)
+            if st != {"id": rid, "step": "done"} or not os.path.isdir(os.path.join(path, "var", "etcd", "data",
+                                                                                   "member")):
+                raise ScenarioError(f"member {m}: restore state {st}, or no restored data on its volume")
         self.failover["restore"] = t1 - t0
         self.tl.mark(f"etcd main restored from {snapshot} (restore {rid}): three healthy members, the snapshot's "
                      f"key there, the later one not: {t1 - t0:.1f} s after the data was destroyed, one command")
