@@ -574,6 +574,11 @@ void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const Pass
                         fprintf(out, "etcd %s member %s: decided once the volume is mounted\n", c, mb);
                         continue;
                 }
+                if (o->etcd_members[i].restoring) {
+                        fprintf(out, "etcd %s member %s: a restore is under way (docs/etcd-restore.md)\n", c,
+                                mb);
+                        continue;
+                }
                 switch (d->decision) {
                 case MEMBER_REPLACE:
                         if (d->remove_id)
