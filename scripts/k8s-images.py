@@ -190,6 +190,7 @@ def main():
     ap.add_argument("--go-runner", required=True)
     ap.add_argument("--pause", required=True)
     ap.add_argument("--etcd", default="/usr/bin/etcd")
+    ap.add_argument("--etcdctl", default="/usr/bin/etcdctl")
     ap.add_argument("--etcd-image", action="append", default=[])
     a = ap.parse_args()
     for img in a.etcd_image:
@@ -220,6 +221,12 @@ def main():
         r = Rootfs()
         r.base()
         r.elf("/usr/local/bin/etcd", a.etcd)
+        # a restore's init container (docs/etcd-restore.md) runs the image's own etcdctl from a shell script,
+        # as registry.k8s.io/etcd:3.4.13-0 has them: Debian's etcd-client and dash with the tools it calls
+        r.elf("/usr/local/bin/etcdctl", a.etcdctl)
+        r.elf("/bin/sh", "/bin/dash")
+        for tool in ("rm", "mv", "rmdir"):
+            r.elf("/bin/" + tool, "/bin/" + tool)
         r.dir("/var/etcd", 0o700)
         made.append((name, write_image(a.out, name, r, ["/usr/local/bin/etcd"])))
 

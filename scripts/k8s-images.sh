@@ -33,11 +33,16 @@ etcd=/usr/bin/etcd
         echo "k8s-images: no '$etcd' (install etcd-server)" >&2
         exit 1
 }
+etcdctl=/usr/bin/etcdctl # a restore's init container runs it (docs/etcd-restore.md)
+[[ -x $etcdctl ]] || {
+        echo "k8s-images: no '$etcdctl' (install etcd-client)" >&2
+        exit 1
+}
 
 # The key: the contents of the sources and scripts, the etcd binary and its libraries, the image names, and
 # the identity (size, mtime) of the large Kubernetes binaries (hashing 400 MB on every run costs seconds).
 key=$({
-        sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/scripts/k8s-images.py" "$0" "$etcd"
+        sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/scripts/k8s-images.py" "$0" "$etcd" "$etcdctl" /bin/dash
         ldd "$etcd" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | xargs -r readlink -f | xargs -r sha256sum
         stat -L -c '%n %s %Y' "$bin"/kube-* /usr/sbin/xtables-legacy-multi 2>/dev/null || true
         gcc --version | head -1

@@ -123,6 +123,7 @@ int verb_kube_livez(CliContext *ctx, char **args);
 int verb_etcd_backups(CliContext *ctx, char **args);
 int verb_etcd_backup(CliContext *ctx, char **args);
 int verb_etcd_download(CliContext *ctx, char **args);
+int verb_etcd_restore(CliContext *ctx, char **args);
 int verb_checkpoint(CliContext *ctx, char **args);
 int verb_pivot(CliContext *ctx, char **args);
 int verb_pivot_plan(CliContext *ctx, char **args);
@@ -142,6 +143,7 @@ extern const CliOption verb_kube_delete_options[];
 extern const CliOption verb_kube_probe_options[];
 extern const CliOption verb_etcd_backup_options[];
 extern const CliOption verb_etcd_download_options[];
+extern const CliOption verb_etcd_restore_options[];
 extern const CliOption verb_checkpoint_options[];
 extern const CliOption verb_pivot_options[];
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* protokube etcd backups|backup|download: the etcd backups in the state store (docs/etcd-backups.md). */
+/* protokube etcd backups|backup|download|restore: the etcd backups in the state store
+ * (docs/etcd-backups.md) and a whole cluster's restore from one (docs/etcd-restore.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,9 +10,12 @@
 #include <unistd.h>
 
 #include "backup/backup.h"
+#include "backup/restore.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/log.h"
+#include "basic/parse-util.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
@@ -21,6 +25,8 @@
 
 static const char *arg_out = NULL;
 static const char *arg_tmp_dir = "/var/tmp";
+static usec_t arg_wait = 0;
+static bool arg_force = false;
 
 static int parse_out(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         arg_out = value;
@@ -37,6 +43,31 @@ const CliOption verb_etcd_download_options[] = {
           .arg_name = "FILE",
           .help = "where to write the snapshot (created 0600; must not exist)",
           .parse = parse_out },
+        {},
+};
+
+static int parse_restore_option(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        uint64_t u;
+        if (streq(o->name, "force")) {
+                arg_force = true;
+                return 0;
+        }
+        if (parse_duration_usec(value, &u) < 0 || u == 0)
+                return cli_usage_error("etcd restore", "invalid %s '%s' (a duration: 30s, 10m)", source,
+                                       value),
+                       -EINVAL;
+        arg_wait = u;
+        return 0;
+}
+
+const CliOption verb_etcd_restore_options[] = {
+        { .name = "wait",
+          .arg_name = "DURATION",
+          .help = "wait until every member reported the restore done, at most DURATION",
+          .parse = parse_restore_option },
+        { .name = "force",
+          .help = "replace a restore request that is not finished yet",
+          .parse = parse_restore_option },
         {},
 };
 
@@ -169,4 +200,132 @@ int verb_etcd_download(CliContext *ctx, char **args) {
         }
         printf("%s %s %s\n", e->name, ts, arg_out);
         return 0;
+}
+
+/* The backup to restore: the one named, complete, or the newest complete one. */
+static int restore_snapshot(Store *s, const char *cluster, const char *name,
+                            char ret[static BACKUP_TIMESTAMP_LEN + 1]) {
+        BackupEntry *e = NULL;
+        size_t n = 0;
+        _cleanup_free_ char *err = NULL;
+        usec_t t;
+        if (name && backup_timestamp_parse(name, &t) < 0)
+                return log_error_errno(-EINVAL,
+                                       "etcd %s: invalid snapshot '%s' (a backup's timestamp, e.g. "
+                                       "20261124T011500Z: see `protokube etcd backups`)",
+                                       cluster, name);
+        int r = backup_list(s, cluster, &e, &n, &err);
+        if (r < 0)
+                return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
+        const BackupEntry *b = name ? NULL : backup_newest(e, n);
+        for (size_t i = 0; name && i < n; i++)
+                if (streq(e[i].timestamp, name))
+                        b = &e[i];
+        if (b && b->complete)
+                memcpy(ret, b->timestamp, BACKUP_TIMESTAMP_LEN + 1);
+        r = !b ? -ENOENT : !b->complete ? PK_EMALFORMED : 0;
+        backup_entries_free(e, n);
+        if (r == -ENOENT)
+                return log_error_errno(r,
+                                       name ? "etcd %s: no backup '%s' in the store"
+                                            : "etcd %s: no complete "
+                                              "backup in the store%s",
+                                       cluster, name ?: "");
+        if (r < 0)
+                return log_error_errno(r,
+                                       "etcd %s: backup '%s' is incomplete (its taker died): it is never "
+                                       "restored",
+                                       cluster, name);
+        return 0;
+}
+
+/* "a, b" of the members of p that have not reported done (all named when none reported). */
+static char *not_done(const RestoreProgress *p) {
+        _cleanup_free_ char *s = strdup("");
+        STRV_FOREACH (m, p->members)
+                if (!strv_contains(p->done, *m) &&
+                    strextend_printf(&s, "%s%s", isempty(s) ? "" : ", ", *m) < 0)
+                        return NULL;
+        return TAKE_PTR(s);
+}
+
+static int restore_wait(Store *s, const char *cluster, const char *id) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + arg_wait;
+        RestoreProgress p = {};
+        _cleanup_free_ char *err = NULL, *missing = NULL;
+        for (;;) {
+                restore_progress_done(&p);
+                free(err), err = NULL;
+                int r = restore_progress_get(s, cluster, id, &p, &err);
+                if (r < 0)
+                        log_warning(
+                            "etcd %s: restore %s: cannot read the members' reports, will retry in 1s: %s",
+                            cluster, id, strna(err));
+                if (r >= 0 && p.finished)
+                        break;
+                if (now(CLOCK_MONOTONIC) >= deadline || sleep_usec(USEC_PER_SEC) < 0) {
+                        missing = not_done(&p);
+                        restore_progress_done(&p);
+                        if (isempty(missing))
+                                return log_error_errno(PK_ETIMEOUT,
+                                                       "etcd %s: restore %s: no member reported "
+                                                       "within the wait",
+                                                       cluster, id);
+                        return log_error_errno(PK_ETIMEOUT,
+                                               "etcd %s: restore %s: not done within the wait: %s", cluster,
+                                               id, missing);
+                }
+        }
+        missing = strv_join(p.done, ","); /* (here: every member, all done) */
+        printf("%s restore %s done: %s\n", cluster, id, strna(missing));
+        restore_progress_done(&p);
+        return 0;
+}
+
+int verb_etcd_restore(CliContext *ctx, char **args) {
+        _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
+        _cleanup_(store_freep) Store *s = NULL;
+        _cleanup_free_ char *err = NULL;
+        const EtcdClusterSpec *e = NULL;
+        RestoreRequest req = {}, old;
+        int r = open_cluster(ctx, args[0], &spec, &s, &e);
+        if (r < 0)
+                return r;
+        r = restore_snapshot(s, e->name, args[1], req.snapshot);
+        if (r < 0)
+                return r;
+        r = restore_request_get(s, e->name, &old, &err);
+        if (r < 0 && r != -ENOENT)
+                return log_error_errno(r, "etcd %s: %s", e->name, err ?: pk_strerror(r));
+        if (r >= 0 && !arg_force) {
+                RestoreProgress p = {};
+                free(err), err = NULL;
+                r = restore_progress_get(s, e->name, old.id, &p, &err);
+                if (r < 0)
+                        return log_error_errno(r, "etcd %s: %s", e->name, err ?: pk_strerror(r));
+                _cleanup_free_ char *missing = p.finished ? NULL : not_done(&p);
+                bool finished = p.finished;
+                restore_progress_done(&p);
+                if (!finished)
+                        return log_error_errno(
+                            -EBUSY,
+                            "etcd %s: restore %s (snapshot %s) is not finished (%s%s); "
+                            "--force replaces it",
+                            e->name, old.id, old.snapshot,
+                            isempty(missing) ? "no member reported yet" : "not done: ", strempty(missing));
+        }
+        req.requested = now(CLOCK_REALTIME);
+        r = restore_id_new(req.requested, req.id);
+        if (r < 0)
+                return log_error_errno(r, "etcd %s: cannot make a restore id: %m", e->name);
+        free(err), err = NULL;
+        r = restore_request_put(s, e->name, &req, &err);
+        if (r < 0)
+                return log_error_errno(r, "etcd %s: cannot write the restore request: %s", e->name,
+                                       err ?: pk_strerror(r));
+        printf("%s\n", req.id);
+        fflush(stdout);
+        log_info("etcd %s: restore %s of snapshot %s requested; every master holding a member restores it.",
+                 e->name, req.id, req.snapshot);
+        return arg_wait > 0 ? restore_wait(s, e->name, req.id) : 0;
 }

@@ -222,6 +222,69 @@ static int etcd_container(const EtcdClusterSpec *e, const EtcdLayout *l, Pod *po
         return 0;
 }
 
+/* The restore's step (docs/etcd-restore.md), with the etcd image's own etcdctl and shell, so nothing on the
+ * host needs etcd's tools. It restores into a directory inside the data dir (the data dir is the volume
+ * mount's target and cannot be replaced) and moves the result into place, so the data dir holds either no
+ * member/ or a whole one; with member/ there it does nothing, and a kubelet that restarts the pod after the
+ * restore finished leaves the data alone. The values are positional parameters, never spliced into the
+ * script. */
+static const char restore_script[] =
+    "set -e\n"
+    "if [ -d \"$1/member\" ]; then rm -rf \"$1/restore.tmp\"; exit 0; fi\n"
+    "rm -rf \"$1/restore.tmp\"\n"
+    "etcdctl snapshot restore \"$2\" --data-dir \"$1/restore.tmp\" --name \"$3\" --initial-cluster \"$4\" "
+    "--initial-cluster-token \"$5\" --initial-advertise-peer-urls \"$6\"\n"
+    "mv \"$1/restore.tmp/member\" \"$1/member\"\n"
+    "rmdir \"$1/restore.tmp\"\n";
+
+static bool restore_id_ok(const char *id) {
+        if (isempty(id) || strlen(id) > 64)
+                return false;
+        for (const char *p = id; *p; p++)
+                if (!strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-", *p))
+                        return false;
+        return true;
+}
+
+static int etcd_restore_container(const ClusterSpec *spec, const EtcdMemberAssignment *m,
+                                  const EtcdLayout *l, const char *image, Pod *pod) {
+        _cleanup_free_ char *dir = NULL, *host_dir = NULL, *snapshot = NULL, *name = NULL, *dns = NULL,
+                            *cluster = NULL, *token = NULL, *peer = NULL;
+        PodContainer *c;
+        if (!restore_id_ok(m->restore_id))
+                return -EINVAL;
+        int r = etcd_restore_dir(m->cluster, &dir);
+        if (r >= 0)
+                r = etcd_member_name(m->cluster, m->member, &name);
+        if (r >= 0)
+                r = etcd_member_dns_name(m->cluster, m->member, spec->dns.internal_suffix, &dns);
+        if (r >= 0)
+                r = initial_cluster(spec, m, l, &cluster);
+        if (r < 0)
+                return r;
+        host_dir = strjoin(m->mount_path, endswith(m->mount_path, "/") ? "" : "/", dir + 1);
+        snapshot = strjoin(dir, "/", m->restore_id, ".db");
+        token = strjoin(m->cluster, "-", m->restore_id);
+        peer = strprintf("%s://%s:%d", l->scheme, dns, l->peer_port);
+        if (!host_dir || !snapshot || !token || !peer)
+                return -ENOMEM;
+        char *argv[] = { "/bin/sh",      "-c",        (char *)restore_script,
+                         "etcd-restore", l->data_dir, snapshot,
+                         name,           cluster,     token,
+                         peer,           NULL };
+        r = pod_add_init_container(pod, "etcd-restore", image, &c);
+        if (r < 0)
+                return r;
+        if (!(c->command = strv_copy(argv)) || pod_kv_set(&c->env, "ETCDCTL_API", "3") < 0)
+                return -ENOMEM;
+        r = pod_container_add_mount(c, "etcd-data", l->data_dir, false);
+        if (r >= 0)
+                r = pod_add_host_path_volume(pod, "etcd-restore", host_dir, "Directory");
+        if (r >= 0)
+                r = pod_container_add_mount(c, "etcd-restore", dir, true);
+        return r;
+}
+
 static int etcd_pod_new(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
                         const EtcdLayout *l, Pod **ret, PodContainer **ret_container) {
         _cleanup_strv_free_ char **flags = NULL;
@@ -267,6 +330,12 @@ int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod *
         r = etcd_container(e, &l, pod, c);
         if (r < 0)
                 return r;
+        if (m->restore_id) {
+                r = etcd_restore_container(spec, m, &l, isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image,
+                                           pod);
+                if (r < 0)
+                        return r;
+        }
         *ret = TAKE_PTR(pod);
         return 0;
 }

@@ -12,6 +12,10 @@ typedef struct EtcdMemberAssignment {
         const char *mount_path; /* where the member's volume is mounted, e.g. /mnt/master-vol-1 */
         bool existing; /* joins a running cluster (initial-cluster-state=existing): a replaced member, added
                           to the cluster through the etcd API first (docs/etcd-members.md) */
+        /* A restore under way (docs/etcd-restore.md): an init container restores the snapshot
+         * <restore dir>/<id>.db into the data dir, as a new cluster "<cluster>-<id>" of the same members,
+         * unless the data dir holds data already. NULL: no init container. */
+        const char *restore_id;
 } EtcdMemberAssignment;
 
 /* Renders the etcd static pod manifest (YAML text, caller frees) for the assignment. */

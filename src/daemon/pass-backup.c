@@ -199,8 +199,9 @@ void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, P
         for (size_t k = 0; k < plan->volumes.n_selections && !stop_requested(); k++) {
                 const PlanSelection *sel = &plan->volumes.selections[k];
                 const EtcdClusterSpec *e = cluster_spec_find_etcd(p->spec, sel->etcd_cluster);
-                if (!e || sel->volume == SIZE_MAX || sel->state != SELECTION_READY)
-                        continue;
+                if (!e || sel->volume == SIZE_MAX || sel->state != SELECTION_READY ||
+                    (o->etcd_members && o->etcd_members[sel->volume].restoring))
+                        continue; /* (a restore under way: its etcd is stopped or not the cluster's yet) */
                 _cleanup_free_ char *mount =
                     volume_mount_path(p->node.mount_root, plan->in.volumes[sel->volume].id);
                 if (!mount)

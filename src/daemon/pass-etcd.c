@@ -273,9 +273,12 @@ int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const Cluste
                         r = 0;
                 }
         }
+        /* its data moved aside by a restore is not a blank member to replace (docs/etcd-restore.md) */
+        if (r >= 0 && m.observed)
+                m.restoring = pass_restore_in_progress(mount, e.etcd.cluster);
         if (r >= 0)
                 r = member_urls(p, view, &e.etcd, &m);
-        if (r >= 0 && (m.data == ETCD_DATA_BLANK || m.change_pending))
+        if (r >= 0 && !m.restoring && (m.data == ETCD_DATA_BLANK || m.change_pending))
                 r = query_cluster(p, &e.etcd, &m);
         volume_eligibility_done(&e);
         if (r < 0) {
@@ -302,6 +305,11 @@ int pass_etcd_observe(Pass *p, PassObservation *o) {
 }
 
 void pass_etcd_decide(const PassEtcdMember *m, MemberPlan *ret) {
+        if (m->restoring) {
+                *ret = (MemberPlan){ .decision = MEMBER_KEEP,
+                                     .reason = "a restore of its cluster is under way" };
+                return;
+        }
         if (m->client_error < 0) {
                 *ret = (MemberPlan){ .decision = MEMBER_HOLD, .reason = "no etcd client certificate" };
                 return;
@@ -539,6 +547,8 @@ int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **te
                         continue;
                 PassEtcdMember *m = &o->etcd_members[i];
                 MemberPlan d = plan->member_plans[i];
+                if (m->restoring) /* pass-restore.c owns its manifest */
+                        continue;
                 if (!m->observed) { /* mounted in this pass: look at it now */
                         int r = pass_etcd_observe_member(p, &plan->in, plan->view, i, m);
                         if (r < 0)
@@ -562,6 +572,11 @@ void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const Pass
                 const char *c = e->etcd.cluster, *mb = e->etcd.member;
                 if (!o->etcd_members[i].observed) {
                         fprintf(out, "etcd %s member %s: decided once the volume is mounted\n", c, mb);
+                        continue;
+                }
+                if (o->etcd_members[i].restoring) {
+                        fprintf(out, "etcd %s member %s: a restore is under way (docs/etcd-restore.md)\n", c,
+                                mb);
                         continue;
                 }
                 switch (d->decision) {

@@ -208,6 +208,11 @@ static int plan_manifest_currency(const Pass *pass, const PassObservation *ob, c
                 VolumeObserved *o = &observed[i];
                 VolumeEligibility e = {};
                 _cleanup_free_ char *text = NULL;
+                if (o->mount == MOUNT_STATE_OURS && ob->etcd_members && ob->etcd_members[i].restoring) {
+                        /* a restore under way owns the manifest and its link (pass-restore.c) */
+                        o->manifest_current = o->link_current = true;
+                        continue;
+                }
                 if (o->mount != MOUNT_STATE_OURS || !o->manifest_text)
                         continue;
                 int r = volume_classify(&in->volumes[i], in->cluster, NULL, in->etcd_clusters, &e);

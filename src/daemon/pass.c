@@ -367,6 +367,10 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         if (r >= 0 && !stop_requested())
                 r = apply_certs(p, o, plan, rep, &etcd_texts);
         if (r >= 0 && !stop_requested()) {
+                pass_progress_step("etcd restore");
+                r = pass_restore_apply(p, o, plan, etcd_texts, &etcd_owned, rep);
+        }
+        if (r >= 0 && !stop_requested()) {
                 pass_progress_step("etcd members");
                 r = pass_etcd_apply(p, o, plan, etcd_texts, &etcd_owned, rep);
         }

@@ -80,6 +80,7 @@ typedef struct PassEtcdMember {
         char **other_endpoints; /* the other members' client URLs */
         int client_error;       /* the client could not be set up (no client certificate): why */
         char *client_message;
+        bool restoring; /* a restore of its cluster is under way on the volume: no replacement, no backup */
 } PassEtcdMember;
 
 void pass_etcd_member_done(PassEtcdMember *m);
@@ -159,6 +160,14 @@ void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const Pass
 /* The etcd manifest of volume i's member (pass-plan.c). */
 int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
                        char **ret);
+
+/* A whole cluster's restore (pass-restore.c, docs/etcd-restore.md): after the certificates, before the
+ * membership step, each held member's next restore steps; texts[k] adjusted in place like
+ * pass_etcd_apply(), and o->etcd_members[i].restoring set for a member whose restore is under way. */
+int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
+                       PassReport *rep);
+/* Whether the volume mounted at mount holds a restore of cluster that has begun and is not done. */
+bool pass_restore_in_progress(const char *mount, const char *cluster);
 
 /* etcd backups (pass-backup.c): after the manifests, the slot's backup of each cluster whose member this
  * node holds and leads, the retention, and the newest backup of each into the report. */

@@ -420,6 +420,13 @@ static void emit_pod_spec(Emitter *em, const Pod *pod) {
                 emit_str(em, "hostNetwork");
                 emit_bool(em, true);
         }
+        if (pod->n_init_containers > 0) {
+                emit_str(em, "initContainers");
+                seq_start(em);
+                for (size_t i = 0; i < pod->n_init_containers; i++)
+                        emit_container(em, &pod->init_containers[i]);
+                seq_end(em);
+        }
         if (strv_length(pod->node_selector) >= 2) {
                 emit_str(em, "nodeSelector");
                 emit_kv_map(em, pod->node_selector);

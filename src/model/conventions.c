@@ -88,6 +88,10 @@ int etcd_data_dir(const char *cluster, char **ret) {
         return per_cluster(cluster, ETCD_DATA_DIR, "", ret);
 }
 
+int etcd_restore_dir(const char *cluster, char **ret) {
+        return per_cluster(cluster, ETCD_RESTORE_DIR, "", ret);
+}
+
 int etcd_cluster_token(const char *cluster, char **ret) {
         return per_cluster(cluster, ETCD_TOKEN_PREFIX ETCD_KOPS_NAME, "", ret);
 }

@@ -16,6 +16,7 @@
 #define ETCD_KOPS_NAME          "etcd"
 #define ETCD_POD_NAME           "etcd-server"
 #define ETCD_DATA_DIR           "/var/etcd/data"
+#define ETCD_RESTORE_DIR        "/var/etcd/restore"
 #define ETCD_TOKEN_PREFIX       "etcd-cluster-token-"
 #define ETCD_MAIN_CLIENT_PORT   4001
 #define ETCD_MAIN_PEER_PORT     2380
@@ -49,6 +50,9 @@ int etcd_manifest_file_name(const char *cluster, char **ret);
 int etcd_pod_name(const char *cluster, char **ret);
 /* "/var/etcd/data" for main, "/var/etcd/data-<cluster>" otherwise (in the container). */
 int etcd_data_dir(const char *cluster, char **ret);
+/* "/var/etcd/restore" for main, "/var/etcd/restore-<cluster>" otherwise: where a restore's snapshot waits,
+ * on the volume (under its mount) and in the restore's init container alike (docs/etcd-restore.md). */
+int etcd_restore_dir(const char *cluster, char **ret);
 /* "etcd-cluster-token-<kops cluster name>". */
 int etcd_cluster_token(const char *cluster, char **ret);
 

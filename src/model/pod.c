@@ -48,6 +48,9 @@ Pod *pod_free(Pod *pod) {
         for (size_t i = 0; i < pod->n_containers; i++)
                 container_done(&pod->containers[i]);
         free(pod->containers);
+        for (size_t i = 0; i < pod->n_init_containers; i++)
+                container_done(&pod->init_containers[i]);
+        free(pod->init_containers);
         for (size_t i = 0; i < pod->n_volumes; i++) {
                 free(pod->volumes[i].name);
                 free(pod->volumes[i].host_path);
@@ -143,18 +146,27 @@ int pod_kv_set(char ***l, const char *key, const char *value) {
         return r;
 }
 
-int pod_add_container(Pod *pod, const char *name, const char *image, PodContainer **ret) {
-        _cleanup_free_ char *n = NULL, *i = NULL;
-        if (!dup_opt(name, &n) || !dup_opt(image, &i))
+static int add_container(PodContainer **array, size_t *n, const char *name, const char *image,
+                         PodContainer **ret) {
+        _cleanup_free_ char *nm = NULL, *i = NULL;
+        if (!dup_opt(name, &nm) || !dup_opt(image, &i))
                 return -ENOMEM;
-        PodContainer *c = array_grow((void **)&pod->containers, &pod->n_containers, sizeof(PodContainer));
+        PodContainer *c = array_grow((void **)array, n, sizeof(PodContainer));
         if (!c)
                 return -ENOMEM;
-        c->name = TAKE_PTR(n);
+        c->name = TAKE_PTR(nm);
         c->image = TAKE_PTR(i);
         if (ret)
                 *ret = c;
         return 0;
+}
+
+int pod_add_container(Pod *pod, const char *name, const char *image, PodContainer **ret) {
+        return add_container(&pod->containers, &pod->n_containers, name, image, ret);
+}
+
+int pod_add_init_container(Pod *pod, const char *name, const char *image, PodContainer **ret) {
+        return add_container(&pod->init_containers, &pod->n_init_containers, name, image, ret);
 }
 
 int pod_add_host_path_volume(Pod *pod, const char *name, const char *path, const char *type) {

@@ -83,6 +83,10 @@ typedef struct Pod {
         char *priority_class_name;
         PodContainer *containers;
         size_t n_containers;
+        /* Run one after another to completion before the containers (a restore's etcdctl step,
+         * docs/etcd-restore.md); only name, image, command and volume mounts are used. */
+        PodContainer *init_containers;
+        size_t n_init_containers;
         PodVolume *volumes;
         size_t n_volumes;
         PodToleration *tolerations;
@@ -105,6 +109,8 @@ int pod_new(const char *name, const char *namespace, Pod **ret);
 int pod_kv_set(char ***l, const char *key, const char *value);
 /* Adds a container; *ret points into pod (valid until the next pod_add_container). */
 int pod_add_container(Pod *pod, const char *name, const char *image, PodContainer **ret);
+/* Adds an init container (run before the containers, in the order added); *ret as pod_add_container. */
+int pod_add_init_container(Pod *pod, const char *name, const char *image, PodContainer **ret);
 /* Adds a hostPath volume; type may be NULL. */
 int pod_add_host_path_volume(Pod *pod, const char *name, const char *path, const char *type);
 int pod_add_toleration(Pod *pod, const char *key, const char *operator, const char * value,

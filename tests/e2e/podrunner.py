@@ -8,7 +8,9 @@ keeps another node's volume busy). It
 restarts a pod when its manifest changes or its process exits, and stops it when the manifest goes away or
 its symlink dangles (an unmounted etcd volume). Images are not pulled: a container's command path is mapped
 to a local binary (--substitute /usr/local/bin/etcd=/usr/bin/etcd); pods whose binary is missing are
-reported once and skipped. Bounded: it exits after --max-seconds."""
+reported once and skipped. A pod's init containers run first, one after another, each to completion
+(bounded by --init-timeout); a failure starts the pod again from the first. Bounded: it exits after
+--max-seconds."""
 
 import argparse
 import hashlib
@@ -72,9 +74,9 @@ class Runner:
             found[n] = data
         return found
 
-    def build_argv(self, pod):
+    def build_argv(self, pod, c=None):
         spec = pod["spec"]
-        c = spec["containers"][0]
+        c = c or spec["containers"][0]
         cmd = list(c.get("command", [])) + list(c.get("args", []))
         if not cmd:
             return None, "no command"
@@ -94,9 +96,31 @@ class Runner:
             if not os.path.exists(hp["path"]):
                 continue
             binds += [hp["path"], m["mountPath"], "ro" if m.get("readOnly") else "rw"]
+        env = [f"{e['name']}={e['value']}" for e in c.get("env", []) if "value" in e]
         argv = ["ip", "netns", "exec", self.args.netns, "unshare", "--mount", "--propagation", "slave",
-                "/bin/sh", "-c", BIND_SCRIPT, "sh", *binds, "--", *cmd]
+                "/bin/sh", "-c", BIND_SCRIPT, "sh", *binds, "--", *(["env", *env] if env else []), *cmd]
         return argv, None
+
+    def run_init_containers(self, fname, pod, log):
+        """Like kubelet: each init container to completion (exit 0), in order, before the containers; a
+        failure stops the pod's start, which is tried again from the first one. Bounded per container."""
+        for c in pod["spec"].get("initContainers", []):
+            argv, why = self.build_argv(pod, c)
+            if argv is None:
+                self.event("init-skipped", pod=pod["metadata"]["name"], init=c["name"], reason=why)
+                return False
+            t0 = time.time()
+            try:
+                code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      start_new_session=True, timeout=self.args.init_timeout).returncode
+            except subprocess.TimeoutExpired:
+                code = "timeout"
+            self.event("init-exited", pod=pod["metadata"]["name"], init=c["name"], code=code,
+                       seconds=round(time.time() - t0, 3))
+            if code != 0:
+                self.restart_at[fname] = time.time() + self.args.restart_delay
+                return False
+        return True
 
     def start(self, fname, data):
         try:
@@ -113,6 +137,9 @@ class Runner:
                 self.event("skipped", pod=name, reason=why)
             return
         log = open(os.path.join(self.args.log_dir, f"{name}.log"), "ab")
+        if not self.run_init_containers(fname, pod, log):
+            log.close()
+            return
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         log.close()
@@ -177,6 +204,7 @@ def main():
     ap.add_argument("--poll", type=float, default=0.02)
     ap.add_argument("--restart-delay", type=float, default=0.5)
     ap.add_argument("--max-seconds", type=float, default=3600)
+    ap.add_argument("--init-timeout", type=float, default=120)
     Runner(ap.parse_args()).run()
 
 

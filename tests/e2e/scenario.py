@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The no-ops etcd cluster, end to end: three masters come up, one is terminated and replaced, one reboots,
-the DNS server goes away for a while, a member's volume loses its contents. Each step is asserted; a timeline is printed. Run as root:
+the DNS server goes away for a while, a member's volume loses its contents, then every member's data is lost
+and the cluster is restored from a backup. Each step is asserted; a timeline is printed. Run as root:
 
     /usr/bin/python3 tests/e2e/scenario.py          (make demo does this)
 
@@ -419,6 +420,65 @@ class Scenario:
         self.tl.mark(f"backup {self.backup[0]} by {self.backup[1]} ({gone}) still in the store, downloaded and "
                      f"checked through d")
 
+    def main_volumes(self):
+        """{member: mount path} of etcd main's volumes, on the masters that hold them now."""
+        vols = {}
+        for m in self.c.masters.values():
+            for name in (os.listdir(m.mnt) if os.path.isdir(m.mnt) else []):
+                path = os.path.join(m.mnt, name)
+                if name.startswith("master-vol-main-") and os.path.ismount(path):
+                    vols[name[len("master-vol-main-"):]] = path
+        return vols
+
+    def step6_restore(self):
+        """docs/etcd-restore.md: every member volume's etcd data is destroyed; `protokube etcd restore main`
+        brings the cluster back from a backup: the snapshot's keys, not the ones written after it."""
+        self.say("\n6. Every etcd main volume's data is destroyed; `protokube etcd restore main`")
+        holders = "acd"  # b's member runs on d since step 2
+        eps = endpoints("main", holders, by="ip")
+        p = self.c.etcdctl("a", eps, "put", "/protokube/restore", "in-the-snapshot")
+        if p.returncode != 0:
+            raise ScenarioError(f"etcdctl put: {p.stderr}")
+        a = self.c.masters["a"]
+        p = self.c.run_in("a", [protokube_bin(), "-c", a.spec, "etcd", "backup", "main", "--internal-ip",
+                                ADDRS["a"], "--tmp-dir", self.c.workdir], timeout=120)
+        if p.returncode != 0:
+            raise ScenarioError(f"protokube etcd backup: {p.stderr}")
+        snapshot = p.stdout.split()[1]
+        p = self.c.etcdctl("a", eps, "put", "/protokube/after-snapshot", "lost")
+        if p.returncode != 0:
+            raise ScenarioError(f"etcdctl put: {p.stderr}")
+        vols = self.main_volumes()
+        if sorted(vols) != ["a", "b", "c"]:
+            raise ScenarioError(f"etcd main volumes mounted: {vols}")
+        t0 = time.monotonic()
+        for path in vols.values():
+            subprocess.run(["rm", "-rf", "--one-file-system", os.path.join(path, "var", "etcd", "data")],
+                           check=True, timeout=60)
+        self.tl.mark(f"etcd main data destroyed on all three volumes (backup {snapshot} taken just before)")
+        p = run([protokube_bin(), "-c", a.spec, "etcd", "restore", "main", snapshot, "--wait", "300s"],
+                check=False, timeout=330)
+        if p.returncode != 0:
+            raise ScenarioError(f"protokube etcd restore: {p.stdout} {p.stderr}")
+        rid = p.stdout.split()[0]
+        wait_for("etcd main healthy on a, c, d", lambda: healthy(self.c, "a", eps), 120, 0.2)
+        t1 = time.monotonic()
+        for via in holders:
+            ep = f"https://{ADDRS[via]}:4001"
+            got = {k: self.c.etcdctl(via, ep, "get", k, "--print-value-only", "--consistency=s").stdout.strip()
+                   for k in ("/protokube/restore", "/protokube/after-snapshot")}
+            if got != {"/protokube/restore": "in-the-snapshot", "/protokube/after-snapshot": ""}:
+                raise ScenarioError(f"after the restore, {via} serves {got}")
+        for m, path in vols.items():  # (nothing to move aside: the data was destroyed)
+            with open(os.path.join(path, "k8s.io", "restore-main.json")) as f:
+                st = json.load(f)
+            if st != {"id": rid, "step": "done"} or not os.path.isdir(os.path.join(path, "var", "etcd", "data",
+                                                                                   "member")):
+                raise ScenarioError(f"member {m}: restore state {st}, or no restored data on its volume")
+        self.failover["restore"] = t1 - t0
+        self.tl.mark(f"etcd main restored from {snapshot} (restore {rid}): three healthy members, the snapshot's "
+                     f"key there, the later one not: {t1 - t0:.1f} s after the data was destroyed, one command")
+
     def check_tls(self):
         """Every etcd member ran with peer and client TLS on certificates its master issued; no peer or
         client was refused (the replacement d presented etcd-b's certificate and the peers accepted it)."""
@@ -438,6 +498,7 @@ class Scenario:
             self.step5_blank_b()
             self.check_backup_survives()
             self.check_tls()
+            self.step6_restore()
             ok = True
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")
@@ -448,11 +509,14 @@ class Scenario:
         self.say("\nFailover (b released -> etcd-b healthy on d): "
                  f"{1000 * self.failover['total']:.0f} ms; by stage (ms after release):")
         for k, v in self.failover.items():
-            if k not in ("total", "blank member"):
+            if k not in ("total", "blank member", "restore"):
                 self.say(f"  {k:12s} {1000 * v:7.0f}")
         if "blank member" in self.failover:
             self.say(f"\nBlank member replaced (volume emptied -> three healthy voting members): "
                      f"{self.failover['blank member']:.1f} s")
+        if "restore" in self.failover:
+            self.say(f"\nWhole cluster restored (data destroyed on every volume -> three healthy members on the "
+                     f"snapshot): {self.failover['restore']:.1f} s")
         if self.api:
             self.say(f"\nAPI availability across the replacement (probes of /readyz through api.{SUFFIX} every "
                      f"50 ms): {self.api_text()}")

@@ -158,7 +158,8 @@ def test_one_no_spec_wording_for_every_verb_that_needs_a_spec(pk, path):
 def test_every_verb_that_reads_a_spec_says_so():
     needing = {" ".join(p) for p in VERB_PATHS if "needs the cluster spec" in _help(*p)}
     assert needing == {"run", "once", "plan", "render", "validate", "volumes", "dns", "dns sync", "pki", "pki show",
-                       "pki renew", "etcd backups", "etcd backup", "etcd download", "pivot", "pivot plan"}, needing
+                       "pki renew", "etcd backups", "etcd backup", "etcd download", "etcd restore", "pivot",
+                       "pivot plan"}, needing
 
 
 def test_once_and_run_need_root(pk):

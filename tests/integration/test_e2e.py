@@ -24,4 +24,5 @@ def test_noops_etcd_cluster():
         print(out.getvalue())
     assert failover["total"] > 0
     assert failover["blank member"] > 0
+    assert failover["restore"] > 0
     assert "SUCCESS" in out.getvalue()

@@ -10,6 +10,7 @@
 #include "components/control-plane.h"
 #include "components/etcd.h"
 #include "components/render.h"
+#include "manifest/pod-yaml.h"
 #include "model/pod.h"
 #include "spec/spec.h"
 #include "unit-test.h"
@@ -90,6 +91,55 @@ static void test_etcd_main(void **state) {
         assert_int_equal(c->liveness_probe.http_get.port, 4001);
         assert_string_equal(c->liveness_probe.http_get.path, "/health");
         assert_string_equal(c->liveness_probe.http_get.scheme, "HTTP");
+}
+
+/* A restore under way (docs/etcd-restore.md): the init container runs the image's etcdctl through its shell
+ * with the values as positional parameters; the snapshot's directory is mounted read-only in it alone. */
+static void test_etcd_restore_init_container(void **state) {
+        ClusterSpec s = test_spec();
+        EtcdMemberAssignment m = { .cluster = "main",
+                                   .member = "b",
+                                   .members = abc,
+                                   .mount_path = "/mnt/master-vol-1",
+                                   .restore_id = "20261124T011500Z-1a2b3c4d" };
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        assert_int_equal(etcd_pod_build(&s, &m, &pod), 0);
+        assert_int_equal(pod->n_init_containers, 1);
+        const PodContainer *init = &pod->init_containers[0], *c = only_container(pod);
+        assert_string_equal(init->name, "etcd-restore");
+        assert_string_equal(init->image, c->image);
+        assert_string_equal(init->command[0], "/bin/sh");
+        assert_string_equal(init->command[1], "-c");
+        assert_non_null(strstr(init->command[2], "etcdctl snapshot restore \"$2\""));
+        const char *want[] = { "etcd-restore",
+                               "/var/etcd/data",
+                               "/var/etcd/restore/20261124T011500Z-1a2b3c4d.db",
+                               "etcd-b",
+                               "etcd-a=http://etcd-a.internal.demo.k8s.test:2380,"
+                               "etcd-b=http://etcd-b.internal.demo.k8s.test:2380,"
+                               "etcd-c=http://etcd-c.internal.demo.k8s.test:2380",
+                               "main-20261124T011500Z-1a2b3c4d",
+                               "http://etcd-b.internal.demo.k8s.test:2380",
+                               NULL };
+        for (size_t i = 0; want[i]; i++)
+                assert_string_equal(init->command[3 + i], want[i]);
+        assert_null(init->command[10]);
+        assert_int_equal(init->n_volume_mounts, 2);
+        assert_string_equal(init->volume_mounts[1].mount_path, "/var/etcd/restore");
+        assert_true(init->volume_mounts[1].read_only);
+        assert_string_equal(volume_path(pod, "etcd-restore"), "/mnt/master-vol-1/var/etcd/restore");
+        assert_int_equal(c->n_volume_mounts, 1); /* etcd itself never sees the snapshot */
+        assert_int_equal(pod_to_yaml(pod, &yaml), 0);
+        assert_non_null(strstr(yaml, "\n  initContainers:\n  - command:\n    - /bin/sh\n"));
+        /* no restore: no init container; a bad id is refused */
+        pod = pod_free(pod);
+        m.restore_id = NULL;
+        assert_int_equal(etcd_pod_build(&s, &m, &pod), 0);
+        assert_int_equal(pod->n_init_containers, 0);
+        pod = pod_free(pod);
+        m.restore_id = "x; rm -rf /";
+        assert_int_equal(etcd_pod_build(&s, &m, &pod), -EINVAL);
 }
 
 static void test_etcd_events_tls(void **state) {
@@ -718,6 +768,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_etcd_main),
                 cmocka_unit_test(test_etcd_events_tls),
+                cmocka_unit_test(test_etcd_restore_init_container),
                 cmocka_unit_test(test_etcd_render_yaml),
                 cmocka_unit_test(test_etcd_invalid),
                 cmocka_unit_test(test_kube_apiserver_defaults),
