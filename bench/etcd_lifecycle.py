@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Figure 6: etcd's lifecycle on real etcd with TLS (bench/README.md): a blank member replaced, and snapshot
-throughput on a 100 MiB keyspace side by side with `etcdctl snapshot save` on the same member.
+"""Figure 6: etcd's lifecycle on real etcd with TLS (bench/README.md): a blank member replaced, and snapshot and
+restore throughput on a 100 MiB keyspace side by side with `etcdctl snapshot save` / `snapshot restore` on the
+same data.
 
 Three masters n1-n3 hold members a, b, c on loop devices, as tests/integration/test_etcd_members.py lays them
 out (certificates from protokube's pass, a file:// state store, each etcd run from the manifest on its volume,
@@ -19,19 +20,21 @@ import http.client
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 from loopdev import MIB  # noqa: E402
-from test_etcd_members import (CLIENT_PORT, NODES, EtcdProc, MemberEnv, destroy, etcdctl, members,  # noqa: E402
-                               wait_for)
+from test_etcd_members import (CLIENT_PORT, NODES, PEER_PORT, EtcdProc, MemberEnv, destroy, etcdctl,  # noqa: E402
+                               members, wait_for)
+from test_etcd_restore import Kubelet  # noqa: E402
 
 VALUE_BYTES = 256 * 1024  # etcd's default request limit is 1.5 MiB: a quarter MiB a key
 
 
 def start(base, keyspace_mib):
     """Three masters after their cold-start passes, every member running; volumes big enough for the keyspace
-    three times over (the WAL, the bbolt file and a snapshot being sent to a learner)."""
+    many times over (the WAL, the bbolt file, a snapshot being sent to a learner, and for each restore the
+    downloaded snapshot, the data moved aside and the restored data)."""
     store = os.path.join(base, "store")
     os.mkdir(store)
     env = MemberEnv("file://" + store)
-    size = max(384, 4 * keyspace_mib + 256) * MIB
+    size = max(384, 12 * keyspace_mib + 512) * MIB
     for m in NODES:
         env.create(f"main-{m}", "main", m, list(NODES), size=size)
     etcds = {}
@@ -147,6 +150,42 @@ def snapshot_pair(env, work, i):
     return a, b, g, size
 
 
+def restore_pair(env, etcds, work, timestamp, i):
+    """One whole-cluster restore of the backup `timestamp` (request -> every member done and healthy, the
+    benchmark playing kubelet: it runs the manifest's init container, etcd's own `etcdctl snapshot restore`,
+    with Debian's etcdctl) and one `etcdctl snapshot restore` of the same snapshot into a fresh directory.
+    Returns (protokube seconds, etcdctl seconds)."""
+    node, ip = NODES["a"]
+    snap = os.path.join(work, f"snap-{i}.db")
+    common.run([env.bin, "-c", env.node_spec(node), "etcd", "download", "main", timestamp, "--out", snap])
+    out = os.path.join(work, f"restored-{i}")
+    t0 = time.monotonic()
+    common.run(["etcdctl", "snapshot", "restore", snap, f"--data-dir={out}", "--name=etcd-a",
+                f"--initial-cluster=etcd-a=https://{ip}:{PEER_PORT}",
+                f"--initial-advertise-peer-urls=https://{ip}:{PEER_PORT}"],
+               timeout=600, env=dict(os.environ, ETCDCTL_API="3"))
+    theirs = time.monotonic() - t0
+    shutil.rmtree(out)
+    os.unlink(snap)
+
+    kubelet = Kubelet(env, etcds)
+    t0 = time.monotonic()
+    common.run([env.bin, "-c", env.node_spec(node), "etcd", "restore", "main", timestamp, "--force"])
+    deadline = t0 + 600
+    while time.monotonic() < deadline:
+        for m in NODES:
+            p = env.once(m, timeout=600)
+            if p.returncode not in (0, 3):
+                raise RuntimeError(f"pass of {m} exited {p.returncode}: {p.stderr[-2000:]}")
+            kubelet.sync(m)
+        if all(etcdctl(env, m, "get", "/before", "--print-value-only").stdout.strip() == "kept"
+               for m in NODES) and all("initContainers" not in (env.manifest(m) or "initContainers")
+                                       for m in NODES):
+            return time.monotonic() - t0, theirs
+        time.sleep(0.05)
+    raise RuntimeError("the restore did not finish within 600 s")
+
+
 def measure():
     if os.geteuid() != 0:
         raise RuntimeError("needs root (loop devices, mounts)")
@@ -163,6 +202,9 @@ def measure():
         fill_s = time.monotonic() - t0
         snaps = [snapshot_pair(env, work, i) for i in range(runs)]
         replaced = [replace_blank_b(env, etcds) for _ in range(runs)]
+        rows = common.run([env.bin, "-c", env.node_spec("n1"), "etcd", "backups", "main"]).stdout.splitlines()
+        newest = max(r.split()[1] for r in rows if r.strip())
+        restores = [restore_pair(env, etcds, work, newest, i) for i in range(runs)]
     finally:
         for e in etcds.values():
             e.stop()
@@ -175,12 +217,17 @@ def measure():
     theirs = common.median([size / b / MIB for _, b, *_ in snaps])
     floor = common.median([size / g / MIB for _, _, g, _ in snaps])
     ratio = common.median([a / b for a, b, *_ in snaps])  # time ratio: < 1 is protokube faster
+    whole = common.median([a for a, _ in restores])
+    one = common.median([b for _, b in restores])
     rows = [
         ("6. blank etcd member replaced (destroyed -> 3 healthy voting members)",
          f"{common.median(replaced):.1f} s", "report", f"runs {', '.join(f'{r:.1f}' for r in replaced)} s"),
         (f"6. snapshot of a {mib} MiB keyspace to the store: MiB/s", f"{ours:.0f} MiB/s", "report",
          f"etcdctl snapshot save (gRPC) {theirs:.0f} MiB/s, time ratio {ratio:.2f}; the JSON gateway read by "
          f"curl {floor:.0f} MiB/s; snapshot {size / MIB:.0f} MiB"),
+        ("6. restore of the whole cluster (3 members) from that snapshot: MiB/s", f"{size / whole / MIB:.0f} MiB/s",
+         "report", f"{whole:.1f} s request -> 3 members serving it; etcdctl snapshot restore of one member "
+         f"{size / one / MIB:.0f} MiB/s ({one:.1f} s)"),
     ]
     note = (f"{runs} runs, keyspace {mib} MiB in {VALUE_BYTES // 1024} KiB random values written in "
             f"{fill_s:.1f} s; protokube's backup also checks the snapshot (bbolt magic, SHA-256 trailer) and "
