@@ -38,9 +38,14 @@ def one_run(scenario_aws):
             f.write(buf.getvalue())
         raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
     finally:
-        if not common.mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
-            common.detach_loops_under(s.c.workdir)
-            shutil.rmtree(s.c.workdir, ignore_errors=True)
+        wd = s.c.workdir
+        if not common.mounts_under(wd) and os.path.isdir(wd):
+            common.detach_loops_under(wd)
+            # the scenario's shared bind mount of its work directory, if its own umount found it busy
+            with open("/proc/self/mountinfo") as f:
+                if any(line.split()[4] == wd for line in f):
+                    common.run(["umount", "-R", wd], check=False)
+            shutil.rmtree(wd, ignore_errors=True)
 
 
 def measure():

@@ -258,6 +258,14 @@ spec:
                          {"instances": self.instance(name, m.addr, m.external, m.zone, state="terminated")})
         self.double_call("/_double/detach", {"instances": [instance_id(name)]})
 
+    def loops_of_images(self):
+        p = run(["losetup", "-J"], check=False)
+        try:
+            return [d["name"] for d in json.loads(p.stdout or "{}").get("loopdevices", [])
+                    if (d.get("back-file") or "").startswith(self.pool)]
+        except ValueError:
+            return []
+
     def close(self):
         errors = []
         for m in self.masters.values():
@@ -271,12 +279,14 @@ spec:
             stop_process(self.double, grace=15)
             self.double = None
         # Cluster.close(): BIND, loop devices still backed by our images, namespaces, the shared bind mount.
-        p = run(["losetup", "-J"], check=False)
-        try:
-            left = [d["name"] for d in json.loads(p.stdout or "{}").get("loopdevices", [])
-                    if (d.get("back-file") or "").startswith(self.pool)]
-        except ValueError:
-            left = []
+        # `losetup -d` of a device somebody still has open (a udev or blkid probe elsewhere on the machine) only
+        # takes effect at its last close: give that a moment (bounded) before calling a device left behind.
+        deadline = time.monotonic() + 10
+        while True:
+            left = self.loops_of_images()
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         if left:
             errors.append(f"loop devices left by the double: {left}")
         super().close(keep=True)  # the work dir goes only on success (tests/integration/test_e2e_aws.py)
