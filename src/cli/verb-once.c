@@ -37,14 +37,17 @@ int verb_once(CliContext *ctx, char **args) {
         usec_t start = now(CLOCK_MONOTONIC);
         pass_run(pass, &rep);
         /* The pass did not wait for propagation (the manifests are already written); a one-shot command
-         * does, unless told not to, so that exit 0 still means the names resolve everywhere. */
-        if (!arg_no_wait) {
+         * does, unless told not to, so that exit 0 still means the names resolve everywhere. A failed pass
+         * exits 1 anyway: no reason to make its user wait. */
+        bool failed = rep.status < 0 && rep.status != PK_EWAITING;
+        if (!arg_no_wait && !failed) {
                 int w = pass_dns_wait(pass, ONCE_DNS_WAIT);
                 if (w < 0 && rep.status == 0)
                         pass_report_error(&rep, PASS_STAGE_DNS, w == PK_ETIMEOUT ? PK_EWAITING : w,
                                           "DNS changes not yet served by every name server");
         } else if (pass->dns_pending.n > 0)
-                log_info("DNS: %zu change(s) still propagating (--no-wait), e.g. '%s'.", pass->dns_pending.n,
+                log_info("DNS: %zu change(s) still propagating (%s), e.g. '%s'.", pass->dns_pending.n,
+                         arg_no_wait ? "--no-wait" : "not waited for after a failed pass",
                          pass->dns_pending.items[0].id);
         double ms = (double)(now(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC;
         r = rep.status;
