@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Figure 7: the real control plane (bench/README.md). Three real masters (containerd + kubelet 1.20.2 and the
+"""Figure 8: the real control plane (bench/README.md). Three real masters (containerd + kubelet 1.20.2 and the
 control-plane images, tests/k8s/node.py, as `make demo` runs them): the cold start — first `protokube run` on
 three fresh masters until `kubectl get nodes` lists three Ready masters — with its stages, then the API's
 availability while master b is terminated and d takes over its volumes (probes of /readyz through
@@ -108,13 +108,13 @@ def measure():
         return common.median([r[k] for r in runs])
 
     cold = med("3 nodes Ready")
-    rows = [("7. API across a master replacement: longest gap, client of the first address",
+    rows = [("8. API across a master replacement: longest gap, client of the first address",
              common.fmt_ms(med("gap")), "<= 1 s", "met" if med("gap") <= 1.0 else "MISSED"),
             ("   failed probes / probes", f"{med('failed'):.0f} / {med('probes'):.0f}", "", ""),
-            ("7. the same, a client moving on to the next address after 250 ms", common.fmt_ms(med("any gap")),
+            ("8. the same, a client moving on to the next address after 250 ms", common.fmt_ms(med("any gap")),
              "<= 1 s", "met" if med("any gap") <= 1.0 else "MISSED"),
             ("   failed probes / probes", f"{med('any failed'):.0f} / {med('any probes'):.0f}", "", ""),
-            ("7. cold start: first run on 3 masters -> 3 Ready nodes", f"{cold:.1f} s", "report", "")]
+            ("8. cold start: first run on 3 masters -> 3 Ready nodes", f"{cold:.1f} s", "report", "")]
     for st in STAGES[:-1]:
         vals = [r[st] for r in runs if st in r]
         rows.append((f"   stage '{st}' done at", "n/a" if not vals else f"{common.median(vals):.1f} s", "",

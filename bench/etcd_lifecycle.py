@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Figure 6: etcd's lifecycle on real etcd with TLS (bench/README.md): a blank member replaced, and snapshot and
+"""Figure 7: etcd's lifecycle on real etcd with TLS (bench/README.md): a blank member replaced, and snapshot and
 restore throughput on a 100 MiB keyspace side by side with `etcdctl snapshot save` / `snapshot restore` on the
 same data.
 
@@ -220,12 +220,12 @@ def measure():
     whole = common.median([a for a, _ in restores])
     one = common.median([b for _, b in restores])
     rows = [
-        ("6. blank etcd member replaced (destroyed -> 3 healthy voting members)",
+        ("7. blank etcd member replaced (destroyed -> 3 healthy voting members)",
          f"{common.median(replaced):.1f} s", "report", f"runs {', '.join(f'{r:.1f}' for r in replaced)} s"),
-        (f"6. snapshot of a {mib} MiB keyspace to the store: MiB/s", f"{ours:.0f} MiB/s", "report",
+        (f"7. snapshot of a {mib} MiB keyspace to the store: MiB/s", f"{ours:.0f} MiB/s", "report",
          f"etcdctl snapshot save (gRPC) {theirs:.0f} MiB/s, time ratio {ratio:.2f}; the JSON gateway read by "
          f"curl {floor:.0f} MiB/s; snapshot {size / MIB:.0f} MiB"),
-        ("6. restore of the whole cluster (3 members) from that snapshot: MiB/s", f"{size / whole / MIB:.0f} MiB/s",
+        ("7. restore of the whole cluster (3 members) from that snapshot: MiB/s", f"{size / whole / MIB:.0f} MiB/s",
          "report", f"{whole:.1f} s request -> 3 members serving it; etcdctl snapshot restore of one member "
          f"{size / one / MIB:.0f} MiB/s ({one:.1f} s)"),
     ]

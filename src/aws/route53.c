@@ -362,34 +362,49 @@ int aws_route53_change(AwsClient *c, const char *zone_id, const AwsRecordChange 
         return 0;
 }
 
-int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval,
-                            char **ret_error) {
+int aws_route53_get_change(AwsClient *c, const char *change_id, bool *ret_insync, char **ret_error) {
+        static const AwsErrorCode codes[] = { { "NoSuchChange", NULL, -ENOENT }, {} };
+        _cleanup_(xml_node_freep) XmlNode *doc = NULL;
         _cleanup_free_ char *path = NULL;
-        usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
-        unsigned polls = 0;
 
         if (!id_ok(change_id))
                 return error_setf(ret_error, -EINVAL, "route53: invalid change id");
         path = strjoin(R53_PREFIX "/change/", change_id);
         if (!path)
                 return -ENOMEM;
-        for (;;) {
-                _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-                int r = r53_call(c, "GetChange", "GET", path, NULL, NULL, &doc, ret_error);
-                polls++;
+        AwsCall call = {
+                .service = AWS_SERVICE_ROUTE53,
+                .operation = "GetChange",
+                .method = "GET",
+                .path = path,
+                .error_codes = codes,
+        };
+        int r = aws_client_call(c, &call, &doc, ret_error);
+        if (r < 0)
+                return r;
+        const char *st = doc ? xml_path_text(doc, "ChangeInfo/Status") : NULL;
+        if (!st)
+                return error_setf(ret_error, PK_EMALFORMED, "route53 GetChange: no status in the response");
+        /* the API knows two states; anything else is not INSYNC either */
+        *ret_insync = streq(st, "INSYNC");
+        return 0;
+}
+
+int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval,
+                            char **ret_error) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
+
+        for (unsigned polls = 1;; polls++) {
+                bool insync = false;
+                int r = aws_route53_get_change(c, change_id, &insync, ret_error);
                 if (r < 0)
                         return r;
-                const char *st = xml_path_text(doc, "ChangeInfo/Status");
-                if (!st)
-                        return error_setf(ret_error, PK_EMALFORMED,
-                                          "route53 GetChange: no status in the response");
-                if (streq(st, "INSYNC"))
+                if (insync)
                         return 0;
-                usec_t t = now(CLOCK_MONOTONIC);
-                if (t + interval > deadline)
+                if (now(CLOCK_MONOTONIC) + interval > deadline)
                         return error_setf(ret_error, PK_ETIMEOUT,
-                                          "route53 change '%s' still %s after %u polls", change_id,
-                                          streq(st, "PENDING") ? "PENDING" : "not INSYNC", polls);
+                                          "route53 change '%s' still PENDING after %u polls", change_id,
+                                          polls);
                 r = sleep_usec(interval);
                 if (r < 0)
                         return error_setf(ret_error, r, "waiting for route53 change '%s': stop requested",

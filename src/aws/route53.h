@@ -64,6 +64,10 @@ int aws_route53_list_record_sets(AwsClient *c, const char *zone_id, const char *
 int aws_route53_change(AwsClient *c, const char *zone_id, const AwsRecordChange *changes, size_t n_changes,
                        char **ret_change_id, char **ret_error);
 
+/* One GetChange: *ret_insync true when Route 53 says the change has reached all its name servers (INSYNC),
+ * false while it is PENDING. -ENOENT: Route 53 knows no such change (NoSuchChange). */
+int aws_route53_get_change(AwsClient *c, const char *change_id, bool *ret_insync, char **ret_error);
+
 /* GetChange every interval until the change is INSYNC; PK_ETIMEOUT after timeout. */
 int aws_route53_wait_insync(AwsClient *c, const char *change_id, usec_t timeout, usec_t interval,
                             char **ret_error);

@@ -131,6 +131,8 @@ int verb_pivot_plan(CliContext *ctx, char **args);
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];
 extern const CliOption verb_dns_options[];
+extern const CliOption verb_dns_sync_options[];
+extern const CliOption verb_once_options[];
 extern const CliOption verb_pool_create_options[];
 extern const CliOption verb_pool_add_device_options[];
 extern const CliOption verb_wipe_options[];

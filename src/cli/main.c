@@ -19,7 +19,7 @@ static const CliVerb dns_verbs[] = {
           .run = verb_dns_sync,
           .help = "publish the desired records once through the spec's provider",
           .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS,
-          .options = verb_dns_options },
+          .options = verb_dns_sync_options },
         {},
 };
 
@@ -207,7 +207,8 @@ static const CliVerb verbs[] = {
         { .name = "once",
           .run = verb_once,
           .help = "one pass; exit 0 converged, 1 error, 2 usage, 3 not yet converged",
-          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS },
+          .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS,
+          .options = verb_once_options },
         { .name = "plan",
           .run = verb_plan,
           .help = "print what a pass would do; change nothing",

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* protokube dns [--view FILE]: print the desired discovery records.
- * protokube dns sync [--view FILE]: publish them once through the spec's provider. */
+ * protokube dns sync [--view FILE] [--no-wait]: publish them once through the spec's provider and, unless
+ * --no-wait, wait until the provider's name servers all serve them (Route 53: INSYNC; exit 3 after 120 s).
+ */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,18 +20,43 @@
 
 #define VIEW_FILE_MAX (4 * 1024 * 1024)
 
+/* How long `dns sync` waits for the provider's name servers (Route 53: INSYNC) by default: what the old
+ * in-pass wait allowed. */
+#define DNS_SYNC_WAIT (120 * USEC_PER_SEC)
+
 static const char *arg_view = NULL;
+static bool arg_no_wait = false;
 
 static int parse_view(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         arg_view = value;
         return 0;
 }
 
+static int parse_no_wait(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_no_wait = true;
+        return 0;
+}
+
+#define VIEW_OPTION                                                                                      \
+        {                                                                                                \
+                .name = "view", .arg_name = "FILE",                                                      \
+                .help = "the cluster view as JSON (masters, etcd members) instead of asking the volume " \
+                        "provider",                                                                      \
+                .parse = parse_view                                                                      \
+        }
+
 const CliOption verb_dns_options[] = {
-        { .name = "view",
-          .arg_name = "FILE",
-          .help = "the cluster view as JSON (masters, etcd members) instead of asking the volume provider",
-          .parse = parse_view },
+        VIEW_OPTION,
+        {},
+};
+
+const CliOption verb_dns_sync_options[] = {
+        VIEW_OPTION,
+        { .name = "no-wait",
+          .help =
+              "return once the provider accepted the change, without waiting (up to 120 s) until all its "
+              "name servers serve it (Route 53: INSYNC)",
+          .parse = parse_no_wait },
         {},
 };
 
@@ -92,10 +119,16 @@ static int dns_records(CliContext *ctx, bool sync) {
                 return EXIT_CONVERGED;
         }
         _cleanup_rrset_list_ DnsRRsetList changes = {};
+        _cleanup_dns_pending_ DnsPending pending = {};
         const char *provider = NULL;
         free(error);
         error = NULL;
-        r = dns_publish(spec, view, false, &changes, &provider, &error);
+        r = dns_publish(spec, view, false, arg_no_wait ? 0 : DNS_SYNC_WAIT, &changes, &pending, &provider,
+                        &error);
+        if (r == PK_ETIMEOUT) {
+                log_error("DNS sync: the change was accepted, but %s.", strna(error));
+                return EXIT_NOT_CONVERGED;
+        }
         if (r < 0) {
                 log_error_errno(r, "DNS sync failed: %s", error ? error : pk_strerror(r));
                 return EXIT_ERROR;
@@ -105,6 +138,9 @@ static int dns_records(CliContext *ctx, bool sync) {
                 return EXIT_CONVERGED;
         }
         print_changes(&changes, provider);
+        for (size_t i = 0; i < pending.n; i++)
+                printf("pending\t%s\t(--no-wait: not yet served by every name server)\n",
+                       pending.items[i].id);
         return EXIT_CONVERGED;
 }
 

@@ -353,7 +353,7 @@ int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdat
         r = loop_setup(&l);
         if (r >= 0)
                 /* Up: serving, watching, passes scheduled. How the passes go is STATUS=, not readiness: a
-                 * first pass may legitimately take minutes (an attach, e2fsck, Route 53 INSYNC). */
+                 * first pass may legitimately take minutes (an attach, e2fsck). */
                 notify_send("READY=1\nSTATUS=starting the first pass");
         /* After a stop, the loop goes on serving until the running pass is over. */
         while (r >= 0 && (!l.stop || l.worker.running)) {

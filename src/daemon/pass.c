@@ -138,6 +138,7 @@ Pass *pass_free(Pass *p) {
         cluster_spec_free(p->spec);
         free(p->spec_path);
         free(p->mount_root);
+        dns_pending_done(&p->dns_pending);
         free(p);
         return NULL;
 }
@@ -155,6 +156,9 @@ int pass_reload(Pass *p) {
                 strv_free(names);
                 return r;
         }
+        /* changes of another DNS provider are not this one's to ask about */
+        if (spec->dns.provider.value != p->spec->dns.provider.value)
+                dns_pending_done(&p->dns_pending);
         volume_provider_free(p->provider);
         strv_free(p->etcd_clusters);
         cluster_spec_free(p->spec);
@@ -212,7 +216,43 @@ static void log_dns_changes(const DnsRRsetList *changes, const char *provider) {
         }
 }
 
-static void apply_dns(const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+/* The changes earlier passes submitted: one status request each (no waiting); those served everywhere now
+ * leave the list. A failed request is a warning: the records are in place, only the news is late. */
+static void follow_dns_changes(Pass *p, const PassObservation *o) {
+        _cleanup_dns_pending_ DnsPending settled = {};
+        _cleanup_free_ char *error = NULL;
+        if (!o->dns || p->dns_pending.n == 0)
+                return;
+        pass_progress_step("DNS: following %zu change(s)", p->dns_pending.n);
+        int r = dns_session_check_pending(o->dns, &p->dns_pending, &settled, &error);
+        if (r == -ENOMEM)
+                log_oom();
+        else if (r < 0)
+                log_warning_errno(r, "%s; will ask again at the next pass.", strna(error));
+        usec_t t = now(CLOCK_MONOTONIC);
+        for (size_t i = 0; i < settled.n; i++)
+                log_info("DNS (%s): change '%s' INSYNC: served by every name server, %.1f s after it was "
+                         "submitted.",
+                         dns_session_provider(o->dns), settled.items[i].id,
+                         (double)(t - settled.items[i].submitted) / USEC_PER_SEC);
+}
+
+/* The changes this pass's apply submitted, to follow from the next pass on. */
+static void take_dns_changes(Pass *p, const PassObservation *o) {
+        size_t before = p->dns_pending.n;
+        int r = dns_session_take_submitted(o->dns, &p->dns_pending, now(CLOCK_MONOTONIC));
+        if (r < 0) {
+                log_error_errno(r, "Failed to keep the DNS change ids: %m");
+                return;
+        }
+        for (size_t i = before; i < p->dns_pending.n; i++)
+                log_info("DNS (%s): change '%s' accepted; propagating to the name servers (not waited for: "
+                         "asked about at the next passes).",
+                         dns_session_provider(o->dns), p->dns_pending.items[i].id);
+}
+
+static void apply_dns(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+        follow_dns_changes(p, o);
         if (plan->dns_status == PK_EWAITING) {
                 log_info("DNS: %s", strna(plan->dns_note));
                 return;
@@ -229,6 +269,7 @@ static void apply_dns(const PassObservation *o, const PassPlan *plan, PassReport
                 _cleanup_free_ char *error = NULL;
                 int r = dns_session_apply(o->dns, &plan->dns_changes, &error);
                 if (r < 0) {
+                        take_dns_changes(p, o); /* a zone's change accepted before another failed */
                         log_error_errno(r, "DNS publication failed: %s", strna(error));
                         _cleanup_free_ char *why = strprintf("DNS: %s", strna(error));
                         pass_report_error(rep, PASS_STAGE_DNS, r, why);
@@ -236,6 +277,7 @@ static void apply_dns(const PassObservation *o, const PassPlan *plan, PassReport
                 }
                 log_dns_changes(&plan->dns_changes, dns_session_provider(o->dns));
                 rep->actions_applied += (unsigned)plan->dns_changes.n;
+                take_dns_changes(p, o);
         }
         /* What the provider now serves is the desired set: count its records. */
         for (size_t i = 0; i < plan->dns_desired.n; i++)
@@ -345,7 +387,7 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         VolumesPassResult res = {};
         int r;
         if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the rest still is kept */
-                apply_dns(o, plan, rep);
+                apply_dns(p, o, plan, rep);
                 r = apply_certs(p, o, plan, rep, &etcd_texts);
                 if (r < 0)
                         return r;
@@ -362,7 +404,7 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         bool interrupted = r > 0;
         if (r >= 0 && !stop_requested()) {
                 pass_progress_step("DNS: publishing");
-                apply_dns(o, plan, rep);
+                apply_dns(p, o, plan, rep);
         }
         if (r >= 0 && !stop_requested())
                 r = apply_certs(p, o, plan, rep, &etcd_texts);
@@ -396,6 +438,15 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         volumes_apply_finish(va, interrupted, &res);
         report_volumes(rep, &res);
         return 0;
+}
+
+/* What is still propagating after the pass, for /metrics and /healthz. */
+static void report_dns_pending(const Pass *p, PassReport *rep) {
+        const DnsPendingChange *o = dns_pending_oldest(&p->dns_pending);
+        rep->dns_pending_known = true;
+        rep->dns_pending = (unsigned)p->dns_pending.n;
+        rep->dns_pending_oldest = o ? o->submitted : 0;
+        snprintf(rep->dns_pending_oldest_id, sizeof(rep->dns_pending_oldest_id), "%s", o ? o->id : "");
 }
 
 /* The masters the cluster has: the main etcd cluster's members in the view. */
@@ -494,5 +545,28 @@ void pass_run(Pass *p, PassReport *rep) {
                 if (r <= 0)
                         break;
         }
+        report_dns_pending(p, rep);
         p->cfg.report_userdata = NULL;
+}
+
+int pass_dns_wait(Pass *p, usec_t timeout) {
+        _cleanup_(dns_session_freep) DnsSession *s = NULL;
+        _cleanup_free_ char *error = NULL;
+        if (p->dns_pending.n == 0)
+                return 0;
+        int r = dns_session_open(p->spec, &s, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", strna(error));
+        if (!s)
+                return 0;
+        usec_t start = now(CLOCK_MONOTONIC);
+        log_info("DNS (%s): waiting up to %llu s for %zu change(s) to reach every name server (--no-wait: "
+                 "do not wait).",
+                 dns_session_provider(s), (unsigned long long)(timeout / USEC_PER_SEC), p->dns_pending.n);
+        r = dns_session_wait_pending(s, &p->dns_pending, timeout, DNS_PENDING_POLL, &error);
+        if (r < 0)
+                return log_error_errno(r, "%s", error ? error : pk_strerror(r));
+        log_info("DNS (%s): every change INSYNC after %.1f s.", dns_session_provider(s),
+                 (double)(now(CLOCK_MONOTONIC) - start) / USEC_PER_SEC);
+        return 0;
 }

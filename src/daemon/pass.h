@@ -49,6 +49,9 @@ typedef struct Pass {
         VolumesPassConfig cfg; /* the volume steps' settings for this node; report fields set per pass */
         CertsSettings certs;   /* the spec's certificate settings (point into spec) */
         bool force_renew;      /* `pki renew`: every certificate is reissued in the next pass */
+        /* DNS changes accepted and still propagating (Route 53: until INSYNC), kept across passes and
+         * asked about once per pass; a pass never waits for them */
+        DnsPending dns_pending;
 } Pass;
 
 /* Loads the spec and opens its volume provider. Spec errors are logged one per line (FILE:LINE:COL). */
@@ -61,6 +64,11 @@ int pass_reload(Pass *p);
 
 /* Runs one pass (observe, plan, apply) and fills the report. */
 void pass_run(Pass *p, PassReport *rep);
+
+/* For the one-shot commands (`once`): waits, at most timeout, until the DNS changes the pass submitted are
+ * served by all the provider's name servers (Route 53: INSYNC). 0 when none is left; PK_ETIMEOUT, or the
+ * provider's error; logged. */
+int pass_dns_wait(Pass *p, usec_t timeout);
 
 /* A held, mounted etcd member's volume and, when its data is gone or a replacement of ours is under way,
  * what the other members say (docs/etcd-members.md). */

@@ -102,6 +102,17 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
                 metrics_observe_certs(m, r, realtime_now);
         if (r->backups_known)
                 metrics_observe_backups(m, r, realtime_now);
+        if (r->dns_pending_known) {
+                m->dns_pending = r->dns_pending;
+                m->dns_pending_oldest = r->dns_pending_oldest;
+                snprintf(m->dns_pending_oldest_id, sizeof(m->dns_pending_oldest_id), "%s",
+                         r->dns_pending_oldest_id);
+        }
+}
+
+static usec_t dns_pending_age(const Metrics *m) {
+        usec_t t = now(CLOCK_MONOTONIC);
+        return m->dns_pending > 0 && t > m->dns_pending_oldest ? t - m->dns_pending_oldest : 0;
 }
 
 int metrics_format(const Metrics *m, Buf *out) {
@@ -141,6 +152,13 @@ int metrics_format(const Metrics *m, Buf *out) {
         EMIT("# HELP protokube_dns_records_published Desired DNS records the provider serves.\n"
              "# TYPE protokube_dns_records_published gauge\n");
         EMIT("protokube_dns_records_published %u\n", m->records_published);
+        EMIT("# HELP protokube_dns_changes_pending DNS changes accepted by the provider and not yet served "
+             "by "
+             "all its name servers (Route 53: not INSYNC).\n# TYPE protokube_dns_changes_pending gauge\n");
+        EMIT("protokube_dns_changes_pending %u\n", m->dns_pending);
+        EMIT("# HELP protokube_dns_change_pending_seconds How long the oldest pending DNS change has been "
+             "propagating, 0 when none.\n# TYPE protokube_dns_change_pending_seconds gauge\n");
+        EMIT("protokube_dns_change_pending_seconds %.3f\n", (double)dns_pending_age(m) / USEC_PER_SEC);
         EMIT("# HELP protokube_pass_running 1 while a pass runs.\n"
              "# TYPE protokube_pass_running gauge\n");
         EMIT("protokube_pass_running %d\n", m->running ? 1 : 0);
@@ -201,18 +219,27 @@ int health_status(const Metrics *m, char *body, size_t size) {
                 snprintf(body, size, "starting: no pass has finished yet\n");
                 return 503;
         }
+        char dns[DNS_CHANGE_ID_MAX + 80] = "";
+        usec_t age = dns_pending_age(m);
+        if (age > DNS_PENDING_WARNING)
+                snprintf(dns, sizeof(dns), "DNS change %s is still PENDING after %llu s",
+                         m->dns_pending_oldest_id, (unsigned long long)(age / USEC_PER_SEC));
         if (m->last_status == 0) {
-                if (m->cert_warning[0] && m->backup_warning[0])
-                        snprintf(body, size, "ok (warning: %s; %s)\n", m->cert_warning, m->backup_warning);
-                else if (m->cert_warning[0] || m->backup_warning[0])
-                        snprintf(body, size, "ok (warning: %s)\n",
-                                 m->cert_warning[0] ? m->cert_warning : m->backup_warning);
+                const char *w[3] = { m->cert_warning, m->backup_warning, dns };
+                char warnings[sizeof(m->cert_warning) + sizeof(m->backup_warning) + sizeof(dns) + 8] = "";
+                for (size_t i = 0, at = 0; i < ELEMENTSOF(w); i++)
+                        if (w[i][0] && at < sizeof(warnings))
+                                at += (size_t)snprintf(warnings + at, sizeof(warnings) - at, "%s%s",
+                                                       at ? "; " : "", w[i]);
+                if (warnings[0])
+                        snprintf(body, size, "ok (warning: %s)\n", warnings);
                 else
                         snprintf(body, size, "ok\n");
                 return 200;
         }
         if (m->last_status == PK_EWAITING) {
-                snprintf(body, size, "converging: %s\n", m->last_reason);
+                snprintf(body, size, "converging: %s%s%s%s\n", m->last_reason, dns[0] ? " (warning: " : "",
+                         dns, dns[0] ? ")" : "");
                 return 200;
         }
         snprintf(body, size, "error: %s\n",

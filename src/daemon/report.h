@@ -11,6 +11,7 @@
 #include "basic/buf.h"
 #include "basic/time-util.h"
 #include "daemon/progress.h"
+#include "dns/dns-pending.h"
 
 typedef enum PassStage {
         PASS_STAGE_SPEC,
@@ -66,6 +67,10 @@ typedef struct PassReport {
         bool backups_known; /* the pass looked at the backups: the list below replaces the last */
         unsigned n_backups;
         PassBackupInfo backups[PASS_BACKUPS_MAX];
+        bool dns_pending_known;    /* the fields below replace the last pass's */
+        unsigned dns_pending;      /* DNS changes accepted and still propagating (Route 53: not INSYNC) */
+        usec_t dns_pending_oldest; /* CLOCK_MONOTONIC when the oldest of them was submitted */
+        char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -90,7 +95,10 @@ typedef struct Metrics {
         char cert_warning[PASS_CERT_NAME_MAX + 64]; /* the soonest expiry within 30 days, "" if none */
         unsigned n_backups;
         PassBackupInfo backups[PASS_BACKUPS_MAX];
-        char backup_warning[128]; /* the stalest backup older than twice its interval, "" if none */
+        char backup_warning[128];  /* the stalest backup older than twice its interval, "" if none */
+        unsigned dns_pending;      /* as in the last PassReport */
+        usec_t dns_pending_oldest; /* CLOCK_MONOTONIC; the age is taken when asked */
+        char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];
         bool have_pass;
         int last_status;
         char last_reason[512];
@@ -107,7 +115,8 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now);
 /* Prometheus text exposition format 0.0.4. */
 int metrics_format(const Metrics *m, Buf *out);
 /* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise (a certificate
- * expiring within 30 days adds "(warning: certificate X expires in N days)" to "ok"); before the first
- * pass, 503 "starting". While a pass runs, its step is said: "converging: e2fsck vol-x (12 s)" (200, unless
- * the last pass failed: then 503 with the last error and the step it is retrying). One-line body. */
+ * expiring within 30 days adds "(warning: certificate X expires in N days)" to "ok", a DNS change pending
+ * for longer than DNS_PENDING_WARNING "(warning: DNS change C is still PENDING after N s)"); before the
+ * first pass, 503 "starting". While a pass runs, its step is said: "converging: e2fsck vol-x (12 s)" (200,
+ * unless the last pass failed: then 503 with the last error and the step it is retrying). One-line body. */
 int health_status(const Metrics *m, char *body, size_t size);

@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "basic/errors.h"
+#include "basic/stop.h"
 #include "basic/string-util.h"
+#include "basic/strv.h"
 #include "model/cluster-view.h"
 #include "spec/spec.h"
 
@@ -121,10 +123,80 @@ int dns_session_apply(DnsSession *s, const DnsRRsetList *changes, char **ret_err
         return r;
 }
 
-int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
-                const char **ret_provider, char **ret_error) {
+int dns_session_take_submitted(DnsSession *s, DnsPending *p, usec_t now_monotonic) {
+        _cleanup_strv_free_ char **ids = NULL;
+        int n = 0;
+        if (!s->provider->take_submitted)
+                return 0;
+        int r = s->provider->take_submitted(s->state, &ids);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (id, ids) {
+                r = dns_pending_add(p, *id, now_monotonic);
+                if (r < 0)
+                        return r;
+                n += r > 0;
+        }
+        return n;
+}
+
+int dns_session_check_pending(DnsSession *s, DnsPending *p, DnsPending *settled, char **ret_error) {
+        int first = 0;
+        if (!s->provider->change_status)
+                return 0;
+        for (size_t i = 0; i < p->n;) {
+                _cleanup_free_ char *error = NULL;
+                int r = s->provider->change_status(s->state, p->items[i].id, &error);
+                if (r == 0 || (r < 0 && r != -ENOENT)) {
+                        if (r < 0 && first == 0) {
+                                first = r;
+                                *ret_error =
+                                    strprintf("DNS provider '%s': change '%s': %s", s->provider->name,
+                                              p->items[i].id, error ?: pk_strerror(r));
+                        }
+                        i++;
+                        continue;
+                }
+                /* served everywhere, or forgotten by the provider (nothing left to wait for) */
+                if (!settled)
+                        dns_pending_remove(p, p->items[i].id);
+                else if (dns_pending_move(p, i, settled) < 0)
+                        return -ENOMEM;
+        }
+        return first;
+}
+
+int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_t interval,
+                             char **ret_error) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + timeout;
+        for (;;) {
+                int r = dns_session_check_pending(s, p, NULL, ret_error);
+                if (r < 0)
+                        return r;
+                if (p->n == 0)
+                        return 0;
+                usec_t t = now(CLOCK_MONOTONIC);
+                if (t + interval > deadline) {
+                        const DnsPendingChange *o = dns_pending_oldest(p);
+                        *ret_error =
+                            strprintf("DNS provider '%s': change '%s' still not served by every name "
+                                      "server %.1f s after it was submitted (%zu change(s) pending)",
+                                      s->provider->name, o->id,
+                                      (double)dns_pending_oldest_age(p, t) / USEC_PER_SEC, p->n);
+                        return PK_ETIMEOUT;
+                }
+                r = sleep_usec(interval);
+                if (r < 0)
+                        return r;
+        }
+}
+
+int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, usec_t wait,
+                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider,
+                char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
         _cleanup_(dns_session_freep) DnsSession *session = NULL;
+        _cleanup_dns_pending_ DnsPending pending = {};
         _cleanup_free_ char *error = NULL;
         int r;
 
@@ -151,6 +223,15 @@ int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, 
                 *ret_error = strprintf("DNS provider '%s': %s", session->provider->name,
                                        error ? error : pk_strerror(r));
                 return r;
+        }
+        r = dns_session_take_submitted(session, &pending, now(CLOCK_MONOTONIC));
+        if (r >= 0 && pending.n > 0 && wait > 0)
+                r = dns_session_wait_pending(session, &pending, wait, DNS_PENDING_POLL, ret_error);
+        if (r < 0)
+                return r;
+        if (ret_pending) {
+                *ret_pending = pending;
+                pending = (DnsPending){};
         }
         if (ret_changes) {
                 *ret_changes = changes;

@@ -9,6 +9,7 @@
 
 #include "basic/macro.h"
 
+#include "dns/dns-pending.h"
 #include "dns/dns-records.h"
 
 typedef struct ClusterSpec ClusterSpec;
@@ -28,6 +29,13 @@ typedef struct DnsProvider {
         /* Optional: after read, the store needs a write even though no RRset differs (hosts: an
          * interrupted rewrite to repair); apply is then called with what differs, possibly nothing. */
         bool (*repair_pending)(DnsProviderState *s);
+        /* Optional, for a provider that accepts a change before its name servers all serve it (Route 53:
+         * PENDING until INSYNC). apply returns once the change is accepted; take_submitted hands over the
+         * ids of the changes apply submitted since the last call (*ret NULL when none; caller frees), and
+         * change_status asks once, without waiting, about one of them: 1 served everywhere, 0 not yet,
+         * -ENOENT the provider knows no such change. */
+        int (*take_submitted)(DnsProviderState *s, char ***ret_ids);
+        int (*change_status)(DnsProviderState *s, const char *id, char **ret_error);
 } DnsProvider;
 
 extern const DnsProvider dns_provider_hosts;
@@ -58,12 +66,27 @@ int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret
 int dns_session_diff(const DnsSession *s, const DnsRRsetList *desired, const DnsRRsetList *served,
                      DnsRRsetList *ret);
 int dns_session_apply(DnsSession *s, const DnsRRsetList *changes, char **ret_error);
+/* The changes the last apply submitted that are still propagating, added to p as submitted at now
+ * (CLOCK_MONOTONIC). Returns how many were added (0 for providers whose writes are served at once). */
+int dns_session_take_submitted(DnsSession *s, DnsPending *p, usec_t now_monotonic);
+/* One status request per change in p, no waiting: the changes served everywhere now, or that the provider
+ * no longer knows, move from p to settled (optional: else dropped). A change whose request failed stays in
+ * p; the first such error is returned, with its message, after every change was asked about. */
+int dns_session_check_pending(DnsSession *s, DnsPending *p, DnsPending *settled, char **ret_error);
+/* Asks every interval until p is empty (0) or timeout passed (PK_ETIMEOUT, the message names the oldest
+ * change and how long it has been pending); a stop request ends the wait (-ECANCELED). For the one-shot
+ * commands: the daemon never waits. */
+int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_t interval,
+                             char **ret_error);
 
-/* Everything a pass does for DNS, for the CLI and the daemon: the desired set from spec and view, the
- * spec's provider opened, synced (or only compared, with dry_run), closed. *ret_provider is the provider's
- * name ("none": nothing to do, returns 0). An empty view (no masters, no members) is refused (PK_EWAITING):
- * an empty observation is likelier a failure than a cluster without masters, and must not wipe the records.
+/* `dns sync`: the desired set from spec and view, the spec's provider opened, synced (or only compared,
+ * with dry_run), closed. With wait > 0, the changes the provider accepted are waited for until its name
+ * servers all serve them (Route 53: INSYNC), at most wait (PK_ETIMEOUT); ret_pending (optional) gets the
+ * ids of the changes still propagating when it returns (caller frees). *ret_provider is the provider's name
+ * ("none": nothing to do, returns 0). An empty view (no masters, no members) is refused (PK_EWAITING): an
+ * empty observation is likelier a failure than a cluster without masters, and must not wipe the records.
  * Errors come with a message (caller frees) naming the provider, server, zone and cause. */
 typedef struct ClusterView ClusterView;
-int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
-                const char **ret_provider, char **ret_error);
+int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, usec_t wait,
+                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider,
+                char **ret_error);

@@ -2,7 +2,10 @@
 /* The route53 provider: the hosted zone found with ListHostedZonesByName (dns.zone, or the closest enclosing
  * zone of each name), the owned names read with ListResourceRecordSets, and one ChangeResourceRecordSets per
  * zone per pass (atomic at Route 53: UPSERT for the RRsets that have addresses, DELETE with the exact
- * current values for those that must go), then GetChange until INSYNC. */
+ * current values for those that must go). apply returns once Route 53 has accepted the change: it does not
+ * wait for INSYNC (tens of seconds on real Route 53, during which etcd's failover would stand still). The
+ * change ids are handed to the caller (take_submitted), which asks with one GetChange each at its next
+ * passes (change_status), or waits, for the one-shot commands (docs/aws.md, "Propagation"). */
 #include <string.h>
 
 #include "aws/client.h"
@@ -14,9 +17,7 @@
 #include "dns/dns-wire.h"
 #include "spec/spec.h"
 
-#define R53_INSYNC_TIMEOUT (120 * USEC_PER_SEC)
-#define R53_INSYNC_POLL    (500 * USEC_PER_MSEC)
-#define R53_LABELS_MAX     127 /* RFC 1035 §3.1: 255 octets hold at most 127 labels */
+#define R53_LABELS_MAX 127 /* RFC 1035 §3.1: 255 octets hold at most 127 labels */
 
 typedef struct R53Zone {
         char *id;
@@ -32,6 +33,7 @@ struct DnsProviderState {
         char **misses;  /* names known to be no hosted zone (walk-up cache) */
         R53Zone *zones; /* zones found so far */
         size_t n_zones;
+        char **submitted; /* ids of the changes apply submitted, until take_submitted */
 };
 
 static void zone_done(R53Zone *z) {
@@ -49,6 +51,7 @@ static void r53_close(DnsProviderState *s) {
         for (size_t i = 0; i < s->n_zones; i++)
                 zone_done(&s->zones[i]);
         free(s->zones);
+        strv_free(s->submitted);
         free(s);
 }
 
@@ -302,11 +305,8 @@ static int zone_apply(DnsProviderState *s, R53Zone *z, const DnsRRsetList *chang
 }
 
 static int r53_apply(DnsProviderState *s, const DnsRRsetList *changes, char **ret_error) {
-        _cleanup_strv_free_ char **ids = calloc(1, sizeof(char *));
         int r;
 
-        if (!ids)
-                return -ENOMEM;
         /* Resolve every name's zone first, so that a name outside every zone fails before anything is sent.
          */
         for (size_t i = 0; i < changes->n; i++) {
@@ -316,22 +316,33 @@ static int r53_apply(DnsProviderState *s, const DnsRRsetList *changes, char **re
                         return r;
         }
         for (size_t k = 0; k < s->n_zones; k++) {
-                char *id = NULL;
+                _cleanup_free_ char *id = NULL;
                 r = zone_apply(s, &s->zones[k], changes, &id, ret_error);
                 if (r < 0)
                         return r;
-                if (id && strv_push(&ids, id) < 0) {
-                        free(id);
+                /* accepted (HTTP 200): the records are Route 53's now; propagation is the caller's to follow
+                 */
+                if (id && strv_push(&s->submitted, id) < 0)
                         return -ENOMEM;
-                }
-        }
-        STRV_FOREACH (id, ids) {
-                _cleanup_free_ char *err = NULL;
-                r = aws_route53_wait_insync(s->client, *id, R53_INSYNC_TIMEOUT, R53_INSYNC_POLL, &err);
-                if (r < 0)
-                        return client_fail(r, err, ret_error);
+                id = NULL; /* strv_push took it */
         }
         return 0;
+}
+
+static int r53_take_submitted(DnsProviderState *s, char ***ret_ids) {
+        *ret_ids = TAKE_PTR(s->submitted);
+        return 0;
+}
+
+static int r53_change_status(DnsProviderState *s, const char *id, char **ret_error) {
+        _cleanup_free_ char *err = NULL;
+        bool insync = false;
+        int r = aws_route53_get_change(s->client, id, &insync, &err);
+        if (r == -ENOENT)
+                return r;
+        if (r < 0)
+                return client_fail(r, err, ret_error);
+        return insync ? 1 : 0;
 }
 
 const DnsProvider dns_provider_route53 = {
@@ -341,4 +352,6 @@ const DnsProvider dns_provider_route53 = {
         .close = r53_close,
         .read = r53_read,
         .apply = r53_apply,
+        .take_submitted = r53_take_submitted,
+        .change_status = r53_change_status,
 };

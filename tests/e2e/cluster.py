@@ -64,9 +64,10 @@ class Bind:
     """named serving ZONE on DNS_ADDR:53 in the test network's host "dns", dynamic updates allowed with the
     TSIG key."""
 
-    def __init__(self, workdir, lab):
+    def __init__(self, workdir, lab, addr=DNS_ADDR):
         self.dir = os.path.join(workdir, "bind")
         self.lab = lab
+        self.addr = addr  # a test network on another /24 (cluster_aws.py) has its own
         self.proc = None
 
     def setup(self):
@@ -83,12 +84,12 @@ class Bind:
         os.chmod(self.client_key_file, 0o600)
         with open(os.path.join(self.dir, f"{ZONE}.db"), "w") as f:
             f.write(f"$TTL 60\n@ IN SOA ns1.{ZONE}. hostmaster.{ZONE}. (1 3600 600 86400 60)\n"
-                    f"  IN NS ns1.{ZONE}.\nns1 IN A {DNS_ADDR}\n"
+                    f"  IN NS ns1.{ZONE}.\nns1 IN A {self.addr}\n"
                     f"www IN A 198.18.42.200\n")  # a record we do not own: must survive every pass
         with open(os.path.join(self.dir, "named.conf"), "w") as f:
             f.write(f'''options {{ directory "{self.dir}"; pid-file "{self.dir}/named.pid";
   session-keyfile "{self.dir}/session.key"; managed-keys-directory "{self.dir}";
-  listen-on port 53 {{ {DNS_ADDR}; }}; listen-on-v6 {{ none; }};
+  listen-on port 53 {{ {self.addr}; }}; listen-on-v6 {{ none; }};
   recursion no; dnssec-validation no; notify no; }};
 controls {{ }};
 include "{self.key_file}";
@@ -108,7 +109,7 @@ zone "{ZONE}" {{ type primary; file "{self.dir}/{ZONE}.db";
         for _ in range(100):
             if self.proc.poll() is not None:
                 raise RuntimeError("named exited; see " + os.path.join(self.dir, "named.log"))
-            p = run(self.lab.exec_argv("dns", ["dig", f"@{DNS_ADDR}", ZONE, "SOA", "+short", "+time=1",
+            p = run(self.lab.exec_argv("dns", ["dig", f"@{self.addr}", ZONE, "SOA", "+short", "+time=1",
                                                "+tries=1"]), check=False)
             if p.returncode == 0 and p.stdout.strip():
                 return
@@ -120,7 +121,7 @@ zone "{ZONE}" {{ type primary; file "{self.dir}/{ZONE}.db";
         self.proc = None
 
     def lookup(self, name, rtype="A"):
-        p = run(self.lab.exec_argv("dns", ["dig", f"@{DNS_ADDR}", name, rtype, "+short", "+time=1",
+        p = run(self.lab.exec_argv("dns", ["dig", f"@{self.addr}", name, rtype, "+short", "+time=1",
                                            "+tries=1"]), check=False)
         return sorted(p.stdout.split())
 

@@ -2,7 +2,8 @@
 """The simulated cluster of the end-to-end scenario on "AWS": `cloud: aws` and `dns: route53` against the AWS
 double (tests/fakes/aws/server.py) instead of the local pool and BIND.
 
-Layout on the test network (netlab.py, 198.18.42.0/24), every party in a network namespace of its own since
+Layout on the test network (netlab.py), on 198.18.44.0/24 of its own so that it runs next to the 3-master
+simulation (198.18.42.0/24), every party in a network namespace of its own since
 the sandbox drops traffic from the machine's root namespace to the test network:
 - host "aws" (AWS_ADDR): the double, EC2 + Route 53 + IMDSv2. It joins the namespace with `nsenter --net`
   only, so it stays in the machine's mount namespace: the loop devices and by-id links AttachVolume makes are
@@ -25,9 +26,17 @@ import shutil
 import subprocess
 import time
 
-from cluster import DNS_ADDR, CLUSTER, HERE, ROOT, ZONE, Cluster, Master, protokube_bin, run, stop_process
+from cluster import CLUSTER, HERE, ROOT, ZONE, Bind, Cluster, Master, protokube_bin, run, stop_process
+from netlab import NetLab
 
-AWS_ADDR = "198.18.42.60"
+# Another /24 of 198.18.0.0/15 than the process simulation's (cluster.py, 198.18.42.0/24): the two run side by
+# side, each on a bridge of its own. The "external" addresses are only published in DNS, never dialled.
+NET = "198.18.44"
+BRIDGE_ADDR = f"{NET}.1"
+DNS_ADDR = f"{NET}.53"
+AWS_ADDR = f"{NET}.60"
+ADDRS = {"a": f"{NET}.11", "b": f"{NET}.12", "c": f"{NET}.13", "d": f"{NET}.14"}
+EXTERNAL = {n: "198.19.44." + a.rsplit(".", 1)[1] for n, a in ADDRS.items()}
 DOUBLE = os.path.join(ROOT, "tests", "fakes", "aws", "server.py")
 ZONE_ID = "ZE2EPROTOKUBE"
 REGION = "us-east-1"
@@ -77,8 +86,12 @@ class MasterAws(Master):
 
 
 class ClusterAws(Cluster):
-    def __init__(self, workdir=None, tag="pka", interval="2s"):
+    def __init__(self, workdir=None, tag="pka", interval="2s", insync_delay=0):
         super().__init__(workdir, tag)
+        self.lab = NetLab(tag, bridge_addr=BRIDGE_ADDR)
+        self.bind = Bind(self.workdir, self.lab, addr=DNS_ADDR)
+        # Seconds until the double reports a Route 53 change INSYNC (real Route 53: tens of seconds)
+        self.insync_delay = insync_delay
         # Cluster.close() detaches loop devices backed by files under self.pool: the volume images.
         self.pool = os.path.join(self.workdir, "images")
         self.byid = os.path.join(self.workdir, "by-id")
@@ -128,7 +141,8 @@ class ClusterAws(Cluster):
         self.double = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.lab.ns('aws')}", "--", "/usr/bin/python3", DOUBLE,
              "--port-file", port_file, "--listen", AWS_ADDR, "--tls-cert", self.tls_cert,
-             "--tls-key", self.tls_key, "--tls-port-file", tls_port_file],
+             "--tls-key", self.tls_key, "--tls-port-file", tls_port_file,
+             "--insync-delay", str(self.insync_delay)],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.workdir, "double.log"), "ab"),
             start_new_session=True)
         deadline = time.monotonic() + 15
@@ -227,13 +241,30 @@ spec:
     def terminate(self, name):
         """What terminating an EC2 instance does: the machine is gone (processes, mounts, its address), the
         instance is `terminated` and EC2 detaches its (non-root, not delete-on-termination) volumes."""
+        self.terminate_machine(name)
+        self.release_instance(name)
+
+    def terminate_machine(self, name):
+        """The machine's part: its processes, mounts and address are gone; EC2 still has its volumes attached."""
         m = self.masters[name]
         m.stop()
         m.unmount_all()
         self.lab.remove_host(name)
+
+    def release_instance(self, name):
+        """EC2's part: the instance is `terminated` and its volumes are detached (free for another master)."""
+        m = self.masters[name]
         self.double_call("/_double/config",
                          {"instances": self.instance(name, m.addr, m.external, m.zone, state="terminated")})
         self.double_call("/_double/detach", {"instances": [instance_id(name)]})
+
+    def loops_of_images(self):
+        p = run(["losetup", "-J"], check=False)
+        try:
+            return [d["name"] for d in json.loads(p.stdout or "{}").get("loopdevices", [])
+                    if (d.get("back-file") or "").startswith(self.pool)]
+        except ValueError:
+            return []
 
     def close(self):
         errors = []
@@ -248,12 +279,14 @@ spec:
             stop_process(self.double, grace=15)
             self.double = None
         # Cluster.close(): BIND, loop devices still backed by our images, namespaces, the shared bind mount.
-        p = run(["losetup", "-J"], check=False)
-        try:
-            left = [d["name"] for d in json.loads(p.stdout or "{}").get("loopdevices", [])
-                    if (d.get("back-file") or "").startswith(self.pool)]
-        except ValueError:
-            left = []
+        # `losetup -d` of a device somebody still has open (a udev or blkid probe elsewhere on the machine) only
+        # takes effect at its last close: give that a moment (bounded) before calling a device left behind.
+        deadline = time.monotonic() + 10
+        while True:
+            left = self.loops_of_images()
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         if left:
             errors.append(f"loop devices left by the double: {left}")
         super().close(keep=True)  # the work dir goes only on success (tests/integration/test_e2e_aws.py)

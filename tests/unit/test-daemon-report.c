@@ -130,6 +130,71 @@ static void test_backups(void **state) {
         assert_int_equal(m.n_backups, 2);
 }
 
+static usec_t fake_monotonic;
+
+static usec_t fake_clock(clockid_t clock, void *userdata) {
+        struct timespec ts;
+        if (clock == CLOCK_MONOTONIC)
+                return fake_monotonic;
+        clock_gettime(clock, &ts);
+        return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* DNS changes still propagating (Route 53 not INSYNC yet): counted and aged on /metrics at the time of the
+ * request; /healthz warns, naming the change, once the oldest is pending past DNS_PENDING_WARNING (the old
+ * in-pass wait's bound); a pass that did not look keeps what the last one saw; INSYNC clears it. */
+static void test_dns_pending(void **state) {
+        Metrics m = {};
+        char body[600];
+        Buf b;
+        fake_monotonic = 1000 * USEC_PER_SEC;
+        clock_override(fake_clock, NULL);
+        PassReport r = { .dns_pending_known = true,
+                         .dns_pending = 2,
+                         .dns_pending_oldest = 990 * USEC_PER_SEC };
+        snprintf(r.dns_pending_oldest_id, sizeof(r.dns_pending_oldest_id), "C2682N5HXP0BZ4");
+        metrics_observe(&m, &r, 1700000000ULL * USEC_PER_SEC);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "ok\n"); /* 10 s: propagating, as Route 53 does */
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(strstr((const char *)b.data, "protokube_dns_changes_pending 2\n"));
+        assert_non_null(strstr((const char *)b.data, "protokube_dns_change_pending_seconds 10.000\n"));
+        buf_free(&b);
+
+        PassReport quiet = {};
+        metrics_observe(&m, &quiet, 1700000000ULL * USEC_PER_SEC);
+        fake_monotonic = 1105 * USEC_PER_SEC; /* the age grows between passes: 115 s */
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "ok\n");
+        fake_monotonic = 1121 * USEC_PER_SEC;
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "ok (warning: DNS change C2682N5HXP0BZ4 is still PENDING after 131 s)\n");
+
+        PassReport wait = { .dns_pending_known = true,
+                            .dns_pending = 1,
+                            .dns_pending_oldest = 990 * USEC_PER_SEC };
+        snprintf(wait.dns_pending_oldest_id, sizeof(wait.dns_pending_oldest_id), "C2682N5HXP0BZ4");
+        pass_report_error(&wait, PASS_STAGE_CLAIM, PK_EWAITING, "no free volume");
+        metrics_observe(&m, &wait, 0);
+        pass_report_done(&wait);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(
+            body, "converging: no free volume (warning: DNS change C2682N5HXP0BZ4 is still PENDING "
+                  "after 131 s)\n");
+
+        PassReport insync = { .dns_pending_known = true };
+        metrics_observe(&m, &insync, 0);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "ok\n");
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(strstr((const char *)b.data, "protokube_dns_changes_pending 0\n"));
+        assert_non_null(strstr((const char *)b.data, "protokube_dns_change_pending_seconds 0.000\n"));
+        buf_free(&b);
+        clock_override(NULL, NULL);
+}
+
 static void test_listen_address(void **state) {
         struct sockaddr_storage sa;
         unsigned len;
@@ -148,6 +213,7 @@ int main(void) {
                 cmocka_unit_test(test_metrics_and_health),
                 cmocka_unit_test(test_health_while_running),
                 cmocka_unit_test(test_backups),
+                cmocka_unit_test(test_dns_pending),
                 cmocka_unit_test(test_listen_address),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

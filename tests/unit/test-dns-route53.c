@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The route53 DNS provider against the AWS double: the zone from dns.zone or by walking up the names, one
- * ChangeResourceRecordSets per pass (UPSERT, DELETE with the exact current values), GetChange until INSYNC,
- * nothing sent when converged, TTLs compared, clear errors. */
+ * ChangeResourceRecordSets per pass (UPSERT, DELETE with the exact current values), no waiting for INSYNC in
+ * apply (the change ids are handed on and asked about with one GetChange each, or waited for by the
+ * one-shot commands), nothing sent when converged, TTLs compared, clear errors. */
 #include "unit-test.h"
 
 #include <stdlib.h>
 
 #include "aws-double.h"
 #include "basic/errors.h"
+#include "basic/stop.h"
 #include "basic/strv.h"
 #include "dns/dns-provider.h"
 #include "dns/dns-records.h"
@@ -104,7 +106,13 @@ static void test_sync_upsert_delete_converge(void **state) {
         assert_int_equal(dns_sync(route53(), s, &desired, false, &changes, &err), 0);
         assert_int_equal(changes.n, 4); /* etcd-a A, api A, api AAAA, old A (old AAAA was already absent) */
         assert_int_equal(log_count("ChangeResourceRecordSets"), 1);
-        assert_true(log_count("GetChange") >= 2);
+        /* apply does not wait for INSYNC: it hands the change on */
+        assert_int_equal(log_count("GetChange"), 0);
+        _cleanup_strv_free_ char **ids = NULL, **none = NULL;
+        assert_int_equal(route53()->take_submitted(s, &ids), 0);
+        assert_int_equal(strv_length(ids), 1);
+        assert_int_equal(route53()->take_submitted(s, &none), 0); /* taken: nothing left */
+        assert_null(none);
         check(zone_record("ZPARENT", "etcd-a.internal.c.k8s.test.", "A"), "30 10.0.0.1");
         check(zone_record("ZPARENT", "api.c.k8s.test.", "A"), "30 198.51.100.1,198.51.100.2");
         check(zone_record("ZPARENT", "api.c.k8s.test.", "AAAA"), "30 2001:db8::1");
@@ -195,12 +203,118 @@ static void test_throttled_pass(void **state) {
         route53()->close(s);
 }
 
+static DnsSession *session_open(void) {
+        ClusterSpec spec = { .dns.zone = (char *)"k8s.test.",
+                             .dns.provider = { .set = true, .value = DNS_PROVIDER_ROUTE53 } };
+        DnsSession *s = NULL;
+        _cleanup_free_ char *err = NULL;
+        if (dns_session_open(&spec, &s, &err) < 0)
+                fail_msg("open: %s", strna(err));
+        return s;
+}
+
+/* Route 53 takes tens of seconds to say INSYNC: the write returns at once, each check is one GetChange and
+ * no sleep, the change leaves the list once INSYNC; a change Route 53 no longer knows leaves it too. */
+static void test_no_wait_then_follow(void **state) {
+        _cleanup_rrset_list_ DnsRRsetList desired = {}, served = {}, changes = {}, again = {};
+        _cleanup_dns_pending_ DnsPending pending = {}, settled = {};
+        _cleanup_(dns_session_freep) DnsSession *s = session_open();
+        _cleanup_free_ char *err = NULL;
+        bool repair;
+
+        aws_double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 0, "
+                                           "\"insync_delay_seconds\": 1.5}}");
+        desired_set(&desired, 30);
+        assert_int_equal(dns_session_read(s, &desired, &served, &repair, &err), 0);
+        assert_int_equal(dns_session_diff(s, &desired, &served, &changes), 0);
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(dns_session_apply(s, &changes, &err), 0);
+        assert_true(now(CLOCK_MONOTONIC) - t0 < USEC_PER_SEC); /* did not wait the 1.5 s */
+        assert_int_equal(dns_session_take_submitted(s, &pending, t0), 1);
+        assert_int_equal(pending.n, 1);
+        assert_int_equal(dns_session_take_submitted(s, &pending, t0), 0);
+
+        /* the records are Route 53's already: the next read sees them and nothing is sent again */
+        dns_rrset_list_done(&served);
+        assert_int_equal(dns_session_read(s, &desired, &served, &repair, &err), 0);
+        assert_int_equal(dns_session_diff(s, &desired, &served, &again), 0);
+        assert_int_equal(again.n, 0);
+
+        /* one GetChange per check, no sleep: still PENDING */
+        t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(dns_session_check_pending(s, &pending, &settled, &err), 0);
+        assert_true(now(CLOCK_MONOTONIC) - t0 < USEC_PER_SEC);
+        assert_int_equal(log_count("GetChange"), 1);
+        assert_int_equal(pending.n, 1);
+        assert_int_equal(settled.n, 0);
+
+        /* after the delay: INSYNC, moved to settled */
+        assert_int_equal(sleep_usec(1600 * USEC_PER_MSEC), 0);
+        assert_int_equal(dns_session_check_pending(s, &pending, &settled, &err), 0);
+        assert_int_equal(log_count("GetChange"), 2);
+        assert_int_equal(pending.n, 0);
+        assert_int_equal(settled.n, 1);
+
+        /* a change id Route 53 does not know (NoSuchChange) is nothing left to wait for */
+        assert_int_equal(dns_pending_add(&pending, "CNOSUCHCHANGE1", t0), 1);
+        assert_int_equal(dns_session_check_pending(s, &pending, NULL, &err), 0);
+        assert_int_equal(pending.n, 0);
+        assert_int_equal(log_count("ChangeResourceRecordSets"), 1);
+}
+
+/* A change submitted through a session: its id in *pending. */
+static void submit(DnsSession *s, uint32_t ttl, DnsPending *pending) {
+        _cleanup_rrset_list_ DnsRRsetList desired = {}, served = {}, changes = {};
+        _cleanup_free_ char *err = NULL;
+        bool repair;
+        desired_set(&desired, ttl);
+        assert_int_equal(dns_session_read(s, &desired, &served, &repair, &err), 0);
+        assert_int_equal(dns_session_diff(s, &desired, &served, &changes), 0);
+        assert_true(changes.n > 0);
+        assert_int_equal(dns_session_apply(s, &changes, &err), 0);
+        assert_int_equal(dns_session_take_submitted(s, pending, now(CLOCK_MONOTONIC)), 1);
+}
+
+/* The one-shot commands wait, bounded: INSYNC ends the wait; past the bound, PK_ETIMEOUT names the change.
+ */
+static void test_wait_bounded(void **state) {
+        _cleanup_dns_pending_ DnsPending pending = {};
+        _cleanup_free_ char *err = NULL, *err2 = NULL;
+        _cleanup_(dns_session_freep) DnsSession *s = session_open();
+
+        aws_double_post("/_double/config", "{\"faults\": {\"insync_after_polls\": 0, "
+                                           "\"insync_delay_seconds\": 1}}");
+        submit(s, 30, &pending);
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(dns_session_wait_pending(s, &pending, 10 * USEC_PER_SEC, 100 * USEC_PER_MSEC, &err),
+                         0);
+        usec_t took = now(CLOCK_MONOTONIC) - t0;
+        assert_true(took >= 800 * USEC_PER_MSEC && took < 5 * USEC_PER_SEC);
+        assert_int_equal(pending.n, 0);
+
+        aws_double_post("/_double/config", "{\"faults\": {\"insync_delay_seconds\": 30}}");
+        submit(s, 60, &pending);
+        _cleanup_free_ char *id = strdup(pending.items[0].id);
+        t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(
+            dns_session_wait_pending(s, &pending, 1200 * USEC_PER_MSEC, 200 * USEC_PER_MSEC, &err2),
+            PK_ETIMEOUT);
+        took = now(CLOCK_MONOTONIC) - t0;
+        assert_true(took >= USEC_PER_SEC && took < 4 * USEC_PER_SEC);
+        print_message("timeout: %s\n", err2);
+        assert_non_null(strstr(err2, id));
+        assert_non_null(strstr(err2, "route53"));
+        assert_int_equal(pending.n, 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_sync_upsert_delete_converge, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_walk_up_to_closest_zone, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_errors, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_throttled_pass, setup, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_no_wait_then_follow, setup, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_wait_bounded, setup, aws_double_stop),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,8 @@ directory the test gives (never the real /dev/disk/by-id).
 Control (unsigned, for the tests): POST /_double/config (JSON, merged), GET /_double/state, GET /_double/log,
 POST /_double/cleanup (detaches loop devices it made). IMDS under "/_as/<instance-id>/latest/..." answers as
 that instance (one double, several simulated instances). Run: server.py --port-file F [--config JSON-FILE]
-[--listen ADDR] (default 127.0.0.1).
+[--listen ADDR] (default 127.0.0.1) [--insync-delay SECONDS] (Route 53 changes stay PENDING that long; the
+fault insync_delay_seconds sets it at run time).
 """
 import argparse
 import base64
@@ -79,7 +80,7 @@ class State:
         self.changes = {}
         self.buckets = {}  # name -> {key: {"data": bytes, "sse": str or None}}
         self.faults = {"throttle": 0, "error500": 0, "slow_seconds": 0, "slow_count": 0, "attach_stuck_polls": 0,
-                       "insync_after_polls": 1, "throttle_pattern": None,
+                       "insync_after_polls": 1, "insync_delay_seconds": 0, "throttle_pattern": None,
                        "garbage": 0}
         self.role = {"name": "protokube-master", "ttl": 6 * 3600}
         self.imds_tokens = {}
@@ -627,22 +628,32 @@ def r53_change(zid, body):
             raise ApiError(400, "InvalidChangeBatch", "[" + ", ".join(errors) + "]")
         z["records"] = records
         cid = "C" + secrets.token_hex(6).upper()
-        STATE.changes[cid] = int(STATE.faults.get("insync_after_polls", 1))
+        # The records change at once (ListResourceRecordSets shows them, as Route 53's API does); the change
+        # turns INSYNC (propagated to every Route 53 name server) only after both the polls and the delay:
+        # real Route 53 takes tens of seconds, which the insync_delay_seconds fault stands for.
+        STATE.changes[cid] = {"polls": int(STATE.faults.get("insync_after_polls", 1)),
+                              "insync_at": time.monotonic() + float(STATE.faults.get("insync_delay_seconds", 0)),
+                              "submitted": time.time()}
+        submitted = STATE.changes[cid]["submitted"]
     return "ChangeResourceRecordSets", f"<ChangeResourceRecordSetsResponse xmlns=\"{R53_NS}\"><ChangeInfo>" \
-        f"<Id>/change/{cid}</Id><Status>PENDING</Status><SubmittedAt>2026-01-01T00:00:00.000Z</SubmittedAt>" \
+        f"<Id>/change/{cid}</Id><Status>PENDING</Status><SubmittedAt>{iso_time(submitted)}</SubmittedAt>" \
         f"</ChangeInfo></ChangeResourceRecordSetsResponse>"
+
+
+def iso_time(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
 def r53_get_change(cid):
     with STATE.lock:
-        if cid not in STATE.changes:
+        ch = STATE.changes.get(cid)
+        if ch is None:
             raise ApiError(404, "NoSuchChange", f"A change with the specified change ID does not exist: {cid}")
-        left = STATE.changes[cid]
-        status = "INSYNC" if left <= 0 else "PENDING"
-        STATE.changes[cid] = left - 1
+        insync = ch["polls"] <= 0 and time.monotonic() >= ch["insync_at"]
+        ch["polls"] -= 1
     return "GetChange", f"<GetChangeResponse xmlns=\"{R53_NS}\"><ChangeInfo><Id>/change/{cid}</Id>" \
-        f"<Status>{status}</Status><SubmittedAt>2026-01-01T00:00:00.000Z</SubmittedAt></ChangeInfo>" \
-        f"</GetChangeResponse>"
+        f"<Status>{'INSYNC' if insync else 'PENDING'}</Status><SubmittedAt>{iso_time(ch['submitted'])}" \
+        f"</SubmittedAt></ChangeInfo></GetChangeResponse>"
 
 
 def r53_dispatch(method, path, query, body):
@@ -953,8 +964,11 @@ class Handler(BaseHTTPRequestHandler):
                 # Object metadata only (the bytes may be keys): size, digest and the encryption asked for.
                 s3 = {b: {k: {"size": len(o["data"]), "sha256": hashlib.sha256(o["data"]).hexdigest(),
                               "sse": o["sse"]} for k, o in objs.items()} for b, objs in STATE.buckets.items()}
+                now = time.monotonic()
+                changes = {cid: {"status": "INSYNC" if ch["polls"] <= 0 and now >= ch["insync_at"] else "PENDING",
+                                 "submitted": ch["submitted"]} for cid, ch in STATE.changes.items()}
                 out = {"counters": STATE.counters, "volumes": vols, "zones": zones, "secrets": issued, "s3": s3,
-                       "loops": STATE.loops, "n_volumes": len(STATE.volumes)}
+                       "loops": STATE.loops, "n_volumes": len(STATE.volumes), "changes": changes}
             return self.send(200, "application/json", json.dumps(out))
         if path == "/_double/log":
             with STATE.lock:
@@ -999,10 +1013,15 @@ def main():
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     ap.add_argument("--tls-port-file")
+    # Seconds from ChangeResourceRecordSets until GetChange says INSYNC (the insync_delay_seconds fault;
+    # real Route 53 typically takes tens of seconds). Default 0: INSYNC after insync_after_polls polls.
+    ap.add_argument("--insync-delay", type=float, default=None, metavar="SECONDS")
     args = ap.parse_args()
     if args.config:
         with open(args.config, encoding="utf-8") as f:
             STATE.configure(json.load(f))
+    if args.insync_delay is not None:
+        STATE.configure({"faults": {"insync_delay_seconds": args.insync_delay}})
     srv = ThreadingHTTPServer((args.listen, 0), Handler)
     srv.daemon_threads = True
     servers = [srv]
