@@ -95,7 +95,10 @@ static int dns_records(CliContext *ctx, bool sync) {
         const char *provider = NULL;
         free(error);
         error = NULL;
-        r = dns_publish(spec, view, false, &changes, &provider, &error);
+        _cleanup_free_ char *note = NULL;
+        r = dns_publish(spec, view, false, &changes, &provider, &note, &error);
+        if (note)
+                log_info("%s", note);
         if (r < 0) {
                 log_error_errno(r, "DNS sync failed: %s", error ? error : pk_strerror(r));
                 return EXIT_ERROR;

@@ -79,6 +79,9 @@ static void observe_dns(Pass *p, PassObservation *o) {
                 r = dns_desired_records(p->spec, view, &owned, &error);
         if (r >= 0 && o->dns)
                 r = dns_session_read(o->dns, &owned, &o->dns_served, &o->dns_repair, &error);
+        _cleanup_free_ char *note = o->dns ? dns_session_take_note(o->dns) : NULL;
+        if (note)
+                log_info("%s", note);
         if (r < 0) {
                 o->dns_error = r;
                 o->dns_message = TAKE_PTR(error);

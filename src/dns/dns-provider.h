@@ -28,6 +28,10 @@ typedef struct DnsProvider {
         /* Optional: after read, the store needs a write even though no RRset differs (hosts: an
          * interrupted rewrite to repair); apply is then called with what differs, possibly nothing. */
         bool (*repair_pending)(DnsProviderState *s);
+        /* Optional: what the last read did differently than planned and why (rfc2136: a zone transfer the
+         * server refused, so the names were read one by one), for the program to log; NULL: nothing. Caller
+         * frees. */
+        char *(*take_note)(DnsProviderState *s);
 } DnsProvider;
 
 extern const DnsProvider dns_provider_hosts;
@@ -54,6 +58,8 @@ const char *dns_session_provider(const DnsSession *s);
  * RRset differs (an interrupted rewrite of a hosts file). */
 int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret, bool *ret_repair,
                      char **ret_error);
+/* The provider's note on the last read (DnsProvider.take_note), or NULL. Caller frees. */
+char *dns_session_take_note(DnsSession *s);
 /* What differs between desired and served (pure: the provider only says whether TTLs are compared). */
 int dns_session_diff(const DnsSession *s, const DnsRRsetList *desired, const DnsRRsetList *served,
                      DnsRRsetList *ret);
@@ -63,7 +69,8 @@ int dns_session_apply(DnsSession *s, const DnsRRsetList *changes, char **ret_err
  * spec's provider opened, synced (or only compared, with dry_run), closed. *ret_provider is the provider's
  * name ("none": nothing to do, returns 0). An empty view (no masters, no members) is refused (PK_EWAITING):
  * an empty observation is likelier a failure than a cluster without masters, and must not wipe the records.
- * Errors come with a message (caller frees) naming the provider, server, zone and cause. */
+ * Errors come with a message (caller frees) naming the provider, server, zone and cause. ret_note
+ * (optional): the provider's note on its read (see DnsProvider.take_note), or NULL; caller frees. */
 typedef struct ClusterView ClusterView;
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, DnsRRsetList *ret_changes,
-                const char **ret_provider, char **ret_error);
+                const char **ret_provider, char **ret_note, char **ret_error);
