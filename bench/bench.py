@@ -15,7 +15,8 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-FIGURES = [("1", "converge"), ("2", "failover"), ("3", "dns_publish"), ("4", "footprint"), ("5", "aws_discovery")]
+FIGURES = [("1", "converge"), ("2", "failover"), ("3", "dns_publish"), ("4", "footprint"), ("5", "aws_discovery"),
+           ("6", "certs")]
 
 
 def table(rows):
