@@ -448,9 +448,9 @@ static int read_names(DnsProviderState *s, const DnsRRsetList *owned, const char
 }
 
 /* A zone transfer instead of the per-name reads once a zone holds this many owned names (each an A and an
- * AAAA RRset). Measured against BIND 9.18 on loopback (bench/README.md, figure 3): the pipelined reads cost
- * ~100 us per name, the transfer ~2 ms plus a few us per record of the whole zone; 64 names break even with
- * a zone of a few thousand records, and below that the queries' cost hardly matters. */
+ * AAAA RRset). Measured against BIND 9.18 on loopback (docs/dns.md): a signed query costs BIND ~50-250 us,
+ * a transfer ~1-4 ms plus ~8 us per record of the whole zone; with 64 names (128 queries) the transfer wins
+ * unless the zone holds a few thousand records besides ours, and below that the reads cost little anyway. */
 #define AXFR_MIN_NAMES 64
 
 static int axfr_on_message(const uint8_t *msg, size_t len, void *userdata) {
