@@ -136,9 +136,9 @@ class Bind:
     tests/integration/dnsservers.py, plus `options`: extra named.conf options), and a client copy of the key
     (mode 0600, as protokube insists) in BIND key-file syntax, for protokube and nsupdate alike."""
 
-    def __init__(self, workdir, options=""):
+    def __init__(self, workdir, options="", zone_options=""):
         self.port = dnsservers.free_port()
-        self.srv = start_bind(workdir, self.port, options)
+        self.srv = start_bind(workdir, self.port, options, zone_options)
         self.key_file = dnsservers.write_key_file(os.path.join(workdir, "client-tsig.key"))
 
     def stop(self):
@@ -158,8 +158,9 @@ class Bind:
         return sorted(ln for ln in p.stdout.split() if ln and not ln.startswith(";"))
 
 
-def start_bind(workdir, port, options=""):
-    """named in the foreground as nobody (dnsservers.start_bind with extra options)."""
+def start_bind(workdir, port, options="", zone_options=""):
+    """named in the foreground as nobody (dnsservers.start_bind with extra options, and zone_options in the
+    zone statement)."""
     d = os.path.join(workdir, f"bind-{port}")
     os.makedirs(d, exist_ok=True)
     zone = CLUSTER_ZONE.rstrip(".")
@@ -173,7 +174,7 @@ def start_bind(workdir, port, options=""):
 controls {{ }};
 include "{d}/tsig.key";
 zone "{zone}" {{ type primary; file "{d}/{zone}.db";
-  update-policy {{ grant {dnsservers.DEFAULT_KEY_NAME} zonesub ANY; }}; }};
+  update-policy {{ grant {dnsservers.DEFAULT_KEY_NAME} zonesub ANY; }}; {zone_options} }};
 """)
     for root, dirs, files in os.walk(d):
         for n in dirs + files:

@@ -5,7 +5,10 @@ the zone), then one `protokube once` with DNS through rfc2136 to BIND on loopbac
 exit of that process (by then the UPDATE was acknowledged, i.e. the records are served, and the manifests
 are written; both are checked afterwards, untimed). The mkfs time comes from the JSON log: per volume, "is
 blank: creating an ext4 filesystem" -> "Mounted volume" (so it includes that one mount call, millisecond
-resolution); the figure is the wall time minus that."""
+resolution); the figure is the wall time minus that. With PROTOKUBE_TRACE=1 the binary prints its stage times
+(CLOCK_MONOTONIC, the clock of time.monotonic()) at exit, which give the breakdown: process start to main,
+spec load, observing the pool and devices, the DNS read, planning, volumes (claim, device, fsck, mount; mkfs
+taken out), the DNS UPDATE, the manifests, and main's return to the process's end."""
 import os
 import subprocess
 import time
@@ -29,9 +32,11 @@ def one_run(wd, bind, i):
     argv = [common.protokube_bin(), "-c", spec, "--log-format", "json", "once", "--node-name", "a", "--zone",
             "z1", "--internal-ip", ip, "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir", man,
             "--mount-root", mnt]
+    env = dict(os.environ, PROTOKUBE_TRACE="1")
     t0 = time.monotonic()
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    wall = time.monotonic() - t0
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    t_end = time.monotonic()
+    wall = t_end - t0
     if p.returncode != 0:
         raise RuntimeError(f"protokube once exited {p.returncode}:\n{p.stderr}")
     lines = common.json_lines(p.stderr)
@@ -57,7 +62,34 @@ def one_run(wd, bind, i):
             raise RuntimeError(f"{m} missing or dangling after the pass")
     common.unmount_under(base)
     common.detach_loops_under(base)
-    return {"wall": wall, "mkfs": mkfs, "internal": internal, "converge": wall - mkfs}
+    out = {"wall": wall, "mkfs": mkfs, "internal": internal, "converge": wall - mkfs}
+    out.update(stages(lines, t0, t_end, mkfs))
+    return out
+
+
+# (row label, mark that starts the stage); a stage ends where the next one starts. "volumes" holds mkfs,
+# which is taken out (it is reported on its own).
+STAGES = [("process start -> main", None), ("spec load", "main"), ("observe pool and devices", "spec loaded"),
+          ("DNS read", "DNS: reading"), ("plan", "DNS: read"), ("volumes minus mkfs", "volumes"),
+          ("DNS UPDATE", "DNS: publishing"), ("manifests and certificates", "DNS: UPDATE answered"),
+          ("exit", "pass end")]
+
+
+def stages(lines, t0, t_end, mkfs):
+    trace = next((ln["trace"] for ln in lines if "trace" in ln), None)
+    if not trace:
+        return {}  # a binary from before PROTOKUBE_TRACE: no breakdown
+    first = {}
+    for name, us in trace:
+        first.setdefault(name, us / 1e6)
+    starts = [t0] + [first.get(m) for _, m in STAGES[1:]] + [t_end]
+    out = {}
+    for i, (label, _) in enumerate(STAGES):
+        a, b = starts[i], next((x for x in starts[i + 1:] if x is not None), None)
+        if a is None or b is None:
+            continue
+        out["stage:" + label] = b - a - (mkfs if label == "volumes minus mkfs" else 0)
+    return out
 
 
 def measure():
@@ -68,14 +100,17 @@ def measure():
             runs = [one_run(wd, bind, i) for i in range(RUNS)]
         finally:
             bind.stop()
-    med = {k: common.median([r[k] for r in runs]) for k in runs[0]}
+    med = {k: common.median([r.get(k) for r in runs]) for k in runs[0]}
     conv = med["converge"]
-    rows.append(("1. cold converge minus mkfs (once, rfc2136->BIND)", common.fmt_ms(conv), "<= 300 ms",
-                 "met" if conv <= 0.300 else "MISSED"))
+    rows.append(("1. cold converge minus mkfs (once, rfc2136->BIND)", common.fmt_ms(conv), "<= 25 ms",
+                 "met" if conv <= 0.025 else "MISSED"))
     rows.append(("   mkfs.ext4 of 2 volumes (reported separately)", common.fmt_ms(med["mkfs"]), "", ""))
     rows.append(("   wall spawn->exit incl. mkfs", common.fmt_ms(med["wall"]), "", ""))
     rows.append(("   pass as the binary reports it ('Converged in')", common.fmt_ms(med["internal"]), "", ""))
-    return rows, f"{RUNS} runs, volumes {os.environ.get('BENCH_VOLUME_SIZE', '256M')}"
+    for label, _ in STAGES:
+        rows.append((f"   - {label}", common.fmt_ms(med.get("stage:" + label)), "", ""))
+    return rows, (f"{RUNS} runs, volumes {os.environ.get('BENCH_VOLUME_SIZE', '256M')}, load average "
+                  f"{os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

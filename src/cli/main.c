@@ -6,6 +6,7 @@
 
 #include "basic/log.h"
 #include "basic/macro.h"
+#include "basic/trace.h"
 #include "cli/cli.h"
 #include "version.h"
 
@@ -346,6 +347,8 @@ int main(int argc, char **argv) {
         };
         int r;
 
+        trace_init();
+        trace_mark("main");
         if (cli_options_from_environment(cli_common_options, &ctx) < 0 ||
             cli_options_from_environment(global_options, &ctx) < 0)
                 return EXIT_USAGE;
@@ -367,7 +370,11 @@ int main(int argc, char **argv) {
                 return EXIT_SUCCESS;
         }
         for (const CliVerb *v = verbs; v->name; v++)
-                if (streq(argv[r], v->name))
-                        return cli_run_verb(v, argc - r, argv + r, &ctx);
+                if (streq(argv[r], v->name)) {
+                        int ret = cli_run_verb(v, argc - r, argv + r, &ctx);
+                        trace_mark("exit");
+                        trace_dump(stderr);
+                        return ret;
+                }
         return cli_usage_error("", "unknown verb '%s' (see --help)", argv[r]);
 }

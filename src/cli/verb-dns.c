@@ -123,8 +123,11 @@ static int dns_records(CliContext *ctx, bool sync) {
         const char *provider = NULL;
         free(error);
         error = NULL;
-        r = dns_publish(spec, view, false, arg_no_wait ? 0 : DNS_SYNC_WAIT, &changes, &pending, &provider,
+        _cleanup_free_ char *note = NULL;
+        r = dns_publish(spec, view, false, arg_no_wait ? 0 : DNS_SYNC_WAIT, &changes, &pending, &provider, &note,
                         &error);
+        if (note)
+                log_info("%s", note);
         if (r == PK_ETIMEOUT) {
                 log_error("DNS sync: the change was accepted, but %s.", strna(error));
                 return EXIT_NOT_CONVERGED;

@@ -12,6 +12,7 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "basic/trace.h"
 #include "daemon/pass.h"
 #include "dns/dns-wire.h"
 #include "model/cluster-view.h"
@@ -72,6 +73,7 @@ static void observe_dns(Pass *p, PassObservation *o) {
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
         _cleanup_(dns_rrset_list_donep) DnsRRsetList owned = {};
         _cleanup_free_ char *error = NULL;
+        trace_mark("DNS: reading");
         int r = dns_session_open(p->spec, &o->dns, &error);
         if (r >= 0 && o->dns)
                 r = volumes_view(&o->in, NULL, &view);
@@ -79,6 +81,10 @@ static void observe_dns(Pass *p, PassObservation *o) {
                 r = dns_desired_records(p->spec, view, &owned, &error);
         if (r >= 0 && o->dns)
                 r = dns_session_read(o->dns, &owned, &o->dns_served, &o->dns_repair, &error);
+        trace_mark("DNS: read");
+        _cleanup_free_ char *note = o->dns ? dns_session_take_note(o->dns) : NULL;
+        if (note)
+                log_info("%s", note);
         if (r < 0) {
                 o->dns_error = r;
                 o->dns_message = TAKE_PTR(error);
@@ -405,6 +411,7 @@ int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
         PassPlan plan = { .in = o->in };
         int r = 0;
 
+        trace_mark("planning");
         plan.observed = new0(VolumeObserved, o->in.n_volumes + 1);
         if (!plan.observed)
                 r = -ENOMEM;

@@ -11,6 +11,7 @@
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "basic/trace.h"
 #include "daemon/loop.h"
 #include "daemon/progress.h"
 #include "dns/dns-provider.h"
@@ -33,6 +34,7 @@ static int load_spec(const char *path, ClusterSpec **ret, char ***ret_etcd_clust
         _cleanup_strv_free_ char **errors = NULL, **names = NULL;
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = NULL;
         int r = cluster_spec_load(path, &spec, &errors);
+        trace_mark("spec loaded");
         if (r < 0) {
                 STRV_FOREACH (e, errors)
                         log_error("%s", *e);
@@ -268,6 +270,7 @@ static void apply_dns(Pass *p, const PassObservation *o, const PassPlan *plan, P
         if (plan->dns_send) {
                 _cleanup_free_ char *error = NULL;
                 int r = dns_session_apply(o->dns, &plan->dns_changes, &error);
+                trace_mark("DNS: UPDATE answered");
                 if (r < 0) {
                         take_dns_changes(p, o); /* a zone's change accepted before another failed */
                         log_error_errno(r, "DNS publication failed: %s", strna(error));
@@ -547,6 +550,7 @@ void pass_run(Pass *p, PassReport *rep) {
         }
         report_dns_pending(p, rep);
         p->cfg.report_userdata = NULL;
+        trace_mark("pass end");
 }
 
 int pass_dns_wait(Pass *p, usec_t timeout) {

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/trace.h"
+
 static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
 static PassProgress progress;
 
@@ -24,6 +26,7 @@ void pass_progress_step(const char *fmt, ...) {
         vsnprintf(step, sizeof(step), fmt, ap);
         va_end(ap);
         usec_t t = now(CLOCK_MONOTONIC);
+        trace_mark("%s", step);
         pthread_mutex_lock(&progress_lock);
         memcpy(progress.step, step, sizeof(step));
         progress.step_started = t;

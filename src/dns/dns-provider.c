@@ -109,6 +109,10 @@ int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret
         return 0;
 }
 
+char *dns_session_take_note(DnsSession *s) {
+        return s && s->provider->take_note ? s->provider->take_note(s->state) : NULL;
+}
+
 int dns_session_diff(const DnsSession *s, const DnsRRsetList *desired, const DnsRRsetList *served,
                      DnsRRsetList *ret) {
         return dns_rrsets_diff(desired, served, s->provider->tracks_ttl, ret);
@@ -192,7 +196,7 @@ int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_
 }
 
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, usec_t wait,
-                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider,
+                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider, char **ret_note,
                 char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
         _cleanup_(dns_session_freep) DnsSession *session = NULL;
@@ -204,6 +208,8 @@ int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, 
                 *ret_provider = dns_provider_kind_to_string(spec->dns.provider.value) ?: "?";
         if (ret_changes)
                 *ret_changes = (DnsRRsetList){};
+        if (ret_note)
+                *ret_note = NULL;
         if (view->n_masters == 0 && view->n_members == 0 && spec->dns.provider.value != DNS_PROVIDER_NONE) {
                 *ret_error = strdup("the view has no masters and no etcd members; refusing to remove every "
                                     "record");
@@ -219,6 +225,8 @@ int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, 
                 return r;
         }
         r = dns_sync(session->provider, session->state, &desired, dry_run, &changes, &error);
+        if (ret_note)
+                *ret_note = dns_session_take_note(session);
         if (r < 0) {
                 *ret_error = strprintf("DNS provider '%s': %s", session->provider->name,
                                        error ? error : pk_strerror(r));

@@ -36,6 +36,10 @@ typedef struct DnsProvider {
          * -ENOENT the provider knows no such change. */
         int (*take_submitted)(DnsProviderState *s, char ***ret_ids);
         int (*change_status)(DnsProviderState *s, const char *id, char **ret_error);
+        /* Optional: what the last read did differently than planned and why (rfc2136: a zone transfer the
+         * server refused, so the names were read one by one), for the program to log; NULL: nothing. Caller
+         * frees. */
+        char *(*take_note)(DnsProviderState *s);
 } DnsProvider;
 
 extern const DnsProvider dns_provider_hosts;
@@ -62,6 +66,8 @@ const char *dns_session_provider(const DnsSession *s);
  * RRset differs (an interrupted rewrite of a hosts file). */
 int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret, bool *ret_repair,
                      char **ret_error);
+/* The provider's note on the last read (DnsProvider.take_note), or NULL. Caller frees. */
+char *dns_session_take_note(DnsSession *s);
 /* What differs between desired and served (pure: the provider only says whether TTLs are compared). */
 int dns_session_diff(const DnsSession *s, const DnsRRsetList *desired, const DnsRRsetList *served,
                      DnsRRsetList *ret);
@@ -82,11 +88,12 @@ int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_
 /* `dns sync`: the desired set from spec and view, the spec's provider opened, synced (or only compared,
  * with dry_run), closed. With wait > 0, the changes the provider accepted are waited for until its name
  * servers all serve them (Route 53: INSYNC), at most wait (PK_ETIMEOUT); ret_pending (optional) gets the
- * ids of the changes still propagating when it returns (caller frees). *ret_provider is the provider's name
+ * ids of the changes still propagating when it returns (caller frees). ret_note (optional): the provider's
+ * note on its read (see DnsProvider.take_note), or NULL; caller frees. *ret_provider is the provider's name
  * ("none": nothing to do, returns 0). An empty view (no masters, no members) is refused (PK_EWAITING): an
  * empty observation is likelier a failure than a cluster without masters, and must not wipe the records.
  * Errors come with a message (caller frees) naming the provider, server, zone and cause. */
 typedef struct ClusterView ClusterView;
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, usec_t wait,
-                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider,
+                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider, char **ret_note,
                 char **ret_error);

@@ -101,11 +101,12 @@ int dns_rrset_list_get(DnsRRsetList *l, const char *name, uint16_t type, uint32_
         return 0;
 }
 
-static int address_compare(const char *a, const char *b) {
-        uint8_t ba[16], bb[16];
-        size_t la, lb;
-        if (dns_address_parse(a, ba, &la) < 0 || dns_address_parse(b, bb, &lb) < 0)
-                return strcmp(a, b);
+/* address_compare() with b already parsed. */
+static int address_compare_parsed(const char *a, const uint8_t *bb, size_t lb) {
+        uint8_t ba[16];
+        size_t la;
+        if (dns_address_parse(a, ba, &la) < 0)
+                return -1; /* never in a list: only canonical literals are added */
         if (la != lb)
                 return la < lb ? -1 : 1;
         return memcmp(ba, bb, la);
@@ -119,18 +120,39 @@ int dns_rrset_add_address(DnsRRset *s, const char *address) {
                 return r;
         if (type != s->type)
                 return -EINVAL;
-        if (strv_contains(s->addresses, canonical))
-                return 0;
-        r = strv_extend(&s->addresses, canonical);
+        /* The list is sorted by address and unique: a binary search finds the address or its place. An
+         * RRset may hold a thousand addresses (one per master), read and built several times a pass: the
+         * linear lookup and insertion sort this replaces were most of the CPU time of such a pass. */
+        uint8_t bin[16];
+        size_t blen;
+        r = dns_address_parse(canonical, bin, &blen);
         if (r < 0)
                 return r;
-        /* Insertion sort by address: lists are a handful of masters. */
-        size_t n = strv_length(s->addresses);
-        for (size_t i = n - 1; i > 0 && address_compare(s->addresses[i - 1], s->addresses[i]) > 0; i--) {
-                char *t = s->addresses[i];
-                s->addresses[i] = s->addresses[i - 1];
-                s->addresses[i - 1] = t;
+        size_t n = strv_length(s->addresses), lo = 0, hi = n;
+        /* Sorted input (a copy of another RRset) appends: one comparison with the last. */
+        if (n > 0 && address_compare_parsed(s->addresses[n - 1], bin, blen) < 0)
+                lo = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = address_compare_parsed(s->addresses[mid], bin, blen);
+                if (c == 0)
+                        return 0;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
         }
+        char **l = reallocarray(s->addresses, n + 2, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        s->addresses = l;
+        if (n == 0)
+                l[0] = NULL;
+        char *copy = strdup(canonical);
+        if (!copy)
+                return -ENOMEM;
+        memmove(l + lo + 1, l + lo, (n + 1 - lo) * sizeof(char *)); /* with the terminating NULL */
+        l[lo] = copy;
         return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,22 +163,16 @@ static int io_all(int fd, void *p, size_t n, bool writing, usec_t deadline) {
         return 0;
 }
 
-static int exchange_tcp(const DnsServer *server, const uint8_t *query, size_t len, usec_t deadline,
-                        uint8_t **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ uint8_t *buf = NULL;
-        uint8_t prefix[2];
-        int r;
-
-        if (len > DNS_MESSAGE_MAX)
-                return PK_ETOOBIG;
-        fd = socket(server->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+/* A TCP connection to server, non-blocking, connected by deadline. */
+static int tcp_connect(const DnsServer *server, usec_t deadline) {
+        _cleanup_close_ int fd =
+            socket(server->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
         if (connect(fd, (const struct sockaddr *)&server->addr, server->addr_len) < 0 &&
             errno != EINPROGRESS)
                 return -errno;
-        r = wait_fd(fd, POLLOUT, deadline);
+        int r = wait_fd(fd, POLLOUT, deadline);
         if (r < 0)
                 return r;
         int error = 0;
@@ -186,24 +181,59 @@ static int exchange_tcp(const DnsServer *server, const uint8_t *query, size_t le
                 return -errno;
         if (error != 0)
                 return -error;
-        /* RFC 1035 §4.2.2: a two-octet length before each message. */
-        prefix[0] = (uint8_t)(len >> 8);
-        prefix[1] = (uint8_t)len;
-        r = io_all(fd, prefix, 2, true, deadline);
-        if (r >= 0)
-                r = io_all(fd, (void *)query, len, true, deadline);
+        /* Every message is written whole, in one send: Nagle would only hold the last segment of a large
+         * one back until the server acknowledged the rest. */
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return TAKE_FD(fd);
+}
+
+/* RFC 1035 §4.2.2: a two-octet length before each message. Prefix and message go out in one send. */
+static int tcp_send_message(int fd, const uint8_t *msg, size_t len, usec_t deadline) {
+        _cleanup_free_ uint8_t *framed = NULL;
+        if (len > DNS_MESSAGE_MAX)
+                return PK_ETOOBIG;
+        framed = malloc(len + 2);
+        if (!framed)
+                return -ENOMEM;
+        framed[0] = (uint8_t)(len >> 8);
+        framed[1] = (uint8_t)len;
+        memcpy(framed + 2, msg, len);
+        return io_all(fd, framed, len + 2, true, deadline);
+}
+
+/* The next length-prefixed message; caller frees. */
+static int tcp_read_message(int fd, usec_t deadline, uint8_t **ret, size_t *ret_len) {
+        uint8_t prefix[2];
+        int r = io_all(fd, prefix, 2, false, deadline);
+        if (r < 0)
+                return r;
+        size_t n = (size_t)prefix[0] << 8 | prefix[1];
+        _cleanup_free_ uint8_t *buf = malloc(n ?: 1);
+        if (!buf)
+                return -ENOMEM;
+        r = io_all(fd, buf, n, false, deadline);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+static int exchange_tcp(const DnsServer *server, const uint8_t *query, size_t len, usec_t deadline,
+                        uint8_t **ret, size_t *ret_len) {
+        if (len > DNS_MESSAGE_MAX)
+                return PK_ETOOBIG;
+        _cleanup_close_ int fd = tcp_connect(server, deadline);
+        if (fd < 0)
+                return fd;
+        int r = tcp_send_message(fd, query, len, deadline);
         if (r < 0)
                 return r;
         for (;;) {
-                r = io_all(fd, prefix, 2, false, deadline);
-                if (r < 0)
-                        return r;
-                size_t n = (size_t)prefix[0] << 8 | prefix[1];
-                free(buf);
-                buf = malloc(n ?: 1);
-                if (!buf)
-                        return -ENOMEM;
-                r = io_all(fd, buf, n, false, deadline);
+                _cleanup_free_ uint8_t *buf = NULL;
+                size_t n;
+                r = tcp_read_message(fd, deadline, &buf, &n);
                 if (r < 0)
                         return r;
                 if (is_response_to(buf, n, query)) {
@@ -211,6 +241,31 @@ static int exchange_tcp(const DnsServer *server, const uint8_t *query, size_t le
                         *ret = TAKE_PTR(buf);
                         return 0;
                 }
+        }
+}
+
+int dns_exchange_stream(const DnsServer *server, const uint8_t *query, size_t len, usec_t idle_timeout,
+                        usec_t total_timeout, DnsStreamFunc on_message, void *userdata) {
+        usec_t start = now(CLOCK_MONOTONIC), end = start + total_timeout;
+        if (len < DNS_HEADER_SIZE || len > DNS_MESSAGE_MAX)
+                return -EINVAL;
+        _cleanup_close_ int fd = tcp_connect(server, MIN(start + idle_timeout, end));
+        if (fd < 0)
+                return fd;
+        int r = tcp_send_message(fd, query, len, MIN(now(CLOCK_MONOTONIC) + idle_timeout, end));
+        if (r < 0)
+                return r;
+        for (;;) {
+                _cleanup_free_ uint8_t *buf = NULL;
+                size_t n;
+                r = tcp_read_message(fd, MIN(now(CLOCK_MONOTONIC) + idle_timeout, end), &buf, &n);
+                if (r < 0)
+                        return r;
+                if (!is_response_to(buf, n, query))
+                        continue;
+                r = on_message(buf, n, userdata);
+                if (r != 0)
+                        return r;
         }
 }
 
@@ -245,26 +300,6 @@ int dns_exchange(const DnsServer *server, const uint8_t *query, size_t len, usec
         if (ret_tcp)
                 *ret_tcp = true;
         return 0;
-}
-
-static int pipeline_connect(const DnsServer *server, usec_t deadline) {
-        _cleanup_close_ int fd =
-            socket(server->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (const struct sockaddr *)&server->addr, server->addr_len) < 0 &&
-            errno != EINPROGRESS)
-                return -errno;
-        int r = wait_fd(fd, POLLOUT, deadline);
-        if (r < 0)
-                return r;
-        int error = 0;
-        socklen_t elen = sizeof(error);
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &elen) < 0)
-                return -errno;
-        if (error != 0)
-                return -error;
-        return TAKE_FD(fd);
 }
 
 typedef struct IdSlot {
@@ -330,7 +365,7 @@ int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, con
         }
         if (r >= 0)
                 qsort(map, n, sizeof(IdSlot), id_slot_compare);
-        _cleanup_close_ int fd = r >= 0 ? pipeline_connect(server, deadline) : -1;
+        _cleanup_close_ int fd = r >= 0 ? tcp_connect(server, deadline) : -1;
         if (r >= 0 && fd < 0)
                 r = fd;
         while (r >= 0 && answered < n) {

@@ -27,6 +27,15 @@ int dns_server_parse(const char *s, DnsServer *ret);
 int dns_exchange(const DnsServer *server, const uint8_t *query, size_t len, usec_t timeout, uint8_t **ret,
                  size_t *ret_len, bool *ret_tcp);
 
+/* A response of several messages on one TCP connection (a zone transfer, RFC 5936 §2.2): sends query once,
+ * then hands every message with the query's ID to on_message in order, until on_message returns non-zero
+ * (returned as is: > 0 for "complete", < 0 for an error). Each message must arrive within idle_timeout of
+ * the one before and the whole exchange within total_timeout: PK_ETIMEOUT otherwise; -ECONNRESET when the
+ * server closes the connection first. */
+typedef int (*DnsStreamFunc)(const uint8_t *msg, size_t len, void *userdata);
+int dns_exchange_stream(const DnsServer *server, const uint8_t *query, size_t len, usec_t idle_timeout,
+                        usec_t total_timeout, DnsStreamFunc on_message, void *userdata);
+
 /* A random 16-bit message ID (RFC 5452 §4.3: IDs must not be guessable). */
 uint16_t dns_random_id(void);
 

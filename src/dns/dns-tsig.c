@@ -415,8 +415,20 @@ static int tsig_fail(TsigVerdict *v, uint16_t error) {
         return PK_ETSIG;
 }
 
+/* What the digest covers before the message itself: the request's MAC (§4.3.1) or the prior message's
+ * (§5.3.1), each with its size, and for the later messages of a stream the unsigned messages received since
+ * the last signed one. timers_only: the later messages of a stream digest only Time Signed and Fudge of
+ * the TSIG variables (§5.3.1), not all of them. */
+typedef struct TsigDigestPrefix {
+        const uint8_t *mac;
+        size_t mac_len;
+        const uint8_t *pending;
+        size_t pending_len;
+        bool timers_only;
+} TsigDigestPrefix;
+
 static int tsig_check_mac(const DnsMessage *m, const DnsRR *rr, const TsigRdata *t, const TsigKey *key,
-                          const uint8_t *request_mac, size_t request_mac_len) {
+                          const TsigDigestPrefix *pre) {
         _cleanup_(dns_writer_freep) DnsWriter vars;
         uint8_t header[DNS_HEADER_SIZE], size[2], mac[CRYPTO_HMAC_MAX];
         size_t mac_len = crypto_hash_size(key->hash);
@@ -426,7 +438,12 @@ static int tsig_check_mac(const DnsMessage *m, const DnsRR *rr, const TsigRdata 
         /* Truncated MACs (RFC 8945 §5.2.2.1) are not accepted: we never ask for them. */
         if (t->mac_len != mac_len)
                 return DNS_RCODE_BADSIG;
-        r = tsig_variables(key, t->time_signed, t->fudge, t->error, t->other, t->other_len, &vars);
+        if (pre->timers_only) {
+                dns_write_u48(&vars, t->time_signed);
+                dns_write_u16(&vars, t->fudge);
+                r = dns_writer_error(&vars);
+        } else
+                r = tsig_variables(key, t->time_signed, t->fudge, t->error, t->other, t->other_len, &vars);
         if (r < 0)
                 return r;
         /* §4.3.2: the message as it was before the TSIG RR was added, with the original ID. */
@@ -436,12 +453,14 @@ static int tsig_check_mac(const DnsMessage *m, const DnsRR *rr, const TsigRdata 
         uint16_t arcount = (uint16_t)(m->counts[DNS_SECTION_ADDITIONAL] - 1);
         header[10] = (uint8_t)(arcount >> 8);
         header[11] = (uint8_t)arcount;
-        size[0] = (uint8_t)(request_mac_len >> 8);
-        size[1] = (uint8_t)request_mac_len;
-        /* §4.3.1: a response's digest starts with the request's MAC, with its size. */
+        size[0] = (uint8_t)(pre->mac_len >> 8);
+        size[1] = (uint8_t)pre->mac_len;
         CryptoPart parts[] = {
-                { size, request_mac ? 2 : 0 },   { request_mac, request_mac ? request_mac_len : 0 },
-                { header, DNS_HEADER_SIZE },     { m->wire + DNS_HEADER_SIZE, rr->offset - DNS_HEADER_SIZE },
+                { size, pre->mac ? 2 : 0 },
+                { pre->mac, pre->mac ? pre->mac_len : 0 },
+                { pre->pending, pre->pending_len },
+                { header, DNS_HEADER_SIZE },
+                { m->wire + DNS_HEADER_SIZE, rr->offset - DNS_HEADER_SIZE },
                 { vars.buf.data, vars.buf.len },
         };
         r = crypto_hmac_parts(key->hash, key->secret, key->secret_len, parts, ELEMENTSOF(parts), mac);
@@ -450,19 +469,14 @@ static int tsig_check_mac(const DnsMessage *m, const DnsRR *rr, const TsigRdata 
         return crypto_memeq(mac, t->mac, mac_len) ? 0 : DNS_RCODE_BADSIG;
 }
 
-int tsig_verify(const uint8_t *msg, size_t len, const TsigKey *key, const uint8_t *request_mac,
-                size_t request_mac_len, unsigned flags, TsigVerdict *verdict) {
-        _cleanup_(dns_message_freep) DnsMessage *m = NULL;
-        TsigVerdict dummy;
+/* The verification shared by single responses and streams; ret_mac (optional) gets the message's MAC,
+ * which the next message of a stream digests first. */
+static int tsig_verify_one(const DnsMessage *m, const TsigKey *key, const TsigDigestPrefix *pre,
+                           unsigned flags, TsigVerdict *verdict, uint8_t *ret_mac) {
         TsigRdata t;
         int r;
 
-        if (!verdict)
-                verdict = &dummy;
         *verdict = (TsigVerdict){};
-        r = dns_message_parse(msg, len, &m);
-        if (r < 0)
-                return r;
         /* §5.1: the TSIG RR is the last RR of the additional section, and there is only one. */
         for (size_t i = 0; i + 1 < m->n_rrs; i++)
                 if (m->rrs[i].type == DNS_TYPE_TSIG)
@@ -483,7 +497,7 @@ int tsig_verify(const uint8_t *msg, size_t len, const TsigKey *key, const uint8_
         /* §5.3.2: a server that could not verify our request answers unsigned, with the error. */
         if (t.error == DNS_RCODE_BADSIG || t.error == DNS_RCODE_BADKEY)
                 return PK_ETSIG;
-        r = tsig_check_mac(m, rr, &t, key, request_mac, request_mac_len);
+        r = tsig_check_mac(m, rr, &t, key, pre);
         if (r < 0)
                 return r;
         if (r > 0)
@@ -501,5 +515,74 @@ int tsig_verify(const uint8_t *msg, size_t len, const TsigKey *key, const uint8_
         }
         if (t.error != 0)
                 return PK_ETSIG;
+        if (ret_mac)
+                memcpy(ret_mac, t.mac, t.mac_len);
         return 0;
+}
+
+int tsig_verify(const uint8_t *msg, size_t len, const TsigKey *key, const uint8_t *request_mac,
+                size_t request_mac_len, unsigned flags, TsigVerdict *verdict) {
+        _cleanup_(dns_message_freep) DnsMessage *m = NULL;
+        TsigVerdict dummy;
+        int r;
+
+        if (!verdict)
+                verdict = &dummy;
+        *verdict = (TsigVerdict){};
+        r = dns_message_parse(msg, len, &m);
+        if (r < 0)
+                return r;
+        TsigDigestPrefix pre = { .mac = request_mac, .mac_len = request_mac_len };
+        return tsig_verify_one(m, key, &pre, flags, verdict, NULL);
+}
+
+void tsig_stream_init(TsigStream *t, const TsigKey *key, const uint8_t *request_mac,
+                      size_t request_mac_len) {
+        *t = (TsigStream){ .key = key, .mac_len = MIN(request_mac_len, (size_t)CRYPTO_HMAC_MAX) };
+        memcpy(t->mac, request_mac, t->mac_len);
+        buf_init(&t->pending, TSIG_STREAM_UNSIGNED_MAX * DNS_MESSAGE_MAX);
+}
+
+void tsig_stream_done(TsigStream *t) {
+        buf_free(&t->pending);
+}
+
+int tsig_stream_verify(TsigStream *t, const DnsMessage *m, unsigned flags, TsigVerdict *verdict) {
+        TsigVerdict dummy;
+        if (!verdict)
+                verdict = &dummy;
+        *verdict = (TsigVerdict){};
+        bool has_tsig = m->n_rrs > 0 && m->rrs[m->n_rrs - 1].type == DNS_TYPE_TSIG;
+        /* §5.3.1: the first message must be signed; up to 99 after it may not be, and are digested with the
+         * next signed one. */
+        if (!has_tsig && t->n_messages > 0) {
+                if (t->n_unsigned + 1 >= TSIG_STREAM_UNSIGNED_MAX)
+                        return tsig_fail(verdict, DNS_RCODE_BADSIG);
+                int r = buf_add(&t->pending, m->wire, m->len);
+                if (r < 0)
+                        return r;
+                t->n_unsigned++;
+                t->n_messages++;
+                return 1;
+        }
+        TsigDigestPrefix pre = { .mac = t->mac,
+                                 .mac_len = t->mac_len,
+                                 .pending = t->pending.data,
+                                 .pending_len = t->pending.len,
+                                 .timers_only = t->n_messages > 0 };
+        uint8_t mac[CRYPTO_HMAC_MAX];
+        int r = tsig_verify_one(m, t->key, &pre, flags, verdict, mac);
+        if (r < 0)
+                return r;
+        t->mac_len = crypto_hash_size(t->key->hash);
+        memcpy(t->mac, mac, t->mac_len);
+        t->pending.len = 0;
+        t->n_unsigned = 0;
+        t->n_messages++;
+        return 0;
+}
+
+int tsig_stream_finish(const TsigStream *t) {
+        /* §5.3.1: the last message must be signed too. */
+        return t->n_messages > 0 && t->n_unsigned == 0 ? 0 : PK_ETSIG;
 }

@@ -58,3 +58,26 @@ enum {
  * The MAC comparison is constant-time. verdict may be NULL. */
 int tsig_verify(const uint8_t *msg, size_t len, const TsigKey *key, const uint8_t *request_mac,
                 size_t request_mac_len, unsigned flags, TsigVerdict *verdict);
+
+/* A multi-message response on one TCP connection (a zone transfer, RFC 8945 §5.3.1): the first message is
+ * verified against the request's MAC, each later signed one against the MAC before it, over the unsigned
+ * messages received in between and the Time Signed and Fudge of its own TSIG. Up to 99 messages in a row
+ * may be unsigned; the first and the last must be signed. */
+#define TSIG_STREAM_UNSIGNED_MAX 100
+
+typedef struct TsigStream {
+        const TsigKey *key;           /* borrowed */
+        uint8_t mac[CRYPTO_HMAC_MAX]; /* the request's MAC, then the last signed message's */
+        size_t mac_len;
+        Buf pending; /* the unsigned messages since the last signed one */
+        unsigned n_messages;
+        unsigned n_unsigned;
+} TsigStream;
+
+void tsig_stream_init(TsigStream *t, const TsigKey *key, const uint8_t *request_mac, size_t request_mac_len);
+void tsig_stream_done(TsigStream *t);
+/* One message of the stream, in order: 0 signed and valid, 1 unsigned and held for the next signed one,
+ * PK_ETSIG (verdict filled) or PK_EMALFORMED otherwise. */
+int tsig_stream_verify(TsigStream *t, const DnsMessage *m, unsigned flags, TsigVerdict *verdict);
+/* At the end of the stream: PK_ETSIG unless at least one message came and the last was signed. */
+int tsig_stream_finish(const TsigStream *t);

@@ -23,8 +23,10 @@ enum {
         DNS_TYPE_CNAME = 5,
         DNS_TYPE_SOA = 6,
         DNS_TYPE_AAAA = 28,
+        DNS_TYPE_DNAME = 39,
         DNS_TYPE_OPT = 41,
         DNS_TYPE_TSIG = 250,
+        DNS_TYPE_AXFR = 252,
         DNS_TYPE_ANY = 255,
 };
 

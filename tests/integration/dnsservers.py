@@ -155,10 +155,13 @@ def _wait_until_serving(srv, timeout=15):
 
 
 def start_bind(workdir, port, addr="127.0.0.1", zone=DEFAULT_ZONE, key_name=DEFAULT_KEY_NAME,
-               algorithm="hmac-sha256", secret=DEFAULT_SECRET, records=(), extra_zones=()):
+               algorithm="hmac-sha256", secret=DEFAULT_SECRET, records=(), extra_zones=(), zone_options="",
+               extra_conf=""):
     """named in the foreground as nobody, serving zone (a primary with update-policy for the key).
     records: extra zone-file lines (relative or absolute names), e.g. foreign records. extra_zones: more
-    zones (e.g. a child of zone) served the same way, empty but for SOA and NS."""
+    zones (e.g. a child of zone) served the same way, empty but for SOA and NS. zone_options: more
+    statements for every zone, e.g. 'allow-transfer { key protokube-key; };'. extra_conf: more top-level
+    statements (e.g. a statistics-channels on loopback)."""
     named = _require("/usr/sbin/named")
     d = os.path.join(workdir, f"bind-{port}")
     os.makedirs(d, exist_ok=True)
@@ -168,7 +171,7 @@ def start_bind(workdir, port, addr="127.0.0.1", zone=DEFAULT_ZONE, key_name=DEFA
             f.write(_zone_file(z, recs))
     write_key_file(os.path.join(d, "tsig.key"), key_name, algorithm, secret, mode=0o640)
     zone_conf = "".join(f"""zone "{z.rstrip('.')}" {{ type primary; file "{d}/{z.rstrip('.')}.db";
-  update-policy {{ grant {key_name} zonesub ANY; }}; }};
+  update-policy {{ grant {key_name} zonesub ANY; }}; {zone_options} }};
 """ for z, _ in zones)
     with open(os.path.join(d, "named.conf"), "w") as f:
         f.write(f"""options {{ directory "{d}"; pid-file "{d}/named.pid"; session-keyfile "{d}/session.key";
@@ -176,6 +179,7 @@ def start_bind(workdir, port, addr="127.0.0.1", zone=DEFAULT_ZONE, key_name=DEFA
   recursion no; dnssec-validation no; notify no; }};
 controls {{ }};
 include "{d}/tsig.key";
+{extra_conf}
 {zone_conf}""")
     # As root, named runs as nobody (below); its directory must be writable for the zone journal.
     if os.geteuid() == 0:

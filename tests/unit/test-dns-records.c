@@ -312,9 +312,30 @@ static void test_large_list_index(void **state) {
         assert_string_equal(n->addresses[0], "198.18.42.1");
 }
 
+/* A thousand addresses in a scrambled order, each added twice: the RRset holds each once, in address order
+ * (numeric, not textual: 10.0.9.0 before 10.0.10.0). */
+static void test_rrset_many_addresses(void **state) {
+        DnsRRset s = { .type = DNS_TYPE_A };
+        char a[64];
+        for (unsigned k = 0; k < 2000; k++) {
+                unsigned i = (k * 7919) % 1000; /* 7919 is prime: a permutation of 0..999, twice */
+                snprintf(a, sizeof(a), "10.%u.%u.%u", i / 250, (i % 250) / 10, i % 10);
+                assert_int_equal(dns_rrset_add_address(&s, a), 0);
+        }
+        assert_int_equal(dns_rrset_add_address(&s, "fd00::1"), -EINVAL);
+        assert_int_equal(dns_rrset_size(&s), 1000);
+        for (unsigned i = 0; i < 1000; i++) {
+                snprintf(a, sizeof(a), "10.%u.%u.%u", i / 250, (i % 250) / 10, i % 10);
+                assert_string_equal(s.addresses[i], a);
+        }
+        assert_null(s.addresses[1000]);
+        strv_free(s.addresses);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_desired),
+                cmocka_unit_test(test_rrset_many_addresses),
                 cmocka_unit_test(test_desired_from_spec_and_errors),
                 cmocka_unit_test(test_diff),
                 cmocka_unit_test(test_address_order),
