@@ -253,6 +253,8 @@ static int put_manifest(const Pass *p, const RestoreMember *m, const char *text,
                 r = mkdir_p(p->node.manifest_dir, 0755);
         if (r >= 0)
                 r = manifest_symlink(link, file);
+        if (r == 0) /* the link was there: renewed, so kubelet's inotify watch sees the new text now */
+                r = manifest_symlink_renew(link, file);
         return r < 0 ? error_setf(ret_error, r, "cannot write the manifest '%s': %s", file, pk_strerror(r))
                      : 0;
 }

@@ -12,3 +12,9 @@ int manifest_write(const char *path, const char *text);
  * then rename). Refuses (-EEXIST) to replace anything that is not a symlink. Returns 1 if changed, 0 if the
  * link already pointed at target. */
 int manifest_symlink(const char *link_path, const char *target);
+
+/* After the file a link points at was rewritten in place (on the volume, outside the manifest directory):
+ * replaces the link with an identical one, so that kubelet, which watches the directory with inotify and
+ * otherwise reads it again only every --file-check-frequency (20 s), sees the change at once. Returns 1
+ * when renewed, 0 when link_path is not a link to target (nothing done), -EEXIST for a non-symlink. */
+int manifest_symlink_renew(const char *link_path, const char *target);

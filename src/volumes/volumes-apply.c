@@ -425,6 +425,19 @@ static int write_volume_manifest(ApplyContext *c, size_t i, const char *mount_pa
         return r;
 }
 
+/* The manifest file changed on the volume: when kubelet's directory already links to it, the link is
+ * replaced with an identical one, so that kubelet's inotify watch on the directory sees the change now
+ * rather than at its next full read (every 20 s by default). Returns 1 (the manifest was written). */
+static int renew_link(ApplyContext *c, const char *etcd_cluster, const char *file, char **ret_error) {
+        _cleanup_free_ char *lpath = volume_manifest_link(c->cfg->manifest_dir, etcd_cluster);
+        if (!lpath)
+                return -ENOMEM;
+        int r = manifest_symlink_renew(lpath, file);
+        if (r < 0)
+                return error_setf(ret_error, r, "cannot renew the link '%s': %s", lpath, pk_strerror(r));
+        return 1;
+}
+
 static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool link, char **ret_error) {
         const VolumeEligibility *e = &c->plan->eligibility[i];
         _cleanup_free_ char *mount_path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id);
@@ -457,6 +470,8 @@ static int action_manifest(ApplyContext *c, size_t i, size_t selection, bool lin
                         return error_setf(ret_error, PK_EWAITING,
                                           "the etcd manifest is held back (see above)");
                 r = write_volume_manifest(c, i, mount_path, yaml, ret_error);
+                if (r > 0) /* kubelet sees a change behind an existing link only through the link */
+                        r = renew_link(c, e->etcd.cluster, file, ret_error);
         }
         if (r > 0)
                 report(c->cfg, LOG_LEVEL_INFO, 0, "%s '%s'", link ? "Linked" : "Wrote", link ? lpath : file);
