@@ -1,27 +1,29 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The checkpoint (docs/pivot.md, "The checkpoint") against a real kubelet and kube-apiserver 1.20.2: one master
-(as test_k8s_master.py) starts protokube's static pods, is made self-hosted by hand (render --self-hosted, `protokube
-kube apply`, the Node labelled master, the DaemonSet and Deployment pods Ready, the three bootstrap manifests
-removed), then `protokube checkpoint` writes the checkpoint (files and modes checked). Then three times in a row a
-power cut: kubelet, containerd, the containers and their shims killed at once, what a reboot clears cleared; containerd
-and kubelet start again with only etcd's static pods in the manifest directory, and `protokube checkpoint` alone
-brings the API back (activate), then removes the checkpoint manifests once the self-hosted pods run again
-(deactivate) and refreshes the checkpoint.
+"""The checkpoint in the daemon (docs/pivot.md, "The checkpoint") against a real kubelet and kube-apiserver
+1.20.2: one master (as test_k8s_master.py) starts protokube's static pods (selfHosted: true), then `protokube run`
+alone pivots it (the DaemonSet and Deployment pods Ready, the bootstrap manifests retired) and keeps the checkpoint
+of its self-hosted pods (files and modes checked, /metrics). Then three times in a row a power cut: protokube,
+kubelet, containerd, the containers and their shims killed at once, what a reboot clears cleared; containerd,
+kubelet and protokube start again with only etcd's static pods in the manifest directory, and the daemon's passes
+alone bring the API back (activate), remove the checkpoint manifests once the self-hosted pods run again
+(deactivate) and refresh the checkpoint with the new pods.
 
 containerd and kubelet share one mount namespace here (tests/k8s/node.py gives kubelet one of its own, to show
 the test's hosts file as /etc/hosts): a self-hosted pod mounts Secrets, which kubelet mounts as tmpfs, and
 containerd must see those mounts to hand them to the container. The namespace dies with its last process, which is
-what a reboot does to mounts."""
+what a reboot does to mounts. protokube runs on the host in a mount namespace of its own whose /etc/hosts is the
+test's hosts file (where its hosts provider publishes api.internal), as in test_pivot.py."""
 import json
 import os
+import socket
 import shutil
 import stat
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
-import yaml
 
 from conftest import ROOT, need_root, protokube_bin
 from loopdev import MIB, VolEnv
@@ -115,7 +117,7 @@ def master():
     logs_before = {p for p in HOST_LOGS if os.path.exists(p)}
     env = VolEnv(protokube_bin())
     lab = NetLab(tag="pkck", bridge_addr=BRIDGE)
-    node = None
+    node = cluster = None
     try:
         lab.start()
         ns = lab.add_host("a", NODE_IP)
@@ -136,14 +138,18 @@ def master():
             env.create(f"{c}-a", c, "a", ["a"], size=256 * MIB)
         argv = env.argv("once", "a")
         argv[argv.index("--internal-ip") + 1] = NODE_IP
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PROTOKUBE_STATE_DIR=os.path.join(env.base, "state-a")))
         # 3: converging, its pivot stage waits for the API that kubelet has not started yet
-        assert p.returncode in (0, 3), f"protokube once: {p.returncode}\n{p.stderr}"
+        assert p.returncode == 3 and "pivot: wait-api" in p.stderr, f"protokube once: {p.returncode}\n{p.stderr}"
         node = SharedMountNode("a", env.manifest_dir("a"), os.path.join(pki, "kube-apiserver", "ca.crt"),
                                os.path.join(pki, "admin", "kubeconfig"), NODE_IP, netns=ns,
                                etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"), pod_hosts=hosts)
-        yield Cluster(env, node, pki, kbin)
+        cluster = Cluster(env, node, pki, kbin, hosts)
+        yield cluster
     finally:
+        if cluster:
+            cluster.daemon.stop()
         errors = node.close() if node else []
         lab.close()
         errors += env.cleanup()
@@ -153,12 +159,58 @@ def master():
     assert not errors, errors
 
 
+class Daemon:
+    """`protokube run` for master a, on the host in a mount namespace whose /etc/hosts is the test's hosts file
+    (the API's internal name resolves as on a real master); its log in a file per start."""
+
+    def __init__(self, c):
+        self.c, self.proc, self.log_path, self.starts = c, None, None, 0
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+
+    def start(self):
+        self.starts += 1
+        argv = self.c.env.argv("run", "a", "--listen", f"127.0.0.1:{self.port}", "--interval", "5s")
+        argv[argv.index("--internal-ip") + 1] = NODE_IP
+        self.log_path = os.path.join(self.c.env.base, f"protokube-run-{self.starts}.log")
+        with open(self.log_path, "w") as log:
+            # `sh -c ... exec`: the PID is protokube's own once it runs
+            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+                                          'mount --bind "$0" /etc/hosts && exec "$@"', self.c.hosts, *argv],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                         env=dict(os.environ, PROTOKUBE_STATE_DIR=self.c.state))
+
+    def kill(self):
+        """The power cut's share: SIGKILL, no goodbye."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def stop(self):
+        stop_pid(self.proc, timeout=15)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=3) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError as e:
+            return 0, str(e)
+
+
 class Cluster:
-    def __init__(self, env, node, pki, kbin):
-        self.env, self.node, self.pki = env, node, pki
+    def __init__(self, env, node, pki, kbin, hosts):
+        self.env, self.node, self.pki, self.hosts = env, node, pki, hosts
         self.kubeconfig = os.path.join(pki, "protokube", "kubeconfig")
         self.state = os.path.join(env.base, "state-a")
         self.manifests = env.manifest_dir("a")
+        self.daemon = Daemon(self)
 
     def pk(self, *args, timeout=120):
         argv = ["nsenter", f"--net=/run/netns/{self.node.netns}", protokube_bin(), *args]
@@ -209,6 +261,8 @@ def self_hosted_ready(c):
 def diagnostics(c):
     n = c.node
     out = ["--- kubelet log (tail)", n.tail("kubelet", 60), "--- containerd log (tail)", n.tail("containerd", 20)]
+    if c.daemon.log_path:
+        out += ["--- protokube run (tail)", "\n".join(c.daemon.log().splitlines()[-60:])]
     for pod, text in n.pod_logs().items():
         out += [f"--- pod {pod}", text[-2000:]]
     return "\n".join(out)
@@ -219,43 +273,6 @@ def wait(c, what, pred, timeout, interval=2):
         return wait_for(what, pred, timeout, interval=interval)
     except TimeoutError as e:
         raise AssertionError(f"{e}\n{diagnostics(c)}") from None
-
-
-def bootstrap_beside_self_hosted(manifests):
-    """Written before the assets lost their ports and their anti-affinity learned to skip the bootstrap mirror
-    pods (docs/pivot.md): the bootstrap pods (which go away) lose their declared ports and k8s-app label
-    before kubelet starts. Kept: it makes this test independent of the bootstrap pods' shape; the self-hosted
-    workloads are applied as rendered, so that their checkpoints are made of what the API really runs."""
-    for name in BOOTSTRAP:
-        path = os.path.join(manifests, f"{name}.manifest")
-        with open(path) as f:
-            pod = yaml.safe_load(f)
-        pod["metadata"].get("labels", {}).pop("k8s-app", None)
-        for ctr in pod["spec"]["containers"]:
-            ctr.pop("ports", None)
-        with open(path + ".tmp", "w") as f:
-            json.dump(pod, f)  # JSON is YAML
-        os.replace(path + ".tmp", path)
-
-
-def make_self_hosted(c):
-    out = os.path.join(c.env.base, "self-hosted")
-    p = c.pk("-c", c.env.spec, "render", "--self-hosted", "--etcd-member", "main=a/a", "--out", out)
-    assert p.returncode == 0, p.stderr
-    node_patch = os.path.join(c.env.base, "node-a.yaml")
-    with open(node_patch, "w") as f:
-        f.write("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels:\n"
-                "    node-role.kubernetes.io/master: \"\"\n")
-    c.kube("apply", node_patch)
-    c.kube("apply", *[os.path.join(out, f) for f in sorted(os.listdir(out))])
-    wait(c, "the self-hosted pods Ready beside the bootstrap ones", lambda: self_hosted_ready(c), 300)
-    for name in BOOTSTRAP:
-        os.unlink(os.path.join(c.manifests, f"{name}.manifest"))
-
-    def bootstrap_gone():
-        pods = c.pods()
-        return pods and not any(n == f"{b}-a" for b in BOOTSTRAP for n in pods) and self_hosted_ready(c)
-    wait(c, "the bootstrap mirror pods gone, the self-hosted pods serving", bootstrap_gone, 180)
 
 
 def mode(path):
@@ -304,56 +321,104 @@ def check_checkpoint(c, pods):
     assert gens == [os.path.basename(gen)], gens
 
 
-def test_checkpoint_brings_the_api_back_after_three_power_cuts(master):
+def checkpointed_uids(c):
+    """{component: the checkpointed pod's uid} of the current generation; {} when there is none."""
+    d = os.path.join(c.state, "checkpoint", "manifests")
+    out = {}
+    for m in os.listdir(d) if os.path.isdir(d) else []:
+        with open(os.path.join(d, m)) as f:
+            md = json.load(f)["metadata"]
+        out[md["annotations"]["protokube.io/checkpoint-of"].split("/")[1]] = md["annotations"][
+            "protokube.io/checkpoint-uid"]
+    return out
+
+
+def checkpoint_active(c):
+    return any(m.endswith("-checkpoint.json") for m in os.listdir(c.manifests))
+
+
+def checkpoint_settled(c):
+    """The self-hosted pods Ready on a and the checkpoint of exactly these pods, not active: {app: pod}."""
+    back = self_hosted_ready(c)
+    if not back or checkpoint_active(c):
+        return None
+    pods = c.pods()
+    pods = {app: pods[name] for app, name in back.items() if name in pods}
+    uids = {app: p["metadata"]["uid"] for app, p in pods.items()}
+    return pods if len(pods) == len(BOOTSTRAP) and checkpointed_uids(c) == uids else None
+
+
+def pivot_complete(c):
+    p = c.kube("get", "configmap", "-n", "kube-system", "protokube-pivot", check=False)
+    gone = not any(os.path.exists(os.path.join(c.manifests, f"{b}.manifest")) for b in BOOTSTRAP)
+    return gone and p.returncode == 0 and "complete" in p.stdout
+
+
+def steps_logged(log):
+    """The checkpoint's steps the daemon logged, in order."""
+    return [line.split("Checkpoint: ", 1)[1].split(":", 1)[0] for line in log.splitlines() if "Checkpoint: " in line]
+
+
+def test_daemon_checkpoint_brings_the_api_back_after_three_power_cuts(master):
     c = master
     t0 = time.monotonic()
-    bootstrap_beside_self_hosted(c.manifests)
     c.node.start()
     wait(c, "the bootstrap API /readyz", c.readyz, 300)
-    make_self_hosted(c)
+    c.daemon.start()
+    # the daemon pivots by itself (selfHosted: true), one step per pass
+    wait(c, "the daemon's pivot complete, the bootstrap manifests retired", lambda: pivot_complete(c), 600)
     t_pivot = time.monotonic()
-
-    pods = {p["metadata"]["labels"]["k8s-app"]: p for p in c.pods().values()
-            if p["metadata"]["labels"].get("k8s-app") in BOOTSTRAP}
+    # and keeps the checkpoint of the self-hosted pods it runs now
+    pods = wait(c, "the checkpoint of the self-hosted pods", lambda: checkpoint_settled(c), 180)
     # what the API runs declares no ports, as rendered (with hostNetwork they would be host ports that the
     # scheduler and kubelet refuse beside the bootstrap pods: docs/pivot.md)
     assert "ports" not in pods["kube-apiserver"]["spec"]["containers"][0]
-    p = c.checkpoint("--once")
-    assert p.returncode == 0 and p.stdout.startswith("refresh: checkpoint of 3 pods written"), (p.stdout, p.stderr)
     check_checkpoint(c, pods)
-    # a second refresh changes nothing (the same generation)
-    gen = os.path.realpath(os.path.join(c.state, "checkpoint"))
-    p = c.checkpoint("--once")
-    assert p.returncode == 0 and p.stdout.startswith("refresh: checkpoint of 3 pods unchanged"), p.stdout
-    assert os.path.realpath(os.path.join(c.state, "checkpoint")) == gen
-    for m in os.listdir(c.manifests):
-        assert not m.endswith("-checkpoint.json"), m
-    # no Secret's data on the terminal
+    assert "Checkpoint: refresh: checkpoint of 3 pods written" in c.daemon.log()
+    # reported: not active, the generation's age
+    code, metrics = c.daemon.get("/metrics")
+    assert code == 200 and "\nprotokube_checkpoint_active 0\n" in metrics, metrics
+    assert "\nprotokube_checkpoint_generation_age_seconds " in metrics, metrics
+    # no Secret's data in the log
     with open(os.path.join(c.pki, "kube-apiserver", "apiserver.key")) as f:
         key_line = f.read().splitlines()[1]
-    assert key_line not in p.stdout + p.stderr
+    assert key_line not in c.daemon.log()
 
     timings = []
     for i in range(REBOOTS):
         t = time.monotonic()
+        c.daemon.kill()
         errors = c.node.power_cut()
         assert not errors, errors
         assert not c.readyz()
         c.node.boot()
-        # nothing but the checkpoint brings the API back: no bootstrap manifest is left
+        c.daemon.start()
+        # nothing but the daemon's checkpoint brings the API back: no bootstrap manifest is left
         assert not any(f"{b}.manifest" in os.listdir(c.manifests) for b in BOOTSTRAP)
-        p = c.checkpoint("--interval", "3s", "--timeout", "8m", timeout=600)
-        steps = [line.split(":", 1)[0] for line in p.stdout.splitlines()]
-        assert p.returncode == 0, f"reboot {i + 1}: {p.returncode}\n{p.stdout}\n{p.stderr}\n{diagnostics(c)}"
-        assert "activate" in steps and "deactivate" in steps, p.stdout
-        assert steps.index("activate") < steps.index("deactivate") and steps[-1] == "refresh", p.stdout
-        assert set(steps) <= {"wait", "activate", "deactivate", "refresh"}, p.stdout
-        assert c.readyz()
-        assert not any(m.endswith("-checkpoint.json") for m in os.listdir(c.manifests))
+        seen = {"health": None, "active": False}
+
+        def look():
+            code, body = c.daemon.get("/healthz")
+            if "checkpoint active" in body:
+                seen["health"] = (code, body)
+            seen["active"] = seen["active"] or checkpoint_active(c)
+        wait(c, f"reboot {i + 1}: the API /readyz", lambda: look() or c.readyz(), 480)
+        t_api = time.monotonic() - t
+        wait(c, f"reboot {i + 1}: the checkpoint retired, the pods back, the checkpoint refreshed",
+             lambda: look() or checkpoint_settled(c), 480)
+        pods = checkpoint_settled(c)
+        log = c.daemon.log()
+        steps = steps_logged(log)
+        assert seen["active"], f"reboot {i + 1}: no checkpoint manifest seen in kubelet's directory\n{log}"
+        assert "activate" in steps and "deactivate" in steps, log
+        assert steps.index("activate") < steps.index("deactivate") and steps[-1] == "refresh", steps
+        assert set(steps) <= {"wait", "activate", "deactivate", "refresh"}, steps
+        # while active, /healthz said so (200: converging)
+        assert seen["health"] and seen["health"][0] == 200, (seen, log[-3000:])
         assert not os.path.exists(os.path.join(c.state, "checkpoint-activated"))
-        back = wait(c, "the self-hosted pods Ready", lambda: self_hosted_ready(c), 60)
-        pods = {app: c.pods()[name] for app, name in back.items()}
+        assert c.readyz()
         check_checkpoint(c, pods)
-        timings.append(time.monotonic() - t)
-    print(f"\nstart and pivot by hand {t_pivot - t0:.0f} s; power cut to API back and checkpoint retired: "
-          + ", ".join(f"{x:.0f} s" for x in timings))
+        timings.append((t_api, time.monotonic() - t))
+    c.daemon.stop()
+    print(f"\nstart and the daemon's pivot {t_pivot - t0:.0f} s; power cut to API back / checkpoint retired and "
+          "refreshed: " + ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in timings))
