@@ -53,8 +53,15 @@ static bool is_component(const char *app) {
 
 /* A self-hosted control-plane pod the API placed on this node: not a mirror pod (a static pod's, the
  * checkpoint's own included) and not a checkpoint. */
+/* A self-hosted control-plane pod on node that may still run. A pod in a terminal phase (Failed,
+ * Succeeded) never runs again: kubelet 1.20 fails a pod it admits before its view of the Node has the master
+ * label (NodeAffinity), the ReplicaSet replaces it and the failed object stays until the pod GC, which would
+ * keep every refresh waiting. */
 static bool is_self_hosted_here(const json_t *pod, const char *node) {
         const char *on = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+        const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+        if (phase && (streq(phase, "Failed") || streq(phase, "Succeeded")))
+                return false;
         return on && streq(on, node) && is_component(meta_str(pod, "labels", "k8s-app")) &&
                !meta_str(pod, "labels", CHECKPOINT_LABEL) && !meta_str(pod, "annotations", MIRROR_ANNOT);
 }
@@ -404,11 +411,16 @@ int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadli
                         phase = "Running but not Ready";
                 const char *name =
                     json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+                /* name and phase point into the list: the message first, then the list goes */
+                char *m = strprintf("pod %s is %s: the checkpoint stays as it is", strnull(name),
+                                    isempty(phase) ? "without a phase" : phase);
                 json_decref(list);
-                if (ret_message &&
-                    !(*ret_message = strprintf("pod %s is %s: the checkpoint stays as it is", strnull(name),
-                                               isempty(phase) ? "without a phase" : phase)))
+                if (!m)
                         return -ENOMEM;
+                if (ret_message)
+                        *ret_message = m;
+                else
+                        free(m);
                 return 0;
         }
         r = refresh_gen(c, api, json_object_get(list, "items"), &g, deadline, ret_message, ret_error);

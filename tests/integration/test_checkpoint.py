@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import time
+import types
 import urllib.request
 
 import pytest
@@ -349,9 +350,9 @@ def checkpoint_settled(c):
 
 
 def pivot_complete(c):
-    p = c.kube("get", "configmap", "-n", "kube-system", "protokube-pivot", check=False)
+    p = c.kube("get", "v1", "ConfigMap", "kube-system/protokube-pivot", check=False)
     gone = not any(os.path.exists(os.path.join(c.manifests, f"{b}.manifest")) for b in BOOTSTRAP)
-    return gone and p.returncode == 0 and "complete" in p.stdout
+    return gone and p.returncode == 0 and json.loads(p.stdout).get("data", {}).get("complete") == "true"
 
 
 def steps_logged(log):
@@ -422,3 +423,79 @@ def test_daemon_checkpoint_brings_the_api_back_after_three_power_cuts(master):
     c.daemon.stop()
     print(f"\nstart and the daemon's pivot {t_pivot - t0:.0f} s; power cut to API back / checkpoint retired and "
           "refreshed: " + ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in timings))
+
+
+def kubectl(c, *args, timeout=60):
+    argv = [os.path.join(kubernetes_bin(), "kubectl"), "--kubeconfig", c.kubeconfig, "--request-timeout=20s",
+            *args]
+    return run(c.node.in_netns(argv), check=False, timeout=timeout)
+
+
+def apiserver_command(c):
+    p = kubectl(c, "get", "daemonset", "-n", "kube-system", "kube-apiserver", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    ds = json.loads(p.stdout)
+    return ds["spec"]["template"]["spec"]["containers"][0]["command"], ds["metadata"]["generation"]
+
+
+UPGRADE_FLAG = "--default-not-ready-toleration-seconds=299"
+
+
+def test_upgrade_through_the_api(master):
+    """An upgrade after the pivot is a change of the workloads through the API (docs/pivot.md, "Upgrading"):
+    kubectl adds a flag to the kube-apiserver DaemonSet, the DaemonSet rolls, the new pod carries the flag;
+    protokube's passes do not revert it (after the pivot it applies no workload), and its checkpoint takes the
+    new pod, so a power cut brings back the upgraded apiserver. One master: the DaemonSet's one pod is replaced
+    (maxUnavailable 1), so the API is away while the new pod starts; the probe measures it. The rolling of
+    one master at a time while the others serve is shown by `make demo-selfhosted` on three."""
+    from test_pivot import Probe, readyz_why
+    c = master
+    c.node.start()
+    wait(c, "the bootstrap API /readyz", c.readyz, 300)
+    c.daemon.start()
+    wait(c, "the daemon's pivot complete, the bootstrap manifests retired", lambda: pivot_complete(c), 600)
+    old = wait(c, "the checkpoint of the self-hosted pods", lambda: checkpoint_settled(c), 180)["kube-apiserver"]
+    command, generation = apiserver_command(c)
+    assert UPGRADE_FLAG not in command and not any(a.startswith(UPGRADE_FLAG.split("=")[0]) for a in command)
+
+    def upgraded():
+        pods = checkpoint_settled(c)
+        new = pods and pods["kube-apiserver"]
+        if not new or new["metadata"]["uid"] == old["metadata"]["uid"]:
+            return None
+        assert UPGRADE_FLAG in new["spec"]["containers"][0]["command"], new["spec"]["containers"][0]["command"]
+        return new
+
+    mark = len(c.daemon.log())
+    t0 = time.monotonic()
+    with Probe(types.SimpleNamespace(readyz_why=lambda timeout: readyz_why(c.pki, timeout))) as probe:
+        patch = json.dumps([{"op": "add", "path": "/spec/template/spec/containers/0/command/-",
+                             "value": UPGRADE_FLAG}])
+        p = kubectl(c, "patch", "daemonset", "-n", "kube-system", "kube-apiserver", "--type=json", "-p", patch)
+        assert p.returncode == 0, p.stderr
+        new = wait(c, "the upgraded kube-apiserver Ready, in the checkpoint", upgraded, 420)
+        took = time.monotonic() - t0
+        tries, fails, gap = probe.summary()
+    print(f"\nupgrade rolled in {took:.1f} s; probe: {tries} tries every 50 ms, {fails} failed, longest gap "
+          f"{gap:.2f} s\nfailure windows (from the patch):\n{probe.failure_windows(t0)}")
+    # the checkpoint runs what the API runs: the upgraded command
+    with open(os.path.join(c.state, "checkpoint", "manifests", "kube-apiserver-checkpoint.json")) as f:
+        assert UPGRADE_FLAG in json.load(f)["spec"]["containers"][0]["command"]
+    # protokube's passes keep the user's change: three more passes (--interval 5s), the template unchanged
+    command, gen_after = apiserver_command(c)
+    time.sleep(16)
+    again, gen_later = apiserver_command(c)
+    assert UPGRADE_FLAG in again and again == command and gen_later == gen_after == generation + 1, \
+        (generation, gen_after, gen_later)
+    since = c.daemon.log()[mark:]
+    assert "Pivot: apply-assets" not in since and "Wrote manifest" not in since, since
+    # a power cut brings back the upgraded apiserver (the checkpoint of the new pod, then the pod itself)
+    c.daemon.kill()
+    assert not c.node.power_cut()
+    c.node.boot()
+    c.daemon.start()
+    wait(c, "the API back after the power cut", c.readyz, 480)
+    pods = wait(c, "the checkpoint retired and refreshed", lambda: checkpoint_settled(c), 480)
+    assert UPGRADE_FLAG in pods["kube-apiserver"]["spec"]["containers"][0]["command"]
+    assert "Checkpoint: activate" in c.daemon.log()
+    c.daemon.stop()
