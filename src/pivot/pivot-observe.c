@@ -336,6 +336,11 @@ int pivot_observe(Pivot *p, char **ret_error) {
                 if (r < 0)
                         return r;
         }
+        /* This master saw the pivot complete (its record): it stays complete whatever the API answers now.
+         * Without this, an API outage after completion (a reboot, the rolling upgrade of a single master's
+         * apiserver) read as "not complete" and the rollback deadline, counted from the removal long ago,
+         * wrote the bootstrap manifests back (test_checkpoint.py's upgrade showed it). */
+        p->obs.complete = p->obs.complete || p->record.complete_at != 0;
         p->obs.masters = p->masters;
         p->obs.now = now(CLOCK_REALTIME);
         return 0;
