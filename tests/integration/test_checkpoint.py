@@ -494,7 +494,11 @@ def test_upgrade_through_the_api(master):
     assert UPGRADE_FLAG in again and again == command and gen_later == gen_after == generation + 1, \
         (generation, gen_after, gen_later)
     since = c.daemon.log()[mark:]
+    # no asset applied, no bootstrap manifest back (the pivot is complete: no rollback while the API is away)
     assert "Pivot: apply-assets" not in since and "Wrote manifest" not in since, since
+    assert "restore-bootstrap" not in since and not any(
+        os.path.exists(os.path.join(c.manifests, f"{b}.manifest")) for b in BOOTSTRAP), since
+    print("checkpoint steps during the upgrade: " + ", ".join(steps_logged(since)))
     # a power cut brings back the upgraded apiserver (the checkpoint of the new pod, then the pod itself)
     c.daemon.kill()
     assert not c.node.power_cut()
