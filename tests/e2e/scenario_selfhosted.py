@@ -5,7 +5,8 @@
 1. cold start with static pods (scenario.py's step 1: etcd, DNS, the API through api.internal);
 2. the daemons pivot, one master at a time: the pivot's duration and, from a /readyz probe through api.internal
    every 50 ms, the failed probes and the longest gap;
-3. a ConfigMap written and read through the self-hosted API;
+3. a ConfigMap written and read through the self-hosted API; an upgrade through the API (kubectl patch adds a
+   flag to the apiserver DaemonSet), rolled one master at a time under the same probe;
 4. b terminated, d takes its volumes (scenario.py's step 2), b's Node deleted (what a cloud's node controller
    does for a terminated instance), d pivots and the apiserver DaemonSet's pod lands on d;
 5. all masters stopped at once (protokube, kubelet, containerd, containers: SIGKILL) and started again, three
@@ -162,6 +163,29 @@ class SelfHostedScenario(Scenario):
             raise ScenarioError(f"ConfigMap default/e2e did not read back: {p.stdout!r} {p.stderr!r}")
         self.tl.mark("ConfigMap default/e2e written and read back")
 
+    def step_upgrade(self):
+        """kubectl adds a flag to the apiserver DaemonSet: it rolls one master at a time (maxUnavailable 1) and
+        the 50 ms probe through api.internal says whether the API ever lost all its servers."""
+        self.say("\n3b. An upgrade through the API: kubectl changes a flag of the apiserver DaemonSet")
+        flag = "--default-not-ready-toleration-seconds=299"
+        patch = json.dumps([{"op": "add", "path": "/spec/template/spec/containers/0/command/-", "value": flag}])
+        self.start_api_probe()
+        t = time.monotonic()
+        p = self.kubectl("patch", "daemonset", "-n", "kube-system", "kube-apiserver", "--type=json", "-p", patch)
+        if p.returncode != 0:
+            raise ScenarioError(f"kubectl patch: {p.stderr}")
+
+        def rolled():
+            pods = [x for x in self.pods() if x["metadata"].get("labels", {}).get("k8s-app") == "kube-apiserver"
+                    and any(o.get("kind") == "DaemonSet" for o in x["metadata"].get("ownerReferences", []))]
+            ready = [x for x in pods if flag in x["spec"]["containers"][0]["command"] and
+                     any(c["type"] == "Ready" and c["status"] == "True" for c in x["status"].get("conditions", []))]
+            return len(ready) == 3 and len(pods) == 3
+        wait_for("the apiserver DaemonSet rolled on a, b, c", rolled, 900, 2)
+        self.stop_api_probe()
+        self.tl.mark(f"upgrade rolled on three masters in {time.monotonic() - t:.0f} s; probe: {self.api['probes']} "
+                     f"probes, {self.api['failed']} failed, longest gap {1000 * self.api['longest gap']:.0f} ms")
+
     def step_replace_b(self):
         self.step2_replace_b()
         # the cloud's node controller deletes the Node of a terminated instance; here the demo does
@@ -211,6 +235,7 @@ class SelfHostedScenario(Scenario):
             self.step1_cold_start()
             self.step_pivot()
             self.step_configmap()
+            self.step_upgrade()
             self.say("\n4. Terminate master b; master d takes over its volumes and pivots")
             self.step_replace_b()
             self.step_power_cuts()
