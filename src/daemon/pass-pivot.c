@@ -4,6 +4,8 @@
  * certificates' digest, the deadlines' overrides), and one step: observe, decide, apply. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "basic/errors.h"
 #include "basic/log.h"
@@ -13,6 +15,7 @@
 #include "daemon/pass.h"
 #include "model/conventions.h"
 #include "model/pki-layout.h"
+#include "pivot/checkpoint-apply.h"
 
 struct PassPivot {
         SelfHostedAssets assets;
@@ -145,4 +148,55 @@ int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret) {
 
 const PivotRecord *pass_pivot_record(const PassPivot *pp) {
         return &pp->pivot->record;
+}
+
+/* The current generation's name (the symlink's target) and when the link was made; "" and 0 when none. */
+static usec_t checkpoint_generation(const char *state_dir, char *ret_target, size_t size) {
+        _cleanup_free_ char *link = strprintf("%s/%s", state_dir, CHECKPOINT_LINK);
+        struct stat st;
+        ret_target[0] = 0;
+        if (!link || lstat(link, &st) < 0 || !S_ISLNK(st.st_mode))
+                return 0;
+        ssize_t n = readlink(link, ret_target, size - 1);
+        ret_target[n > 0 ? n : 0] = 0;
+        return (usec_t)st.st_mtim.tv_sec * USEC_PER_SEC + (usec_t)st.st_mtim.tv_nsec / NSEC_PER_USEC;
+}
+
+/* Bounds one checkpoint step of a pass: a probe (5 s), a list and a few gets; the API being slow must not
+ * hold the pass (the next one comes soon while the checkpoint is active). */
+#define CHECKPOINT_PASS_TIMEOUT (30 * USEC_PER_SEC)
+
+void pass_checkpoint_run(PassPivot *pp, PassReport *rep) {
+        _cleanup_free_ char *message = NULL, *error = NULL;
+        char before[64], after[64];
+        CheckpointStep step = CHECKPOINT_STEP_WAIT;
+        CheckpointConfig c = {
+                .state_dir = pp->state_dir,
+                .manifest_dir = pp->manifest_dir,
+                .node_name = pp->node_name,
+                .local = pp->pivot->local, /* this master's apiserver, by api.internal's name */
+                .internal = pp->pivot->api,
+        };
+        checkpoint_generation(pp->state_dir, before, sizeof(before));
+        int r = checkpoint_step(&c, now(CLOCK_MONOTONIC) + CHECKPOINT_PASS_TIMEOUT, &step, &message, &error);
+        int active = checkpoint_is_active(&c, NULL);
+        rep->checkpoint_known = true;
+        rep->checkpoint_active = active > 0;
+        rep->checkpoint_written = checkpoint_generation(pp->state_dir, after, sizeof(after));
+        if (r < 0) {
+                log_error_errno(r, "Checkpoint: %s", error ?: pk_strerror(r));
+                _cleanup_free_ char *why = strprintf("checkpoint: %s", error ?: pk_strerror(r));
+                pass_report_error(rep, PASS_STAGE_CHECKPOINT, r, why ?: "checkpoint: a step failed");
+                return;
+        }
+        /* an unchanged refresh is every quiet pass: not worth a line */
+        if (step != CHECKPOINT_STEP_REFRESH || !streq(before, after))
+                log_info("Checkpoint: %s: %s", checkpoint_step_to_string(step), strnull(message));
+        if (active > 0) {
+                /* the API came back through the checkpoint: retire it as soon as the pods are back */
+                _cleanup_free_ char *why = strprintf("checkpoint active: %s: %s",
+                                                     checkpoint_step_to_string(step), strnull(message));
+                pass_report_error(rep, PASS_STAGE_CHECKPOINT, PK_EWAITING, why ?: "checkpoint active");
+                rep->repass_soon = true;
+        }
 }

@@ -460,8 +460,6 @@ static size_t main_members(const ClusterView *v) {
         return n;
 }
 
-/* spec selfHosted: true: one pivot step per pass, after the control-plane manifests (docs/pivot.md). Not
- * done yet is PK_EWAITING with the step's why; a failure is the pivot stage's error. */
 /* The pivot of this node, from the pass's observation (its name and address) and plan (the masters). 0
  * with *ret, 1 when those are not known this pass, < 0 (logged) on failure. */
 static int pivot_for_pass(const Pass *p, const PassObservation *o, const PassPlan *plan, PassPivot **ret) {
@@ -474,7 +472,12 @@ static int pivot_for_pass(const Pass *p, const PassObservation *o, const PassPla
         return pass_pivot_open(p->spec, &p->node, name, ip, main_members(plan->view), ret);
 }
 
-static void pivot_pass(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+/* spec selfHosted: true, each pass after the control-plane manifests (docs/pivot.md): the checkpoint's step,
+ * then one pivot step. Not done yet is PK_EWAITING with the step's why; a failure is the stage's error. The
+ * checkpoint comes first and also after a failed apply round (apply_ok false: no pivot step then): when the
+ * API is down at boot it is what brings the API back, and nothing before it needs the API. */
+static void pivot_pass(Pass *p, const PassObservation *o, const PassPlan *plan, bool apply_ok,
+                       PassReport *rep) {
         _cleanup_(pass_pivot_freep) PassPivot *pp = NULL;
         PivotDecision d = {};
         pass_progress_step("pivot");
@@ -484,6 +487,13 @@ static void pivot_pass(Pass *p, const PassObservation *o, const PassPlan *plan, 
                                   "pivot: waiting for this node's name and address and the masters");
                 return;
         }
+        if (r >= 0) {
+                pass_progress_step("checkpoint");
+                pass_checkpoint_run(pp, rep);
+        }
+        if (!apply_ok || stop_requested())
+                return;
+        pass_progress_step("pivot");
         if (r < 0 || pass_pivot_step(pp, true, &d) < 0) {
                 pass_report_error(rep, PASS_STAGE_PIVOT, -EIO, "pivot: a step failed (see the log)");
                 rep->repass_soon = true;
@@ -539,8 +549,8 @@ void pass_run(Pass *p, PassReport *rep) {
                         r = pass_plan(p, &o, &plan);
                 if (r >= 0)
                         r = apply_round(p, &o, &plan, round + 1 == PASS_ROUNDS_MAX, rep);
-                if (r == 0 && self_hosted(p) && !stop_requested())
-                        pivot_pass(p, &o, &plan, rep);
+                if (r <= 0 && self_hosted(p) && !stop_requested())
+                        pivot_pass(p, &o, &plan, r == 0, rep);
                 pass_plan_done(&plan);
                 pass_observation_done(&o);
                 if (r < 0)

@@ -205,5 +205,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(PassPivot *, pass_pivot_free)
 /* Observes and decides; with apply, takes the step. *ret: the decision (pivot_decision_done() it). Logs. */
 int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret);
 const PivotRecord *pass_pivot_record(const PassPivot *pp);
+/* The checkpoint's step of this pass (checkpoint_step(), docs/pivot.md): logs a change, reports the
+ * checkpoint (active, its generation's time) and, while it is active, waits with the next pass soon. */
+void pass_checkpoint_run(PassPivot *pp, PassReport *rep);
 /* For `plan` with selfHosted: "pivot STEP: why", the pivot's next step; nothing without selfHosted. */
 int pass_pivot_plan_print(Pass *p, const PassObservation *o, const PassPlan *plan, FILE *out);

@@ -15,7 +15,7 @@ static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_MOUNT] = "mount",       [PASS_STAGE_MANIFEST] = "manifest",
         [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
         [PASS_STAGE_ETCD] = "etcd-members", [PASS_STAGE_BACKUP] = "etcd-backups",
-        [PASS_STAGE_PIVOT] = "pivot",
+        [PASS_STAGE_PIVOT] = "pivot",       [PASS_STAGE_CHECKPOINT] = "checkpoint",
 };
 
 const char *pass_stage_to_string(PassStage s) {
@@ -108,6 +108,11 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
                 snprintf(m->dns_pending_oldest_id, sizeof(m->dns_pending_oldest_id), "%s",
                          r->dns_pending_oldest_id);
         }
+        if (r->checkpoint_known) {
+                m->checkpoint_known = true;
+                m->checkpoint_active = r->checkpoint_active;
+                m->checkpoint_written = r->checkpoint_written;
+        }
 }
 
 static usec_t dns_pending_age(const Metrics *m) {
@@ -192,6 +197,22 @@ int metrics_format(const Metrics *m, Buf *out) {
                 if (m->backups[i].newest)
                         EMIT("protokube_etcd_backup_size_bytes{cluster=\"%s\"} %llu\n",
                              m->backups[i].cluster, (unsigned long long)m->backups[i].size);
+        if (m->checkpoint_known) {
+                EMIT("# HELP protokube_checkpoint_active 1 while the checkpoint of the self-hosted pods is "
+                     "in "
+                     "kubelet's manifest directory (the API was down at boot).\n"
+                     "# TYPE protokube_checkpoint_active gauge\n");
+                EMIT("protokube_checkpoint_active %d\n", m->checkpoint_active ? 1 : 0);
+                EMIT("# HELP protokube_checkpoint_generation_age_seconds Age of the checkpoint's current "
+                     "generation (written when the self-hosted pods changed).\n"
+                     "# TYPE protokube_checkpoint_generation_age_seconds gauge\n");
+                if (m->checkpoint_written)
+                        EMIT("protokube_checkpoint_generation_age_seconds %llu\n",
+                             (unsigned long long)((realtime > m->checkpoint_written
+                                                       ? realtime - m->checkpoint_written
+                                                       : 0) /
+                                                  USEC_PER_SEC));
+        }
 #undef EMIT
         return r;
 }

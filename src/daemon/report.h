@@ -24,9 +24,10 @@ typedef enum PassStage {
         PASS_STAGE_MANIFEST,
         PASS_STAGE_DNS,
         PASS_STAGE_CERTS,
-        PASS_STAGE_ETCD,   /* etcd membership: a member's replacement (docs/etcd-members.md) */
-        PASS_STAGE_BACKUP, /* etcd backups into the state store (docs/etcd-backups.md) */
-        PASS_STAGE_PIVOT,  /* the pivot to a self-hosted control plane (docs/pivot.md) */
+        PASS_STAGE_ETCD,       /* etcd membership: a member's replacement (docs/etcd-members.md) */
+        PASS_STAGE_BACKUP,     /* etcd backups into the state store (docs/etcd-backups.md) */
+        PASS_STAGE_PIVOT,      /* the pivot to a self-hosted control plane (docs/pivot.md) */
+        PASS_STAGE_CHECKPOINT, /* the self-hosted pods' checkpoint (docs/pivot.md, "The checkpoint") */
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
@@ -61,7 +62,10 @@ typedef struct PassReport {
         unsigned records_published;        /* records in the desired set that the provider now serves */
         unsigned actions_applied;          /* changes made; 0 on a quiet pass */
         bool repass_soon; /* the pivot is under way: the next pass after backoff_min, not the interval */
-        bool certs_known; /* the pass saw the certificates: the list below replaces the last */
+        bool checkpoint_known;     /* the pass took the checkpoint's step (selfHosted) */
+        bool checkpoint_active;    /* its manifests are in kubelet's directory after the step */
+        usec_t checkpoint_written; /* CLOCK_REALTIME when the current generation was written, 0: none */
+        bool certs_known;          /* the pass saw the certificates: the list below replaces the last */
         unsigned n_certs;
         PassCertExpiry certs[PASS_CERTS_MAX]; /* every certificate it manages, after the pass */
         bool backups_known; /* the pass looked at the backups: the list below replaces the last */
@@ -99,6 +103,9 @@ typedef struct Metrics {
         unsigned dns_pending;      /* as in the last PassReport */
         usec_t dns_pending_oldest; /* CLOCK_MONOTONIC; the age is taken when asked */
         char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];
+        bool checkpoint_known; /* a pass took the checkpoint's step: the two below are exposed */
+        bool checkpoint_active;
+        usec_t checkpoint_written; /* CLOCK_REALTIME, 0: no generation */
         bool have_pass;
         int last_status;
         char last_reason[512];

@@ -16,6 +16,7 @@
 #include "basic/fileio.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "basic/strv.h"
 #include "pivot/checkpoint.h"
 #include "shared/crypto.h"
 
@@ -53,8 +54,15 @@ static bool is_component(const char *app) {
 
 /* A self-hosted control-plane pod the API placed on this node: not a mirror pod (a static pod's, the
  * checkpoint's own included) and not a checkpoint. */
+/* A self-hosted control-plane pod on node that may still run. A pod in a terminal phase (Failed,
+ * Succeeded) never runs again: kubelet 1.20 fails a pod it admits before its view of the Node has the master
+ * label (NodeAffinity), the ReplicaSet replaces it and the failed object stays until the pod GC, which would
+ * keep every refresh waiting. */
 static bool is_self_hosted_here(const json_t *pod, const char *node) {
         const char *on = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+        const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+        if (phase && (streq(phase, "Failed") || streq(phase, "Succeeded")))
+                return false;
         return on && streq(on, node) && is_component(meta_str(pod, "labels", "k8s-app")) &&
                !meta_str(pod, "labels", CHECKPOINT_LABEL) && !meta_str(pod, "annotations", MIRROR_ANNOT);
 }
@@ -404,11 +412,16 @@ int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadli
                         phase = "Running but not Ready";
                 const char *name =
                     json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+                /* name and phase point into the list: the message first, then the list goes */
+                char *m = strprintf("pod %s is %s: the checkpoint stays as it is", strnull(name),
+                                    isempty(phase) ? "without a phase" : phase);
                 json_decref(list);
-                if (ret_message &&
-                    !(*ret_message = strprintf("pod %s is %s: the checkpoint stays as it is", strnull(name),
-                                               isempty(phase) ? "without a phase" : phase)))
+                if (!m)
                         return -ENOMEM;
+                if (ret_message)
+                        *ret_message = m;
+                else
+                        free(m);
                 return 0;
         }
         r = refresh_gen(c, api, json_object_get(list, "items"), &g, deadline, ret_message, ret_error);
@@ -445,10 +458,13 @@ typedef struct CopyArgs {
         const char *to;
         size_t n;
         char **error;
+        char **skip; /* file names not to copy */
 } CopyArgs;
 
 static int copy_manifest(const char *dir, const char *name, void *u) {
         CopyArgs *a = u;
+        if (strv_contains(a->skip, name))
+                return 0;
         _cleanup_free_ char *from = strprintf("%s/%s", dir, name), *to = strprintf("%s/%s", a->to, name),
                             *text = NULL;
         size_t len;
@@ -465,7 +481,7 @@ static int copy_manifest(const char *dir, const char *name, void *u) {
         return 0;
 }
 
-int checkpoint_activate(const CheckpointConfig *c, size_t *ret_n, char **ret_error) {
+static int activate_except(const CheckpointConfig *c, char **skip, size_t *ret_n, char **ret_error) {
         _cleanup_free_ char *at = strprintf("%s/%s", c->state_dir, CHECKPOINT_ACTIVATED_FILE),
                             *src = strprintf("%s/%s/manifests", c->state_dir, CHECKPOINT_LINK);
         char stamp[32];
@@ -481,13 +497,17 @@ int checkpoint_activate(const CheckpointConfig *c, size_t *ret_n, char **ret_err
                 if (r < 0)
                         return error_setf(ret_error, r, "cannot write '%s': %s", at, pk_strerror(r));
         }
-        CopyArgs a = { .to = c->manifest_dir, .error = ret_error };
+        CopyArgs a = { .to = c->manifest_dir, .error = ret_error, .skip = skip };
         r = each_manifest(src, false, copy_manifest, &a, ret_error);
         if (r < 0)
                 return r;
         if (ret_n)
                 *ret_n = a.n;
         return 0;
+}
+
+int checkpoint_activate(const CheckpointConfig *c, size_t *ret_n, char **ret_error) {
+        return activate_except(c, NULL, ret_n, ret_error);
 }
 
 static int remove_manifest(const char *dir, const char *name, void *u) {
@@ -594,20 +614,50 @@ static int pod_process_runs(const CheckpointConfig *c, const json_t *manifests, 
         return 0;
 }
 
+/* Whether the checkpointed pod of manifest m has a process here (pod_process_runs() over it alone). */
+static int manifest_pod_runs(const CheckpointConfig *c, const json_t *m) {
+        json_t *one = json_array();
+        if (!one || json_array_append(one, (json_t *)m) < 0) {
+                json_decref(one);
+                return -ENOMEM;
+        }
+        int r = pod_process_runs(c, one, NULL);
+        json_decref(one);
+        return r;
+}
+
+/* The component a checkpoint manifest stands for: "DaemonSet/kube-apiserver" -> "kube-apiserver" (the
+ * workloads are named after their components, the pods' k8s-app). */
+static const char *manifest_app(const json_t *m) {
+        const char *of = meta_str(m, "annotations", CHECKPOINT_OF);
+        return of && strchr(of, '/') ? strchr(of, '/') + 1 : NULL;
+}
+
 /* Ready, and every container started at or after the activation (RFC 3339 strings in UTC compare as
- * times): the API keeps a pod's status from before the reboot until kubelet writes a new one. */
-static bool pod_back(const json_t *pod, const char *since) {
+ * times): the API keeps a pod's status from before the reboot until kubelet writes a new one. A pod other
+ * than the checkpointed one (a rolling update's new pod, started before the activation) counts when kubelet
+ * runs it here (its cgroup): its Ready is then not a status from before a reboot. */
+static bool pod_back(const CheckpointConfig *c, const json_t *pod, const json_t *m, const char *since) {
         const json_t *status = json_object_get(pod, "status"), *x;
         size_t i;
         if (!pod_ready(pod) || json_array_size(json_object_get(status, "containerStatuses")) == 0)
                 return false;
+        bool after = true;
         json_array_foreach(json_object_get(status, "containerStatuses"), i, x) {
                 const char *started = json_string_value(
                     json_object_get(json_object_get(json_object_get(x, "state"), "running"), "startedAt"));
                 if (!started || strcmp(started, since) < 0)
-                        return false;
+                        after = false;
         }
-        return true;
+        if (after)
+                return true;
+        const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+        if (isempty(uid) || streq(uid, strempty(meta_str(m, "annotations", CHECKPOINT_UID))))
+                return false;
+        json_t *probe = json_pack("{s{s{ss}}}", "metadata", "annotations", CHECKPOINT_UID, uid);
+        int r = probe ? manifest_pod_runs(c, probe) : 0;
+        json_decref(probe);
+        return r > 0;
 }
 
 /* 1 when every checkpointed component has its self-hosted pod back on this node; 0 and why if not. */
@@ -626,15 +676,12 @@ static int pods_back(const CheckpointConfig *c, KubeClient *api, const json_t *m
                 return r;
         r = 1;
         json_array_foreach(manifests, i, m) {
-                /* "DaemonSet/kube-apiserver": the workload is named after its component, the pods' k8s-app
-                 */
-                const char *of = meta_str(m, "annotations", CHECKPOINT_OF);
-                const char *app = of && strchr(of, '/') ? strchr(of, '/') + 1 : NULL;
+                const char *app = manifest_app(m);
                 bool back = false;
                 json_array_foreach(json_object_get(list, "items"), j, pod) {
                         if (is_self_hosted_here(pod, c->node_name) &&
                             streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)) &&
-                            pod_back(pod, since))
+                            pod_back(c, pod, m, since))
                                 back = true;
                 }
                 if (!back) {
@@ -674,9 +721,55 @@ static int set_message(char **ret, char *s) {
         return 0;
 }
 
+/* The checkpoint manifests kubelet has now (the active ones), as parsed objects. */
+static int active_manifests(const CheckpointConfig *c, json_t **ret, char **ret_error) {
+        json_t *arr = json_array();
+        if (!arr)
+                return -ENOMEM;
+        int r = each_manifest(c->manifest_dir, true, read_manifest, arr, ret_error);
+        if (r < 0) {
+                json_decref(arr);
+                return r == -EINVAL ? error_setf(ret_error, PK_EMALFORMED,
+                                                 "a checkpoint manifest in '%s' is "
+                                                 "not JSON",
+                                                 c->manifest_dir)
+                                    : r;
+        }
+        *ret = arr;
+        return 0;
+}
+
+/* The checkpoint's manifests whose pod has a process here: their file names into *skip. 1 when the
+ * apiserver's is one of them (*ret_name: its manifest's name). */
+static int running_here(const CheckpointConfig *c, const json_t *manifests, char ***skip, char **ret_name) {
+        size_t i;
+        const json_t *m;
+        json_array_foreach(manifests, i, m) {
+                int r = manifest_pod_runs(c, m);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                const char *name =
+                    json_string_value(json_object_get(json_object_get(m, "metadata"), "name"));
+                _cleanup_free_ char *file = strprintf("%s.json", strnull(name));
+                if (!file || strv_extend(skip, file) < 0)
+                        return -ENOMEM;
+                if (streq(strempty(manifest_app(m)), "kube-apiserver"))
+                        return (*ret_name = strdup(strnull(name))) ? 1 : -ENOMEM;
+        }
+        return 0;
+}
+
+/* The API is the apiserver: while its checkpointed pod runs here, kubelet runs it and the API is down for
+ * another reason (etcd), where a second apiserver would not help. Otherwise the checkpoint comes up for
+ * every component whose checkpointed pod does not run here: all of them after a reboot, the apiserver
+ * alone when its only pod was replaced (a rolling update on a single master, whose new pod the
+ * controllers cannot create without the API) while the others keep running, not doubled. */
 static int step_api_down(const CheckpointConfig *c, int active, const char *why, CheckpointStep *ret_step,
                          char **ret_message, char **ret_error) {
         _cleanup_free_ char *pod = NULL;
+        _cleanup_strv_free_ char **skip = NULL;
         json_t *manifests = NULL;
         size_t n = 0;
         int r;
@@ -685,19 +778,20 @@ static int step_api_down(const CheckpointConfig *c, int active, const char *why,
                 return set_message(ret_message, strprintf("%s; the checkpoint is active", why));
         if ((r = checkpoint_manifests(c, &manifests, ret_error)) < 0)
                 return r;
-        if (json_array_size(manifests) == 0) {
-                json_decref(manifests);
-                return set_message(ret_message, strprintf("%s; no checkpoint of this node", why));
-        }
-        r = pod_process_runs(c, manifests, &pod);
+        size_t total = json_array_size(manifests);
+        r = total == 0 ? 0 : running_here(c, manifests, &skip, &pod);
         json_decref(manifests);
+        if (total == 0)
+                return set_message(ret_message, strprintf("%s; no checkpoint of this node", why));
         if (r < 0)
                 return error_setf(ret_error, r, "cannot read the processes' cgroups in '%s': %s",
                                   c->proc_dir ?: "/proc", pk_strerror(r));
         if (r > 0)
                 return set_message(ret_message,
                                    strprintf("%s; the self-hosted pod of %s runs here", why, pod));
-        if ((r = checkpoint_activate(c, &n, ret_error)) < 0)
+        if (strv_length(skip) == total)
+                return set_message(ret_message, strprintf("%s; every checkpointed pod runs here", why));
+        if ((r = activate_except(c, skip, &n, ret_error)) < 0)
                 return r;
         *ret_step = CHECKPOINT_STEP_ACTIVATE;
         return set_message(
@@ -716,7 +810,8 @@ static int step_api_up(const CheckpointConfig *c, KubeClient *api, int active, u
                         *ret_step = r > 0 ? CHECKPOINT_STEP_REFRESH : CHECKPOINT_STEP_WAIT;
                 return r < 0 ? r : 0;
         }
-        if ((r = checkpoint_manifests(c, &manifests, ret_error)) < 0)
+        /* the active ones only: a partial activation leaves the running components alone */
+        if ((r = active_manifests(c, &manifests, ret_error)) < 0)
                 return r;
         r = pods_back(c, api, manifests, deadline, &why, ret_error);
         json_decref(manifests);

@@ -245,8 +245,22 @@ static int observe_complete(Pivot *p, char **ret_error) {
         return 0;
 }
 
+/* Whether this master comes first by node name among the masters the API lists. */
+static bool first_master(const Pivot *p) {
+        for (size_t i = 0; i < p->obs.n_masters; i++)
+                if (strcmp(p->masters[i].node, p->settings->node_name) < 0)
+                        return false;
+        return true;
+}
+
+/* An asset is stale when it is absent (or carries no digest), or, for the first master by node name only,
+ * when its digest differs from this master's render. Each master renders its own certificates into the
+ * Secrets and their digest into the pod templates: with every master applying what differs from its own
+ * render, three masters overwrote each other without end (and rolled the workloads each time), as the
+ * three-master demo showed. One writer: the first master's render is the cluster's. */
 static int observe_assets(Pivot *p, char **ret_error) {
         const SelfHostedAssets *a = p->settings->assets;
+        bool first = first_master(p);
         p->stale = new0(bool, a->n + 1);
         if (!p->stale)
                 return -ENOMEM;
@@ -261,7 +275,7 @@ static int observe_assets(Pivot *p, char **ret_error) {
                 } else if (r < 0)
                         return r;
                 const char *d = jstr(jget(live, "metadata", "annotations", NULL), PIVOT_DIGEST_ANNOTATION);
-                p->stale[i] = !d || !streq(d, p->digests[i]);
+                p->stale[i] = !d || (first && !streq(d, p->digests[i]));
                 p->obs.assets_stale += p->stale[i];
                 if (o->secret)
                         kube_json_erase(live);
@@ -336,6 +350,11 @@ int pivot_observe(Pivot *p, char **ret_error) {
                 if (r < 0)
                         return r;
         }
+        /* This master saw the pivot complete (its record): it stays complete whatever the API answers now.
+         * Without this, an API outage after completion (a reboot, the rolling upgrade of a single master's
+         * apiserver) read as "not complete" and the rollback deadline, counted from the removal long ago,
+         * wrote the bootstrap manifests back (test_checkpoint.py's upgrade showed it). */
+        p->obs.complete = p->obs.complete || p->record.complete_at != 0;
         p->obs.masters = p->masters;
         p->obs.now = now(CLOCK_REALTIME);
         return 0;

@@ -1,27 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The checkpoint (docs/pivot.md, "The checkpoint") against a real kubelet and kube-apiserver 1.20.2: one master
-(as test_k8s_master.py) starts protokube's static pods, is made self-hosted by hand (render --self-hosted, `protokube
-kube apply`, the Node labelled master, the DaemonSet and Deployment pods Ready, the three bootstrap manifests
-removed), then `protokube checkpoint` writes the checkpoint (files and modes checked). Then three times in a row a
-power cut: kubelet, containerd, the containers and their shims killed at once, what a reboot clears cleared; containerd
-and kubelet start again with only etcd's static pods in the manifest directory, and `protokube checkpoint` alone
-brings the API back (activate), then removes the checkpoint manifests once the self-hosted pods run again
-(deactivate) and refreshes the checkpoint.
+"""The checkpoint in the daemon (docs/pivot.md, "The checkpoint") against a real kubelet and kube-apiserver
+1.20.2: one master (as test_k8s_master.py) starts protokube's static pods (selfHosted: true), then `protokube run`
+alone pivots it (the DaemonSet and Deployment pods Ready, the bootstrap manifests retired) and keeps the checkpoint
+of its self-hosted pods (files and modes checked, /metrics). Then three times in a row a power cut: protokube,
+kubelet, containerd, the containers and their shims killed at once, what a reboot clears cleared; containerd,
+kubelet and protokube start again with only etcd's static pods in the manifest directory, and the daemon's passes
+alone bring the API back (activate), remove the checkpoint manifests once the self-hosted pods run again
+(deactivate) and refresh the checkpoint with the new pods.
 
 containerd and kubelet share one mount namespace here (tests/k8s/node.py gives kubelet one of its own, to show
 the test's hosts file as /etc/hosts): a self-hosted pod mounts Secrets, which kubelet mounts as tmpfs, and
 containerd must see those mounts to hand them to the container. The namespace dies with its last process, which is
-what a reboot does to mounts."""
+what a reboot does to mounts. protokube runs on the host in a mount namespace of its own whose /etc/hosts is the
+test's hosts file (where its hosts provider publishes api.internal), as in test_pivot.py."""
 import json
 import os
+import socket
 import shutil
 import stat
 import subprocess
 import sys
 import time
+import types
+import urllib.request
 
 import pytest
-import yaml
 
 from conftest import ROOT, need_root, protokube_bin
 from loopdev import MIB, VolEnv
@@ -115,7 +118,7 @@ def master():
     logs_before = {p for p in HOST_LOGS if os.path.exists(p)}
     env = VolEnv(protokube_bin())
     lab = NetLab(tag="pkck", bridge_addr=BRIDGE)
-    node = None
+    node = cluster = None
     try:
         lab.start()
         ns = lab.add_host("a", NODE_IP)
@@ -136,14 +139,18 @@ def master():
             env.create(f"{c}-a", c, "a", ["a"], size=256 * MIB)
         argv = env.argv("once", "a")
         argv[argv.index("--internal-ip") + 1] = NODE_IP
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PROTOKUBE_STATE_DIR=os.path.join(env.base, "state-a")))
         # 3: converging, its pivot stage waits for the API that kubelet has not started yet
-        assert p.returncode in (0, 3), f"protokube once: {p.returncode}\n{p.stderr}"
+        assert p.returncode == 3 and "pivot: wait-api" in p.stderr, f"protokube once: {p.returncode}\n{p.stderr}"
         node = SharedMountNode("a", env.manifest_dir("a"), os.path.join(pki, "kube-apiserver", "ca.crt"),
                                os.path.join(pki, "admin", "kubeconfig"), NODE_IP, netns=ns,
                                etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"), pod_hosts=hosts)
-        yield Cluster(env, node, pki, kbin)
+        cluster = Cluster(env, node, pki, kbin, hosts)
+        yield cluster
     finally:
+        if cluster:
+            cluster.daemon.stop()
         errors = node.close() if node else []
         lab.close()
         errors += env.cleanup()
@@ -153,12 +160,58 @@ def master():
     assert not errors, errors
 
 
+class Daemon:
+    """`protokube run` for master a, on the host in a mount namespace whose /etc/hosts is the test's hosts file
+    (the API's internal name resolves as on a real master); its log in a file per start."""
+
+    def __init__(self, c):
+        self.c, self.proc, self.log_path, self.starts = c, None, None, 0
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+
+    def start(self):
+        self.starts += 1
+        argv = self.c.env.argv("run", "a", "--listen", f"127.0.0.1:{self.port}", "--interval", "5s")
+        argv[argv.index("--internal-ip") + 1] = NODE_IP
+        self.log_path = os.path.join(self.c.env.base, f"protokube-run-{self.starts}.log")
+        with open(self.log_path, "w") as log:
+            # `sh -c ... exec`: the PID is protokube's own once it runs
+            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+                                          'mount --bind "$0" /etc/hosts && exec "$@"', self.c.hosts, *argv],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                         env=dict(os.environ, PROTOKUBE_STATE_DIR=self.c.state))
+
+    def kill(self):
+        """The power cut's share: SIGKILL, no goodbye."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def stop(self):
+        stop_pid(self.proc, timeout=15)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=3) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError as e:
+            return 0, str(e)
+
+
 class Cluster:
-    def __init__(self, env, node, pki, kbin):
-        self.env, self.node, self.pki = env, node, pki
+    def __init__(self, env, node, pki, kbin, hosts):
+        self.env, self.node, self.pki, self.hosts = env, node, pki, hosts
         self.kubeconfig = os.path.join(pki, "protokube", "kubeconfig")
         self.state = os.path.join(env.base, "state-a")
         self.manifests = env.manifest_dir("a")
+        self.daemon = Daemon(self)
 
     def pk(self, *args, timeout=120):
         argv = ["nsenter", f"--net=/run/netns/{self.node.netns}", protokube_bin(), *args]
@@ -209,6 +262,8 @@ def self_hosted_ready(c):
 def diagnostics(c):
     n = c.node
     out = ["--- kubelet log (tail)", n.tail("kubelet", 60), "--- containerd log (tail)", n.tail("containerd", 20)]
+    if c.daemon.log_path:
+        out += ["--- protokube run (tail)", "\n".join(c.daemon.log().splitlines()[-60:])]
     for pod, text in n.pod_logs().items():
         out += [f"--- pod {pod}", text[-2000:]]
     return "\n".join(out)
@@ -219,43 +274,6 @@ def wait(c, what, pred, timeout, interval=2):
         return wait_for(what, pred, timeout, interval=interval)
     except TimeoutError as e:
         raise AssertionError(f"{e}\n{diagnostics(c)}") from None
-
-
-def bootstrap_beside_self_hosted(manifests):
-    """Written before the assets lost their ports and their anti-affinity learned to skip the bootstrap mirror
-    pods (docs/pivot.md): the bootstrap pods (which go away) lose their declared ports and k8s-app label
-    before kubelet starts. Kept: it makes this test independent of the bootstrap pods' shape; the self-hosted
-    workloads are applied as rendered, so that their checkpoints are made of what the API really runs."""
-    for name in BOOTSTRAP:
-        path = os.path.join(manifests, f"{name}.manifest")
-        with open(path) as f:
-            pod = yaml.safe_load(f)
-        pod["metadata"].get("labels", {}).pop("k8s-app", None)
-        for ctr in pod["spec"]["containers"]:
-            ctr.pop("ports", None)
-        with open(path + ".tmp", "w") as f:
-            json.dump(pod, f)  # JSON is YAML
-        os.replace(path + ".tmp", path)
-
-
-def make_self_hosted(c):
-    out = os.path.join(c.env.base, "self-hosted")
-    p = c.pk("-c", c.env.spec, "render", "--self-hosted", "--etcd-member", "main=a/a", "--out", out)
-    assert p.returncode == 0, p.stderr
-    node_patch = os.path.join(c.env.base, "node-a.yaml")
-    with open(node_patch, "w") as f:
-        f.write("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  labels:\n"
-                "    node-role.kubernetes.io/master: \"\"\n")
-    c.kube("apply", node_patch)
-    c.kube("apply", *[os.path.join(out, f) for f in sorted(os.listdir(out))])
-    wait(c, "the self-hosted pods Ready beside the bootstrap ones", lambda: self_hosted_ready(c), 300)
-    for name in BOOTSTRAP:
-        os.unlink(os.path.join(c.manifests, f"{name}.manifest"))
-
-    def bootstrap_gone():
-        pods = c.pods()
-        return pods and not any(n == f"{b}-a" for b in BOOTSTRAP for n in pods) and self_hosted_ready(c)
-    wait(c, "the bootstrap mirror pods gone, the self-hosted pods serving", bootstrap_gone, 180)
 
 
 def mode(path):
@@ -304,56 +322,190 @@ def check_checkpoint(c, pods):
     assert gens == [os.path.basename(gen)], gens
 
 
-def test_checkpoint_brings_the_api_back_after_three_power_cuts(master):
+def checkpointed_uids(c):
+    """{component: the checkpointed pod's uid} of the current generation; {} when there is none."""
+    d = os.path.join(c.state, "checkpoint", "manifests")
+    out = {}
+    for m in os.listdir(d) if os.path.isdir(d) else []:
+        with open(os.path.join(d, m)) as f:
+            md = json.load(f)["metadata"]
+        out[md["annotations"]["protokube.io/checkpoint-of"].split("/")[1]] = md["annotations"][
+            "protokube.io/checkpoint-uid"]
+    return out
+
+
+def checkpoint_active(c):
+    return any(m.endswith("-checkpoint.json") for m in os.listdir(c.manifests))
+
+
+def checkpoint_settled(c):
+    """The self-hosted pods Ready on a and the checkpoint of exactly these pods, not active: {app: pod}."""
+    back = self_hosted_ready(c)
+    if not back or checkpoint_active(c):
+        return None
+    pods = c.pods()
+    pods = {app: pods[name] for app, name in back.items() if name in pods}
+    uids = {app: p["metadata"]["uid"] for app, p in pods.items()}
+    return pods if len(pods) == len(BOOTSTRAP) and checkpointed_uids(c) == uids else None
+
+
+def pivot_complete(c):
+    p = c.kube("get", "v1", "ConfigMap", "kube-system/protokube-pivot", check=False)
+    gone = not any(os.path.exists(os.path.join(c.manifests, f"{b}.manifest")) for b in BOOTSTRAP)
+    return gone and p.returncode == 0 and json.loads(p.stdout).get("data", {}).get("complete") == "true"
+
+
+def steps_logged(log):
+    """The checkpoint's steps the daemon logged, in order."""
+    return [line.split("Checkpoint: ", 1)[1].split(":", 1)[0] for line in log.splitlines() if "Checkpoint: " in line]
+
+
+def test_daemon_checkpoint_brings_the_api_back_after_three_power_cuts(master):
     c = master
     t0 = time.monotonic()
-    bootstrap_beside_self_hosted(c.manifests)
     c.node.start()
     wait(c, "the bootstrap API /readyz", c.readyz, 300)
-    make_self_hosted(c)
+    c.daemon.start()
+    # the daemon pivots by itself (selfHosted: true), one step per pass
+    wait(c, "the daemon's pivot complete, the bootstrap manifests retired", lambda: pivot_complete(c), 600)
     t_pivot = time.monotonic()
-
-    pods = {p["metadata"]["labels"]["k8s-app"]: p for p in c.pods().values()
-            if p["metadata"]["labels"].get("k8s-app") in BOOTSTRAP}
+    # and keeps the checkpoint of the self-hosted pods it runs now
+    pods = wait(c, "the checkpoint of the self-hosted pods", lambda: checkpoint_settled(c), 180)
     # what the API runs declares no ports, as rendered (with hostNetwork they would be host ports that the
     # scheduler and kubelet refuse beside the bootstrap pods: docs/pivot.md)
     assert "ports" not in pods["kube-apiserver"]["spec"]["containers"][0]
-    p = c.checkpoint("--once")
-    assert p.returncode == 0 and p.stdout.startswith("refresh: checkpoint of 3 pods written"), (p.stdout, p.stderr)
     check_checkpoint(c, pods)
-    # a second refresh changes nothing (the same generation)
-    gen = os.path.realpath(os.path.join(c.state, "checkpoint"))
-    p = c.checkpoint("--once")
-    assert p.returncode == 0 and p.stdout.startswith("refresh: checkpoint of 3 pods unchanged"), p.stdout
-    assert os.path.realpath(os.path.join(c.state, "checkpoint")) == gen
-    for m in os.listdir(c.manifests):
-        assert not m.endswith("-checkpoint.json"), m
-    # no Secret's data on the terminal
+    assert "Checkpoint: refresh: checkpoint of 3 pods written" in c.daemon.log()
+    # reported: not active, the generation's age
+    code, metrics = c.daemon.get("/metrics")
+    assert code == 200 and "\nprotokube_checkpoint_active 0\n" in metrics, metrics
+    assert "\nprotokube_checkpoint_generation_age_seconds " in metrics, metrics
+    # no Secret's data in the log
     with open(os.path.join(c.pki, "kube-apiserver", "apiserver.key")) as f:
         key_line = f.read().splitlines()[1]
-    assert key_line not in p.stdout + p.stderr
+    assert key_line not in c.daemon.log()
 
     timings = []
     for i in range(REBOOTS):
         t = time.monotonic()
+        c.daemon.kill()
         errors = c.node.power_cut()
         assert not errors, errors
         assert not c.readyz()
         c.node.boot()
-        # nothing but the checkpoint brings the API back: no bootstrap manifest is left
+        c.daemon.start()
+        # nothing but the daemon's checkpoint brings the API back: no bootstrap manifest is left
         assert not any(f"{b}.manifest" in os.listdir(c.manifests) for b in BOOTSTRAP)
-        p = c.checkpoint("--interval", "3s", "--timeout", "8m", timeout=600)
-        steps = [line.split(":", 1)[0] for line in p.stdout.splitlines()]
-        assert p.returncode == 0, f"reboot {i + 1}: {p.returncode}\n{p.stdout}\n{p.stderr}\n{diagnostics(c)}"
-        assert "activate" in steps and "deactivate" in steps, p.stdout
-        assert steps.index("activate") < steps.index("deactivate") and steps[-1] == "refresh", p.stdout
-        assert set(steps) <= {"wait", "activate", "deactivate", "refresh"}, p.stdout
-        assert c.readyz()
-        assert not any(m.endswith("-checkpoint.json") for m in os.listdir(c.manifests))
+        seen = {"health": None, "active": False}
+
+        def look():
+            code, body = c.daemon.get("/healthz")
+            if "checkpoint active" in body:
+                seen["health"] = (code, body)
+            seen["active"] = seen["active"] or checkpoint_active(c)
+        wait(c, f"reboot {i + 1}: the API /readyz", lambda: look() or c.readyz(), 480)
+        t_api = time.monotonic() - t
+        wait(c, f"reboot {i + 1}: the checkpoint retired, the pods back, the checkpoint refreshed",
+             lambda: look() or checkpoint_settled(c), 480)
+        pods = checkpoint_settled(c)
+        log = c.daemon.log()
+        steps = steps_logged(log)
+        assert seen["active"], f"reboot {i + 1}: no checkpoint manifest seen in kubelet's directory\n{log}"
+        assert "activate" in steps and "deactivate" in steps, log
+        # activated once, retired once; afterwards only refreshes (logged when the pods changed: a pod kubelet
+        # restarted keeps its uid, and its checkpoint is unchanged) and waits
+        assert steps.count("activate") == 1 and steps.count("deactivate") == 1, steps
+        assert steps.index("activate") < steps.index("deactivate"), steps
+        assert set(steps[steps.index("deactivate") + 1:]) <= {"wait", "refresh"}, steps
+        assert set(steps) <= {"wait", "activate", "deactivate", "refresh"}, steps
+        code, metrics = c.daemon.get("/metrics")
+        assert "\nprotokube_checkpoint_active 0\n" in metrics, metrics
+        # while active, /healthz said so (200: converging)
+        assert seen["health"] and seen["health"][0] == 200, (seen, log[-3000:])
         assert not os.path.exists(os.path.join(c.state, "checkpoint-activated"))
-        back = wait(c, "the self-hosted pods Ready", lambda: self_hosted_ready(c), 60)
-        pods = {app: c.pods()[name] for app, name in back.items()}
+        assert c.readyz()
         check_checkpoint(c, pods)
-        timings.append(time.monotonic() - t)
-    print(f"\nstart and pivot by hand {t_pivot - t0:.0f} s; power cut to API back and checkpoint retired: "
-          + ", ".join(f"{x:.0f} s" for x in timings))
+        timings.append((t_api, time.monotonic() - t))
+    c.daemon.stop()
+    print(f"\nstart and the daemon's pivot {t_pivot - t0:.0f} s; power cut to API back / checkpoint retired and "
+          "refreshed: " + ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in timings))
+
+
+def kubectl(c, *args, timeout=60):
+    argv = [os.path.join(kubernetes_bin(), "kubectl"), "--kubeconfig", c.kubeconfig, "--request-timeout=20s",
+            *args]
+    return run(c.node.in_netns(argv), check=False, timeout=timeout)
+
+
+def apiserver_command(c):
+    p = kubectl(c, "get", "daemonset", "-n", "kube-system", "kube-apiserver", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    ds = json.loads(p.stdout)
+    return ds["spec"]["template"]["spec"]["containers"][0]["command"], ds["metadata"]["generation"]
+
+
+UPGRADE_FLAG = "--default-not-ready-toleration-seconds=299"
+
+
+def test_upgrade_through_the_api(master):
+    """An upgrade after the pivot is a change of the workloads through the API (docs/pivot.md, "Upgrading"):
+    kubectl adds a flag to the kube-apiserver DaemonSet, the DaemonSet rolls, the new pod carries the flag;
+    protokube's passes do not revert it (after the pivot it applies no workload), and its checkpoint takes the
+    new pod, so a power cut brings back the upgraded apiserver. One master: the DaemonSet's one pod is replaced
+    (maxUnavailable 1), so the API is away while the new pod starts; the probe measures it. The rolling of
+    one master at a time while the others serve is shown by `make demo-selfhosted` on three."""
+    from test_pivot import Probe, readyz_why
+    c = master
+    c.node.start()
+    wait(c, "the bootstrap API /readyz", c.readyz, 300)
+    c.daemon.start()
+    wait(c, "the daemon's pivot complete, the bootstrap manifests retired", lambda: pivot_complete(c), 600)
+    old = wait(c, "the checkpoint of the self-hosted pods", lambda: checkpoint_settled(c), 180)["kube-apiserver"]
+    command, generation = apiserver_command(c)
+    assert UPGRADE_FLAG not in command and not any(a.startswith(UPGRADE_FLAG.split("=")[0]) for a in command)
+
+    def upgraded():
+        pods = checkpoint_settled(c)
+        new = pods and pods["kube-apiserver"]
+        if not new or new["metadata"]["uid"] == old["metadata"]["uid"]:
+            return None
+        assert UPGRADE_FLAG in new["spec"]["containers"][0]["command"], new["spec"]["containers"][0]["command"]
+        return new
+
+    mark = len(c.daemon.log())
+    t0 = time.monotonic()
+    with Probe(types.SimpleNamespace(readyz_why=lambda timeout: readyz_why(c.pki, timeout))) as probe:
+        patch = json.dumps([{"op": "add", "path": "/spec/template/spec/containers/0/command/-",
+                             "value": UPGRADE_FLAG}])
+        p = kubectl(c, "patch", "daemonset", "-n", "kube-system", "kube-apiserver", "--type=json", "-p", patch)
+        assert p.returncode == 0, p.stderr
+        new = wait(c, "the upgraded kube-apiserver Ready, in the checkpoint", upgraded, 420)
+        took = time.monotonic() - t0
+        tries, fails, gap = probe.summary()
+    print(f"\nupgrade rolled in {took:.1f} s; probe: {tries} tries every 50 ms, {fails} failed, longest gap "
+          f"{gap:.2f} s\nfailure windows (from the patch):\n{probe.failure_windows(t0)}")
+    # the checkpoint runs what the API runs: the upgraded command
+    with open(os.path.join(c.state, "checkpoint", "manifests", "kube-apiserver-checkpoint.json")) as f:
+        assert UPGRADE_FLAG in json.load(f)["spec"]["containers"][0]["command"]
+    # protokube's passes keep the user's change: three more passes (--interval 5s), the template unchanged
+    command, gen_after = apiserver_command(c)
+    time.sleep(16)
+    again, gen_later = apiserver_command(c)
+    assert UPGRADE_FLAG in again and again == command and gen_later == gen_after == generation + 1, \
+        (generation, gen_after, gen_later)
+    since = c.daemon.log()[mark:]
+    # no asset applied, no bootstrap manifest back (the pivot is complete: no rollback while the API is away)
+    assert "Pivot: apply-assets" not in since and "Wrote manifest" not in since, since
+    assert "restore-bootstrap" not in since and not any(
+        os.path.exists(os.path.join(c.manifests, f"{b}.manifest")) for b in BOOTSTRAP), since
+    print("checkpoint steps during the upgrade: " + ", ".join(steps_logged(since)))
+    # a power cut brings back the upgraded apiserver (the checkpoint of the new pod, then the pod itself)
+    c.daemon.kill()
+    assert not c.node.power_cut()
+    c.node.boot()
+    c.daemon.start()
+    wait(c, "the API back after the power cut", c.readyz, 480)
+    pods = wait(c, "the checkpoint retired and refreshed", lambda: checkpoint_settled(c), 480)
+    assert UPGRADE_FLAG in pods["kube-apiserver"]["spec"]["containers"][0]["command"]
+    assert "Checkpoint: activate" in c.daemon.log()
+    c.daemon.stop()

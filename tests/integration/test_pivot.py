@@ -40,6 +40,20 @@ BOOTSTRAP = ("kube-apiserver.manifest", "kube-controller-manager.manifest", "kub
 MISSING_IMAGE = "registry.k8s.io/kube-apiserver:v1.20.2-does-not-exist"
 
 
+def readyz_why(pki, timeout=5):
+    """GET /readyz on the master's address as the admin: (ok, why not: the HTTP status or the connection's
+    error)."""
+    ctx = ssl.create_default_context(cafile=os.path.join(pki, "admin", "ca.crt"))
+    ctx.load_cert_chain(os.path.join(pki, "admin", "client.crt"), os.path.join(pki, "admin", "client.key"))
+    try:
+        with urllib.request.urlopen(f"https://{NODE_IP}:443/readyz", context=ctx, timeout=timeout) as r:
+            return r.status == 200, f"HTTP {r.status}"
+    except urllib.error.HTTPError as e:
+        return False, f"HTTP {e.code}"
+    except OSError as e:
+        return False, str(getattr(e, "reason", None) or e)
+
+
 class PivotMaster:
     """The master as test_k8s_master's (kubectl with the admin kubeconfig at NODE_IP, /readyz), plus
     protokube's pivot."""
@@ -63,14 +77,10 @@ class PivotMaster:
         return json.loads(p.stdout), ""
 
     def readyz(self, timeout=5):
-        ctx = ssl.create_default_context(cafile=os.path.join(self.pki, "admin", "ca.crt"))
-        ctx.load_cert_chain(os.path.join(self.pki, "admin", "client.crt"),
-                            os.path.join(self.pki, "admin", "client.key"))
-        try:
-            with urllib.request.urlopen(f"https://{NODE_IP}:443/readyz", context=ctx, timeout=timeout) as r:
-                return r.status == 200
-        except OSError:
-            return False
+        return self.readyz_why(timeout)[0]
+
+    def readyz_why(self, timeout=5):
+        return readyz_why(self.pki, timeout)
 
     def pivot_argv(self, *extra, spec=None):
         argv = self.env.argv("pivot", "a", *extra)
@@ -237,13 +247,16 @@ class Probe:
 
     def __init__(self, m):
         import threading
-        self.m, self.stop, self.results = m, threading.Event(), []
+        self.m, self.stop, self.results, self.failures = m, threading.Event(), [], []
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self):
         while not self.stop.is_set():
             t = time.monotonic()
-            self.results.append((t, self.m.readyz(timeout=1)))
+            ok, why = self.m.readyz_why(timeout=1)
+            self.results.append((t, ok))
+            if not ok:
+                self.failures.append((t, time.monotonic() - t, why))
             self.stop.wait(max(0.0, 0.05 - (time.monotonic() - t)))
 
     def __enter__(self):
@@ -263,6 +276,21 @@ class Probe:
         if self.results and not self.results[-1][1]:
             gap = max(gap, self.results[-1][0] - last_ok)
         return len(self.results), fails, gap
+
+    def failure_windows(self, t0):
+        """The failures grouped into windows (failures less than 0.5 s apart), each with its time from t0,
+        its length and the reasons seen: where the API was not answering, and how."""
+        out, cur = [], None
+        for t, took, why in self.failures:
+            if cur and t - cur["end"] < 0.5:
+                cur["end"], cur["n"] = t + took, cur["n"] + 1
+                cur["why"].setdefault(why, 0)
+                cur["why"][why] += 1
+            else:
+                cur = {"start": t, "end": t + took, "n": 1, "why": {why: 1}}
+                out.append(cur)
+        return "\n".join(f"  +{w['start'] - t0:6.1f} s  {w['end'] - w['start']:5.2f} s  {w['n']:3d} failed: "
+                         + "; ".join(f"{k} x{v}" for k, v in w["why"].items()) for w in out)
 
 
 def self_hosted_pods(m):
@@ -313,7 +341,7 @@ def test_pivot_one_master(master, kill_at):
         tries, fails, gap = probe.summary()
     print(f"\npivot exited {p.returncode} after {took:.1f} s (kill at {kill_at})\nstdout:\n{p.stdout}\n"
           f"stderr:\n{p.stderr[-3000:]}\nprobe: {tries} tries every 50 ms, {fails} failed, longest gap "
-          f"{gap:.2f} s")
+          f"{gap:.2f} s\nfailure windows (time from the pivot's start):\n{probe.failure_windows(t0)}")
     assert p.returncode == 0, p.stderr + cluster_state(m)
     assert "] done:" in p.stdout
     # the bootstrap control plane is gone: manifests and mirror pods; etcd stays static

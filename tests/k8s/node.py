@@ -257,10 +257,14 @@ state = "{cd}/state"
         os.makedirs(self.kubelet_root, exist_ok=True)
         # The admin kubeconfig of protokube's PKI (CN kubernetes-admin, O system:masters) registers the node for
         # now: protokube issues no kubelet client certificate yet. Its server names api.<cluster>, which this
-        # machine does not resolve: the copy points at the node's own apiserver.
+        # machine does not resolve: the copy points at the node's own apiserver, at 127.0.0.1 in the node's
+        # network namespace as protokube's own kubelet kubeconfig does. Not the node's address: after the pivot
+        # every master's apiserver serves the first master's certificate (docs/pivot.md, "One writer"),
+        # which names 127.0.0.1 but no other master's address (the 3-master demo's kubelet on b could not
+        # delete its mirror pods).
         with open(self.admin_kubeconfig) as f:
             kc = f.read()
-        kc, n = re.subn(r"(?m)^(\s*server:\s*).*$", rf"\g<1>https://{self.node_ip}:{self.api_port}", kc)
+        kc, n = re.subn(r"(?m)^(\s*server:\s*).*$", rf"\g<1>https://127.0.0.1:{self.api_port}", kc)
         if n != 1:
             raise ValueError(f"{self.admin_kubeconfig}: expected one 'server:' line, found {n}")
         kubeconfig = self.path("kubelet.kubeconfig")

@@ -195,6 +195,55 @@ static void test_dns_pending(void **state) {
         clock_override(NULL, NULL);
 }
 
+/* The checkpoint (docs/pivot.md): absent without selfHosted; active and its generation's age once a pass
+ * took its step; an active checkpoint is a converging pass that says so. */
+static void test_checkpoint(void **state) {
+        Metrics m = {};
+        char body[600];
+        Buf b;
+        PassReport quiet = { .duration = 1 };
+        metrics_observe(&m, &quiet, 0);
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_null(strstr((const char *)b.data, "protokube_checkpoint_active"));
+        assert_non_null(strstr((const char *)b.data, "protokube_errors_total{stage=\"checkpoint\"} 0\n"));
+        buf_free(&b);
+
+        usec_t written = now(CLOCK_REALTIME) - 90 * USEC_PER_SEC;
+        PassReport r = { .checkpoint_known = true,
+                         .checkpoint_active = true,
+                         .checkpoint_written = written };
+        pass_report_error(&r, PASS_STAGE_CHECKPOINT, PK_EWAITING,
+                          "checkpoint active: wait: the self-hosted "
+                          "kube-apiserver on a has not been Ready");
+        metrics_observe(&m, &r, now(CLOCK_REALTIME));
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body,
+                            "converging: checkpoint active: wait: the self-hosted kube-apiserver on a has "
+                            "not been Ready\n");
+        assert_int_equal(m.errors[PASS_STAGE_CHECKPOINT], 0);
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        const char *t = (const char *)b.data;
+        assert_non_null(strstr(t, "protokube_checkpoint_active 1\n"));
+        const char *age = strstr(t, "\nprotokube_checkpoint_generation_age_seconds ");
+        assert_non_null(age);
+        unsigned long long secs =
+            strtoull(age + 1 + strlen("protokube_checkpoint_generation_age_seconds "), NULL, 10);
+        assert_true(secs >= 90 && secs < 120);
+        buf_free(&b);
+        pass_report_done(&r);
+
+        /* retired, and no generation: active 0, no age */
+        PassReport off = { .checkpoint_known = true };
+        metrics_observe(&m, &off, now(CLOCK_REALTIME));
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(strstr((const char *)b.data, "protokube_checkpoint_active 0\n"));
+        assert_null(strstr((const char *)b.data, "\nprotokube_checkpoint_generation_age_seconds "));
+        buf_free(&b);
+}
+
 static void test_listen_address(void **state) {
         struct sockaddr_storage sa;
         unsigned len;
@@ -214,6 +263,7 @@ int main(void) {
                 cmocka_unit_test(test_health_while_running),
                 cmocka_unit_test(test_backups),
                 cmocka_unit_test(test_dns_pending),
+                cmocka_unit_test(test_checkpoint),
                 cmocka_unit_test(test_listen_address),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,6 +111,16 @@ static void test_steps_on_disk(void **state) {
         }
         assert_true(exists(mdir, "etcd.manifest"));
 
+        /* this master saw the pivot complete and the API is away long after the removal (a reboot, the
+         * rolling upgrade of a single master's apiserver): done, no rollback (the checkpoint's business) */
+        PivotRecord seen = rec;
+        seen.removed_at = 1; /* far past the restore deadline */
+        seen.complete_at = 2;
+        assert_int_equal(pivot_record_save(sdir, &seen, &err), 0);
+        assert_int_equal(decide_now(p, &why), PIVOT_DONE);
+        free(why);
+        assert_int_equal(pivot_record_save(sdir, &rec, &err), 0);
+
         /* killed half way through a removal: a manifest still there with the time recorded */
         put(mdir, "kube-scheduler.manifest", "# kube-scheduler.manifest\nkind: Pod\n");
         assert_int_equal(decide_now(p, &why), PIVOT_REMOVE_BOOTSTRAP);

@@ -158,6 +158,36 @@ static void test_api_down(void **state) {
         free(pid);
 }
 
+/* The apiserver's only pod replaced (a rolling update on one master) while the scheduler's still runs: the
+ * apiserver's checkpoint alone comes up (the scheduler is not doubled); the scheduler's pod running does not
+ * hold it back as "the API is down for another reason". */
+#define SCHED_UID "22222222-3333-4444-5555-666666666666"
+static void test_api_down_apiserver_alone(void **state) {
+        Fixture *f = *state;
+        char *gen = path_of(f->state, CHECKPOINT_LINK), *mdir = path_of(gen, "manifests"),
+             *pid = path_of(f->proc, "4343");
+        put(mdir, "kube-scheduler-checkpoint.json",
+            "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": "
+            "\"kube-scheduler-checkpoint\", \"labels\": {\"" CHECKPOINT_LABEL "\": \"true\"}, "
+            "\"annotations\": {\"" CHECKPOINT_OF "\": \"Deployment/kube-scheduler\", \"" CHECKPOINT_UID
+            "\": \"" SCHED_UID "\"}}, \"spec\": {}}\n");
+        put(pid, "cgroup", "12:memory:/pk/kubepods/burstable/pod" SCHED_UID "/3f1e\n");
+        step(f, CHECKPOINT_STEP_ACTIVATE, "1 checkpoint manifests written");
+        assert_true(exists(f->manifests, "kube-apiserver-checkpoint.json"));
+        assert_false(exists(f->manifests, "kube-scheduler-checkpoint.json"));
+        /* after a reboot nothing runs: both */
+        char *active = path_of(f->manifests, "kube-apiserver-checkpoint.json");
+        assert_int_equal(unlink(active), 0);
+        put(pid, "cgroup",
+            "12:memory:/pk/kubepods/burstable/pod11111111-2222-3333-4444-555555555555/3f1e\n");
+        step(f, CHECKPOINT_STEP_ACTIVATE, "2 checkpoint manifests written");
+        assert_true(exists(f->manifests, "kube-scheduler-checkpoint.json"));
+        free(active);
+        free(gen);
+        free(mdir);
+        free(pid);
+}
+
 static void test_api_down_no_checkpoint(void **state) {
         Fixture *f = *state;
         char *link = path_of(f->state, CHECKPOINT_LINK);
@@ -173,6 +203,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_missing_manifest_dir_named, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_api_down, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_api_down_no_checkpoint, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_api_down_apiserver_alone, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""make demo-selfhosted: the self-hosted control plane (issue 16, docs/pivot.md) on three real masters (kubelet
+1.20.2 + containerd each, tests/e2e/cluster.py real=True), with spec selfHosted: true and nothing but the daemons:
+
+1. cold start with static pods (scenario.py's step 1: etcd, DNS, the API through api.internal);
+2. the daemons pivot, one master at a time: the pivot's duration and, from a /readyz probe through api.internal
+   every 50 ms, the failed probes and the longest gap;
+3. a ConfigMap written and read through the self-hosted API; an upgrade through the API (kubectl patch adds a
+   flag to the apiserver DaemonSet), rolled one master at a time under the same probe;
+4. b terminated, d takes its volumes (scenario.py's step 2), b's Node deleted (what a cloud's node controller
+   does for a terminated instance), d pivots and the apiserver DaemonSet's pod lands on d;
+5. all masters stopped at once (protokube, kubelet, containerd, containers: SIGKILL) and started again, three
+   times; each time the API comes back through the checkpoint with no human step, its time printed.
+
+A network of its own (198.18.48.0/24, PROTOKUBE_SELFHOSTED_NET to change), so it can run beside the other tests.
+Each daemon runs in its master's network namespace and in a mount namespace of its own where /etc/resolv.conf
+is the namespace's (the test DNS server: api.internal resolves as on a real master); the work directory is a
+shared mount, so what protokube mounts still reaches kubelet. Run as root: /usr/bin/python3
+tests/e2e/scenario_selfhosted.py (make demo-selfhosted)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster  # noqa: E402
+import scenario  # noqa: E402
+from cluster import SUFFIX, protokube_bin  # noqa: E402
+from scenario import ADDRS, Scenario, ScenarioError, wait_for  # noqa: E402
+
+NET = os.environ.get("PROTOKUBE_SELFHOSTED_NET", "198.18.48")
+cluster.DNS_ADDR = f"{NET}.53"
+ADDRS.update({n: f"{NET}.{11 + i}" for i, n in enumerate("abcd")})
+scenario.PROBE_ADDR = f"{NET}.60"
+REBOOTS = 3
+BOOTSTRAP = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+class SelfHostedMaster(cluster.Master):
+    def start(self, port):
+        self.port = port
+        ns = self.cluster.lab.ns(self.name)
+        self.state = os.path.join(self.dir, "state")  # the pivot's record, the checkpoint: per master
+        daemon = [protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
+                  "--listen", f"127.0.0.1:{port}", "--interval", "5s"]
+        # / is made a slave first: the resolv.conf bind stays in this namespace whatever the machine's root
+        # propagation; the work directory (a shared mount of its own) still propagates both ways.
+        argv = ["nsenter", f"--net=/run/netns/{ns}", "--", "unshare", "--mount", "--propagation", "unchanged", "--",
+                "sh", "-c", 'mount --make-slave / && mount --bind "$0" /etc/resolv.conf && exec "$@"',
+                f"/etc/netns/{ns}/resolv.conf", *daemon]
+        self.protokube = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
+            start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
+        self.start_node()
+
+    def power_cut(self):
+        """protokube, kubelet, containerd, the containers and their shims: SIGKILL, all at once; then what a
+        reboot clears (the runtime's state, cgroups, mounts)."""
+        os.killpg(self.protokube.pid, signal.SIGKILL)
+        n = self.node
+        for p in (n.kubelet, n.containerd):
+            if p is not None and p.poll() is None:
+                p.kill()
+        errors = n.kill_pids("containers", n.cgroup_pids) + n.kill_pids("shims", n.shim_pids)
+        self.protokube.wait(timeout=10)
+        errors += n.close()  # what is left: the mounts under the node's directory, the cgroups
+        for d in ("state", "runc"):
+            shutil.rmtree(n.path("containerd", d), ignore_errors=True)
+        self.unmount_all()
+        self.protokube = self.node = None
+        return errors
+
+
+class SelfHostedCluster(cluster.Cluster):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, tag="pksh", **kw)
+        self.lab.bridge_addr = f"{NET}.1"
+
+    @staticmethod
+    def real_spec():
+        return "  selfHosted: true\n  kubeProxy:\n    enabled: false\n"
+
+    def add_master(self, name, addr, external, zone):
+        self.lab.add_host(name, addr)
+        m = SelfHostedMaster(self, name, addr, external, zone)
+        self.masters[name] = m
+        m.start(self.next_port)
+        self.next_port += 1
+        return m
+
+
+scenario.Cluster = SelfHostedCluster
+
+
+class SelfHostedScenario(Scenario):
+    def __init__(self, out=sys.stdout):
+        super().__init__(out=out, real=True)
+        self.pivot = {}
+        self.reboots = []
+
+    def api_cold_start(self):
+        """The API through api.internal (the bootstrap pods), the nodes; the probe starts here: the daemons
+        pivot as soon as the API answers."""
+        self.c.lab.add_host("probe", scenario.PROBE_ADDR)
+        wait_for("the API ready through api.internal",
+                 lambda: self.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 300, 1)
+        self.t_api = time.monotonic()
+        self.start_api_probe()
+        self.tl.mark(f"API ready through https://api.{SUFFIX} (bootstrap static pods); probe every 50 ms started")
+
+    def pods(self):
+        p = self.kubectl("get", "pods", "-n", "kube-system", "-o", "json")
+        return json.loads(p.stdout)["items"] if p.returncode == 0 else []
+
+    def self_hosted_on(self, nodes):
+        """Every self-hosted control-plane pod Ready on each of nodes and no bootstrap mirror pod left there."""
+        have = set()
+        for pod in self.pods():
+            md, st = pod["metadata"], pod.get("status", {})
+            node = pod["spec"].get("nodeName")
+            if node not in nodes:
+                continue
+            if "kubernetes.io/config.mirror" in md.get("annotations", {}) and md["name"].rsplit("-", 1)[0] in BOOTSTRAP:
+                return None
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions", []))
+            owned = any(o.get("controller") for o in md.get("ownerReferences", []))
+            if owned and ready:
+                have.add((node, md.get("labels", {}).get("k8s-app")))
+        return have >= {(n, b) for n in nodes for b in BOOTSTRAP}
+
+    def pivot_complete(self):
+        p = self.kubectl("get", "configmap", "-n", "kube-system", "protokube-pivot", "-o",
+                         "jsonpath={.data.complete}")
+        return p.returncode == 0 and p.stdout.strip() == "true"
+
+    def step_pivot(self):
+        self.say("\n2. The daemons pivot to the self-hosted control plane, one master at a time")
+        wait_for("the pivot complete (kube-system/protokube-pivot)", self.pivot_complete, 1200, 2)
+        took = time.monotonic() - self.t_api
+        wait_for("the self-hosted pods Ready on a, b, c, no bootstrap pod", lambda: self.self_hosted_on("abc"),
+                 300, 2)
+        for m in self.c.masters.values():
+            left = [f for f in os.listdir(m.manifests) if f.split(".")[0] in BOOTSTRAP]
+            if left:
+                raise ScenarioError(f"master {m.name} still has bootstrap manifests {left}")
+        self.stop_api_probe()
+        self.pivot = dict(self.api, took=took)
+        self.tl.mark(f"pivot complete {took:.1f} s after the API answered; probe through api.internal: "
+                     f"{self.api['probes']} probes, {self.api['failed']} failed, longest gap "
+                     f"{1000 * self.api['longest gap']:.0f} ms")
+
+    def step_configmap(self):
+        self.say("\n3. A ConfigMap written and read through the self-hosted API")
+        p = self.kubectl("create", "configmap", "e2e", "-n", "default", "--from-literal=step=1")
+        if p.returncode != 0:
+            raise ScenarioError(f"kubectl create configmap: {p.stderr}")
+        p = self.kubectl("get", "configmap", "e2e", "-n", "default", "-o", "jsonpath={.data.step}")
+        if p.stdout.strip() != "1":
+            raise ScenarioError(f"ConfigMap default/e2e did not read back: {p.stdout!r} {p.stderr!r}")
+        self.tl.mark("ConfigMap default/e2e written and read back")
+
+    def step_upgrade(self):
+        """kubectl adds a flag to the apiserver DaemonSet: it rolls one master at a time (maxUnavailable 1) and
+        the 50 ms probe through api.internal says whether the API ever lost all its servers."""
+        self.say("\n3b. An upgrade through the API: kubectl changes a flag of the apiserver DaemonSet")
+        flag = "--default-not-ready-toleration-seconds=299"
+        patch = json.dumps([{"op": "add", "path": "/spec/template/spec/containers/0/command/-", "value": flag}])
+        self.start_api_probe()
+        t = time.monotonic()
+        p = self.kubectl("patch", "daemonset", "-n", "kube-system", "kube-apiserver", "--type=json", "-p", patch)
+        if p.returncode != 0:
+            raise ScenarioError(f"kubectl patch: {p.stderr}")
+
+        def rolled():
+            pods = [x for x in self.pods() if x["metadata"].get("labels", {}).get("k8s-app") == "kube-apiserver"
+                    and any(o.get("kind") == "DaemonSet" for o in x["metadata"].get("ownerReferences", []))]
+            ready = [x for x in pods if flag in x["spec"]["containers"][0]["command"] and
+                     any(c["type"] == "Ready" and c["status"] == "True" for c in x["status"].get("conditions", []))]
+            return len(ready) == 3 and len(pods) == 3
+        wait_for("the apiserver DaemonSet rolled on a, b, c", rolled, 900, 2)
+        self.stop_api_probe()
+        self.tl.mark(f"upgrade rolled on three masters in {time.monotonic() - t:.0f} s; probe: {self.api['probes']} "
+                     f"probes, {self.api['failed']} failed, longest gap {1000 * self.api['longest gap']:.0f} ms")
+
+    def step_replace_b(self):
+        self.step2_replace_b()
+        # the cloud's node controller deletes the Node of a terminated instance; here the demo does
+        p = self.kubectl("delete", "node", "b", "--wait=false")
+        if p.returncode != 0:
+            raise ScenarioError(f"kubectl delete node b: {p.stderr}")
+        self.tl.mark("Node b deleted (as a cloud's node controller does for a terminated instance)")
+        t = time.monotonic()
+        wait_for("d pivoted: the self-hosted pods Ready on d", lambda: self.self_hosted_on("acd"), 900, 2)
+        d_pods = [p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName") == "d" and
+                  p["metadata"].get("labels", {}).get("k8s-app") == "kube-apiserver"]
+        self.tl.mark(f"d pivoted in {time.monotonic() - t:.0f} s: the apiserver DaemonSet's pod {d_pods} runs on d")
+
+    def step_power_cuts(self):
+        self.say(f"\n5. All masters stopped at once and started again, {REBOOTS} times")
+        for i in range(REBOOTS):
+            t = time.monotonic()
+            errors = []
+            for m in self.c.masters.values():
+                errors += m.power_cut()
+            if errors:
+                raise ScenarioError(f"power cut {i + 1}: {errors}")
+            self.tl.mark(f"power cut {i + 1}: protokube, kubelet, containerd and the containers of a, c, d killed")
+            for m in self.c.masters.values():
+                m.start(m.port)
+            self.tl.mark(f"power cut {i + 1}: a, c, d started again (protokube, containerd, kubelet)")
+            wait_for(f"the API back after power cut {i + 1}",
+                     lambda: self.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 900, 2)
+            back = time.monotonic() - t
+            wait_for("the self-hosted pods back on a, c, d", lambda: self.self_hosted_on("acd"), 900, 2)
+            settled = time.monotonic() - t
+            for m in self.c.masters.values():
+                if any(f.endswith("-checkpoint.json") for f in os.listdir(m.manifests)):
+                    wait_for(f"{m.name}'s checkpoint retired",
+                             lambda m=m: not any(f.endswith("-checkpoint.json") for f in os.listdir(m.manifests)),
+                             300, 2)
+            p = self.kubectl("get", "configmap", "e2e", "-n", "default", "-o", "jsonpath={.data.step}")
+            if p.stdout.strip() != "1":
+                raise ScenarioError(f"ConfigMap default/e2e did not read back: {p.stdout!r} {p.stderr!r}")
+            self.reboots.append((back, settled))
+            self.tl.mark(f"power cut {i + 1}: API back after {back:.0f} s, self-hosted pods back after {settled:.0f} s, "
+                         "checkpoints retired, ConfigMap reads back")
+
+    def run(self):
+        ok = False
+        try:
+            self.step1_cold_start()
+            self.step_pivot()
+            self.step_configmap()
+            self.step_upgrade()
+            self.say("\n4. Terminate master b; master d takes over its volumes and pivots")
+            self.step_replace_b()
+            self.step_power_cuts()
+            ok = True
+        finally:
+            self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")
+            self.c.close(keep=not ok)
+            if not ok:
+                self.say(f"logs kept in {self.c.workdir}")
+        self.say("\nTimeline:\n" + self.tl.table())
+        self.say(f"\nPivot: {self.pivot['took']:.1f} s from the API's first answer to complete; /readyz through "
+                 f"api.{SUFFIX} every 50 ms: {self.pivot['probes']} probes, {self.pivot['failed']} failed, "
+                 f"longest gap {1000 * self.pivot['longest gap']:.0f} ms")
+        self.say("Power cuts (all masters at once), API back / self-hosted pods back: " +
+                 ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in self.reboots))
+        self.say("\nSUCCESS: the control plane pivoted to the cluster, survived a master's replacement and three "
+                 "power cuts of every master, with no human step.")
+
+
+if __name__ == "__main__":
+    sys.exit(scenario.main(SelfHostedScenario))
