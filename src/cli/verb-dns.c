@@ -124,8 +124,8 @@ static int dns_records(CliContext *ctx, bool sync) {
         free(error);
         error = NULL;
         _cleanup_free_ char *note = NULL;
-        r = dns_publish(spec, view, false, arg_no_wait ? 0 : DNS_SYNC_WAIT, &changes, &pending, &provider, &note,
-                        &error);
+        r = dns_publish(spec, view, false, arg_no_wait ? 0 : DNS_SYNC_WAIT, &changes, &pending, &provider,
+                        &note, &error);
         if (note)
                 log_info("%s", note);
         if (r == PK_ETIMEOUT) {

@@ -196,8 +196,8 @@ int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_
 }
 
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, usec_t wait,
-                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider, char **ret_note,
-                char **ret_error) {
+                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider,
+                char **ret_note, char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {};
         _cleanup_(dns_session_freep) DnsSession *session = NULL;
         _cleanup_dns_pending_ DnsPending pending = {};

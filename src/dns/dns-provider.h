@@ -95,5 +95,5 @@ int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_
  * Errors come with a message (caller frees) naming the provider, server, zone and cause. */
 typedef struct ClusterView ClusterView;
 int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, usec_t wait,
-                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider, char **ret_note,
-                char **ret_error);
+                DnsRRsetList *ret_changes, DnsPending *ret_pending, const char **ret_provider,
+                char **ret_note, char **ret_error);
