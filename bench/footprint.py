@@ -86,16 +86,22 @@ def heap(pid):
 
 def setup(wd, bind, name):
     base = wd.sub(name)
-    pool, mnt, man = (os.path.join(base, n) for n in ("pool", "mnt", "manifests"))
-    for d in (mnt, man):
+    pool, mnt, man, store, pki, state = (os.path.join(base, n)
+                                         for n in ("pool", "mnt", "manifests", "store", "pki", "state"))
+    for d in (mnt, man, store):
         os.makedirs(d, exist_ok=True)
     spec = os.path.join(base, "cluster.yaml")
     cluster = f"{name}.k8s.test"
+    # The certificates (a file:// state store, pki.dir: every pass checks every certificate and kubeconfig)
+    # and the API client (selfHosted: every pass takes the checkpoint's and the pivot's steps, which ask the
+    # apiserver; none runs here, so each pass meets a refused connection and waits for the next).
     with open(spec, "w") as f:
-        f.write(common.spec_text(cluster, common.rfc2136_block(bind)))
+        f.write(common.spec_text(cluster, common.rfc2136_block(bind)).replace(
+            "  kubernetesVersion:", f"  stateStore: file://{store}\n  pki:\n    dir: {pki}\n  selfHosted: true\n"
+            "  kubernetesVersion:"))
     common.create_pool(pool, cluster, size="64M")
     port = common.dnsservers.free_port()
-    argv = [common.protokube_bin(), "-c", spec, "--log-format", "json", "run", "--node-name", "a", "--zone", "z1",
+    argv = [common.protokube_bin(), "-c", spec, "--state-dir", state, "--log-format", "json", "run", "--node-name", "a", "--zone", "z1",
             "--internal-ip", "127.0.0.11", "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir", man,
             "--mount-root", mnt, "--listen", f"127.0.0.1:{port}", "--interval", f"{INTERVAL}s"]
     return base, argv, port
@@ -252,9 +258,9 @@ def measure():
             bind.stop()
         size, stripped, text, data, bss = binary_size(wd)
     kib = 1024
-    peak_ok = f["peak_anon"] <= 3 << 20 and f["steady_anon"] <= 3 << 20
+    peak_ok = f["peak_anon"] <= 2 << 20 and f["steady_anon"] <= 2 << 20
     rows = [(f"4. private anon RSS, peak / steady ({f['seconds']:.0f} s)",
-             f"{common.fmt_mib(f['peak_anon'])} / {common.fmt_mib(f['steady_anon'])}", "<= 3 MiB",
+             f"{common.fmt_mib(f['peak_anon'])} / {common.fmt_mib(f['steady_anon'])}", "<= 2 MiB",
              "met" if peak_ok else "MISSED"),
             ("   Private_Dirty (anon + written lib pages), peak / steady",
              f"{common.fmt_mib(f['peak_pd'])} / {common.fmt_mib(f['steady_pd'])}", "", ""),
