@@ -49,6 +49,10 @@ step "integration tests (real components, ASan+UBSan binary)"
 if [[ -x build-asan/src/cli/protokube ]]; then
         PROTOKUBE_BIN=$PWD/build-asan/src/cli/protokube PROTOKUBE_BUILD=$PWD/build-asan \
                 scripts/run-integration.sh 2>&1 | tee "$log" | tail -n 40
+        # a failure's long output can push the summary out of that tail: name every failure, and the slowest
+        echo "--- failed tests and the slowest ones:"
+        grep -E '^(FAILED|ERROR) ' "$log" | cut -c1-240 || true
+        sed -n '/slowest 25 durations/,/^$/p' "$log" | head -n 28
         p=$(grep -oE '[0-9]+ passed' "$log" | tail -1 | awk '{print $1}')
         f=$(grep -oE '[0-9]+ (failed|error|errors)' "$log" | tail -1 | awk '{print $1}')
         if ! grep -qE '[0-9]+ passed' "$log"; then f=$((${f:-0} + 1)); fi

@@ -128,7 +128,7 @@ static int dns_records(CliContext *ctx, bool sync) {
                         &note, &error);
         if (note)
                 log_info("%s", note);
-        if (r == PK_ETIMEOUT) {
+        if (r == PK_ETIMEOUT && pending.n > 0) {
                 log_error("DNS sync: the change was accepted, but %s.", strna(error));
                 return EXIT_NOT_CONVERGED;
         }

@@ -235,12 +235,14 @@ int dns_publish(const ClusterSpec *spec, const ClusterView *view, bool dry_run, 
         r = dns_session_take_submitted(session, &pending, now(CLOCK_MONOTONIC));
         if (r >= 0 && pending.n > 0 && wait > 0)
                 r = dns_session_wait_pending(session, &pending, wait, DNS_PENDING_POLL, ret_error);
-        if (r < 0)
-                return r;
-        if (ret_pending) {
+        /* also after a wait that ran out: the caller tells "accepted, not yet served" from a failed write by
+         * the changes still pending (a read that timed out is PK_ETIMEOUT too, with none) */
+        if (ret_pending && (r >= 0 || (r == PK_ETIMEOUT && pending.n > 0))) {
                 *ret_pending = pending;
                 pending = (DnsPending){};
         }
+        if (r < 0)
+                return r;
         if (ret_changes) {
                 *ret_changes = changes;
                 changes = (DnsRRsetList){};

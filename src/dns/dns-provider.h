@@ -88,8 +88,9 @@ int dns_session_wait_pending(DnsSession *s, DnsPending *p, usec_t timeout, usec_
 /* `dns sync`: the desired set from spec and view, the spec's provider opened, synced (or only compared,
  * with dry_run), closed. With wait > 0, the changes the provider accepted are waited for until its name
  * servers all serve them (Route 53: INSYNC), at most wait (PK_ETIMEOUT); ret_pending (optional) gets the
- * ids of the changes still propagating when it returns (caller frees). ret_note (optional): the provider's
- * note on its read (see DnsProvider.take_note), or NULL; caller frees. *ret_provider is the provider's name
+ * ids of the changes still propagating when it returns, also when that wait ran out (caller frees). ret_note
+ * (optional): the provider's note on its read (see DnsProvider.take_note), or NULL; caller frees.
+ * *ret_provider is the provider's name
  * ("none": nothing to do, returns 0). An empty view (no masters, no members) is refused (PK_EWAITING): an
  * empty observation is likelier a failure than a cluster without masters, and must not wipe the records.
  * Errors come with a message (caller frees) naming the provider, server, zone and cause. */
