@@ -53,14 +53,7 @@ def measure():
     sys.path.insert(0, os.path.join(common.ROOT, "tests", "e2e"))
     import scenario_aws  # noqa: E402
 
-    runs, errors = [], []
-    for i in range(RUNS):
-        try:
-            runs.append(one_run(scenario_aws))
-        except Exception as e:  # a failed run is reported, not fatal: the others still count
-            errors.append(f"run {i + 1}: {e} ({e.__cause__ or e.__context__})")
-    if not runs:
-        raise RuntimeError("; ".join(errors))
+    runs, errors = common.repeat_runs(RUNS, lambda: one_run(scenario_aws))
     total = common.median([r["total"] for r in runs])
     rows = [(f"6. failover on AWS ({INSYNC_DELAY} s INSYNC delay): release -> etcd-b healthy on d",
              common.fmt_ms(total), "<= 2 s", "met" if total <= 2.0 else "MISSED")]

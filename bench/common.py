@@ -38,6 +38,20 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def repeat_runs(n, one_run):
+    """one_run() n times; a failed run is reported, not fatal: the others still count. Returns (results,
+    errors); raises only when every run failed."""
+    runs, errors = [], []
+    for i in range(n):
+        try:
+            runs.append(one_run())
+        except Exception as e:
+            errors.append(f"run {i + 1}: {e} ({e.__cause__ or e.__context__})")
+    if not runs:
+        raise RuntimeError("; ".join(errors))
+    return runs, errors
+
+
 def fmt_ms(s):
     return "n/a" if s is None else f"{1000 * s:.1f} ms"
 

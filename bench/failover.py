@@ -81,14 +81,7 @@ def measure():
     import cluster  # noqa: E402
     import scenario  # noqa: E402
 
-    runs, errors = [], []
-    for i in range(RUNS):
-        try:
-            runs.append(one_run(scenario, cluster))
-        except Exception as e:  # a failed run is reported, not fatal: the others still count
-            errors.append(f"run {i + 1}: {e} ({e.__cause__ or e.__context__})")
-    if not runs:
-        raise RuntimeError("; ".join(errors))
+    runs, errors = common.repeat_runs(RUNS, lambda: one_run(scenario, cluster))
     total = common.median([r["total"] for r in runs])
     rows = [("2. failover: release -> etcd-b healthy on d", common.fmt_ms(total), "<= 200 ms",
              "met" if total <= 0.2 else "MISSED")]
