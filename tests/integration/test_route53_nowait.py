@@ -13,37 +13,17 @@ Route 53 does), with image-backed EBS volumes (loop devices, real mkfs), the rea
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from conftest import need_root, protokube_bin
 from test_aws_providers import CLUSTER, AwsEnv
+from test_daemon import free_port, get
 
 DELAY_REALISTIC = 30  # seconds: what the issue asks the double to model
 DELAY_SHORT = 3  # where a test must see the change settle
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=3) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:  # not listening yet
-        return 0, str(e)
 
 
 def wait_until(what, fn, timeout, interval=0.05):
