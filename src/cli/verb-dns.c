@@ -108,21 +108,19 @@ static int dns_records(CliContext *ctx, bool sync) {
                 return EXIT_ERROR;
         if (load_view(ctx, spec, arg_view, &view) < 0)
                 return EXIT_ERROR;
-        r = dns_desired_records(spec, view, &desired, &error);
-        if (r < 0) {
-                log_error_errno(r, "Failed to compute the desired records: %s",
-                                error ? error : pk_strerror(r));
-                return EXIT_ERROR;
-        }
-        if (!sync) {
+        if (!sync) { /* dns_publish computes them itself: once per command */
+                r = dns_desired_records(spec, view, &desired, &error);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to compute the desired records: %s",
+                                        error ? error : pk_strerror(r));
+                        return EXIT_ERROR;
+                }
                 dns_rrsets_print(&desired, false, stdout);
                 return EXIT_CONVERGED;
         }
         _cleanup_rrset_list_ DnsRRsetList changes = {};
         _cleanup_dns_pending_ DnsPending pending = {};
         const char *provider = NULL;
-        free(error);
-        error = NULL;
         _cleanup_free_ char *note = NULL;
         r = dns_publish(spec, view, false, arg_no_wait ? 0 : DNS_SYNC_WAIT, &changes, &pending, &provider,
                         &note, &error);
