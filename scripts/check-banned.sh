@@ -3,7 +3,7 @@
 # with basic/parse-util.h; children run through posix_spawn with an argv, never a shell.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-banned='\b(sprintf|vsprintf|strcpy|strcat|strncat|gets|atoi|atol|atoll|atof|strtok|system|popen|tmpnam|tempnam|mktemp|alloca|strerror_r|asctime|ctime|gmtime|localtime|inet_addr|inet_ntoa|rand|srand)[[:space:]]*\('
+banned='\b(sprintf|vsprintf|strcpy|strcat|strncat|gets|atoi|atol|atoll|atof|strtok|system|popen|tmpnam|tempnam|mktemp|alloca|strerror_r|asctime|ctime|gmtime|localtime|inet_addr|inet_ntoa|rand|srand|qsort)[[:space:]]*\('
 found=$(grep -rnE "$banned" src tests/unit tests/fuzz --include='*.c' --include='*.h' | grep -v 'banned-ok' || true)
 if [[ -n $found ]]; then
         echo "check-banned: banned functions used (see STYLE.md):"

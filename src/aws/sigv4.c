@@ -224,7 +224,7 @@ static int canonical_query(const char *query, Buf *out) {
                 p = e + 1;
         }
         if (r >= 0) {
-                qsort(q, m, sizeof(QueryParam), query_param_cmp);
+                qsort_safe(q, m, sizeof(QueryParam), query_param_cmp);
                 for (size_t i = 0; r >= 0 && i < m; i++)
                         r = buf_printf(out, "%s%s=%s", i > 0 ? "&" : "", q[i].key, q[i].value);
         }
@@ -305,7 +305,7 @@ static int canonical_headers(const AwsSigV4Request *req, const char *amz_date, c
                         r = -EINVAL; /* the signer owns these */
         }
         if (r >= 0) {
-                qsort(h, n, sizeof(CanonHeader), canon_header_cmp);
+                qsort_safe(h, n, sizeof(CanonHeader), canon_header_cmp);
                 for (size_t i = 0; r >= 0 && i < n; i++) {
                         bool same = i > 0 && streq(h[i].name, h[i - 1].name);
                         if (same)

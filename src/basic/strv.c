@@ -79,7 +79,7 @@ static int cmp_str(const void *a, const void *b) {
 void strv_sort(char **l) {
         size_t n = strv_length(l);
         if (n > 1)
-                qsort(l, n, sizeof(char *), cmp_str);
+                qsort_safe(l, n, sizeof(char *), cmp_str);
 }
 
 char *strv_join(char *const *l, const char *sep) {

@@ -160,7 +160,7 @@ static int cmp_volume(const void *a, const void *b) {
 
 void volume_list_sort(VolumeList *l) {
         if (l->n > 1)
-                qsort(l->items, l->n, sizeof(Volume), cmp_volume);
+                qsort_safe(l->items, l->n, sizeof(Volume), cmp_volume);
 }
 
 static const VolumeProviderVTable *const providers[] = {

@@ -31,7 +31,7 @@ static int render_map(const Field *f, char *const *map, char **ret) {
         for (size_t i = 0; i < n / 2; i++)
                 kv[i] = (KeyValue){ map[2 * i], map[2 * i + 1] };
         if (!(f->flags & FIELD_NO_FLAG_SORT))
-                qsort(kv, n / 2, sizeof(KeyValue), cmp_key_value);
+                qsort_safe(kv, n / 2, sizeof(KeyValue), cmp_key_value);
 
         _cleanup_free_ char *s = strdup("");
         if (!s)

@@ -210,7 +210,7 @@ static int data_set_read(DataSet *d, const char *component, const char *kind, co
                 return error_setf(ret_error, PK_ETOOBIG,
                                   "%s %s/%s: %zu bytes of files, more than the API takes", kind,
                                   STATIC_POD_NAMESPACE, object, total);
-        qsort(d->entries, d->n, sizeof(DataEntry), cmp_entry);
+        qsort_safe(d->entries, d->n, sizeof(DataEntry), cmp_entry);
         return 0;
 }
 
@@ -612,7 +612,7 @@ int self_hosted_render(const ClusterSpec *spec, const SelfHostedParams *p, SelfH
                 if (r < 0)
                         return r;
         }
-        qsort(a.items, a.n, sizeof(SelfHostedObject), cmp_object);
+        qsort_safe(a.items, a.n, sizeof(SelfHostedObject), cmp_object);
         *ret = a;
         a = (SelfHostedAssets){};
         return 0;

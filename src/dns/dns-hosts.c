@@ -272,7 +272,7 @@ int hosts_block_render(const DnsRRsetList *entries, char **ret, size_t *ret_len)
                 l = NULL;
         }
         if (lines)
-                qsort(lines, strv_length(lines), sizeof(char *), strv_sort_compare);
+                qsort_safe(lines, strv_length(lines), sizeof(char *), strv_sort_compare);
         r = buf_add_str(&b, HOSTS_BEGIN_MARKER "\n");
         STRV_FOREACH (l, lines)
                 if (r >= 0)

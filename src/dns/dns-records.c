@@ -193,7 +193,7 @@ static int rrset_compare(const void *a, const void *b) {
 
 void dns_rrset_list_sort(DnsRRsetList *l) {
         if (l->n > 1)
-                qsort(l->items, l->n, sizeof(DnsRRset), rrset_compare);
+                qsort_safe(l->items, l->n, sizeof(DnsRRset), rrset_compare);
         l->index_n = SIZE_MAX; /* positions changed: the next find rebuilds the index */
 }
 

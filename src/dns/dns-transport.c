@@ -364,7 +364,7 @@ int dns_exchange_pipelined(const DnsServer *server, uint8_t *const *queries, con
                                            .slot = (uint32_t)i };
         }
         if (r >= 0)
-                qsort(map, n, sizeof(IdSlot), id_slot_compare);
+                qsort_safe(map, n, sizeof(IdSlot), id_slot_compare);
         _cleanup_close_ int fd = r >= 0 ? tcp_connect(server, deadline) : -1;
         if (r >= 0 && fd < 0)
                 r = fd;

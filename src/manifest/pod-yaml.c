@@ -181,7 +181,7 @@ static void emit_kv_map(Emitter *em, char *const *l) {
         }
         for (size_t i = 0; i < n; i++)
                 pairs[i] = &l[2 * i];
-        qsort(pairs, n, sizeof(pairs[0]), cmp_pair);
+        qsort_safe(pairs, n, sizeof(pairs[0]), cmp_pair);
         map_start(em);
         for (size_t i = 0; i < n; i++)
                 key_str(em, pairs[i][0], pairs[i][1]);

@@ -98,9 +98,9 @@ static int cmp_member(const void *a, const void *b) {
 
 void cluster_view_sort(ClusterView *v) {
         if (v->n_masters > 1)
-                qsort(v->masters, v->n_masters, sizeof(MasterNode), cmp_master);
+                qsort_safe(v->masters, v->n_masters, sizeof(MasterNode), cmp_master);
         if (v->n_members > 1)
-                qsort(v->members, v->n_members, sizeof(EtcdMemberHolder), cmp_member);
+                qsort_safe(v->members, v->n_members, sizeof(EtcdMemberHolder), cmp_member);
 }
 
 static int json_strv(json_t *arr, char ***ret) {

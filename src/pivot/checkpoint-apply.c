@@ -246,7 +246,7 @@ static int gen_digest(Gen *g, char ret[static 65]) {
         int r = crypto_sha256_new(&s);
         if (r < 0)
                 return r;
-        qsort(g->files, g->n, sizeof(*g->files), cmp_files);
+        qsort_safe(g->files, g->n, sizeof(*g->files), cmp_files);
         for (size_t i = 0; i < g->n && r >= 0; i++) {
                 char head[64];
                 int n = snprintf(head, sizeof(head), "%c%o %zu\n", 0, (unsigned)g->files[i].mode,

@@ -84,7 +84,7 @@ static int sort_masters(const PivotObservation *obs, const PivotMaster **sorted,
                         return -EINVAL;
                 sorted[i] = &obs->masters[i];
         }
-        qsort(sorted, obs->n_masters, sizeof(*sorted), by_node_name);
+        qsort_safe(sorted, obs->n_masters, sizeof(*sorted), by_node_name);
         for (size_t i = 0; i < obs->n_masters; i++)
                 if (streq(sorted[i]->node, obs->self)) {
                         *ret_self = i;

@@ -174,7 +174,7 @@ int blockdev_zero_ranges(uint64_t size, BlockdevRange **ret, size_t *ret_n) {
                 range_add(l, &n, size, size / BLOCKDEV_ZERO_SAMPLES * k, BLOCKDEV_ZERO_SAMPLE_SIZE);
         for (size_t b = 0; b < ELEMENTSOF(ext_block_sizes); b++)
                 ext_backups_add(l, &n, size, ext_block_sizes[b]);
-        qsort(l, n, sizeof(BlockdevRange), range_cmp);
+        qsort_safe(l, n, sizeof(BlockdevRange), range_cmp);
         for (size_t i = 0; i < n; i++) {
                 if (m > 0 && l[i].offset <= l[m - 1].offset + l[m - 1].length) {
                         uint64_t end = MAX(l[m - 1].offset + l[m - 1].length, l[i].offset + l[i].length);

@@ -185,7 +185,7 @@ static int mapping_mark_duplicates(YamlNode *m) {
         for (size_t i = 0; i < m->n_pairs; i++)
                 if (m->pairs[i].key->kind == YAML_TREE_SCALAR)
                         refs[n++] = (KeyRef){ .key = m->pairs[i].key, .index = i };
-        qsort(refs, n, sizeof(KeyRef), key_ref_compare);
+        qsort_safe(refs, n, sizeof(KeyRef), key_ref_compare);
         for (size_t i = 1, first = 0; i < n; i++) {
                 if (refs[i].key->len == refs[first].key->len &&
                     memcmp(refs[i].key->value, refs[first].key->value, refs[i].key->len) == 0)

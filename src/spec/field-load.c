@@ -72,7 +72,7 @@ int spec_errors_finish(SpecErrors *e, const char *file, char ***ret) {
         bool oom = e->oom;
 
         if (e->n > 0)
-                qsort(e->items, e->n, sizeof(SpecError), spec_error_compare);
+                qsort_safe(e->items, e->n, sizeof(SpecError), spec_error_compare);
         for (size_t i = 0; i < e->n && !oom; i++) {
                 char *s = strprintf("%s:%u:%u: %s", file, e->items[i].line, e->items[i].column,
                                     e->items[i].message);
@@ -302,7 +302,7 @@ static int load_map(const Field *f, void *p, const YamlNode *v, const char *name
         }
         if (!ok)
                 return 0;
-        qsort(sorted, n, sizeof(YamlPair *), pair_compare);
+        qsort_safe(sorted, n, sizeof(YamlPair *), pair_compare);
         l = new0(char *, 2 * n + 1);
         if (!l)
                 return -ENOMEM;

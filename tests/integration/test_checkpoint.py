@@ -270,8 +270,16 @@ def diagnostics(c):
 
 
 def wait(c, what, pred, timeout, interval=2):
+    """wait_for, failing at once (with the daemon's last lines) when the daemon has exited: nothing else would
+    move the cluster on, and a sanitizer's report is in those lines."""
+    def alive_and(pred):
+        d = c.daemon
+        if d.proc is not None and d.proc.poll() is not None:
+            tail = "\n".join(d.log().splitlines()[-40:])
+            raise AssertionError(f"protokube run exited {d.proc.returncode} while waiting for {what}:\n{tail}")
+        return pred()
     try:
-        return wait_for(what, pred, timeout, interval=interval)
+        return wait_for(what, lambda: alive_and(pred), timeout, interval=interval)
     except TimeoutError as e:
         raise AssertionError(f"{e}\n{diagnostics(c)}") from None
 
