@@ -112,6 +112,18 @@ class SelfHostedScenario(Scenario):
         self.start_api_probe()
         self.tl.mark(f"API ready through https://api.{SUFFIX} (bootstrap static pods); probe every 50 ms started")
 
+    def alive(self, fn):
+        """fn, after checking that every master's daemon still runs: nothing else moves the pivot on, so a daemon
+        that exited fails the step at once, with its last lines."""
+        def check():
+            for m in self.c.masters.values():
+                if m.protokube is not None and m.protokube.poll() is not None:
+                    with open(os.path.join(m.logs, "protokube.log"), errors="replace") as f:
+                        tail = "\n".join(f.read().splitlines()[-30:])
+                    raise ScenarioError(f"protokube run on {m.name} exited {m.protokube.returncode}:\n{tail}")
+            return fn()
+        return check
+
     def pods(self):
         p = self.kubectl("get", "pods", "-n", "kube-system", "-o", "json")
         return json.loads(p.stdout)["items"] if p.returncode == 0 else []
@@ -139,7 +151,7 @@ class SelfHostedScenario(Scenario):
 
     def step_pivot(self):
         self.say("\n2. The daemons pivot to the self-hosted control plane, one master at a time")
-        wait_for("the pivot complete (kube-system/protokube-pivot)", self.pivot_complete, 1200, 2)
+        wait_for("the pivot complete (kube-system/protokube-pivot)", self.alive(self.pivot_complete), 1200, 2)
         took = time.monotonic() - self.t_api
         wait_for("the self-hosted pods Ready on a, b, c, no bootstrap pod", lambda: self.self_hosted_on("abc"),
                  300, 2)
@@ -181,7 +193,7 @@ class SelfHostedScenario(Scenario):
             ready = [x for x in pods if flag in x["spec"]["containers"][0]["command"] and
                      any(c["type"] == "Ready" and c["status"] == "True" for c in x["status"].get("conditions", []))]
             return len(ready) == 3 and len(pods) == 3
-        wait_for("the apiserver DaemonSet rolled on a, b, c", rolled, 900, 2)
+        wait_for("the apiserver DaemonSet rolled on a, b, c", self.alive(rolled), 900, 2)
         self.stop_api_probe()
         self.tl.mark(f"upgrade rolled on three masters in {time.monotonic() - t:.0f} s; probe: {self.api['probes']} "
                      f"probes, {self.api['failed']} failed, longest gap {1000 * self.api['longest gap']:.0f} ms")
@@ -194,7 +206,7 @@ class SelfHostedScenario(Scenario):
             raise ScenarioError(f"kubectl delete node b: {p.stderr}")
         self.tl.mark("Node b deleted (as a cloud's node controller does for a terminated instance)")
         t = time.monotonic()
-        wait_for("d pivoted: the self-hosted pods Ready on d", lambda: self.self_hosted_on("acd"), 900, 2)
+        wait_for("d pivoted: the self-hosted pods Ready on d", self.alive(lambda: self.self_hosted_on("acd")), 900, 2)
         d_pods = [p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName") == "d" and
                   p["metadata"].get("labels", {}).get("k8s-app") == "kube-apiserver"]
         self.tl.mark(f"d pivoted in {time.monotonic() - t:.0f} s: the apiserver DaemonSet's pod {d_pods} runs on d")
@@ -213,9 +225,9 @@ class SelfHostedScenario(Scenario):
                 m.start(m.port)
             self.tl.mark(f"power cut {i + 1}: a, c, d started again (protokube, containerd, kubelet)")
             wait_for(f"the API back after power cut {i + 1}",
-                     lambda: self.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 900, 2)
+                     self.alive(lambda: self.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"), 900, 2)
             back = time.monotonic() - t
-            wait_for("the self-hosted pods back on a, c, d", lambda: self.self_hosted_on("acd"), 900, 2)
+            wait_for("the self-hosted pods back on a, c, d", self.alive(lambda: self.self_hosted_on("acd")), 900, 2)
             settled = time.monotonic() - t
             for m in self.c.masters.values():
                 if any(f.endswith("-checkpoint.json") for f in os.listdir(m.manifests)):
