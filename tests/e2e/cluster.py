@@ -64,10 +64,12 @@ class Bind:
     """named serving ZONE on DNS_ADDR:53 in the test network's host "dns", dynamic updates allowed with the
     TSIG key."""
 
-    def __init__(self, workdir, lab, addr=DNS_ADDR):
+    def __init__(self, workdir, lab, addr=None):
         self.dir = os.path.join(workdir, "bind")
         self.lab = lab
-        self.addr = addr  # a test network on another /24 (cluster_aws.py) has its own
+        # a test network on another /24 has its own: cluster_aws.py passes it, scenario_selfhosted.py sets the
+        # module's DNS_ADDR (read here, when the server is made, not when this module was loaded)
+        self.addr = addr or DNS_ADDR
         self.proc = None
 
     def setup(self):
