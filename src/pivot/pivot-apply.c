@@ -160,13 +160,35 @@ static usec_t deadline(const Pivot *p) {
 }
 
 /* kubelet 1.20 refuses node-role labels in --node-labels: protokube labels its own Node, and taints it so
- * that only what tolerates the masters runs there. Server-side apply: it owns just these two fields. */
+ * that only what tolerates the masters runs there. Server-side apply: it owns just these two fields.
+ *
+ * Only a Node kubelet has registered: an apply would create a missing one without a status, and kubelet 1.20
+ * then panics registering over it (reconcileHugePageResource writes into the nil capacity map) and the node
+ * never joins. So the Node is read first (none yet: nothing to do, the next pass looks again), and the apply
+ * carries its resourceVersion: if the Node went away in between, the API refuses instead of creating it. */
 static int label_node(Pivot *p, char **ret_error) {
-        _cleanup_free_ char *text = strprintf(
-            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
-            "\"" PIVOT_MASTER_LABEL "\":\"\"}},\"spec\":{\"taints\":[{\"key\":\"" PIVOT_MASTER_LABEL
-            "\",\"effect\":\"NoSchedule\"}]}}",
-            p->settings->node_name);
+        _cleanup_(json_decrefp) json_t *node = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r = kube_get(p->api, "v1", "Node", NULL, p->settings->node_name, deadline(p), &node, &err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(err);
+                return r;
+        }
+        const char *version =
+            json_string_value(json_object_get(json_object_get(node, "metadata"), "resourceVersion"));
+        if (!version)
+                return error_setf(ret_error, -EBADMSG, "Node %s has no metadata.resourceVersion",
+                                  p->settings->node_name);
+        _cleanup_free_ char *text =
+            strprintf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+                      "\"resourceVersion\":\"%s\","
+                      "\"labels\":{\"" PIVOT_MASTER_LABEL
+                      "\":\"\"}},\"spec\":{\"taints\":[{\"key\":\"" PIVOT_MASTER_LABEL
+                      "\",\"effect\":\"NoSchedule\"}]}}",
+                      p->settings->node_name, version);
         if (!text)
                 return -ENOMEM;
         return kube_apply_document(p->api, text, strlen(text), deadline(p), NULL, ret_error);
