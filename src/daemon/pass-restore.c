@@ -388,8 +388,9 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
 
 int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
                        PassReport *rep) {
-        _cleanup_(store_freep) Store *s = NULL;
+        _cleanup_(store_freep) Store *s_owned = NULL;
         _cleanup_free_ char *err = NULL;
+        Store *s = NULL;
         if (!p->spec->state_store)
                 return 0;
         const char *address =
@@ -405,7 +406,7 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char *
                                 return r;
                         continue;
                 }
-                if (!s && store_open(p->spec->state_store, &s, &err) < 0) {
+                if (!s && !(s = pass_store(p, o, &s_owned, &err))) {
                         pass_report_error(rep, PASS_STAGE_ETCD, -EIO, err);
                         return 0;
                 }

@@ -72,6 +72,14 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
         return 0;
 }
 
+Store *pass_store(const Pass *p, const PassObservation *o, Store **owned, char **ret_error) {
+        if (o->certs.store && p->certs.store_url && streq(p->certs.store_url, p->spec->state_store))
+                return o->certs.store;
+        if (store_open(p->spec->state_store, owned, ret_error) < 0)
+                return NULL;
+        return *owned;
+}
+
 /* The spec's certificate settings, for the certs room (which does not know the spec). */
 CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
         const KubeAPIServerConfig *a = &spec->kube_apiserver;
