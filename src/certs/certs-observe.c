@@ -102,7 +102,8 @@ int certs_observe(const CertsSettings *s, CertsObservation *ret) {
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < o->layout.n_leaves; i++) {
                 const CertsLeafSlot *l = &o->layout.leaves[i];
-                r = pki_leaf_observe(l->dir, l->name, signer_cert(o, l->signer), &o->leaves[i]);
+                r = pki_leaf_observe_cached(s->pair_cache, l->dir, l->name, signer_cert(o, l->signer),
+                                            &o->leaves[i]);
         }
         if (r >= 0)
                 r = observe_files(o);

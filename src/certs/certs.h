@@ -24,6 +24,7 @@
 #include "basic/time-util.h"
 #include "pki/keystore.h"
 #include "pki/pki-cert.h"
+#include "pki/pki-files.h"
 #include "pki/pki-key.h"
 #include "pki/pki-plan.h"
 #include "store/store.h"
@@ -49,6 +50,7 @@ typedef struct CertsSettings {
         char *const *etcd_clusters;  /* names, in the spec's order; the first "main" or else the first
                                         is the one kube-apiserver's etcd client certificate is for */
         bool kube_proxy;             /* kube-proxy runs on the master: its kubeconfig */
+        PkiPairCache *pair_cache;    /* NULL, or the daemon's: pairs decoded in earlier passes */
 } CertsSettings;
 
 typedef enum CertsLeafKind {

@@ -108,6 +108,7 @@ CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clu
  */
 static void pass_configure(Pass *p) {
         p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
+        p->certs.pair_cache = p->pair_cache;
         p->cfg = (VolumesPassConfig){
                 .cluster = p->spec->name,
                 .etcd_clusters = p->etcd_clusters,
@@ -125,6 +126,8 @@ int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         if (!p || !(p->spec_path = strdup(spec_path)))
                 return log_oom();
         p->node = *node;
+        if (pki_pair_cache_new(&p->pair_cache) < 0)
+                return log_oom();
         r = path_canonicalize(node->mount_root, &p->mount_root);
         if (r < 0)
                 return log_error_errno(r, "Failed to resolve the mount root '%s': %m", node->mount_root);
@@ -149,6 +152,7 @@ Pass *pass_free(Pass *p) {
         free(p->spec_path);
         free(p->mount_root);
         dns_pending_done(&p->dns_pending);
+        pki_pair_cache_free(p->pair_cache);
         free(p);
         return NULL;
 }
