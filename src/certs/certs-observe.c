@@ -46,7 +46,7 @@ static int observe_store(const CertsSettings *s, CertsObservation *o) {
         KeystoreSpec ks = certs_keystore_spec(s);
         int r = store_open(s->store_url, &o->store, &error);
         if (r >= 0)
-                r = keystore_read(o->store, &ks, &o->keystore, &error);
+                r = keystore_read_cached(o->store, &ks, s->keystore_cache, &o->keystore, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

@@ -109,6 +109,7 @@ CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clu
 static void pass_configure(Pass *p) {
         p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
         p->certs.pair_cache = p->pair_cache;
+        p->certs.keystore_cache = p->keystore_cache;
         p->cfg = (VolumesPassConfig){
                 .cluster = p->spec->name,
                 .etcd_clusters = p->etcd_clusters,
@@ -126,7 +127,7 @@ int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         if (!p || !(p->spec_path = strdup(spec_path)))
                 return log_oom();
         p->node = *node;
-        if (pki_pair_cache_new(&p->pair_cache) < 0)
+        if (pki_pair_cache_new(&p->pair_cache) < 0 || keystore_cache_new(&p->keystore_cache) < 0)
                 return log_oom();
         r = path_canonicalize(node->mount_root, &p->mount_root);
         if (r < 0)
@@ -153,6 +154,7 @@ Pass *pass_free(Pass *p) {
         free(p->mount_root);
         dns_pending_done(&p->dns_pending);
         pki_pair_cache_free(p->pair_cache);
+        keystore_cache_free(p->keystore_cache);
         free(p);
         return NULL;
 }

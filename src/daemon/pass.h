@@ -65,7 +65,8 @@ typedef struct Pass {
         /* DNS changes accepted and still propagating (Route 53: until INSYNC), kept across passes and
          * asked about once per pass; a pass never waits for them */
         DnsPending dns_pending;
-        PkiPairCache *pair_cache; /* the node's certificate pairs as decoded in earlier passes */
+        PkiPairCache *pair_cache;      /* the node's certificate pairs as decoded in earlier passes */
+        KeystoreCache *keystore_cache; /* the keystore's objects as decoded in earlier passes */
         unsigned n_backups_seen;
         PassBackupSeen backups_seen[PASS_BACKUPS_MAX];
 } Pass;

@@ -9,6 +9,7 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <openssl/x509v3.h>
 
 #include "basic/errors.h"
@@ -199,8 +200,100 @@ static int entry_parse(KeystoreEntry *e, bool is_ca, const char *data, size_t le
         return 0;
 }
 
+/* ---- the decode cache (keystore.h): what an object decoded to, by the object's SHA-256 ---- */
+
+typedef struct KeystoreCacheEntry {
+        char *store_key;
+        uint8_t digest[SHA256_DIGEST_LENGTH];
+        EVP_PKEY *key;
+        X509 *cert;
+} KeystoreCacheEntry;
+
+struct KeystoreCache {
+        KeystoreCacheEntry *entries;
+        size_t n;
+        unsigned hits, misses;
+};
+
+#define KEYSTORE_CACHE_MAX 64 /* more entries than a keystore has */
+
+int keystore_cache_new(KeystoreCache **ret) {
+        KeystoreCache *c = new0(KeystoreCache, 1);
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+KeystoreCache *keystore_cache_free(KeystoreCache *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->entries[i].store_key);
+                EVP_PKEY_free(c->entries[i].key);
+                X509_free(c->entries[i].cert);
+        }
+        free(c->entries);
+        free(c);
+        return NULL;
+}
+
+void keystore_cache_stats(const KeystoreCache *c, unsigned *ret_hits, unsigned *ret_misses) {
+        *ret_hits = c ? c->hits : 0;
+        *ret_misses = c ? c->misses : 0;
+}
+
+static KeystoreCacheEntry *cache_find(KeystoreCache *c, const char *store_key) {
+        for (size_t i = 0; c && i < c->n; i++)
+                if (streq(c->entries[i].store_key, store_key))
+                        return &c->entries[i];
+        return NULL;
+}
+
+/* e's key and certificate, taken from the cache when the object's digest is the one they were decoded
+ * from: 1 (e filled), 0 (not cached). */
+static int cache_take(KeystoreCache *c, KeystoreEntry *e, const uint8_t *digest) {
+        KeystoreCacheEntry *ce = cache_find(c, e->store_key);
+        if (!ce || memcmp(ce->digest, digest, SHA256_DIGEST_LENGTH) != 0) {
+                c->misses++;
+                return 0;
+        }
+        if (EVP_PKEY_up_ref(ce->key) != 1 || (ce->cert && X509_up_ref(ce->cert) != 1))
+                return -ENOMEM;
+        e->key = ce->key;
+        e->cert = ce->cert;
+        c->hits++;
+        return 1;
+}
+
+/* Keeps what e decoded to; nothing when the cache is full (not an error). */
+static int cache_put(KeystoreCache *c, const KeystoreEntry *e, const uint8_t *digest) {
+        KeystoreCacheEntry *ce = cache_find(c, e->store_key);
+        if (!ce) {
+                if (c->n >= KEYSTORE_CACHE_MAX)
+                        return 0;
+                _cleanup_free_ char *k = strdup(e->store_key);
+                if (!k)
+                        return -ENOMEM;
+                KeystoreCacheEntry *n = realloc(c->entries, (c->n + 1) * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                c->entries = n;
+                ce = &c->entries[c->n++];
+                *ce = (KeystoreCacheEntry){ .store_key = TAKE_PTR(k) };
+        }
+        if (EVP_PKEY_up_ref(e->key) != 1 || (e->cert && X509_up_ref(e->cert) != 1))
+                return -ENOMEM;
+        EVP_PKEY_free(ce->key);
+        X509_free(ce->cert);
+        ce->key = e->key;
+        ce->cert = e->cert;
+        memcpy(ce->digest, digest, SHA256_DIGEST_LENGTH);
+        return 0;
+}
+
 /* Reads e from the store: 0, -ENOENT (absent, no message), or another error with a message. */
-static int entry_read(Store *s, KeystoreEntry *e, bool is_ca, char **ret_error) {
+static int entry_read(Store *s, KeystoreCache *cache, KeystoreEntry *e, bool is_ca, char **ret_error) {
         _cleanup_free_ char *err = NULL;
         char *data = NULL;
         size_t len = 0;
@@ -213,7 +306,17 @@ static int entry_read(Store *s, KeystoreEntry *e, bool is_ca, char **ret_error) 
                         *ret_error = TAKE_PTR(err);
                 return r;
         }
-        r = entry_parse(e, is_ca, data, len, &why);
+        uint8_t digest[SHA256_DIGEST_LENGTH];
+        if (cache && EVP_Digest(data, len, digest, NULL, EVP_sha256(), NULL) != 1) {
+                ERR_clear_error();
+                cache = NULL; /* decoded as if there were no cache */
+        }
+        r = cache ? cache_take(cache, e, digest) : 0;
+        if (r == 0) {
+                r = entry_parse(e, is_ca, data, len, &why);
+                if (r >= 0 && cache)
+                        r = cache_put(cache, e, digest);
+        }
         erase_and_free(data, len);
         if (r == -ENOMEM)
                 return r;
@@ -270,7 +373,7 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
         size_t len = 0;
         bool is_ca = !streq(e->name, KEYSTORE_SERVICE_ACCOUNT);
 
-        int r = entry_read(s, e, is_ca, ret_error);
+        int r = entry_read(s, NULL, e, is_ca, ret_error);
         if (r != -ENOENT)
                 return r;
         r = entry_generate(e, is_ca, spec, at, &key, &cert, &pem, &len);
@@ -285,7 +388,7 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
                         free(*ret_error);
                         *ret_error = NULL;
                 }
-                r = entry_read(s, e, is_ca, ret_error);
+                r = entry_read(s, NULL, e, is_ca, ret_error);
                 if (r == -ENOENT) /* the winner's object vanished: deleted by hand meanwhile */
                         return error_setf(ret_error, -ENOENT,
                                           "keystore in '%s': '%s' was created and removed "
@@ -302,8 +405,8 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
 }
 
 /* Every entry of spec, read; absent ones created (create) or left without a key. */
-static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool create, Keystore **ret,
-                         char **ret_error) {
+static int keystore_load(Store *s, const KeystoreSpec *spec, KeystoreCache *cache, usec_t at, bool create,
+                         Keystore **ret, char **ret_error) {
         _cleanup_(keystore_freep) Keystore *k = NULL;
         int r;
 
@@ -320,7 +423,7 @@ static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool cre
                 if (create)
                         r = entry_get_or_create(s, e, spec, at, ret_error);
                 else {
-                        r = entry_read(s, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
+                        r = entry_read(s, cache, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
                         r = r == -ENOENT ? 0 : r;
                 }
                 if (r < 0)
@@ -331,11 +434,16 @@ static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool cre
 }
 
 int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keystore **ret, char **ret_error) {
-        return keystore_load(s, spec, at, true, ret, ret_error);
+        return keystore_load(s, spec, NULL, at, true, ret, ret_error);
 }
 
 int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error) {
-        return keystore_load(s, spec, 0, false, ret, ret_error);
+        return keystore_load(s, spec, NULL, 0, false, ret, ret_error);
+}
+
+int keystore_read_cached(Store *s, const KeystoreSpec *spec, KeystoreCache *cache, Keystore **ret,
+                         char **ret_error) {
+        return keystore_load(s, spec, cache, 0, false, ret, ret_error);
 }
 
 size_t keystore_missing(const Keystore *k) {
