@@ -9,7 +9,6 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <openssl/x509v3.h>
 
 #include "basic/errors.h"
@@ -200,11 +199,13 @@ static int entry_parse(KeystoreEntry *e, bool is_ca, const char *data, size_t le
         return 0;
 }
 
-/* ---- the decode cache (keystore.h): what an object decoded to, by the object's SHA-256 ---- */
+/* ---- the decode cache (keystore.h): what an object decoded to, by the object's version ---- */
+
+#define KEYSTORE_PREFIX "pki/" /* every entry's store key starts with it: one listing shows them all */
 
 typedef struct KeystoreCacheEntry {
         char *store_key;
-        uint8_t digest[SHA256_DIGEST_LENGTH];
+        char *version; /* store_list_versions()' */
         EVP_PKEY *key;
         X509 *cert;
 } KeystoreCacheEntry;
@@ -230,6 +231,7 @@ KeystoreCache *keystore_cache_free(KeystoreCache *c) {
                 return NULL;
         for (size_t i = 0; i < c->n; i++) {
                 free(c->entries[i].store_key);
+                free(c->entries[i].version);
                 EVP_PKEY_free(c->entries[i].key);
                 X509_free(c->entries[i].cert);
         }
@@ -250,24 +252,21 @@ static KeystoreCacheEntry *cache_find(KeystoreCache *c, const char *store_key) {
         return NULL;
 }
 
-/* e's key and certificate, taken from the cache when the object's digest is the one they were decoded
+/* e's key and certificate, taken from the cache when the object's version is the one they were decoded
  * from: 1 (e filled), 0 (not cached). */
-static int cache_take(KeystoreCache *c, KeystoreEntry *e, const uint8_t *digest) {
+static int cache_take(KeystoreCache *c, KeystoreEntry *e, const char *version) {
         KeystoreCacheEntry *ce = cache_find(c, e->store_key);
-        if (!ce || memcmp(ce->digest, digest, SHA256_DIGEST_LENGTH) != 0) {
-                c->misses++;
+        if (!ce || !streq(ce->version, version))
                 return 0;
-        }
         if (EVP_PKEY_up_ref(ce->key) != 1 || (ce->cert && X509_up_ref(ce->cert) != 1))
                 return -ENOMEM;
         e->key = ce->key;
         e->cert = ce->cert;
-        c->hits++;
         return 1;
 }
 
 /* Keeps what e decoded to; nothing when the cache is full (not an error). */
-static int cache_put(KeystoreCache *c, const KeystoreEntry *e, const uint8_t *digest) {
+static int cache_put(KeystoreCache *c, const KeystoreEntry *e, const char *version) {
         KeystoreCacheEntry *ce = cache_find(c, e->store_key);
         if (!ce) {
                 if (c->n >= KEYSTORE_CACHE_MAX)
@@ -282,18 +281,24 @@ static int cache_put(KeystoreCache *c, const KeystoreEntry *e, const uint8_t *di
                 ce = &c->entries[c->n++];
                 *ce = (KeystoreCacheEntry){ .store_key = TAKE_PTR(k) };
         }
-        if (EVP_PKEY_up_ref(e->key) != 1 || (e->cert && X509_up_ref(e->cert) != 1))
+        char *v = strdup(version);
+        if (!v)
                 return -ENOMEM;
+        if (EVP_PKEY_up_ref(e->key) != 1 || (e->cert && X509_up_ref(e->cert) != 1)) {
+                free(v);
+                return -ENOMEM;
+        }
         EVP_PKEY_free(ce->key);
         X509_free(ce->cert);
+        free(ce->version);
         ce->key = e->key;
         ce->cert = e->cert;
-        memcpy(ce->digest, digest, SHA256_DIGEST_LENGTH);
+        ce->version = v;
         return 0;
 }
 
 /* Reads e from the store: 0, -ENOENT (absent, no message), or another error with a message. */
-static int entry_read(Store *s, KeystoreCache *cache, KeystoreEntry *e, bool is_ca, char **ret_error) {
+static int entry_read(Store *s, KeystoreEntry *e, bool is_ca, char **ret_error) {
         _cleanup_free_ char *err = NULL;
         char *data = NULL;
         size_t len = 0;
@@ -306,17 +311,7 @@ static int entry_read(Store *s, KeystoreCache *cache, KeystoreEntry *e, bool is_
                         *ret_error = TAKE_PTR(err);
                 return r;
         }
-        uint8_t digest[SHA256_DIGEST_LENGTH];
-        if (cache && EVP_Digest(data, len, digest, NULL, EVP_sha256(), NULL) != 1) {
-                ERR_clear_error();
-                cache = NULL; /* decoded as if there were no cache */
-        }
-        r = cache ? cache_take(cache, e, digest) : 0;
-        if (r == 0) {
-                r = entry_parse(e, is_ca, data, len, &why);
-                if (r >= 0 && cache)
-                        r = cache_put(cache, e, digest);
-        }
+        r = entry_parse(e, is_ca, data, len, &why);
         erase_and_free(data, len);
         if (r == -ENOMEM)
                 return r;
@@ -327,6 +322,30 @@ static int entry_read(Store *s, KeystoreCache *cache, KeystoreEntry *e, bool is_
                     "backup or delete it to create a new one",
                     store_url(s), e->store_key, e->name, strnull(why));
         return fingerprint_compute(e);
+}
+
+/* entry_read() through the cache, with the listing of KEYSTORE_PREFIX: an object the listing does not show
+ * is absent (-ENOENT); one whose version is the cached one is not read; others are read, decoded, kept. */
+static int entry_read_listed(Store *s, KeystoreCache *c, char **keys, char **versions, KeystoreEntry *e,
+                             bool is_ca, char **ret_error) {
+        ssize_t i = -1;
+        for (size_t k = 0; keys && keys[k]; k++)
+                if (streq(keys[k], e->store_key))
+                        i = (ssize_t)k;
+        if (i < 0)
+                return -ENOENT;
+        int r = cache_take(c, e, versions[i]);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                c->hits++;
+                return fingerprint_compute(e);
+        }
+        c->misses++;
+        r = entry_read(s, e, is_ca, ret_error);
+        if (r >= 0)
+                r = cache_put(c, e, versions[i]);
+        return r;
 }
 
 /* A new key (and CA certificate) for e, as the object to store: the key's PEM, then the certificate's. */
@@ -373,7 +392,7 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
         size_t len = 0;
         bool is_ca = !streq(e->name, KEYSTORE_SERVICE_ACCOUNT);
 
-        int r = entry_read(s, NULL, e, is_ca, ret_error);
+        int r = entry_read(s, e, is_ca, ret_error);
         if (r != -ENOENT)
                 return r;
         r = entry_generate(e, is_ca, spec, at, &key, &cert, &pem, &len);
@@ -388,7 +407,7 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
                         free(*ret_error);
                         *ret_error = NULL;
                 }
-                r = entry_read(s, NULL, e, is_ca, ret_error);
+                r = entry_read(s, e, is_ca, ret_error);
                 if (r == -ENOENT) /* the winner's object vanished: deleted by hand meanwhile */
                         return error_setf(ret_error, -ENOENT,
                                           "keystore in '%s': '%s' was created and removed "
@@ -418,12 +437,20 @@ static int keystore_load(Store *s, const KeystoreSpec *spec, KeystoreCache *cach
         r = keystore_new(spec, &k);
         if (r < 0)
                 return r;
+        _cleanup_strv_free_ char **keys = NULL, **versions = NULL;
+        if (cache) { /* one request for every entry, instead of one each */
+                r = store_list_versions(s, KEYSTORE_PREFIX, &keys, &versions, ret_error);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < k->n; i++) {
                 KeystoreEntry *e = &k->entries[i];
                 if (create)
                         r = entry_get_or_create(s, e, spec, at, ret_error);
                 else {
-                        r = entry_read(s, cache, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
+                        bool is_ca = !streq(e->name, KEYSTORE_SERVICE_ACCOUNT);
+                        r = cache ? entry_read_listed(s, cache, keys, versions, e, is_ca, ret_error)
+                                  : entry_read(s, e, is_ca, ret_error);
                         r = r == -ENOENT ? 0 : r;
                 }
                 if (r < 0)

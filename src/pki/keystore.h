@@ -74,9 +74,9 @@ int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keysto
  */
 int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error);
 
-/* What keystore_read_cached() decoded, kept across calls (a daemon's passes): decoding the keys' PEM is
- * most of the CPU of reading the keystore. The store is still read every time (a CA created or replaced
- * by another master is seen at once); an object whose bytes have the SHA-256 they had when decoded is not
+/* What keystore_read_cached() decoded, kept across calls (a daemon's passes). The store is listed once
+ * per read (one request, however many entries: an entry created or replaced by another master is seen at
+ * once, a deleted one is absent); only an object whose version (store_list_versions) changed is read and
  * decoded again. It holds the decoded keys (as each pass's keystore does), never the objects' bytes. */
 typedef struct KeystoreCache KeystoreCache;
 int keystore_cache_new(KeystoreCache **ret);

@@ -4,8 +4,9 @@ binary: `protokube run --interval 1s` with `cloud: aws` (image-backed EBS volume
 `dns: route53` and `stateStore: s3://` with the node's certificates, all against the AWS double, which logs
 every request it receives.
 
-- an idle pass opens the state store once (one probe LIST, not one per stage) and does not list the etcd
-  backups again while no backup slot can have changed (docs/etcd-backups.md);
+- an idle pass opens the state store once (one probe LIST, not one per stage), does not list the etcd
+  backups again while no backup slot can have changed (docs/etcd-backups.md), and reads the keystore with
+  one listing of its objects' versions instead of one GET per CA (docs/pki.md);
 - the node's certificate pairs are decoded only when they change: a pair edited by hand in place (the
   certificate and key of another CA written over the current generation's files) is still noticed at the
   next pass and reissued."""
@@ -90,16 +91,21 @@ def test_idle_pass_requests(env):
         # etcd cluster are not listed again while the slot's state cannot have changed (relisted after a
         # minute at most, so allow one such in the window). The request log at the double is the truth.
         backups = sum(c for k, c in lists.items() if "/backups/" in k[2])
-        probes = sum(c for k, c in lists.items() if "/backups/" not in k[2])
+        probes = lists.get(("s3", "ListObjectsV2", f"prefix={CLUSTER}/"), 0)
+        keystore = lists.get(("s3", "ListObjectsV2", f"prefix={CLUSTER}/pki/"), 0)
         assert backups <= 2, (lists, n)
         assert probes <= n + 1, (lists, n)
+        # the keystore: one listing per pass shows every CA's version; an unchanged CA is not read again
+        assert keystore <= n + 1, (lists, n)
+        pki_gets = {k: c for k, c in counts.items() if k[1] == "GetObject" and "/pki/" in k[2]}
+        assert not pki_gets, (pki_gets, n)
         # and every pass still reads what it must: EC2 (a volume taken by another master is noticed within
         # one pass) and Route 53
         for action in ("DescribeVolumes", "ListResourceRecordSets"):
             got = sum(c for k, c in counts.items() if k[1] == action)
             assert n <= got <= n + 1, (action, got, n, counts)
         total = sum(counts.values())
-        assert total <= 15 * (n + 1), (total, n, counts)
+        assert total <= 8 * (n + 1), (total, n, counts)
     finally:
         assert d.stop() == 0
 

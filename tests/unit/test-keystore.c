@@ -193,8 +193,9 @@ static void fingerprint_of(const Keystore *k, const char *name,
         memcpy(ret, e->fingerprint, KEYSTORE_FINGERPRINT_SIZE);
 }
 
-/* The daemon's decode cache: an unchanged object is not decoded again; a replaced one (another CA) is
- * decoded and served; a corrupted one is an error, whatever was cached for that key before. */
+/* The daemon's decode cache: an unchanged object is neither read nor decoded again; a replaced one
+ * (another CA) is read and served; a deleted one is absent; a corrupted one is an error, whatever was
+ * cached for that key before. */
 static void test_read_cached(void **state) {
         Fixture *f = *state;
         KeystoreSpec spec = spec_main_events();
@@ -237,6 +238,13 @@ static void test_read_cached(void **state) {
         fingerprint_of(k3, KEYSTORE_CLUSTER_CA, fp);
         fingerprint_of(other, KEYSTORE_CLUSTER_CA, fp_other);
         assert_memory_equal(fp, fp_other, sizeof(fp));
+
+        /* deleted: absent, not the cached CA */
+        _cleanup_(keystore_freep) Keystore *k4 = NULL;
+        assert_int_equal(store_delete(f->store, "pki/ca/front-proxy-ca.pem", NULL), 0);
+        assert_int_equal(keystore_read_cached(f->store, &spec, c, &k4, &err), 0);
+        assert_int_equal(keystore_missing(k4), 1);
+        assert_null(keystore_find(k4, KEYSTORE_FRONT_PROXY_CA)->key);
 
         /* corrupted: an error naming the object, not the cached CA */
         Keystore *bad = NULL;
