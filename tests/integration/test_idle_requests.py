@@ -19,6 +19,7 @@ import time
 import pytest
 
 from conftest import need_root
+from loopdev import mounts_under, run
 from test_aws_providers import CLUSTER, AwsEnv
 from test_route53_nowait import Daemon, wait_until
 
@@ -52,10 +53,33 @@ def env():
     e = StoreEnv()
     yield e
     try:
-        e.umount(0)  # and wait until the kernel has let go of the devices, before the double detaches them
+        release_devices(e)
     finally:
         errors = e.cleanup()
     assert not errors, errors
+
+
+def release_devices(env, timeout=30):
+    """Unmounts the volumes and waits (bounded) until no one holds their devices, before the double detaches
+    them: after umount, udev and other probes of block devices (other tests on this machine scan them) may
+    hold a device for a while, and a device detached while held lingers (the double's cleanup would then
+    report it left behind)."""
+    devs = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4].startswith(env.base + "/"):
+                devs.append(fields[fields.index("-") + 2])
+    for m in mounts_under(env.base):
+        run("umount", m)
+    deadline = time.monotonic() + timeout
+    for dev in devs:
+        while time.monotonic() < deadline:
+            try:
+                os.close(os.open(dev, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC))
+                break
+            except OSError:
+                time.sleep(0.05)
 
 
 def passes(d):
