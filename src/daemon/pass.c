@@ -110,6 +110,7 @@ static void pass_configure(Pass *p) {
         p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
         p->certs.pair_cache = p->pair_cache;
         p->certs.keystore_cache = p->keystore_cache;
+        p->n_backups_seen = 0; /* a reloaded spec may name another store: its backups are listed anew */
         p->cfg = (VolumesPassConfig){
                 .cluster = p->spec->name,
                 .etcd_clusters = p->etcd_clusters,

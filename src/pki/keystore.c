@@ -256,8 +256,8 @@ static KeystoreCacheEntry *cache_find(KeystoreCache *c, const char *store_key) {
  * from: 1 (e filled), 0 (not cached). */
 static int cache_take(KeystoreCache *c, KeystoreEntry *e, const char *version) {
         KeystoreCacheEntry *ce = cache_find(c, e->store_key);
-        if (!ce || !streq(ce->version, version))
-                return 0;
+        if (!ce || isempty(version) || !streq(ce->version, version))
+                return 0; /* an empty version is unknown: read again */
         if (EVP_PKEY_up_ref(ce->key) != 1 || (ce->cert && X509_up_ref(ce->cert) != 1))
                 return -ENOMEM;
         e->key = ce->key;

@@ -232,10 +232,12 @@ static int list_take_page(S3Store *t, const XmlNode *doc, bool versions, char **
                         return -E2BIG;
                 if (versions) {
                         /* the ETag changes with every write of other bytes (MD5 or, encrypted with KMS, an
-                         * opaque value); the size with it */
+                         * opaque value); the size with it. Without an ETag (a gateway that leaves it out)
+                         * the version is empty: unknown, never equal to an earlier one. */
                         const char *etag = xml_path_text(c, "ETag"), *size = xml_path_text(c, "Size");
-                        _cleanup_free_ char *kv =
-                            strprintf("%s\t%s:%s", k + pl, strempty(etag), strempty(size));
+                        _cleanup_free_ char *kv = isempty(etag)
+                                                      ? strprintf("%s\t", k + pl)
+                                                      : strprintf("%s\t%s:%s", k + pl, etag, strempty(size));
                         if (!kv)
                                 return -ENOMEM;
                         r = strv_extend(keys, kv);

@@ -45,7 +45,8 @@ int store_put(Store *s, const char *key, const void *data, size_t len, StoreFlag
 int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error);
 /* store_list() with each object's version (parallel to the keys): an opaque text that changes whenever
  * the object is written with other bytes (S3: ETag and size; file: device, inode, size, mtime, ctime). One
- * listing tells which of many objects changed, without reading them. */
+ * listing tells which of many objects changed, without reading them. An empty version is unknown (an S3
+ * gateway that lists no ETag): it must not be taken as unchanged. */
 int store_list_versions(Store *s, const char *prefix, char ***ret_keys, char ***ret_versions,
                         char **ret_error);
 int store_delete(Store *s, const char *key, char **ret_error);
