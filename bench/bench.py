@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 FIGURES = [("1", "converge"), ("2", "failover"), ("3", "dns_publish"), ("4", "footprint"), ("5", "aws_discovery"),
-           ("6", "aws_failover"), ("7", "etcd_lifecycle"), ("8", "control_plane"), ("9", "certs"), ("10", "pivot")]
+           ("6", "aws_failover"), ("7", "etcd_lifecycle"), ("8", "control_plane"), ("9", "certs"),
+           ("10", "requests"), ("11", "pivot")]
 
 
 def table(rows):

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Figure 10: the pivot to the self-hosted control plane (bench/README.md, docs/pivot.md). Three real masters
+"""Figure 11: the pivot to the self-hosted control plane (bench/README.md, docs/pivot.md). Three real masters
 (containerd + kubelet 1.20.2, as `make demo-selfhosted` runs them, tests/e2e/scenario_selfhosted.py imported)
 with selfHosted: true: the cold start on static pods, then the daemons pivot by themselves; measured from the
 API's first answer through api.internal to kube-system/protokube-pivot saying complete (every master's bootstrap
@@ -61,13 +61,13 @@ def measure():
     def med(k):
         return common.median([r[k] for r in runs])
 
-    rows = [("10. pivot: the API's first answer -> every master self-hosted", f"{med('pivot'):.1f} s", "report", ""),
+    rows = [("11. pivot: the API's first answer -> every master self-hosted", f"{med('pivot'):.1f} s", "report", ""),
             ("    longest API gap during the pivot, client of the first address", common.fmt_ms(med("gap")), "<= 1 s",
              "met" if med("gap") <= 1.0 else "MISSED"),
             ("    failed probes / probes", f"{med('failed'):.0f} / {med('probes'):.0f}", "", ""),
             ("    the same, a client moving on after 250 ms", common.fmt_ms(med("any gap")), "<= 1 s",
              "met" if med("any gap") <= 1.0 else "MISSED"),
-            ("10. all masters power-cut at once -> API answers", f"{med('back'):.1f} s", "report", ""),
+            ("11. all masters power-cut at once -> API answers", f"{med('back'):.1f} s", "report", ""),
             ("    -> self-hosted pods run again on every master", f"{med('settled'):.1f} s", "report", "")]
     note = f"{len(runs)} of {RUNS} real-master runs (containerd + kubelet 1.20.2), one power cut each"
     if errors:

@@ -46,7 +46,7 @@ static int observe_store(const CertsSettings *s, CertsObservation *o) {
         KeystoreSpec ks = certs_keystore_spec(s);
         int r = store_open(s->store_url, &o->store, &error);
         if (r >= 0)
-                r = keystore_read(o->store, &ks, &o->keystore, &error);
+                r = keystore_read_cached(o->store, &ks, s->keystore_cache, &o->keystore, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -102,7 +102,8 @@ int certs_observe(const CertsSettings *s, CertsObservation *ret) {
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < o->layout.n_leaves; i++) {
                 const CertsLeafSlot *l = &o->layout.leaves[i];
-                r = pki_leaf_observe(l->dir, l->name, signer_cert(o, l->signer), &o->leaves[i]);
+                r = pki_leaf_observe_cached(s->pair_cache, l->dir, l->name, signer_cert(o, l->signer),
+                                            &o->leaves[i]);
         }
         if (r >= 0)
                 r = observe_files(o);

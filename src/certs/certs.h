@@ -24,6 +24,7 @@
 #include "basic/time-util.h"
 #include "pki/keystore.h"
 #include "pki/pki-cert.h"
+#include "pki/pki-files.h"
 #include "pki/pki-key.h"
 #include "pki/pki-plan.h"
 #include "store/store.h"
@@ -41,14 +42,16 @@ typedef struct CertsSettings {
         PkiKeyType key_type; /* the CAs' and the leaves' keys */
         PkiKeyType sa_key_type;
         usec_t ca_lifetime, leaf_lifetime;
-        const char *cluster_name;    /* metadata.name */
-        const char *internal_suffix; /* dns.internalSuffix, no final dot */
-        const char *cluster_domain;  /* clusterDNSDomain: cluster.local */
-        const char *service_range;   /* kube-apiserver's serviceClusterIPRange: its first address */
-        int apiserver_port;          /* kube-apiserver's securePort */
-        char *const *etcd_clusters;  /* names, in the spec's order; the first "main" or else the first
-                                        is the one kube-apiserver's etcd client certificate is for */
-        bool kube_proxy;             /* kube-proxy runs on the master: its kubeconfig */
+        const char *cluster_name;      /* metadata.name */
+        const char *internal_suffix;   /* dns.internalSuffix, no final dot */
+        const char *cluster_domain;    /* clusterDNSDomain: cluster.local */
+        const char *service_range;     /* kube-apiserver's serviceClusterIPRange: its first address */
+        int apiserver_port;            /* kube-apiserver's securePort */
+        char *const *etcd_clusters;    /* names, in the spec's order; the first "main" or else the first
+                                          is the one kube-apiserver's etcd client certificate is for */
+        bool kube_proxy;               /* kube-proxy runs on the master: its kubeconfig */
+        PkiPairCache *pair_cache;      /* NULL, or the daemon's: pairs decoded in earlier passes */
+        KeystoreCache *keystore_cache; /* NULL, or the daemon's: keystore objects decoded before */
 } CertsSettings;
 
 typedef enum CertsLeafKind {

@@ -112,12 +112,37 @@ static int apply_retention(Store *s, const char *cluster, const EtcdBackupSpec *
         return r < 0 ? r : deleted;
 }
 
-static void newest_backup(Store *s, const char *cluster, usec_t interval, PassReport *rep) {
+bool pass_backup_list_due(const PassBackupSeen *seen, usec_t slot, usec_t now_mono) {
+        if (!seen || seen->slot != slot)
+                return true;
+        if (seen->info.newest >= slot) /* this slot's backup is there: nothing changes before the next */
+                return false;
+        return now_mono - seen->listed_at >= PASS_BACKUP_RELIST_USEC;
+}
+
+static PassBackupSeen *backup_seen(Pass *p, const char *cluster) {
+        for (unsigned i = 0; i < p->n_backups_seen; i++)
+                if (streq(p->backups_seen[i].cluster, cluster))
+                        return &p->backups_seen[i];
+        return NULL;
+}
+
+/* The newest backup into the report: listed from the store when pass_backup_list_due() or fresh (this
+ * pass tried to take the slot's backup), else what the last listing found. */
+static void newest_backup(Pass *p, Store *s, const char *cluster, usec_t interval, usec_t slot, bool fresh,
+                          PassReport *rep) {
         BackupEntry *e = NULL;
         size_t n = 0;
         char *err = NULL;
         if (rep->n_backups >= PASS_BACKUPS_MAX)
                 return;
+        PassBackupSeen *seen = backup_seen(p, cluster);
+        usec_t now_mono = now(CLOCK_MONOTONIC);
+        if (!fresh && seen && seen->info.interval == interval &&
+            !pass_backup_list_due(seen, slot, now_mono)) {
+                rep->backups[rep->n_backups++] = seen->info;
+                return;
+        }
         PassBackupInfo *info = &rep->backups[rep->n_backups];
         *info = (PassBackupInfo){ .interval = interval };
         snprintf(info->cluster, sizeof(info->cluster), "%s", cluster);
@@ -133,6 +158,12 @@ static void newest_backup(Store *s, const char *cluster, usec_t interval, PassRe
         }
         backup_entries_free(e, n);
         rep->n_backups++;
+        if (!seen && p->n_backups_seen < PASS_BACKUPS_MAX)
+                seen = &p->backups_seen[p->n_backups_seen++];
+        if (seen) {
+                *seen = (PassBackupSeen){ .slot = slot, .listed_at = now_mono, .info = *info };
+                snprintf(seen->cluster, sizeof(seen->cluster), "%s", cluster);
+        }
 }
 
 /* One held member's cluster: the slot's backup when this member leads, then what the report says. */
@@ -142,11 +173,18 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
         BackupEtcdSource src = {};
         char ts[BACKUP_TIMESTAMP_LEN + 1];
         uint64_t size = 0;
-        usec_t interval = e->backups.interval.value;
+        usec_t interval = e->backups.interval.value, slot = backup_slot(now_rt, interval);
+        bool fresh = false;
         int r = pass_backup_source(p->spec, e, node->internal_ips ? node->internal_ips[0] : NULL, &endpoint,
                                    &src);
-        if (r < 0 || backup_timestamp_format(backup_slot(now_rt, interval), ts) < 0)
+        if (r < 0 || backup_timestamp_format(slot, ts) < 0)
                 return;
+        const PassBackupSeen *seen = backup_seen(p, e->name);
+        if (seen && seen->slot == slot && seen->info.interval == interval && seen->info.newest >= slot) {
+                /* the slot's backup was listed: not due, neither the leader nor the store is asked */
+                newest_backup(p, s, e->name, interval, slot, false, rep);
+                return;
+        }
         r = member_is_leader(&src, &err);
         if (r < 0)
                 log_debug("etcd %s: no backup this pass: its member here does not answer: %s", e->name,
@@ -157,6 +195,7 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
                 size_t len;
                 if (key && store_get(s, key, &data, &len, NULL) == -ENOENT) {
                         pass_progress_step("etcd backup");
+                        fresh = true; /* taken or lost to another master: the listing shows which */
                         usec_t t0 = now(CLOCK_MONOTONIC);
                         free(err), err = NULL;
                         /* on the member's own volume: room for a copy of its database */
@@ -182,15 +221,16 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
                         }
                 }
         }
-        newest_backup(s, e->name, interval, rep);
+        newest_backup(p, s, e->name, interval, slot, fresh, rep);
 }
 
 void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
-        _cleanup_(store_freep) Store *s = NULL;
+        _cleanup_(store_freep) Store *owned = NULL;
         _cleanup_free_ char *err = NULL;
         if (!p->spec->state_store || o->volumes_error < 0 || stop_requested())
                 return;
-        if (store_open(p->spec->state_store, &s, &err) < 0) {
+        Store *s = pass_store(p, o, &owned, &err);
+        if (!s) {
                 pass_report_error(rep, PASS_STAGE_BACKUP, -EIO, err);
                 return;
         }

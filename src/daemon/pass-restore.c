@@ -41,6 +41,7 @@ typedef struct RestoreMember {
         const char *volume_id;
         char *mount, *state_path, *data, *restore_dir;
         dev_t dev;
+        bool request_unlisted; /* the pass's listing of restores/ shows no request for the cluster */
         bool have_request;
         RestoreRequest request;
         bool finished;
@@ -133,6 +134,8 @@ static int write_state(RestoreMember *m, const char *id, RestoreStep step, char 
 /* The request and whether every member reported it done. */
 static int read_request(Store *s, RestoreMember *m, char **ret_error) {
         RestoreProgress pr = {};
+        if (m->request_unlisted)
+                return 0;
         int r = restore_request_get(s, m->cluster, &m->request, ret_error);
         if (r == -ENOENT)
                 return 0;
@@ -388,8 +391,11 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
 
 int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
                        PassReport *rep) {
-        _cleanup_(store_freep) Store *s = NULL;
+        _cleanup_(store_freep) Store *s_owned = NULL;
         _cleanup_free_ char *err = NULL;
+        _cleanup_strv_free_ char **requests = NULL;
+        int listed = 0; /* 1: requests is the listing of restores/, -1: it failed */
+        Store *s = NULL;
         if (!p->spec->state_store)
                 return 0;
         const char *address =
@@ -405,10 +411,18 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char *
                                 return r;
                         continue;
                 }
-                if (!s && store_open(p->spec->state_store, &s, &err) < 0) {
+                if (!s && !(s = pass_store(p, o, &s_owned, &err))) {
                         pass_report_error(rep, PASS_STAGE_ETCD, -EIO, err);
                         return 0;
                 }
+                /* One listing of every cluster's restore objects, not one GET per cluster: an idle pass
+                 * asks once whether any restore was requested (a failed listing: each cluster's GET). */
+                if (!listed)
+                        listed = store_list(s, "restores/", &requests, NULL) >= 0 ? 1 : -1;
+                _cleanup_free_ char *key = strprintf("restores/%s/request.json", m.cluster);
+                if (!key)
+                        return -ENOMEM;
+                m.request_unlisted = listed > 0 && !strv_contains(requests, key);
                 bool in_progress = false;
                 r = restore_member(p, s, &m, address, &texts[k], owned, &in_progress, rep);
                 if (r < 0)

@@ -72,6 +72,14 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
         return 0;
 }
 
+Store *pass_store(const Pass *p, const PassObservation *o, Store **owned, char **ret_error) {
+        if (o->certs.store && p->certs.store_url && streq(p->certs.store_url, p->spec->state_store))
+                return o->certs.store;
+        if (store_open(p->spec->state_store, owned, ret_error) < 0)
+                return NULL;
+        return *owned;
+}
+
 /* The spec's certificate settings, for the certs room (which does not know the spec). */
 CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
         const KubeAPIServerConfig *a = &spec->kube_apiserver;
@@ -100,6 +108,9 @@ CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clu
  */
 static void pass_configure(Pass *p) {
         p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
+        p->certs.pair_cache = p->pair_cache;
+        p->certs.keystore_cache = p->keystore_cache;
+        p->n_backups_seen = 0; /* a reloaded spec may name another store: its backups are listed anew */
         p->cfg = (VolumesPassConfig){
                 .cluster = p->spec->name,
                 .etcd_clusters = p->etcd_clusters,
@@ -117,6 +128,8 @@ int pass_new(const char *spec_path, const NodeSettings *node, Pass **ret) {
         if (!p || !(p->spec_path = strdup(spec_path)))
                 return log_oom();
         p->node = *node;
+        if (pki_pair_cache_new(&p->pair_cache) < 0 || keystore_cache_new(&p->keystore_cache) < 0)
+                return log_oom();
         r = path_canonicalize(node->mount_root, &p->mount_root);
         if (r < 0)
                 return log_error_errno(r, "Failed to resolve the mount root '%s': %m", node->mount_root);
@@ -141,6 +154,8 @@ Pass *pass_free(Pass *p) {
         free(p->spec_path);
         free(p->mount_root);
         dns_pending_done(&p->dns_pending);
+        pki_pair_cache_free(p->pair_cache);
+        keystore_cache_free(p->keystore_cache);
         free(p);
         return NULL;
 }

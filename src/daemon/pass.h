@@ -39,6 +39,19 @@ typedef struct NodeSettings {
         const char *state_dir; /* protokube's own state (the pivot's record); NULL: STATE_DIR_DEFAULT */
 } NodeSettings;
 
+/* What the last listing of an etcd cluster's backups found, kept across passes: an idle pass does not list
+ * the store's backups again while nothing can have changed (pass_backup_list_due). */
+typedef struct PassBackupSeen {
+        char cluster[64];
+        usec_t slot;      /* CLOCK_REALTIME start of the slot the listing was made in */
+        usec_t listed_at; /* CLOCK_MONOTONIC of the listing */
+        PassBackupInfo info;
+} PassBackupSeen;
+
+/* Relist a cluster's backups this long after a listing that did not show the current slot's backup yet
+ * (another master may take it): the report follows another master's backup within this. */
+#define PASS_BACKUP_RELIST_USEC (60ULL * USEC_PER_SEC)
+
 typedef struct Pass {
         char *spec_path;
         ClusterSpec *spec;
@@ -52,6 +65,10 @@ typedef struct Pass {
         /* DNS changes accepted and still propagating (Route 53: until INSYNC), kept across passes and
          * asked about once per pass; a pass never waits for them */
         DnsPending dns_pending;
+        PkiPairCache *pair_cache;      /* the node's certificate pairs as decoded in earlier passes */
+        KeystoreCache *keystore_cache; /* the keystore's objects as decoded in earlier passes */
+        unsigned n_backups_seen;
+        PassBackupSeen backups_seen[PASS_BACKUPS_MAX];
 } Pass;
 
 /* Loads the spec and opens its volume provider. Spec errors are logged one per line (FILE:LINE:COL). */
@@ -177,9 +194,18 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char *
 /* Whether the volume mounted at mount holds a restore of cluster that has begun and is not done. */
 bool pass_restore_in_progress(const char *mount, const char *cluster);
 
+/* The pass's state store: the one the certificates' observation opened when it could (opening asks the
+ * store once, to name a missing bucket there: one open per pass, not one per stage), else one opened now
+ * into *owned (the caller frees it). NULL with an error message when it cannot be opened. */
+Store *pass_store(const Pass *p, const PassObservation *o, Store **owned, char **ret_error);
+
 /* etcd backups (pass-backup.c): after the manifests, the slot's backup of each cluster whose member this
  * node holds and leads, the retention, and the newest backup of each into the report. */
 void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep);
+/* Whether a cluster's backups must be listed again (seen: the last listing, NULL: none) in the slot starting
+ * at slot, at now_mono: a new slot, or this slot's backup not seen yet and the listing older than
+ * PASS_BACKUP_RELIST_USEC. A backup this node takes is listed at once (the caller's). */
+bool pass_backup_list_due(const PassBackupSeen *seen, usec_t slot, usec_t now_mono);
 /* Where this node's member of e answers at address (NULL: 127.0.0.1): its endpoint, newly allocated, and
  * the client pair to use. */
 int pass_backup_source(const ClusterSpec *spec, const EtcdClusterSpec *e, const char *address,

@@ -199,6 +199,104 @@ static int entry_parse(KeystoreEntry *e, bool is_ca, const char *data, size_t le
         return 0;
 }
 
+/* ---- the decode cache (keystore.h): what an object decoded to, by the object's version ---- */
+
+#define KEYSTORE_PREFIX "pki/" /* every entry's store key starts with it: one listing shows them all */
+
+typedef struct KeystoreCacheEntry {
+        char *store_key;
+        char *version; /* store_list_versions()' */
+        EVP_PKEY *key;
+        X509 *cert;
+} KeystoreCacheEntry;
+
+struct KeystoreCache {
+        KeystoreCacheEntry *entries;
+        size_t n;
+        unsigned hits, misses;
+};
+
+#define KEYSTORE_CACHE_MAX 64 /* more entries than a keystore has */
+
+int keystore_cache_new(KeystoreCache **ret) {
+        KeystoreCache *c = new0(KeystoreCache, 1);
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+KeystoreCache *keystore_cache_free(KeystoreCache *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->entries[i].store_key);
+                free(c->entries[i].version);
+                EVP_PKEY_free(c->entries[i].key);
+                X509_free(c->entries[i].cert);
+        }
+        free(c->entries);
+        free(c);
+        return NULL;
+}
+
+void keystore_cache_stats(const KeystoreCache *c, unsigned *ret_hits, unsigned *ret_misses) {
+        *ret_hits = c ? c->hits : 0;
+        *ret_misses = c ? c->misses : 0;
+}
+
+static KeystoreCacheEntry *cache_find(KeystoreCache *c, const char *store_key) {
+        for (size_t i = 0; c && i < c->n; i++)
+                if (streq(c->entries[i].store_key, store_key))
+                        return &c->entries[i];
+        return NULL;
+}
+
+/* e's key and certificate, taken from the cache when the object's version is the one they were decoded
+ * from: 1 (e filled), 0 (not cached). */
+static int cache_take(KeystoreCache *c, KeystoreEntry *e, const char *version) {
+        KeystoreCacheEntry *ce = cache_find(c, e->store_key);
+        if (!ce || isempty(version) || !streq(ce->version, version))
+                return 0; /* an empty version is unknown: read again */
+        if (EVP_PKEY_up_ref(ce->key) != 1 || (ce->cert && X509_up_ref(ce->cert) != 1))
+                return -ENOMEM;
+        e->key = ce->key;
+        e->cert = ce->cert;
+        return 1;
+}
+
+/* Keeps what e decoded to; nothing when the cache is full (not an error). */
+static int cache_put(KeystoreCache *c, const KeystoreEntry *e, const char *version) {
+        KeystoreCacheEntry *ce = cache_find(c, e->store_key);
+        if (!ce) {
+                if (c->n >= KEYSTORE_CACHE_MAX)
+                        return 0;
+                _cleanup_free_ char *k = strdup(e->store_key);
+                if (!k)
+                        return -ENOMEM;
+                KeystoreCacheEntry *n = realloc(c->entries, (c->n + 1) * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                c->entries = n;
+                ce = &c->entries[c->n++];
+                *ce = (KeystoreCacheEntry){ .store_key = TAKE_PTR(k) };
+        }
+        char *v = strdup(version);
+        if (!v)
+                return -ENOMEM;
+        if (EVP_PKEY_up_ref(e->key) != 1 || (e->cert && X509_up_ref(e->cert) != 1)) {
+                free(v);
+                return -ENOMEM;
+        }
+        EVP_PKEY_free(ce->key);
+        X509_free(ce->cert);
+        free(ce->version);
+        ce->key = e->key;
+        ce->cert = e->cert;
+        ce->version = v;
+        return 0;
+}
+
 /* Reads e from the store: 0, -ENOENT (absent, no message), or another error with a message. */
 static int entry_read(Store *s, KeystoreEntry *e, bool is_ca, char **ret_error) {
         _cleanup_free_ char *err = NULL;
@@ -224,6 +322,30 @@ static int entry_read(Store *s, KeystoreEntry *e, bool is_ca, char **ret_error) 
                     "backup or delete it to create a new one",
                     store_url(s), e->store_key, e->name, strnull(why));
         return fingerprint_compute(e);
+}
+
+/* entry_read() through the cache, with the listing of KEYSTORE_PREFIX: an object the listing does not show
+ * is absent (-ENOENT); one whose version is the cached one is not read; others are read, decoded, kept. */
+static int entry_read_listed(Store *s, KeystoreCache *c, char **keys, char **versions, KeystoreEntry *e,
+                             bool is_ca, char **ret_error) {
+        ssize_t i = -1;
+        for (size_t k = 0; keys && keys[k]; k++)
+                if (streq(keys[k], e->store_key))
+                        i = (ssize_t)k;
+        if (i < 0)
+                return -ENOENT;
+        int r = cache_take(c, e, versions[i]);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                c->hits++;
+                return fingerprint_compute(e);
+        }
+        c->misses++;
+        r = entry_read(s, e, is_ca, ret_error);
+        if (r >= 0)
+                r = cache_put(c, e, versions[i]);
+        return r;
 }
 
 /* A new key (and CA certificate) for e, as the object to store: the key's PEM, then the certificate's. */
@@ -302,8 +424,8 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
 }
 
 /* Every entry of spec, read; absent ones created (create) or left without a key. */
-static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool create, Keystore **ret,
-                         char **ret_error) {
+static int keystore_load(Store *s, const KeystoreSpec *spec, KeystoreCache *cache, usec_t at, bool create,
+                         Keystore **ret, char **ret_error) {
         _cleanup_(keystore_freep) Keystore *k = NULL;
         int r;
 
@@ -315,12 +437,20 @@ static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool cre
         r = keystore_new(spec, &k);
         if (r < 0)
                 return r;
+        _cleanup_strv_free_ char **keys = NULL, **versions = NULL;
+        if (cache) { /* one request for every entry, instead of one each */
+                r = store_list_versions(s, KEYSTORE_PREFIX, &keys, &versions, ret_error);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < k->n; i++) {
                 KeystoreEntry *e = &k->entries[i];
                 if (create)
                         r = entry_get_or_create(s, e, spec, at, ret_error);
                 else {
-                        r = entry_read(s, e, !streq(e->name, KEYSTORE_SERVICE_ACCOUNT), ret_error);
+                        bool is_ca = !streq(e->name, KEYSTORE_SERVICE_ACCOUNT);
+                        r = cache ? entry_read_listed(s, cache, keys, versions, e, is_ca, ret_error)
+                                  : entry_read(s, e, is_ca, ret_error);
                         r = r == -ENOENT ? 0 : r;
                 }
                 if (r < 0)
@@ -331,11 +461,16 @@ static int keystore_load(Store *s, const KeystoreSpec *spec, usec_t at, bool cre
 }
 
 int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keystore **ret, char **ret_error) {
-        return keystore_load(s, spec, at, true, ret, ret_error);
+        return keystore_load(s, spec, NULL, at, true, ret, ret_error);
 }
 
 int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error) {
-        return keystore_load(s, spec, 0, false, ret, ret_error);
+        return keystore_load(s, spec, NULL, 0, false, ret, ret_error);
+}
+
+int keystore_read_cached(Store *s, const KeystoreSpec *spec, KeystoreCache *cache, Keystore **ret,
+                         char **ret_error) {
+        return keystore_load(s, spec, cache, 0, false, ret, ret_error);
 }
 
 size_t keystore_missing(const Keystore *k) {

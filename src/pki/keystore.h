@@ -73,6 +73,20 @@ int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keysto
  * with this and creates in its apply step; `protokube plan` shows what would be created). Errors as above.
  */
 int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error);
+
+/* What keystore_read_cached() decoded, kept across calls (a daemon's passes). The store is listed once
+ * per read (one request, however many entries: an entry created or replaced by another master is seen at
+ * once, a deleted one is absent); only an object whose version (store_list_versions) changed is read and
+ * decoded again. It holds the decoded keys (as each pass's keystore does), never the objects' bytes. */
+typedef struct KeystoreCache KeystoreCache;
+int keystore_cache_new(KeystoreCache **ret);
+KeystoreCache *keystore_cache_free(KeystoreCache *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(KeystoreCache *, keystore_cache_free)
+/* Entries served from the cache and entries decoded (for tests and diagnostics). */
+void keystore_cache_stats(const KeystoreCache *c, unsigned *ret_hits, unsigned *ret_misses);
+/* keystore_read() through cache (NULL: none). */
+int keystore_read_cached(Store *s, const KeystoreSpec *spec, KeystoreCache *cache, Keystore **ret,
+                         char **ret_error);
 /* How many entries are absent (key NULL). */
 size_t keystore_missing(const Keystore *k);
 

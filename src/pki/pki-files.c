@@ -328,10 +328,209 @@ int pki_pair_remove(const char *dir, const char *name) {
         return fsync(dfd) < 0 ? -errno : 0;
 }
 
+/* ---- the pair cache: decoded pairs by identity (pki-files.h) ---- */
+
+typedef struct FileIdentity {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtim, ctim;
+} FileIdentity;
+
+typedef struct PairIdentity {
+        char gen[PKI_PAIR_NAME_MAX + GEN_HEX + 3]; /* ".NAME.<hex>" */
+        FileIdentity crt, key;
+} PairIdentity;
+
+typedef struct PairCacheEntry {
+        char *dir;
+        char name[PKI_PAIR_NAME_MAX + 1];
+        PairIdentity id;
+        int load_r; /* pki_pair_load()'s result: 0 (cert set), PK_EMALFORMED, -EKEYREJECTED */
+        X509 *cert;
+} PairCacheEntry;
+
+struct PkiPairCache {
+        PairCacheEntry *entries;
+        size_t n;
+        unsigned hits, misses;
+};
+
+#define PAIR_CACHE_MAX 256 /* more pairs than a master has; past it, pairs are decoded every time */
+
+int pki_pair_cache_new(PkiPairCache **ret) {
+        PkiPairCache *c = new0(PkiPairCache, 1);
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+PkiPairCache *pki_pair_cache_free(PkiPairCache *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->entries[i].dir);
+                X509_free(c->entries[i].cert);
+        }
+        free(c->entries);
+        free(c);
+        return NULL;
+}
+
+void pki_pair_cache_stats(const PkiPairCache *c, unsigned *ret_hits, unsigned *ret_misses) {
+        *ret_hits = c ? c->hits : 0;
+        *ret_misses = c ? c->misses : 0;
+}
+
+static int file_identity_at(int gfd, const char *fname, FileIdentity *ret) {
+        struct stat st;
+        if (fstatat(gfd, fname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return PK_EMALFORMED;
+        *ret = (FileIdentity){ .dev = st.st_dev,
+                               .ino = st.st_ino,
+                               .size = st.st_size,
+                               .mtim = st.st_mtim,
+                               .ctim = st.st_ctim };
+        return 0;
+}
+
+/* The current generation and its two files' identities; < 0 when any is not there (not cached then). */
+static int pair_identity(const char *dir, const char *name, PairIdentity *ret) {
+        _cleanup_close_ int dfd = open_pair_dir(dir, false);
+        if (dfd < 0)
+                return dfd;
+        char current[PKI_PAIR_NAME_MAX + 16], crt[PKI_PAIR_NAME_MAX + 8], key[PKI_PAIR_NAME_MAX + 8];
+        snprintf(current, sizeof(current), ".%s.current", name);
+        snprintf(crt, sizeof(crt), "%s.crt", name);
+        snprintf(key, sizeof(key), "%s.key", name);
+        PairIdentity id = {};
+        ssize_t n = readlinkat(dfd, current, id.gen, sizeof(id.gen) - 1);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n >= sizeof(id.gen) - 1)
+                return PK_EMALFORMED;
+        id.gen[n] = 0;
+        if (!is_generation_of(id.gen, name))
+                return PK_EMALFORMED;
+        _cleanup_close_ int gfd = openat(dfd, id.gen, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (gfd < 0)
+                return -errno;
+        int r = file_identity_at(gfd, crt, &id.crt);
+        if (r >= 0)
+                r = file_identity_at(gfd, key, &id.key);
+        if (r < 0)
+                return r;
+        *ret = id;
+        return 0;
+}
+
+static bool file_identity_eq(const FileIdentity *a, const FileIdentity *b) {
+        return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+               a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+               a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
+static bool pair_identity_eq(const PairIdentity *a, const PairIdentity *b) {
+        return streq(a->gen, b->gen) && file_identity_eq(&a->crt, &b->crt) &&
+               file_identity_eq(&a->key, &b->key);
+}
+
+static PairCacheEntry *pair_cache_find(PkiPairCache *c, const char *dir, const char *name) {
+        for (size_t i = 0; c && i < c->n; i++)
+                if (streq(c->entries[i].dir, dir) && streq(c->entries[i].name, name))
+                        return &c->entries[i];
+        return NULL;
+}
+
+/* Keeps what was decoded from the pair at identity id; nothing when the cache is full (not an error). */
+static int pair_cache_put(PkiPairCache *c, const char *dir, const char *name, const PairIdentity *id,
+                          int load_r, X509 *cert) {
+        PairCacheEntry *e = pair_cache_find(c, dir, name);
+        if (!e) {
+                if (c->n >= PAIR_CACHE_MAX)
+                        return 0;
+                _cleanup_free_ char *d = strdup(dir);
+                if (!d)
+                        return -ENOMEM;
+                PairCacheEntry *n = realloc(c->entries, (c->n + 1) * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                c->entries = n;
+                e = &c->entries[c->n++];
+                *e = (PairCacheEntry){ .dir = TAKE_PTR(d) };
+                snprintf(e->name, sizeof(e->name), "%s", name);
+        }
+        if (cert && X509_up_ref(cert) != 1)
+                return -ENOMEM;
+        X509_free(e->cert);
+        e->cert = cert;
+        e->id = *id;
+        e->load_r = load_r;
+        return 0;
+}
+
+/* File times come from a coarse clock (a few ms): a same-size rewrite in place within one tick keeps
+ * every field of the identity. Files changed less than PAIR_SETTLE_USEC ago are decoded but not cached
+ * (git's "racily clean" index entries, the same cure), so an identity that is cached cannot change silently.
+ */
+#define PAIR_SETTLE_USEC (2 * USEC_PER_SEC)
+
+static usec_t timespec_usec(const struct timespec *ts) {
+        return ts->tv_sec < 0 ? 0 : (usec_t)ts->tv_sec * USEC_PER_SEC + (usec_t)ts->tv_nsec / NSEC_PER_USEC;
+}
+
+static bool identity_settled(const PairIdentity *id) {
+        usec_t now_rt = now(CLOCK_REALTIME),
+               settled = now_rt > PAIR_SETTLE_USEC ? now_rt - PAIR_SETTLE_USEC : 0;
+        return timespec_usec(&id->crt.ctim) < settled && timespec_usec(&id->key.ctim) < settled &&
+               timespec_usec(&id->crt.mtim) < settled && timespec_usec(&id->key.mtim) < settled;
+}
+
+/* pki_pair_load() of the certificate, through the cache: what was decoded at this identity, else decoded
+ * now and kept if the identity did not change while it was read (a writer's swap meanwhile: not kept). */
+static int pair_load_cert(PkiPairCache *c, const char *dir, const char *name, X509 **ret_cert) {
+        PairIdentity before, after;
+        if (!c || pair_identity(dir, name, &before) < 0)
+                return pki_pair_load(dir, name, ret_cert, NULL);
+        PairCacheEntry *e = pair_cache_find(c, dir, name);
+        if (e && pair_identity_eq(&e->id, &before)) {
+                c->hits++;
+                if (e->load_r < 0)
+                        return e->load_r;
+                if (X509_up_ref(e->cert) != 1)
+                        return -ENOMEM;
+                *ret_cert = e->cert;
+                return 0;
+        }
+        c->misses++;
+        _cleanup_(X509_freep) X509 *cert = NULL;
+        int r = pki_pair_load(dir, name, &cert, NULL);
+        bool decoded = r >= 0 || r == PK_EMALFORMED || r == -EKEYREJECTED;
+        if (decoded && identity_settled(&before) && pair_identity(dir, name, &after) >= 0 &&
+            pair_identity_eq(&before, &after)) {
+                int k = pair_cache_put(c, dir, name, &before, r >= 0 ? 0 : r, cert);
+                if (k < 0)
+                        return k;
+        }
+        if (r >= 0)
+                *ret_cert = TAKE_PTR(cert);
+        return r;
+}
+
 int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *ret) {
+        return pki_leaf_observe_cached(NULL, dir, name, ca, ret);
+}
+
+int pki_leaf_observe_cached(PkiPairCache *c, const char *dir, const char *name, X509 *ca,
+                            PkiLeafState *ret) {
         _cleanup_(X509_freep) X509 *cert = NULL;
         PkiLeafState s = { .status = PKI_LEAF_UNREADABLE };
-        int r = pki_pair_load(dir, name, &cert, NULL);
+        if (!pki_pair_name_is_valid(name))
+                return -EINVAL;
+        int r = pair_load_cert(c, dir, name, &cert);
         if (r == -ENOMEM || r == -EINVAL)
                 return r;
         if (r == -ENOENT) {

@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "basic/macro.h"
 #include "basic/time-util.h"
 #include "pki/pki-plan.h"
 
@@ -48,3 +49,18 @@ int pki_pair_remove(const char *dir, const char *name);
 /* Observes the pair for pki_plan_leaf(): missing, unreadable, or present with its validity, SANs and
  * whether it is signed by ca. Errors only for a bad name and allocation failures. pki_leaf_state_done(). */
 int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *ret);
+
+/* What pki_leaf_observe_cached() decoded, kept across calls (a daemon's passes): decoding the PEM of every
+ * pair is most of an idle pass's CPU. An entry is used only while the pair's identity is the one it was
+ * decoded from: the current generation's name and, for both files, device, inode, size, mtime and ctime
+ * (nanoseconds). A renewal makes a new generation, an edit in place changes mtime, ctime or size: either
+ * is decoded anew. It holds certificates and the result of the key check, never a key. */
+typedef struct PkiPairCache PkiPairCache;
+int pki_pair_cache_new(PkiPairCache **ret);
+PkiPairCache *pki_pair_cache_free(PkiPairCache *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PkiPairCache *, pki_pair_cache_free)
+/* Calls served from the cache and calls that decoded the files (for tests and diagnostics). */
+void pki_pair_cache_stats(const PkiPairCache *c, unsigned *ret_hits, unsigned *ret_misses);
+
+/* pki_leaf_observe() through c (NULL: no cache). */
+int pki_leaf_observe_cached(PkiPairCache *c, const char *dir, const char *name, X509 *ca, PkiLeafState *ret);

@@ -201,6 +201,7 @@ static int file_delete(Store *s, const char *key, char **ret_cause) {
 
 typedef struct ListWalk {
         const char *prefix;
+        bool versions;
         char **keys;
         size_t n;
 } ListWalk;
@@ -233,7 +234,19 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
                         if (w->n >= STORE_LIST_MAX)
                                 r = -E2BIG;
                         else {
-                                char *k = TAKE_PTR(key);
+                                /* an object is replaced by renaming a new file over it: a new inode */
+                                char *k =
+                                    !w->versions
+                                        ? TAKE_PTR(key)
+                                        : strprintf("%s\t%llx:%llx:%lld:%lld.%09ld:%lld.%09ld", key,
+                                                    (unsigned long long)st.st_dev,
+                                                    (unsigned long long)st.st_ino, (long long)st.st_size,
+                                                    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                                                    (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+                                if (!k) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
                                 r = strv_push(&w->keys, k);
                                 if (r < 0)
                                         free(k);
@@ -247,9 +260,9 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
         return r;
 }
 
-static int file_list(Store *s, const char *prefix, char ***ret_keys, char **ret_cause) {
+static int file_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
         FileStore *f = s->data;
-        ListWalk w = { .prefix = prefix };
+        ListWalk w = { .prefix = prefix, .versions = versions };
         const char *slash = strrchr(prefix, '/');
         _cleanup_free_ char *dir = slash ? strndup(prefix, (size_t)(slash - prefix)) : strdup("");
         if (!dir)

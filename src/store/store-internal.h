@@ -19,8 +19,10 @@ typedef struct StoreOps {
         /* if_absent: create-if-absent, -EEXIST when the key exists */
         int (*put)(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
                    char **ret_cause);
-        /* prefix: "" or valid; keys come back unsorted */
-        int (*list)(Store *s, const char *prefix, char ***ret_keys, char **ret_cause);
+        /* prefix: "" or valid; keys come back unsorted; with versions, each as "KEY\tVERSION" (a key has no
+         * tab): VERSION changes whenever the object is written (S3: ETag and size; file: the file's
+         * identity) */
+        int (*list)(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause);
         int (*delete)(Store *s, const char *key, char **ret_cause);
 } StoreOps;
 

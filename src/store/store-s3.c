@@ -219,7 +219,7 @@ static int s3_delete(Store *s, const char *key, char **ret_cause) {
 
 /* Appends the page's keys, without the store's prefix; objects that are not valid keys (written by
  * something else) are left out. */
-static int list_take_page(S3Store *t, const XmlNode *doc, char ***keys, size_t *n) {
+static int list_take_page(S3Store *t, const XmlNode *doc, bool versions, char ***keys, size_t *n) {
         size_t pl = strlen(t->prefix);
         XML_FOREACH_NAMED(c, doc, "Contents") {
                 _cleanup_free_ char *k = NULL;
@@ -230,7 +230,19 @@ static int list_take_page(S3Store *t, const XmlNode *doc, char ***keys, size_t *
                         continue;
                 if (*n >= STORE_LIST_MAX)
                         return -E2BIG;
-                r = strv_extend(keys, k + pl);
+                if (versions) {
+                        /* the ETag changes with every write of other bytes (MD5 or, encrypted with KMS, an
+                         * opaque value); the size with it. Without an ETag (a gateway that leaves it out)
+                         * the version is empty: unknown, never equal to an earlier one. */
+                        const char *etag = xml_path_text(c, "ETag"), *size = xml_path_text(c, "Size");
+                        _cleanup_free_ char *kv = isempty(etag)
+                                                      ? strprintf("%s\t", k + pl)
+                                                      : strprintf("%s\t%s:%s", k + pl, etag, strempty(size));
+                        if (!kv)
+                                return -ENOMEM;
+                        r = strv_extend(keys, kv);
+                } else
+                        r = strv_extend(keys, k + pl);
                 if (r < 0)
                         return r;
                 (*n)++;
@@ -238,7 +250,7 @@ static int list_take_page(S3Store *t, const XmlNode *doc, char ***keys, size_t *
         return 0;
 }
 
-static int s3_list(Store *s, const char *prefix, char ***ret_keys, char **ret_cause) {
+static int s3_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
         S3Store *t = s->data;
         _cleanup_strv_free_ char **keys = NULL;
         _cleanup_free_ char *token = NULL;
@@ -250,7 +262,7 @@ static int s3_list(Store *s, const char *prefix, char ***ret_keys, char **ret_ca
                 r = s3_list_page(t, prefix, token, S3_LIST_PAGE, &doc, ret_cause);
                 if (r < 0)
                         return r;
-                r = doc ? list_take_page(t, doc, &keys, &n) : PK_EMALFORMED;
+                r = doc ? list_take_page(t, doc, versions, &keys, &n) : PK_EMALFORMED;
                 if (r < 0) {
                         *ret_cause = r == -E2BIG
                                          ? strprintf("more than %u objects", STORE_LIST_MAX)

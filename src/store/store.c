@@ -161,20 +161,47 @@ int store_put(Store *s, const char *key, const void *data, size_t len, StoreFlag
         return store_put_full(s, key, data, len, flags, false, ret_error);
 }
 
-int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error) {
+static int list_impl(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_error) {
         char **keys = NULL, *cause = NULL;
         int r;
 
         if (!prefix_valid(prefix))
                 return store_fail(s->url, "list prefix", strempty(prefix), -EINVAL,
                                   strdup("invalid prefix (a key, optionally ending in '/')"), ret_error);
-        r = s->ops->list(s, strempty(prefix), &keys, &cause);
+        r = s->ops->list(s, strempty(prefix), versions, &keys, &cause);
         if (r < 0)
                 return store_fail(s->url, "list prefix", strempty(prefix), r, cause, ret_error);
         if (!keys && !(keys = new0(char *, 1)))
                 return -ENOMEM;
-        strv_sort(keys);
+        strv_sort(keys); /* "KEY\tVERSION" sorts as KEY: a tab sorts before every character of a key */
         *ret_keys = keys;
+        return 0;
+}
+
+int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error) {
+        return list_impl(s, prefix, false, ret_keys, ret_error);
+}
+
+int store_list_versions(Store *s, const char *prefix, char ***ret_keys, char ***ret_versions,
+                        char **ret_error) {
+        _cleanup_strv_free_ char **kv = NULL, **versions = NULL;
+        int r = list_impl(s, prefix, true, &kv, ret_error);
+        if (r < 0)
+                return r;
+        size_t n = strv_length(kv);
+        versions = new0(char *, n + 1);
+        if (!versions)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char *tab = strchr(kv[i], '\t');
+                if (!tab)
+                        return -EIO; /* a provider's mistake */
+                *tab = 0;
+                if (!(versions[i] = strdup(tab + 1)))
+                        return -ENOMEM;
+        }
+        *ret_keys = TAKE_PTR(kv);
+        *ret_versions = TAKE_PTR(versions);
         return 0;
 }
 

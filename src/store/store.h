@@ -43,6 +43,12 @@ int store_put_if_absent(Store *s, const char *key, const void *data, size_t len,
                         char **ret_error);
 int store_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, char **ret_error);
 int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error);
+/* store_list() with each object's version (parallel to the keys): an opaque text that changes whenever
+ * the object is written with other bytes (S3: ETag and size; file: device, inode, size, mtime, ctime). One
+ * listing tells which of many objects changed, without reading them. An empty version is unknown (an S3
+ * gateway that lists no ETag): it must not be taken as unchanged. */
+int store_list_versions(Store *s, const char *prefix, char ***ret_keys, char ***ret_versions,
+                        char **ret_error);
 int store_delete(Store *s, const char *key, char **ret_error);
 
 /* A key as above: 1-1024 characters, relative, segments of [A-Za-z0-9._-] that do not start with '.'. */

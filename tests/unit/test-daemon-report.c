@@ -6,6 +6,7 @@
 #include "basic/errors.h"
 #include "daemon/http-server.h"
 #include "daemon/loop.h"
+#include "daemon/pass.h"
 #include "daemon/report.h"
 #include "unit-test.h"
 
@@ -256,12 +257,37 @@ static void test_listen_address(void **state) {
         assert_int_equal(parse_listen_address("127.0.0.1:99999", &sa, &len), -EINVAL);
 }
 
+/* When an idle pass lists an etcd cluster's backups again: never listed, a new slot, or the slot's backup
+ * not seen yet and the last listing a minute old; not while the slot's backup is known to be there. */
+static void test_backup_list_due(void **state) {
+        usec_t slot = 1767225600ULL * USEC_PER_SEC, interval = 15 * 60 * USEC_PER_SEC,
+               t = 5000 * USEC_PER_SEC;
+        assert_true(pass_backup_list_due(NULL, slot, t));
+        PassBackupSeen seen = { .slot = slot,
+                                .listed_at = t,
+                                .info = { .newest = slot, .interval = interval } };
+        /* the slot's backup was listed: not again within the slot, however long it lasts */
+        assert_false(pass_backup_list_due(&seen, slot, t + 1));
+        assert_false(pass_backup_list_due(&seen, slot, t + interval - 1));
+        /* the next slot: its backup is due, listed at once */
+        assert_true(pass_backup_list_due(&seen, slot + interval, t + interval));
+        /* the slot's backup not seen yet (another master may take it): again after PASS_BACKUP_RELIST_USEC
+         */
+        seen.info.newest = slot - interval;
+        assert_false(pass_backup_list_due(&seen, slot, t + 1));
+        assert_false(pass_backup_list_due(&seen, slot, t + PASS_BACKUP_RELIST_USEC - 1));
+        assert_true(pass_backup_list_due(&seen, slot, t + PASS_BACKUP_RELIST_USEC));
+        seen.info.newest = 0; /* no backup at all yet */
+        assert_true(pass_backup_list_due(&seen, slot, t + PASS_BACKUP_RELIST_USEC));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_backoff),
                 cmocka_unit_test(test_metrics_and_health),
                 cmocka_unit_test(test_health_while_running),
                 cmocka_unit_test(test_backups),
+                cmocka_unit_test(test_backup_list_due),
                 cmocka_unit_test(test_dns_pending),
                 cmocka_unit_test(test_checkpoint),
                 cmocka_unit_test(test_listen_address),

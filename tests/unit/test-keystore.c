@@ -185,6 +185,79 @@ static void test_corrupt_is_an_error(void **state) {
         assert_corrupt(f, "pki/keys/service-account.pem", fp_pem, fp_len);
 }
 
+static void fingerprint_of(const Keystore *k, const char *name,
+                           uint8_t ret[static KEYSTORE_FINGERPRINT_SIZE]) {
+        const KeystoreEntry *e = keystore_find(k, name);
+        assert_non_null(e);
+        assert_non_null(e->key);
+        memcpy(ret, e->fingerprint, KEYSTORE_FINGERPRINT_SIZE);
+}
+
+/* The daemon's decode cache: an unchanged object is neither read nor decoded again; a replaced one
+ * (another CA) is read and served; a deleted one is absent; a corrupted one is an error, whatever was
+ * cached for that key before. */
+static void test_read_cached(void **state) {
+        Fixture *f = *state;
+        KeystoreSpec spec = spec_main_events();
+        _cleanup_(keystore_cache_freep) KeystoreCache *c = NULL;
+        _cleanup_(keystore_freep) Keystore *k = NULL, *k1 = NULL, *k2 = NULL, *k3 = NULL, *other = NULL;
+        _cleanup_free_ char *err = NULL, *pem = NULL, *other_pem = NULL;
+        size_t len = 0, other_len = 0;
+        unsigned hits, misses;
+        uint8_t fp[KEYSTORE_FINGERPRINT_SIZE], fp_other[KEYSTORE_FINGERPRINT_SIZE];
+
+        assert_int_equal(keystore_get_or_create(f->store, &spec, T0, &k, &err), 0);
+        size_t n = keystore_size(k);
+        assert_int_equal(keystore_cache_new(&c), 0);
+        assert_int_equal(keystore_read_cached(f->store, &spec, c, &k1, &err), 0);
+        assert_int_equal(keystore_read_cached(f->store, &spec, c, &k2, &err), 0);
+        keystore_cache_stats(c, &hits, &misses);
+        assert_int_equal(misses, n);
+        assert_int_equal(hits, n);
+        assert_int_equal(keystore_missing(k2), 0);
+        fingerprint_of(k2, KEYSTORE_CLUSTER_CA, fp);
+        fingerprint_of(k, KEYSTORE_CLUSTER_CA, fp_other);
+        assert_memory_equal(fp, fp_other, sizeof(fp));
+
+        /* the cluster CA replaced by another store's: decoded anew, the new CA served */
+        char root2[] = "/tmp/pk-keystore-XXXXXX", url2[64];
+        assert_non_null(mkdtemp(root2));
+        snprintf(url2, sizeof(url2), "file://%s", root2);
+        _cleanup_(store_freep) Store *s2 = NULL;
+        assert_int_equal(store_open(url2, &s2, &err), 0);
+        assert_int_equal(keystore_get_or_create(s2, &spec, T0, &other, &err), 0);
+        assert_int_equal(store_get(s2, "pki/ca/kubernetes-ca.pem", &other_pem, &other_len, NULL), 0);
+        assert_int_equal(nftw(root2, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+        assert_int_equal(store_get(f->store, "pki/ca/kubernetes-ca.pem", &pem, &len, NULL), 0);
+        assert_int_equal(
+            store_put(f->store, "pki/ca/kubernetes-ca.pem", other_pem, other_len, STORE_PRIVATE, NULL), 0);
+        assert_int_equal(keystore_read_cached(f->store, &spec, c, &k3, &err), 0);
+        keystore_cache_stats(c, &hits, &misses);
+        assert_int_equal(misses, n + 1);
+        assert_int_equal(hits, 2 * n - 1);
+        fingerprint_of(k3, KEYSTORE_CLUSTER_CA, fp);
+        fingerprint_of(other, KEYSTORE_CLUSTER_CA, fp_other);
+        assert_memory_equal(fp, fp_other, sizeof(fp));
+
+        /* deleted: absent, not the cached CA */
+        _cleanup_(keystore_freep) Keystore *k4 = NULL;
+        assert_int_equal(store_delete(f->store, "pki/ca/front-proxy-ca.pem", NULL), 0);
+        assert_int_equal(keystore_read_cached(f->store, &spec, c, &k4, &err), 0);
+        assert_int_equal(keystore_missing(k4), 1);
+        assert_null(keystore_find(k4, KEYSTORE_FRONT_PROXY_CA)->key);
+
+        /* corrupted: an error naming the object, not the cached CA */
+        Keystore *bad = NULL;
+        assert_int_equal(store_put(f->store, "pki/ca/kubernetes-ca.pem", pem, len / 2, STORE_PRIVATE, NULL),
+                         0);
+        free(err), err = NULL;
+        assert_int_equal(keystore_read_cached(f->store, &spec, c, &bad, &err), PK_EMALFORMED);
+        assert_null(bad);
+        assert_non_null(strstr(strnull(err), "pki/ca/kubernetes-ca.pem"));
+        erase_and_free(pem, len), pem = NULL;
+        erase_and_free(other_pem, other_len), other_pem = NULL;
+}
+
 static void test_bad_spec(void **state) {
         Fixture *f = *state;
         _cleanup_(keystore_freep) Keystore *k = NULL;
@@ -240,6 +313,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_create_then_read, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_corrupt_is_an_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_spec, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_cached, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_no_etcd_ecdsa_sa, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

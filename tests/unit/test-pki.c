@@ -3,6 +3,7 @@
  * OpenSSL's own parsers, chain verification (and its failure for a foreign CA or an expired leaf), the
  * renewal table, cert+key pairs on a real directory (modes, generations, a reader racing a writer) and the
  * kubeconfig text. */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -426,6 +427,97 @@ static void test_pair_race(void **state) {
         assert_true(reads > 1000);
 }
 
+static usec_t clock_ahead(clockid_t clock, void *userdata) {
+        struct timespec ts;
+        assert_int_equal(clock_gettime(clock, &ts), 0);
+        return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / 1000 + *(usec_t *)userdata;
+}
+
+static PkiRenewReason observe_cached(PkiPairCache *c, const char *dir, X509 *ca, char **dns, char **serial) {
+        _cleanup_(pki_leaf_state_done) PkiLeafState s = {};
+        assert_int_equal(pki_leaf_observe_cached(c, dir, "server", ca, &s), 0);
+        if (serial)
+                *serial = s.serial ? strdup(s.serial) : NULL;
+        return pki_plan_leaf(&s, dns, NULL, T0);
+}
+
+/* The daemon's pair cache: a second observation of an unchanged pair decodes nothing; a renewal (a new
+ * generation) and an edit in place, even one that restores the file's mtime and size, are decoded anew:
+ * never a stale certificate. A pair changed within the last 2 s is not cached at all. */
+static void test_pair_cache(void **state) {
+        _cleanup_(tmpdir_cleanup) TmpDir t = { "/tmp/pk-pki-XXXXXX" };
+        assert_non_null(mkdtemp(t.path));
+        _cleanup_(EVP_PKEY_freep) EVP_PKEY *ca_key = gen(PKI_KEY_ECDSA_P256), *k1 = gen(PKI_KEY_ECDSA_P256),
+                                           *k2 = gen(PKI_KEY_ECDSA_P256);
+        _cleanup_(X509_freep) X509 *ca = make_ca("ca", ca_key);
+        char *dns[] = { (char *)"a.test", NULL };
+        PkiCertRequest req = { .cn = "one", .dns = dns, .usage = PKI_USAGE_SERVER };
+        _cleanup_(X509_freep) X509 *c1 = issue(&req, k1, ca, ca_key), *c2 = issue(&req, k2, ca, ca_key);
+        _cleanup_(pki_pair_cache_freep) PkiPairCache *c = NULL;
+        unsigned hits, misses;
+        assert_int_equal(pki_pair_cache_new(&c), 0);
+        assert_int_equal(pki_pair_save(t.path, "server", c1, k1), 0);
+
+        /* just written: decoded every time, not cached (file times are coarse) */
+        assert_int_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(hits, 0);
+        assert_int_equal(misses, 2);
+
+        usec_t ahead = 10 * USEC_PER_SEC; /* the files are 10 s old: settled */
+        clock_override(clock_ahead, &ahead);
+        _cleanup_free_ char *s1 = NULL, *s1b = NULL, *s2 = NULL;
+        assert_int_equal(observe_cached(c, t.path, ca, dns, &s1), PKI_RENEW_NONE);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, &s1b), PKI_RENEW_NONE);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(hits, 1);
+        assert_int_equal(misses, 3);
+        assert_string_equal(s1, s1b);
+
+        /* renewed: a new generation, decoded, the new serial */
+        assert_int_equal(pki_pair_save(t.path, "server", c2, k2), 0);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, &s2), PKI_RENEW_NONE);
+        assert_string_not_equal(s1, s2);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(misses, 4);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(hits, 2);
+
+        /* edited in place: one base64 character of the certificate changed, size and mtime put back; only
+         * the ctime tells. Whatever the edit broke (parse, key match, signature), it is not "fine". */
+        char gen[128];
+        _cleanup_free_ char *cur = strjoin(t.path, "/.server.current");
+        ssize_t n = readlink(cur, gen, sizeof(gen) - 1);
+        assert_true(n > 0);
+        gen[n] = 0;
+        _cleanup_free_ char *crt = strjoin(t.path, "/", gen, "/server.crt"), *pem = NULL;
+        size_t len = 0;
+        assert_int_equal(read_full_file(crt, 65536, &pem, &len), 0);
+        struct stat st;
+        assert_int_equal(stat(crt, &st), 0);
+        size_t at = len / 2;
+        while (at < len && !isalnum((unsigned char)pem[at]))
+                at++;
+        assert_true(at < len);
+        pem[at] = pem[at] == 'A' ? 'B' : 'A';
+        int fd = open(crt, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, pem, len, 0), (ssize_t)len);
+        struct timespec times[2] = { st.st_atim, st.st_mtim };
+        assert_int_equal(futimens(fd, times), 0);
+        close(fd);
+        struct stat st2;
+        assert_int_equal(stat(crt, &st2), 0);
+        assert_int_equal(st2.st_size, st.st_size);
+        assert_int_equal(st2.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+        assert_int_not_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(misses, 5);
+        clock_override(NULL, NULL);
+}
+
 static void test_kubeconfig(void **state) {
         _cleanup_(tmpdir_cleanup) TmpDir t = { "/tmp/pk-pki-XXXXXX" };
         assert_non_null(mkdtemp(t.path));
@@ -471,7 +563,7 @@ int main(void) {
                 cmocka_unit_test(test_leaf),           cmocka_unit_test(test_other_ca),
                 cmocka_unit_test(test_request_errors), cmocka_unit_test(test_plan_table),
                 cmocka_unit_test(test_pair_files),     cmocka_unit_test(test_pair_race),
-                cmocka_unit_test(test_kubeconfig),
+                cmocka_unit_test(test_kubeconfig),     cmocka_unit_test(test_pair_cache),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

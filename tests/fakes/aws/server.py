@@ -720,6 +720,24 @@ def s3_list(bucket, q):
             f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>{nxt}{contents}</ListBucketResult>")
 
 
+def s3_key(path, query=""):
+    """The object's key, or for a list the prefix asked for ("prefix=..."): what the log says was read."""
+    key = urllib.parse.unquote(path[1:].partition("/")[2])
+    if key:
+        return key
+    return "prefix=" + dict(urllib.parse.parse_qsl(query, keep_blank_values=True)).get("prefix", "")
+
+
+def s3_action(method, path, action="?"):
+    """The S3 action a request asked for, for the log (also when it failed)."""
+    if action != "?":
+        return action
+    if not s3_key(path):
+        return "ListObjectsV2" if method == "GET" else action
+    return {"GET": "GetObject", "HEAD": "HeadObject", "PUT": "PutObject", "DELETE": "DeleteObject"}.get(method,
+                                                                                                       action)
+
+
 def s3_dispatch(handler, method, path, query, body):
     """Returns (action, status, content type, body)."""
     bname, _, key = path[1:].partition("/")
@@ -930,7 +948,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(200, "text/xml", "<DescribeVolumesResponse><volumeSet><item>", request_id)
             if service == "s3":
                 action, status, ctype, data = s3_dispatch(self, self.command, path, parts.query, body)
-                STATE.record({"service": service, "action": action, "status": status})
+                STATE.record({"service": service, "action": action, "status": status,
+                              "key": s3_key(path, parts.query)})
                 return self.send(status, ctype, data, request_id)
             if service == "ec2":
                 action, text = ec2_dispatch(body)
@@ -944,7 +963,11 @@ class Handler(BaseHTTPRequestHandler):
                     action = dict(urllib.parse.parse_qsl(body.decode())).get("Action", "?")
                 except Exception:
                     pass
-            STATE.record({"service": service, "action": action, "status": e.status, "code": e.code})
+            entry = {"service": service, "action": action, "status": e.status, "code": e.code}
+            if service == "s3":  # an error is still a request of its kind (GetObject of an absent key...)
+                entry.update({"action": s3_action(self.command, path, action),
+                              "key": s3_key(path, parts.query)})
+            STATE.record(entry)
             return self.send(e.status, "text/xml;charset=UTF-8", error_xml(service, e, request_id), request_id)
 
     def control(self, path, body):
