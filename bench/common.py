@@ -6,6 +6,7 @@ Every benchmark cleans up what it created (mounts under its work directory, loop
 images, processes it started) even when it fails. Nothing here is a test: figures are printed, never
 asserted against a target."""
 import calendar
+import contextlib
 import json
 import os
 import shutil
@@ -223,3 +224,34 @@ def create_pool(pool, cluster, members=("a",), node_members=("a",), size="256M",
             run([protokube_bin(), "pool", "create", "--pool", pool, "--id", f"vol-{cl}-{m}", "--size", size,
                  "--zone", zone, "--tag", f"KubernetesCluster={cluster}", "--tag", "k8s.io/role/master=1",
                  "--tag", f"k8s.io/etcd/{cl}={m}/{allm}"])
+
+
+def prepare_real_masters():
+    """What a real-master figure needs before its runs: the Kubernetes binaries and the images (built into their
+    caches when absent), the binary under test where tests/e2e/cluster.py reads it, tests/e2e importable."""
+    if os.geteuid() != 0:
+        raise RuntimeError("needs root (namespaces, loop devices, containerd)")
+    os.environ["PROTOKUBE_BIN"] = protokube_bin()
+    run([os.path.join(ROOT, "scripts", "k8s-binaries.sh")], timeout=3600)
+    run([os.path.join(ROOT, "scripts", "k8s-images.sh"), "registry.k8s.io/etcd:3.4.13-0"], timeout=3600)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+
+@contextlib.contextmanager
+def scenario_kept_on_failure(s, console, prefix):
+    """Around one run of a tests/e2e scenario s writing to the StringIO console: a failure keeps the console in a
+    file and the work directory (both named in the error); a success removes the work directory."""
+    ok = False
+    try:
+        yield
+        ok = True
+    except Exception:
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.write(console.getvalue())
+        raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
+    finally:
+        s.c.close(keep=not ok)
+        if ok and not mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
+            detach_loops_under(s.c.workdir)
+            shutil.rmtree(s.c.workdir, ignore_errors=True)

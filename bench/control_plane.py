@@ -8,10 +8,6 @@ api.internal every 50 ms: failed probes, longest gap). Each run is steps 1 and 2
 real mode (imported), on a network tag of its own. Run alone: /usr/bin/python3 bench/control_plane.py"""
 import io
 import json
-import os
-import shutil
-import sys
-import tempfile
 import time
 
 import common
@@ -48,8 +44,7 @@ def one_run(scenario, cluster):
     s = scenario.Scenario(out=buf, keep_workdir=True, real=True)
     s.c = cluster.Cluster(tag="pkr", real=True)
     res = {}
-    ok = False
-    try:
+    with common.scenario_kept_on_failure(s, buf, "protokube-bench-cp-"):
         s.c.setup()  # the pool and the DNS server: the clock starts when the first master does
         t0 = time.time()
         s.c.setup = lambda: None  # step 1 would set up again
@@ -71,28 +66,11 @@ def one_run(scenario, cluster):
         res.update({"probes": s.api["probes"], "failed": s.api["failed"], "gap": s.api["longest gap"],
                     "any failed": s.api["any"]["failed"], "any probes": s.api["any"]["probes"],
                     "any gap": s.api["any"]["longest gap"]})
-        ok = True
         return res
-    except Exception:
-        fd, path = tempfile.mkstemp(prefix="protokube-bench-cp-", suffix=".log")
-        with os.fdopen(fd, "w") as f:
-            f.write(buf.getvalue())
-        raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
-    finally:
-        s.c.close(keep=not ok)
-        if ok and not common.mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
-            common.detach_loops_under(s.c.workdir)
-            shutil.rmtree(s.c.workdir, ignore_errors=True)
 
 
 def measure():
-    if os.geteuid() != 0:
-        raise RuntimeError("needs root (namespaces, loop devices, containerd)")
-    os.environ["PROTOKUBE_BIN"] = common.protokube_bin()  # cluster.py reads it
-    common.run([os.path.join(common.ROOT, "scripts", "k8s-binaries.sh")], timeout=3600)
-    common.run([os.path.join(common.ROOT, "scripts", "k8s-images.sh"), "registry.k8s.io/etcd:3.4.13-0"],
-               timeout=3600)
-    sys.path.insert(0, os.path.join(common.ROOT, "tests", "e2e"))
+    common.prepare_real_masters()
     import cluster  # noqa: E402
     import scenario  # noqa: E402
 

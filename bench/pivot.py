@@ -9,10 +9,6 @@ master loses power at once (protokube, kubelet, containerd and the containers SI
 gone) and starts again: the time until the API answers again (the checkpoints) and until the self-hosted pods run
 again on every master. Run alone: /usr/bin/python3 bench/pivot.py"""
 import io
-import os
-import shutil
-import sys
-import tempfile
 
 import common
 
@@ -22,38 +18,20 @@ RUNS = common.env_int("BENCH_PIVOT_RUNS", 3)
 def one_run(selfhosted):
     buf = io.StringIO()
     s = selfhosted.SelfHostedScenario(out=buf, keep_workdir=True)
-    ok = False
-    try:
+    with common.scenario_kept_on_failure(s, buf, "protokube-bench-pivot-"):
         s.step1_cold_start()
         s.step_pivot()
         s.step_configmap()  # the power cut's check reads it back
         s.step_power_cuts(times=1)
         back, settled = s.reboots[0]
-        ok = True
         any_client = s.pivot["any"]
         return {"pivot": s.pivot["took"], "gap": s.pivot["longest gap"], "failed": s.pivot["failed"],
                 "probes": s.pivot["probes"], "any gap": any_client["longest gap"], "any failed": any_client["failed"],
                 "back": back, "settled": settled}
-    except Exception:
-        fd, path = tempfile.mkstemp(prefix="protokube-bench-pivot-", suffix=".log")
-        with os.fdopen(fd, "w") as f:
-            f.write(buf.getvalue())
-        raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
-    finally:
-        s.c.close(keep=not ok)
-        if ok and not common.mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
-            common.detach_loops_under(s.c.workdir)
-            shutil.rmtree(s.c.workdir, ignore_errors=True)
 
 
 def measure():
-    if os.geteuid() != 0:
-        raise RuntimeError("needs root (namespaces, loop devices, containerd)")
-    os.environ["PROTOKUBE_BIN"] = common.protokube_bin()  # cluster.py reads it
-    common.run([os.path.join(common.ROOT, "scripts", "k8s-binaries.sh")], timeout=3600)
-    common.run([os.path.join(common.ROOT, "scripts", "k8s-images.sh"), "registry.k8s.io/etcd:3.4.13-0"],
-               timeout=3600)
-    sys.path.insert(0, os.path.join(common.ROOT, "tests", "e2e"))
+    common.prepare_real_masters()
     import scenario_selfhosted  # noqa: E402
 
     runs, errors = common.repeat_runs(RUNS, lambda: one_run(scenario_selfhosted))
