@@ -197,7 +197,7 @@ static int masters_of(const RenderArgs *a, unsigned *ret) {
 
 static int render_self_hosted(const RenderArgs *a, const ClusterSpec *spec, unsigned n_masters) {
         _cleanup_(self_hosted_assets_done) SelfHostedAssets assets = {};
-        int r = pass_render_self_hosted(spec, n_masters, &assets);
+        int r = pass_render_self_hosted(spec, n_masters, &assets, NULL);
         if (r < 0)
                 return r;
         r = a->out ? write_assets(a->out, &assets) : print_assets(&assets);

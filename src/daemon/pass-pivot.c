@@ -19,6 +19,8 @@
 
 struct PassPivot {
         SelfHostedAssets assets;
+        char certs_digest[CERTS_DIGEST_LEN + 1];
+        char *pod_annotations[3]; /* the pod templates' certificates annotation: key, value, NULL */
         PivotSettings settings;
         char *api_host, *kubeconfig, *node_name, *internal_ip, *state_dir, *manifest_dir;
         Pivot *pivot;
@@ -52,7 +54,8 @@ static int deadline_from_env(const char *name, usec_t *ret) {
         return 0;
 }
 
-int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret) {
+int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret,
+                            char *ret_digest) {
         _cleanup_strv_free_ char **etcd_names = NULL;
         _cleanup_free_ char *error = NULL;
         char digest[CERTS_DIGEST_LEN + 1] = "";
@@ -74,6 +77,8 @@ int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHoste
         if (r < 0)
                 return log_error_errno(r, "Failed to render the self-hosted assets: %s",
                                        error ?: pk_strerror(r));
+        if (ret_digest)
+                memcpy(ret_digest, digest, sizeof(digest));
         return 0;
 }
 
@@ -86,7 +91,7 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 return log_oom();
         if (isempty(node_name) || isempty(internal_ip))
                 return log_error_errno(-EINVAL, "The pivot needs this node's name and internal address.");
-        r = pass_render_self_hosted(spec, n_masters, &pp->assets);
+        r = pass_render_self_hosted(spec, n_masters, &pp->assets, pp->certs_digest);
         if (r < 0)
                 return r;
         r = api_dns_name(spec->dns.internal_suffix, &pp->api_host);
@@ -112,6 +117,11 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 .masters_expected = n_masters,
                 .assets = &pp->assets,
         };
+        if (pp->certs_digest[0]) {
+                pp->pod_annotations[0] = (char *)CERTS_ANNOTATION;
+                pp->pod_annotations[1] = pp->certs_digest;
+                pp->settings.pod_annotations = pp->pod_annotations;
+        }
         if (deadline_from_env("PROTOKUBE_PIVOT_READY_DEADLINE", &pp->settings.ready_deadline) < 0 ||
             deadline_from_env("PROTOKUBE_PIVOT_RESTORE_DEADLINE", &pp->settings.restore_deadline) < 0)
                 return -EINVAL;

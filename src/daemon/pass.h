@@ -222,8 +222,10 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
  * the main etcd cluster's members. Logs what failed. */
 typedef struct PassPivot PassPivot;
 /* The self-hosted assets of spec for n_masters, their pods annotated with the digest of this node's
- * certificates (the static pods' annotation after a pass); logs what failed. */
-int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret);
+ * certificates (the static pods' annotation after a pass), that digest in ret_digest (CERTS_DIGEST_LEN + 1
+ * bytes, may be NULL; "" without a state store); logs what failed. */
+int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret,
+                            char *ret_digest);
 int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const char *node_name,
                     const char *internal_ip, size_t n_masters, PassPivot **ret);
 PassPivot *pass_pivot_free(PassPivot *pp);

@@ -83,6 +83,11 @@ int kube_delete(KubeClient *c, const char *api_version, const char *kind, const 
  * NULL) gets the object as the server stored it; a Secret's without its data and stringData (erased: the
  * caller has them). */
 int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error);
+/* A JSON merge patch (RFC 7386) of one object, fieldManager protokube: only the fields it names change, so
+ * it leaves what others own alone (an upgrade made through the API keeps its changes). Not for Secrets.
+ * -ENOENT when the object does not exist. */
+int kube_merge_patch(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+                     const char *name, const json_t *patch, usec_t deadline, char **ret_error);
 /* One object as YAML or JSON text, sent as written; its identity (apiVersion, kind, metadata.name and
  * namespace) read from it. */
 int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,

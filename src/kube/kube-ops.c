@@ -181,6 +181,34 @@ int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t dead
         return 0;
 }
 
+int kube_merge_patch(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+                     const char *name, const json_t *patch, usec_t deadline, char **ret_error) {
+        _cleanup_free_ char *path = NULL, *body = NULL;
+        const KubeResource *res;
+        if (!json_is_object(patch))
+                return error_setf(ret_error, -EINVAL, "merge patch of %s %s: not a JSON object", kind, name);
+        int r = object_path(api_version, kind, ns, name, &res, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (is_secret(res)) /* its body would hold key material: Secrets are applied whole (kube_apply) */
+                return error_setf(ret_error, -EINVAL, "merge patch of Secret %s: not supported", name);
+        if (strextend_printf(&path, "?fieldManager=%s", KUBE_FIELD_MANAGER) < 0 ||
+            !(body = json_dumps(patch, JSON_COMPACT)))
+                return -ENOMEM;
+        KubeObjectRef ref = { .kind = kind, .ns = res->namespaced ? ns : NULL, .name = name };
+        KubeCall k = { .method = "PATCH",
+                       .path = path,
+                       .content_type = "application/merge-patch+json",
+                       .body = body,
+                       .body_len = strlen(body),
+                       .ref = &ref,
+                       .deadline = deadline };
+        HttpResponse resp = {};
+        r = kube_call(c, &k, &resp, ret_error);
+        http_response_done(&resp);
+        return r;
+}
+
 int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error) {
         /* JSON is YAML: the object goes as its compact JSON text (erased after: it may be a Secret's). */
         size_t len = json_dumpb(obj, NULL, 0, JSON_COMPACT);

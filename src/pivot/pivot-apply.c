@@ -217,6 +217,47 @@ static int apply_assets(Pivot *p, char **ret_error) {
         return 0;
 }
 
+/* {"spec":{"template":{"metadata":{"annotations":{...}}}}}: the rendered pod annotations, nothing else. */
+static json_t *template_annotations_patch(char *const *pairs) {
+        json_t *ann = json_object();
+        for (size_t k = 0; ann && pairs && pairs[k] && pairs[k + 1]; k += 2)
+                if (json_object_set_new(ann, pairs[k], json_string(pairs[k + 1])) < 0) {
+                        json_decref(ann);
+                        return NULL;
+                }
+        return ann ? json_pack("{s:{s:{s:{s:o}}}}", "spec", "template", "metadata", "annotations", ann)
+                   : NULL;
+}
+
+/* After the pivot: the renewed Secrets applied whole (they are protokube's), then each workload's pod
+ * template gets the new certificates digest by a merge patch that names only that annotation, so an upgrade
+ * made through the API keeps its changes; the workload rolls (one master, one pod at a time) and its new
+ * pods mount the renewed Secrets. */
+static int renew_certificates(Pivot *p, char **ret_error) {
+        const SelfHostedAssets *a = p->settings->assets;
+        for (size_t pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < a->n; i++) {
+                        const SelfHostedObject *o = &a->items[i];
+                        if (!p->stale || !p->stale[i] || o->secret != (pass == 0))
+                                continue;
+                        _cleanup_free_ char *err = NULL;
+                        _cleanup_(json_decrefp) json_t *patch = NULL;
+                        int r;
+                        if (o->secret)
+                                r = kube_apply_document(p->api, p->texts[i], strlen(p->texts[i]),
+                                                        deadline(p), NULL, &err);
+                        else if (!(patch = template_annotations_patch(p->settings->pod_annotations)))
+                                return -ENOMEM;
+                        else
+                                r = kube_merge_patch(p->api, o->api_version, o->kind_name, o->namespace,
+                                                     o->name, patch, deadline(p), &err);
+                        if (r < 0)
+                                return error_setf(ret_error, r, "renewing %s %s: %s", o->kind_name, o->name,
+                                                  strna(err));
+                }
+        return 0;
+}
+
 static int remove_bootstrap(Pivot *p, char **ret_error) {
         const PivotSettings *s = p->settings;
         _cleanup_free_ char *backup = strjoin(s->state_dir, "/" PIVOT_BOOTSTRAP_SUBDIR);
@@ -306,6 +347,8 @@ int pivot_apply(Pivot *p, const PivotDecision *d, char **ret_error) {
                 return restore_bootstrap(p, ret_error);
         case PIVOT_MARK_COMPLETE:
                 return mark_complete(p, ret_error);
+        case PIVOT_RENEW_CERTIFICATES:
+                return renew_certificates(p, ret_error);
         case PIVOT_DONE:
                 if (p->record.complete_at != 0)
                         return 0;

@@ -253,6 +253,29 @@ static bool first_master(const Pivot *p) {
         return true;
 }
 
+/* The asset's live object; NULL (and 0) when it does not exist. A Secret's data is erased by live_free(). */
+static int get_live(Pivot *p, const SelfHostedObject *o, json_t **ret, char **ret_error) {
+        int r = kube_get(p->api, o->api_version, o->kind_name, o->namespace, o->name, 0, ret, ret_error);
+        if (r == -ENOENT) {
+                free(*ret_error);
+                *ret_error = NULL;
+                *ret = NULL;
+                return 0;
+        }
+        return r;
+}
+
+static void live_free(const SelfHostedObject *o, json_t *live) {
+        if (o->secret)
+                kube_json_erase(live);
+        json_decref(live);
+}
+
+static bool asset_stale(const Pivot *p, size_t i, const json_t *live, bool first) {
+        const char *d = jstr(jget(live, "metadata", "annotations", NULL), PIVOT_DIGEST_ANNOTATION);
+        return !d || (first && !streq(d, p->digests[i]));
+}
+
 /* An asset is stale when it is absent (or carries no digest), or, for the first master by node name only,
  * when its digest differs from this master's render. Each master renders its own certificates into the
  * Secrets and their digest into the pod templates: with every master applying what differs from its own
@@ -265,21 +288,53 @@ static int observe_assets(Pivot *p, char **ret_error) {
         if (!p->stale)
                 return -ENOMEM;
         for (size_t i = 0; i < a->n; i++) {
-                const SelfHostedObject *o = &a->items[i];
                 json_t *live = NULL;
-                int r = kube_get(p->api, o->api_version, o->kind_name, o->namespace, o->name, 0, &live,
-                                 ret_error);
-                if (r == -ENOENT) {
-                        free(*ret_error);
-                        *ret_error = NULL;
-                } else if (r < 0)
+                int r = get_live(p, &a->items[i], &live, ret_error);
+                if (r < 0)
                         return r;
-                const char *d = jstr(jget(live, "metadata", "annotations", NULL), PIVOT_DIGEST_ANNOTATION);
-                p->stale[i] = !d || (first && !streq(d, p->digests[i]));
+                p->stale[i] = asset_stale(p, i, live, first);
                 p->obs.assets_stale += p->stale[i];
-                if (o->secret)
-                        kube_json_erase(live);
-                json_decref(live);
+                live_free(&a->items[i], live);
+        }
+        return 0;
+}
+
+static bool is_workload(const SelfHostedObject *o) {
+        return o->kind == SELF_HOSTED_DAEMON_SET || o->kind == SELF_HOSTED_DEPLOYMENT;
+}
+
+/* A workload whose pod template lacks one of the rendered pod annotations (the certificates' digest). */
+static bool template_stale(const Pivot *p, const json_t *live) {
+        const json_t *ann = jget(live, "spec", "template", "metadata", "annotations", NULL);
+        char *const *want = p->settings->pod_annotations;
+        for (size_t k = 0; want && want[k] && want[k + 1]; k += 2)
+                if (!streq_ptr(jstr(ann, want[k]), want[k + 1]))
+                        return true;
+        return false;
+}
+
+/* Once complete, the cluster owns the workloads and the configuration, but the certificates stay
+ * protokube's: the first master (the one writer) finds the Secrets that differ from its render and the
+ * workloads whose pod template carries another certificates digest, so that a renewal reaches the pods.
+ * A workload that is absent was deleted through the API: that is the cluster's business, not a renewal. */
+static int observe_certificates(Pivot *p, char **ret_error) {
+        const SelfHostedAssets *a = p->settings->assets;
+        p->stale = new0(bool, a->n + 1);
+        if (!p->stale)
+                return -ENOMEM;
+        if (!first_master(p))
+                return 0;
+        for (size_t i = 0; i < a->n; i++) {
+                const SelfHostedObject *o = &a->items[i];
+                if (!o->secret && !is_workload(o))
+                        continue;
+                json_t *live = NULL;
+                int r = get_live(p, o, &live, ret_error);
+                if (r < 0)
+                        return r;
+                p->stale[i] = o->secret ? asset_stale(p, i, live, true) : live && template_stale(p, live);
+                p->obs.certificates_stale += p->stale[i];
+                live_free(o, live);
         }
         return 0;
 }
@@ -305,8 +360,8 @@ static int observe_disk(Pivot *p, char **ret_error) {
 static int observe_api(Pivot *p) {
         _cleanup_free_ char *err = NULL;
         int r = observe_complete(p, &err);
-        if (r >= 0 && !p->obs.complete)
-                r = observe_assets(p, &err);
+        if (r >= 0)
+                r = p->obs.complete ? observe_certificates(p, &err) : observe_assets(p, &err);
         if (r >= 0)
                 r = observe_pods(p, &err);
         if (r == -ENOMEM)

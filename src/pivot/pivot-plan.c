@@ -26,6 +26,7 @@ static const char *const step_names[_PIVOT_STEP_MAX] = {
         [PIVOT_RESTORE_BOOTSTRAP] = "restore-bootstrap",
         [PIVOT_WAIT_MIRRORS_GONE] = "wait-mirrors-gone",
         [PIVOT_MARK_COMPLETE] = "mark-complete",
+        [PIVOT_RENEW_CERTIFICATES] = "renew-certificates",
         [PIVOT_DONE] = "done",
         [PIVOT_FAILED] = "failed",
 };
@@ -183,10 +184,17 @@ int pivot_decide(const PivotObservation *obs, PivotDecision *ret) {
         if (r < 0)
                 return r;
         /* Once complete, the cluster owns its control plane: no rollback to the bootstrap pods (an upgrade
-         * made through the API would be undone), and a reboot is the checkpoint's business. */
-        if (obs->complete && !any(obs->local_bootstrap))
+         * made through the API would be undone), and a reboot is the checkpoint's business. The certificates
+         * stay protokube's: a renewal reaches the Secrets, and the workloads roll to read it. */
+        if (obs->complete && !any(obs->local_bootstrap)) {
+                if (obs->api_ready && obs->certificates_stale > 0)
+                        return decide(ret, PIVOT_RENEW_CERTIFICATES, NULL, PIVOT_APISERVER,
+                                      strprintf("%zu Secret(s) or workload(s) hold other certificates than "
+                                                "this master's: applying the renewed ones",
+                                                obs->certificates_stale));
                 return decide(ret, PIVOT_DONE, NULL, PIVOT_APISERVER,
                               strdup("the control plane is self-hosted"));
+        }
         if (obs->removed_at != 0) {
                 r = decide_after_removal(obs, sorted[self], ret);
                 if (r != 0)

@@ -41,6 +41,9 @@ typedef struct PivotObservation {
         bool local_api_ready; /* /readyz answered 200 on this master's own address */
         bool complete;        /* the API records the pivot as complete (kube-system/protokube-pivot) */
         size_t assets_stale;  /* assets whose live object differs from the rendered one (or is absent) */
+        /* Once complete, on the first master by node name only: the Secrets that differ from this master's
+         * render and the workloads whose pod template carries another certificates digest (a renewal). */
+        size_t certificates_stale;
         const PivotMaster *masters; /* every master, in any order */
         size_t n_masters;
         bool local_bootstrap[_PIVOT_COMPONENT_MAX]; /* this master's bootstrap manifest is on its disk */
@@ -54,16 +57,17 @@ typedef struct PivotObservation {
 } PivotObservation;
 
 typedef enum PivotStep {
-        PIVOT_WAIT_API,          /* the API does not answer: nothing to do yet */
-        PIVOT_APPLY_ASSETS,      /* server-side apply of every asset */
-        PIVOT_WAIT_SELF_HOSTED,  /* a self-hosted pod is not Ready yet */
-        PIVOT_WAIT_TURN,         /* a master before this one still runs its bootstrap pods */
-        PIVOT_REMOVE_BOOTSTRAP,  /* remove this master's bootstrap manifests (record the time first) */
-        PIVOT_WAIT_LOCAL,        /* removed here: wait for this master's self-hosted apiserver to answer */
-        PIVOT_RESTORE_BOOTSTRAP, /* rollback: write this master's bootstrap manifests again */
-        PIVOT_WAIT_MIRRORS_GONE, /* every master removed its manifests: wait for kubelet to drop the mirrors
-                                  */
-        PIVOT_MARK_COMPLETE,     /* record the pivot as complete in the API */
+        PIVOT_WAIT_API,           /* the API does not answer: nothing to do yet */
+        PIVOT_APPLY_ASSETS,       /* server-side apply of every asset */
+        PIVOT_WAIT_SELF_HOSTED,   /* a self-hosted pod is not Ready yet */
+        PIVOT_WAIT_TURN,          /* a master before this one still runs its bootstrap pods */
+        PIVOT_REMOVE_BOOTSTRAP,   /* remove this master's bootstrap manifests (record the time first) */
+        PIVOT_WAIT_LOCAL,         /* removed here: wait for this master's self-hosted apiserver to answer */
+        PIVOT_RESTORE_BOOTSTRAP,  /* rollback: write this master's bootstrap manifests again */
+        PIVOT_WAIT_MIRRORS_GONE,  /* every master removed its manifests: wait for kubelet to drop the mirrors
+                                   */
+        PIVOT_MARK_COMPLETE,      /* record the pivot as complete in the API */
+        PIVOT_RENEW_CERTIFICATES, /* complete: the renewed Secrets applied, the workloads' digest patched */
         PIVOT_DONE,
         PIVOT_FAILED, /* the self-hosted pods missed their deadline before any removal */
         _PIVOT_STEP_MAX,

@@ -31,7 +31,11 @@ typedef struct PivotSettings {
         const char *state_dir;
         size_t masters_expected;        /* the main etcd cluster's members; 0: not known */
         const SelfHostedAssets *assets; /* rendered by the caller (it has the certificates' digest) */
-        usec_t call_timeout;            /* one API call, retries included; 0: 10 s */
+        /* key, value, ..., NULL (may be NULL): the pod templates' annotations the assets were rendered with
+         * (the certificates' digest); once the pivot is complete, a workload whose template carries other
+         * values gets these patched in, and rolls (a renewal) */
+        char *const *pod_annotations;
+        usec_t call_timeout;                     /* one API call, retries included; 0: 10 s */
         usec_t ready_deadline, restore_deadline; /* 0: the defaults of pivot-plan.h */
 } PivotSettings;
 

@@ -13,10 +13,12 @@ the test's hosts file as /etc/hosts): a self-hosted pod mounts Secrets, which ku
 containerd must see those mounts to hand them to the container. The namespace dies with its last process, which is
 what a reboot does to mounts. protokube runs on the host in a mount namespace of its own whose /etc/hosts is the
 test's hosts file (where its hosts provider publishes api.internal), as in test_pivot.py."""
+import base64
 import json
 import os
 import socket
 import shutil
+import ssl
 import stat
 import subprocess
 import sys
@@ -178,10 +180,13 @@ class Daemon:
         self.log_path = os.path.join(self.c.env.base, f"protokube-run-{self.starts}.log")
         with open(self.log_path, "w") as log:
             # `sh -c ... exec`: the PID is protokube's own once it runs
-            self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
-                                          'mount --bind "$0" /etc/hosts && exec "$@"', self.c.hosts, *argv],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                         env=dict(os.environ, PROTOKUBE_STATE_DIR=self.c.state))
+            self.proc = subprocess.Popen(self.wrapped(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=log, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.c.state))
+
+    def wrapped(self, argv):
+        """argv in a mount namespace of its own whose /etc/hosts is the test's hosts file."""
+        return ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+                'mount --bind "$0" /etc/hosts && exec "$@"', self.c.hosts, *argv]
 
     def kill(self):
         """The power cut's share: SIGKILL, no goodbye."""
@@ -516,4 +521,60 @@ def test_upgrade_through_the_api(master):
     pods = wait(c, "the checkpoint retired and refreshed", lambda: checkpoint_settled(c), 480)
     assert UPGRADE_FLAG in pods["kube-apiserver"]["spec"]["containers"][0]["command"]
     assert "Checkpoint: activate" in c.daemon.log()
+    check_renewal_reaches_the_pods(c, pods["kube-apiserver"])
     c.daemon.stop()
+
+
+def served_certificate():
+    """The certificate the apiserver on the master's address serves (DER), not verified: it is compared."""
+    return ssl.PEM_cert_to_DER_cert(ssl.get_server_certificate((NODE_IP, 443), timeout=5))
+
+
+def file_certificate(c):
+    with open(os.path.join(c.pki, "kube-apiserver", "apiserver.crt")) as f:
+        return ssl.PEM_cert_to_DER_cert(f.read())
+
+
+def secret_file(c, secret, key):
+    p = kubectl(c, "get", "secret", "-n", "kube-system", secret, "-o", "json")
+    assert p.returncode == 0, p.stderr
+    return base64.b64decode(json.loads(p.stdout)["data"][key])
+
+
+def check_renewal_reaches_the_pods(c, old_pod):
+    """After the pivot the certificates stay protokube's (docs/pivot.md, "Renewing the certificates"): `protokube
+    pki renew` reissues the node's certificates, and the daemon's next passes apply the renewed Secrets and patch
+    only the workloads' certificates annotation, so the apiserver rolls onto the new serving certificate and keeps
+    the flag the upgrade added through the API."""
+    assert served_certificate() == file_certificate(c)
+    before = file_certificate(c)
+    c.daemon.stop()
+    argv = c.env.argv("once", "a")
+    argv[argv.index("--internal-ip") + 1] = NODE_IP
+    argv[3:4] = ["pki", "renew"]
+    p = subprocess.run(c.daemon.wrapped(argv), capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, PROTOKUBE_STATE_DIR=c.state))
+    assert p.returncode in (0, 3), f"protokube pki renew: {p.returncode}\n{p.stderr}"
+    renewed = file_certificate(c)
+    assert renewed != before
+    c.daemon.start()
+    t0 = time.monotonic()
+    wait(c, "the renewed serving certificate in the Secret",
+         lambda: secret_file(c, "kube-apiserver-pki", "apiserver.crt") ==
+         open(os.path.join(c.pki, "kube-apiserver", "apiserver.crt"), "rb").read(), 300)
+
+    def rolled():
+        pods = checkpoint_settled(c)
+        new = pods and pods["kube-apiserver"]
+        return new if new and new["metadata"]["uid"] != old_pod["metadata"]["uid"] else None
+    new = wait(c, "the apiserver rolled onto the renewed Secret", rolled, 420)
+    wait(c, "the renewed certificate served", lambda: served_certificate() == renewed, 120)
+    print(f"\nrenewal: the renewed certificate served {time.monotonic() - t0:.1f} s after the daemon started")
+    assert UPGRADE_FLAG in new["spec"]["containers"][0]["command"]
+    digest = new["metadata"]["annotations"]["protokube.io/certificates"]
+    assert digest != old_pod["metadata"]["annotations"]["protokube.io/certificates"]
+    command, _ = apiserver_command(c)
+    assert UPGRADE_FLAG in command
+    # the renewal's pass may apply them itself (the API answers it): the step is in its log or the daemon's
+    log = p.stderr + c.daemon.log()
+    assert "Pivot: renew-certificates" in log and "Pivot: apply-assets" not in log, log

@@ -266,6 +266,48 @@ static void test_apply_shape_and_422(void **state) {
         free_vectors(v, 3);
 }
 
+/* A merge patch names only what it changes: PATCH with application/merge-patch+json, fieldManager protokube
+ * and no force (not an apply); a 404 is -ENOENT; a Secret is refused before any request (its body would hold
+ * key material). */
+static void test_merge_patch(void **state) {
+        const char *names[] = { "kube/apply-200.http", "kube/get-404.http" };
+        char *v[2];
+        size_t lens[2];
+        Replay o;
+        start_vectors(&o, names, 2, false, v, lens);
+        KubeClient *c = client_for(&o);
+        char *err = NULL;
+        _cleanup_(json_decrefp) json_t *patch =
+            json_pack("{s:{s:{s:{s:{s:s}}}}}", "spec", "template", "metadata", "annotations",
+                      "protokube.io/certificates", "0123456789abcdef");
+        assert_non_null(patch);
+        assert_int_equal(
+            kube_merge_patch(c, "apps/v1", "DaemonSet", "kube-system", "kube-apiserver", patch, 0, &err), 0);
+        assert_int_equal(kube_merge_patch(c, "v1", "ConfigMap", "default", "pk-missing", patch, 0, &err),
+                         -ENOENT);
+        assert_non_null(strstr(err, "404 NotFound"));
+        free(err);
+        err = NULL;
+        assert_int_equal(kube_merge_patch(c, "v1", "Secret", "default", "s", patch, 0, &err), -EINVAL);
+        assert_string_equal(err, "merge patch of Secret s: not supported");
+        free(err);
+        err = NULL;
+        _cleanup_(json_decrefp) json_t *not_object = json_array();
+        assert_int_equal(kube_merge_patch(c, "v1", "ConfigMap", "default", "x", not_object, 0, &err),
+                         -EINVAL);
+        free(err);
+        size_t n;
+        _cleanup_free_ char *log = replay_stop(&o, &n);
+        assert_int_equal(n, 2);
+        assert_true(startswith(log, "PATCH /apis/apps/v1/namespaces/kube-system/daemonsets/kube-apiserver"
+                                    "?fieldManager=protokube HTTP/1.1\r\n"));
+        assert_non_null(strstr(log, "\r\nContent-Type: application/merge-patch+json\r\n"));
+        assert_non_null(strstr(log, "\r\n\r\n{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{"
+                                    "\"protokube.io/certificates\":\"0123456789abcdef\"}}}}}"));
+        kube_client_free(c);
+        free_vectors(v, 2);
+}
+
 static usec_t elapsed_since(usec_t t0) {
         return now(CLOCK_MONOTONIC) - t0;
 }
@@ -645,6 +687,7 @@ int main(void) {
                 cmocka_unit_test(test_apply_shape_and_422),
                 cmocka_unit_test(test_429_retry_after_then_200),
                 cmocka_unit_test(test_secret_apply_drops_data),
+                cmocka_unit_test(test_merge_patch),
                 cmocka_unit_test(test_500_then_200),
                 cmocka_unit_test(test_deadline_ends_retries),
                 cmocka_unit_test(test_stop_ends_wait),

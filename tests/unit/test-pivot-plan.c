@@ -179,6 +179,20 @@ static void test_complete(void **state) {
         w.obs.api_ready = true;
         w.obs.assets_stale = 2;
         assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_DONE);
+        /* The certificates stay protokube's: a renewal seen by the one writer is applied ... */
+        w.obs.certificates_stale = 3;
+        char *why = NULL;
+        assert_int_equal(step_of(&w.obs, NULL, &why), PIVOT_RENEW_CERTIFICATES);
+        assert_non_null(strstr(why, "3 Secret(s) or workload(s)"));
+        free(why);
+        assert_string_equal(pivot_step_name(PIVOT_RENEW_CERTIFICATES), "renew-certificates");
+        /* ... through the API only: with it away, nothing to do and no rollback */
+        w.obs.api_ready = false;
+        assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_DONE);
+        /* and not before this master retired its own bootstrap pods (a master that joins later) */
+        w.obs.api_ready = true;
+        w.obs.local_bootstrap[PIVOT_APISERVER] = true;
+        assert_int_not_equal(step_of(&w.obs, NULL, NULL), PIVOT_RENEW_CERTIFICATES);
 }
 
 static void test_invalid(void **state) {
