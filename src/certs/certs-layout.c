@@ -205,6 +205,22 @@ static char *admin_server(const CertsSettings *s) {
         return strprintf("https://%s.%s:%d", API_LABEL, s->cluster_name, s->apiserver_port);
 }
 
+/* api.internal.<C>: every master's apiserver (docs/pki.md). */
+static char *internal_server(const CertsSettings *s) {
+        if (s->apiserver_port == 443)
+                return strprintf("https://%s.%s", API_LABEL, s->internal_suffix);
+        return strprintf("https://%s.%s:%d", API_LABEL, s->internal_suffix, s->apiserver_port);
+}
+
+/* kubelet's API. With static pods its own apiserver at 127.0.0.1, which kubelet itself runs, as kops does.
+ * Self-hosted, its own apiserver is one pod of a DaemonSet the cluster rolls: through 127.0.0.1 kubelet lost
+ * the API while that pod was replaced, so it never saw the new pod, its Node went unreachable, and the
+ * DaemonSet, no longer counting that master, went on to the next; the three-master demo lost every
+ * apiserver at once. Through api.internal it reaches the others meanwhile. */
+static char *kubelet_server(const CertsSettings *s) {
+        return s->self_hosted && !isempty(s->internal_suffix) ? internal_server(s) : local_server(s);
+}
+
 int certs_layout(const CertsSettings *s, CertsLayout *ret) {
         CertsLayout l = {};
         int r = 0;
@@ -229,7 +245,7 @@ int certs_layout(const CertsSettings *s, CertsLayout *ret) {
                 r = layout_kubeconfig_user(s, CERTS_ADMIN, PKI_ADMIN_DIR, false, admin_server(s), &l);
         /* kubelet is no static pod: it reads its certificate at start (restarted by its service manager) */
         if (r >= 0)
-                r = layout_kubeconfig_user(s, CERTS_KUBELET, PKI_KUBELET_DIR, false, local_server(s), &l);
+                r = layout_kubeconfig_user(s, CERTS_KUBELET, PKI_KUBELET_DIR, false, kubelet_server(s), &l);
         /* protokube's own API client (kube/): read at each use, so no component restarts for it */
         if (r >= 0)
                 r = layout_kubeconfig_user(s, CERTS_PROTOKUBE, PKI_PROTOKUBE_DIR, false, local_server(s),

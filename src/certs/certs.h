@@ -50,6 +50,7 @@ typedef struct CertsSettings {
         char *const *etcd_clusters;    /* names, in the spec's order; the first "main" or else the first
                                           is the one kube-apiserver's etcd client certificate is for */
         bool kube_proxy;               /* kube-proxy runs on the master: its kubeconfig */
+        bool self_hosted;              /* spec selfHosted: kubelet reaches the API through api.internal */
         PkiPairCache *pair_cache;      /* NULL, or the daemon's: pairs decoded in earlier passes */
         KeystoreCache *keystore_cache; /* NULL, or the daemon's: keystore objects decoded before */
 } CertsSettings;

@@ -101,6 +101,7 @@ CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clu
                 .apiserver_port = a->secure_port.set ? (int)a->secure_port.value : 443,
                 .etcd_clusters = etcd_clusters,
                 .kube_proxy = !spec->kube_proxy.enabled.set || spec->kube_proxy.enabled.value,
+                .self_hosted = spec->self_hosted.set && spec->self_hosted.value,
         };
 }
 

@@ -180,7 +180,7 @@ class Master:
             time.sleep(0.1)
         ns = self.cluster.lab.ns(self.name)
         self.node = Node(self.name, self.manifests, os.path.join(self.pki, "kube-apiserver", "ca.crt"), kubeconfig,
-                         self.addr, netns=ns, resolv_conf=f"/etc/netns/{ns}/resolv.conf",
+                         self.addr, netns=ns, resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True,
                          etcd_images=[ETCD_IMAGE_REAL], base=os.path.join(self.dir, "node"))
         self.node.start()
 

@@ -187,8 +187,10 @@ class Scenario:
         address the resolver returns and waits for it; "any" moves on to the next address after 250 ms."""
         admin = os.path.join(self.c.masters["a"].pki, "admin")
         self.probes = {}
+        # a file per session: apiprobe.py appends, and one session's figures must not span the time between two
+        self.probe_sessions = getattr(self, "probe_sessions", 0) + 1
         for mode in ("first", "any"):
-            out = os.path.join(self.c.workdir, f"apiprobe-{mode}.jsonl")
+            out = os.path.join(self.c.workdir, f"apiprobe-{self.probe_sessions}-{mode}.jsonl")
             proc = subprocess.Popen(self.c.lab.exec_argv("probe", [
                 "/usr/bin/python3", os.path.join(HERE, "apiprobe.py"), "--name", f"api.{SUFFIX}", "--ca",
                 os.path.join(admin, "ca.crt"), "--cert", os.path.join(admin, "client.crt"), "--key",
@@ -216,7 +218,12 @@ class Scenario:
         return self.api
 
     def api_text(self):
-        a, y = self.api, self.api["any"]
+        return self.probe_summary(self.api)
+
+    @staticmethod
+    def probe_summary(a):
+        """The two clients' figures of one stop_api_probe() (the "any" one says whether every server was lost)."""
+        y = a["any"]
         return (f"a client of the first address: {a['probes']} probes, {a['failed']} failed, longest gap "
                 f"{1000 * a['longest gap']:.0f} ms; a client moving on after 250 ms: {y['probes']} probes, "
                 f"{y['failed']} failed, longest gap {1000 * y['longest gap']:.0f} ms")

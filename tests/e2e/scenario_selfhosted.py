@@ -99,7 +99,7 @@ scenario.Cluster = SelfHostedCluster
 class SelfHostedScenario(Scenario):
     def __init__(self, out=sys.stdout, keep_workdir=False):
         super().__init__(out=out, keep_workdir=keep_workdir, real=True)
-        self.pivot = {}
+        self.pivot, self.upgrade = {}, {}
         self.reboots = []
 
     def api_cold_start(self):
@@ -133,8 +133,8 @@ class SelfHostedScenario(Scenario):
         have = set()
         for pod in self.pods():
             md, st = pod["metadata"], pod.get("status", {})
-            node = pod["spec"].get("nodeName")
-            if node not in nodes:
+            node = pod["spec"].get("nodeName")  # none while the pod is not scheduled
+            if node is None or node not in set(nodes):
                 continue
             if "kubernetes.io/config.mirror" in md.get("annotations", {}) and md["name"].rsplit("-", 1)[0] in BOOTSTRAP:
                 return None
@@ -161,9 +161,8 @@ class SelfHostedScenario(Scenario):
                 raise ScenarioError(f"master {m.name} still has bootstrap manifests {left}")
         self.stop_api_probe()
         self.pivot = dict(self.api, took=took)
-        self.tl.mark(f"pivot complete {took:.1f} s after the API answered; probe through api.internal: "
-                     f"{self.api['probes']} probes, {self.api['failed']} failed, longest gap "
-                     f"{1000 * self.api['longest gap']:.0f} ms")
+        self.tl.mark(f"pivot complete {took:.1f} s after the API answered; /readyz through api.internal every "
+                     f"50 ms: {self.api_text()}")
 
     def step_configmap(self):
         self.say("\n3. A ConfigMap written and read through the self-hosted API")
@@ -195,8 +194,9 @@ class SelfHostedScenario(Scenario):
             return len(ready) == 3 and len(pods) == 3
         wait_for("the apiserver DaemonSet rolled on a, b, c", self.alive(rolled), 900, 2)
         self.stop_api_probe()
-        self.tl.mark(f"upgrade rolled on three masters in {time.monotonic() - t:.0f} s; probe: {self.api['probes']} "
-                     f"probes, {self.api['failed']} failed, longest gap {1000 * self.api['longest gap']:.0f} ms")
+        self.upgrade = dict(self.api, took=time.monotonic() - t)
+        self.tl.mark(f"upgrade rolled on three masters in {self.upgrade['took']:.0f} s; /readyz through "
+                     f"api.internal every 50 ms: {self.api_text()}")
 
     def step_replace_b(self):
         self.step2_replace_b()
@@ -261,8 +261,9 @@ class SelfHostedScenario(Scenario):
                 self.say(f"logs kept in {self.c.workdir}")
         self.say("\nTimeline:\n" + self.tl.table())
         self.say(f"\nPivot: {self.pivot['took']:.1f} s from the API's first answer to complete; /readyz through "
-                 f"api.{SUFFIX} every 50 ms: {self.pivot['probes']} probes, {self.pivot['failed']} failed, "
-                 f"longest gap {1000 * self.pivot['longest gap']:.0f} ms")
+                 f"api.{SUFFIX} every 50 ms: {self.probe_summary(self.pivot)}")
+        self.say(f"Upgrade (a flag added to the apiserver DaemonSet): rolled in {self.upgrade['took']:.0f} s; "
+                 f"{self.probe_summary(self.upgrade)}")
         self.say("Power cuts (all masters at once), API back / self-hosted pods back: " +
                  ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in self.reboots))
         self.say("\nSUCCESS: the control plane pivoted to the cluster, survived a master's replacement and three "

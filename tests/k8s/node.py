@@ -101,13 +101,16 @@ class Node:
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
-                 resolv_conf=None):
+                 resolv_conf=None, keep_server=False):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
         self.admin_kubeconfig, self.node_ip, self.netns = kubeconfig, node_ip, netns
         self.hosts_file, self.etcd_images = hosts_file, tuple(etcd_images)
         self.resolv_conf = resolv_conf  # the node's resolver (a DNS server of the test); None: hosts only
+        # keep_server: kubelet talks to the kubeconfig's server as written (protokube's kubelet kubeconfig:
+        # api.internal.<C> on a self-hosted master, docs/pki.md), resolved through resolv_conf; else 127.0.0.1
+        self.keep_server = keep_server
         self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
         self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
         self.own_base = base is None
@@ -264,7 +267,8 @@ state = "{cd}/state"
         # delete its mirror pods).
         with open(self.admin_kubeconfig) as f:
             kc = f.read()
-        kc, n = re.subn(r"(?m)^(\s*server:\s*).*$", rf"\g<1>https://127.0.0.1:{self.api_port}", kc)
+        server = r"\g<0>" if self.keep_server else rf"\g<1>https://127.0.0.1:{self.api_port}"
+        kc, n = re.subn(r"(?m)^(\s*server:\s*).*$", server, kc)
         if n != 1:
             raise ValueError(f"{self.admin_kubeconfig}: expected one 'server:' line, found {n}")
         kubeconfig = self.path("kubelet.kubeconfig")
@@ -315,6 +319,13 @@ state = "{cd}/state"
             # the machine's: the tmpfs kubelet mounts there for Secret volumes reach containerd.
             argv = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c",
                     'mount --bind "$0" /etc/hosts && exec "$@"', self.hosts_file, *argv]
+        elif self.keep_server and self.resolv_conf:
+            # kubelet resolves the API's name through the node's resolver: its /etc/resolv.conf, bound in a
+            # mount namespace of its own whose / is made a slave first, so the bind stays there whatever the
+            # machine's root propagation; the root dir (under a shared mount of the test) still propagates.
+            argv = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c",
+                    'mount --make-slave / && mount --bind "$0" /etc/resolv.conf && exec "$@"',
+                    self.resolv_conf, *argv]
         return self.in_netns(argv)
 
     def healthz(self):

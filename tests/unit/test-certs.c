@@ -158,6 +158,32 @@ static void check_protokube_identity(Fixture *f, const CertsObservation *o) {
         snprintf(path, sizeof(path), "%s/kube-scheduler/kubeconfig", f->pki);
         assert_int_equal(read_full_file(path, 65536, &sched, NULL), 0);
         assert_non_null(strstr(sched, "server: https://127.0.0.1:443\n"));
+        _cleanup_free_ char *kubelet = NULL;
+        snprintf(path, sizeof(path), "%s/kubelet/kubeconfig", f->pki);
+        assert_int_equal(read_full_file(path, 65536, &kubelet, NULL), 0);
+        assert_non_null(strstr(kubelet, "server: https://127.0.0.1:443\n")); /* static pods: its own */
+}
+
+/* Self-hosted, kubelet's kubeconfig names api.internal (docs/pki.md): its own apiserver is one pod of a
+ * DaemonSet the cluster rolls. The components' stay local. */
+static void test_self_hosted_kubelet_server(void **state) {
+        Fixture *f = *state;
+        char *ips[] = { (char *)"10.0.0.1", NULL };
+        CertsObservation o = {};
+        CertsPlan p = {};
+        f->s.self_hosted = true;
+        observe_plan(f, ips, "a", T0, &o, &p);
+        apply(f, &o, &p, T0);
+        certs_plan_done(&p);
+        certs_observation_done(&o);
+        char path[256];
+        _cleanup_free_ char *kubelet = NULL, *sched = NULL;
+        snprintf(path, sizeof(path), "%s/kubelet/kubeconfig", f->pki);
+        assert_int_equal(read_full_file(path, 65536, &kubelet, NULL), 0);
+        assert_non_null(strstr(kubelet, "server: https://api.internal.demo.k8s.test\n"));
+        snprintf(path, sizeof(path), "%s/kube-scheduler/kubeconfig", f->pki);
+        assert_int_equal(read_full_file(path, 65536, &sched, NULL), 0);
+        assert_non_null(strstr(sched, "server: https://127.0.0.1:443\n"));
 }
 
 static void test_first_pass_then_quiet(void **state) {
@@ -311,6 +337,7 @@ static void test_unmanaged(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_first_pass_then_quiet, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_self_hosted_kubelet_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unreadable_store, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unmanaged, setup, teardown),
