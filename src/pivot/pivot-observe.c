@@ -314,9 +314,13 @@ static bool template_stale(const Pivot *p, const json_t *live) {
 }
 
 /* Once complete, the cluster owns the workloads and the configuration, but the certificates stay
- * protokube's: the first master (the one writer) finds the Secrets that differ from its render and the
- * workloads whose pod template carries another certificates digest, so that a renewal reaches the pods.
- * A workload that is absent was deleted through the API: that is the cluster's business, not a renewal. */
+ * protokube's: the first master (the one writer) finds the Secrets that differ from its render and, with
+ * more than one master, the workloads whose pod template carries another certificates digest, so that a
+ * renewal rolls them. One master's workloads are not rolled: its only controller-manager would delete
+ * itself before creating its successor (hostNetwork: two cannot share a node), and nothing would be left
+ * to create it; its pods read the renewed files where kubelet refreshes their Secret volumes (kube-apiserver
+ * 1.20 reloads its serving pair, client-go its client certificate files). A workload that is absent was
+ * deleted through the API: that is the cluster's business, not a renewal. */
 static int observe_certificates(Pivot *p, char **ret_error) {
         const SelfHostedAssets *a = p->settings->assets;
         p->stale = new0(bool, a->n + 1);
@@ -324,9 +328,10 @@ static int observe_certificates(Pivot *p, char **ret_error) {
                 return -ENOMEM;
         if (!first_master(p))
                 return 0;
+        bool roll = p->obs.n_masters > 1;
         for (size_t i = 0; i < a->n; i++) {
                 const SelfHostedObject *o = &a->items[i];
-                if (!o->secret && !is_workload(o))
+                if (!o->secret && !(roll && is_workload(o)))
                         continue;
                 json_t *live = NULL;
                 int r = get_live(p, o, &live, ret_error);

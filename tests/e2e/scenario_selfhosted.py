@@ -18,6 +18,7 @@ is the namespace's (the test DNS server: api.internal resolves as on a real mast
 shared mount, so what protokube mounts still reaches kubelet. Run as root: /usr/bin/python3
 tests/e2e/scenario_selfhosted.py (make demo-selfhosted)."""
 
+import base64
 import json
 import os
 import shutil
@@ -29,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402
 import scenario  # noqa: E402
-from cluster import SUFFIX, protokube_bin  # noqa: E402
+from cluster import SUFFIX, protokube_bin, stop_process  # noqa: E402
 from scenario import ADDRS, Scenario, ScenarioError, wait_for  # noqa: E402
 
 NET = os.environ.get("PROTOKUBE_SELFHOSTED_NET", "198.18.48")
@@ -41,21 +42,31 @@ BOOTSTRAP = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
 class SelfHostedMaster(cluster.Master):
+    def argv(self, *verb):
+        """protokube VERB for this master, in its network namespace and in a mount namespace of its own whose
+        /etc/resolv.conf is the namespace's. / is made a slave first: the resolv.conf bind stays in this namespace
+        whatever the machine's root propagation; the work directory (a shared mount of its own) still propagates
+        both ways."""
+        ns = self.cluster.lab.ns(self.name)
+        return ["nsenter", f"--net=/run/netns/{ns}", "--", "unshare", "--mount", "--propagation", "unchanged", "--",
+                "sh", "-c", 'mount --make-slave / && mount --bind "$0" /etc/resolv.conf && exec "$@"',
+                f"/etc/netns/{ns}/resolv.conf", protokube_bin(), "-c", self.spec, "--log-format", "json", *verb,
+                *self.node_args()]
+
+    def env(self):
+        return dict(os.environ, PROTOKUBE_STATE_DIR=self.state)
+
     def start(self, port):
         self.port = port
-        ns = self.cluster.lab.ns(self.name)
         self.state = os.path.join(self.dir, "state")  # the pivot's record, the checkpoint: per master
-        daemon = [protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
-                  "--listen", f"127.0.0.1:{port}", "--interval", "5s"]
-        # / is made a slave first: the resolv.conf bind stays in this namespace whatever the machine's root
-        # propagation; the work directory (a shared mount of its own) still propagates both ways.
-        argv = ["nsenter", f"--net=/run/netns/{ns}", "--", "unshare", "--mount", "--propagation", "unchanged", "--",
-                "sh", "-c", 'mount --make-slave / && mount --bind "$0" /etc/resolv.conf && exec "$@"',
-                f"/etc/netns/{ns}/resolv.conf", *daemon]
+        self.start_daemon()
+        self.start_node()
+
+    def start_daemon(self):
+        argv = self.argv("run") + ["--listen", f"127.0.0.1:{self.port}", "--interval", "5s"]
         self.protokube = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
-            start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
-        self.start_node()
+            start_new_session=True, env=self.env())
 
     def power_cut(self):
         """protokube, kubelet, containerd, the containers and their shims: SIGKILL, all at once; then what a
@@ -99,7 +110,7 @@ scenario.Cluster = SelfHostedCluster
 class SelfHostedScenario(Scenario):
     def __init__(self, out=sys.stdout, keep_workdir=False):
         super().__init__(out=out, keep_workdir=keep_workdir, real=True)
-        self.pivot, self.upgrade = {}, {}
+        self.pivot, self.upgrade, self.renewal = {}, {}, {}
         self.reboots = []
 
     def api_cold_start(self):
@@ -198,6 +209,61 @@ class SelfHostedScenario(Scenario):
         self.tl.mark(f"upgrade rolled on three masters in {self.upgrade['took']:.0f} s; /readyz through "
                      f"api.internal every 50 ms: {self.api_text()}")
 
+    def step_renewal(self):
+        """`protokube pki renew` on a, the first master by name and so the writer of the Secrets (docs/pivot.md,
+        "Renewing the certificates after the pivot"): a's daemon applies the renewed Secrets and patches the
+        certificates annotation into the workloads, which roll one master at a time under the same probe; the flag
+        of the upgrade stays."""
+        self.say("\n3c. The certificates renewed on a (the writer of the Secrets): the workloads roll")
+
+        def template_digest():
+            return self.kubectl("get", "daemonset", "-n", "kube-system", "kube-apiserver", "-o",
+                                "jsonpath={.spec.template.metadata.annotations.protokube\\.io/certificates}"
+                                ).stdout.strip() or None
+        before = template_digest()
+        a = self.c.masters["a"]
+        stop_process(a.protokube, grace=15)
+        p = subprocess.run(a.argv("pki", "renew"), capture_output=True, text=True, timeout=300, env=a.env())
+        if p.returncode not in (0, 3):
+            raise ScenarioError(f"protokube pki renew on a: {p.returncode}\n{p.stderr[-3000:]}")
+        with open(os.path.join(a.pki, "kube-apiserver", "apiserver.crt"), "rb") as f:
+            renewed = base64.b64encode(f.read()).decode()
+        self.start_api_probe()
+        t = time.monotonic()
+        a.start_daemon()
+        self.tl.mark("a's certificates renewed (protokube pki renew); a's daemon started again")
+
+        def secret_renewed():
+            p = self.kubectl("get", "secret", "-n", "kube-system", "kube-apiserver-pki", "-o",
+                             "jsonpath={.data.apiserver\\.crt}")
+            return p.returncode == 0 and p.stdout.strip() == renewed
+        wait_for("the renewed certificate in Secret kube-apiserver-pki", self.alive(secret_renewed), 300, 2)
+        self.tl.mark(f"Secret kube-apiserver-pki holds the renewed certificate after {time.monotonic() - t:.0f} s")
+        digest = wait_for("the new certificates digest in the apiserver DaemonSet",
+                          self.alive(lambda: (lambda d: d if d != before else None)(template_digest())), 120, 2)
+
+        def rolled():
+            want = {"kube-apiserver": 3, "kube-controller-manager": 3, "kube-scheduler": 3}
+            have = {}
+            for x in self.pods():
+                md = x["metadata"]
+                app = md.get("labels", {}).get("k8s-app")
+                if app in want and any(o.get("controller") for o in md.get("ownerReferences", [])) and \
+                        md.get("annotations", {}).get("protokube.io/certificates") == digest and \
+                        any(c["type"] == "Ready" and c["status"] == "True" for c in x["status"].get("conditions", [])):
+                    have[app] = have.get(app, 0) + 1
+            return have == want
+        wait_for("every self-hosted pod rolled onto the renewed certificates", self.alive(rolled), 900, 2)
+        self.stop_api_probe()
+        flag = "--default-not-ready-toleration-seconds=299"
+        command = json.loads(self.kubectl("get", "daemonset", "-n", "kube-system", "kube-apiserver", "-o",
+                                          "json").stdout)["spec"]["template"]["spec"]["containers"][0]["command"]
+        if flag not in command:
+            raise ScenarioError(f"the renewal lost the upgrade's flag: {command}")
+        self.renewal = dict(self.api, took=time.monotonic() - t)
+        self.tl.mark(f"renewal rolled on three masters in {self.renewal['took']:.0f} s (the upgrade's flag kept); "
+                     f"/readyz through api.internal every 50 ms: {self.api_text()}")
+
     def step_replace_b(self):
         self.step2_replace_b()
         # the cloud's node controller deletes the Node of a terminated instance; here the demo does
@@ -250,6 +316,7 @@ class SelfHostedScenario(Scenario):
             self.step_pivot()
             self.step_configmap()
             self.step_upgrade()
+            self.step_renewal()
             self.say("\n4. Terminate master b; master d takes over its volumes and pivots")
             self.step_replace_b()
             self.step_power_cuts()
@@ -264,6 +331,8 @@ class SelfHostedScenario(Scenario):
                  f"api.{SUFFIX} every 50 ms: {self.probe_summary(self.pivot)}")
         self.say(f"Upgrade (a flag added to the apiserver DaemonSet): rolled in {self.upgrade['took']:.0f} s; "
                  f"{self.probe_summary(self.upgrade)}")
+        self.say(f"Certificates renewed on a: every self-hosted pod rolled in {self.renewal['took']:.0f} s; "
+                 f"{self.probe_summary(self.renewal)}")
         self.say("Power cuts (all masters at once), API back / self-hosted pods back: " +
                  ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in self.reboots))
         self.say("\nSUCCESS: the control plane pivoted to the cluster, survived a master's replacement and three "
