@@ -6,7 +6,9 @@
 2. the daemons pivot, one master at a time: the pivot's duration and, from a /readyz probe through api.internal
    every 50 ms, the failed probes and the longest gap;
 3. a ConfigMap written and read through the self-hosted API; an upgrade through the API (kubectl patch adds a
-   flag to the apiserver DaemonSet), rolled one master at a time under the same probe;
+   flag to the apiserver DaemonSet), rolled one master at a time under the same probe; then a's certificates
+   renewed (`protokube pki renew`): a's daemon applies the renewed Secrets and every self-hosted pod rolls onto
+   them, the upgrade's flag kept;
 4. b terminated, d takes its volumes (scenario.py's step 2), b's Node deleted (what a cloud's node controller
    does for a terminated instance), d pivots and the apiserver DaemonSet's pod lands on d;
 5. all masters stopped at once (protokube, kubelet, containerd, containers: SIGKILL) and started again, three
