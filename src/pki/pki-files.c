@@ -165,6 +165,24 @@ static int fill_generation(int dfd, const char *gen, const char *name, const cha
         return r;
 }
 
+/* Whether DIR/NAME.crt and DIR/NAME.key, what the components read, are the links into the current
+ * generation: -ENOENT when one is missing or points elsewhere. The pair is then missing as far as its
+ * consumers go, and the pass issues it again (which writes the links), instead of observing the generation
+ * alone and keeping a pair nobody can read (the three-master demo found it). */
+static int public_links_ok(int dfd, const char *name) {
+        for (const char *ext = ".crt"; ext; ext = streq(ext, ".crt") ? ".key" : NULL) {
+                char path[PKI_PAIR_NAME_MAX + 8], want[2 * PKI_PAIR_NAME_MAX + 32], buf[sizeof(want)];
+                snprintf(path, sizeof(path), "%s%s", name, ext);
+                snprintf(want, sizeof(want), ".%s.current/%s%s", name, name, ext);
+                ssize_t n = readlinkat(dfd, path, buf, sizeof(buf) - 1);
+                if (n < 0)
+                        return errno == EINVAL ? PK_EMALFORMED : -errno; /* EINVAL: not a symlink */
+                if ((size_t)n != strlen(want) || memcmp(buf, want, (size_t)n) != 0)
+                        return -ENOENT;
+        }
+        return 0;
+}
+
 /* DIR/NAME.crt and DIR/NAME.key: links into whatever generation is current. */
 static int link_pair_paths(int dfd, const char *name, const char *current) {
         for (const char *ext = ".crt"; ext; ext = streq(ext, ".crt") ? ".key" : NULL) {
@@ -254,7 +272,10 @@ int pki_pair_read(const char *dir, const char *name, char **ret_cert_pem, size_t
         _cleanup_free_ char *current = strjoin(".", name, ".current");
         if (!current)
                 return -ENOMEM;
-        int r = -ENOENT;
+        int r = public_links_ok(dfd, name);
+        if (r < 0)
+                return r;
+        r = -ENOENT;
         for (unsigned attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
                 char gen[PATH_MAX];
                 ssize_t n = readlinkat(dfd, current, gen, sizeof(gen) - 1);
@@ -421,6 +442,8 @@ static int pair_identity(const char *dir, const char *name, PairIdentity *ret) {
         int r = file_identity_at(gfd, crt, &id.crt);
         if (r >= 0)
                 r = file_identity_at(gfd, key, &id.key);
+        if (r >= 0)
+                r = public_links_ok(dfd, name);
         if (r < 0)
                 return r;
         *ret = id;

@@ -442,8 +442,9 @@ static PkiRenewReason observe_cached(PkiPairCache *c, const char *dir, X509 *ca,
 }
 
 /* The daemon's pair cache: a second observation of an unchanged pair decodes nothing; a renewal (a new
- * generation) and an edit in place, even one that restores the file's mtime and size, are decoded anew:
- * never a stale certificate. A pair changed within the last 2 s is not cached at all. */
+ * generation), an edit in place, even one that restores the file's mtime and size, and the removal of the
+ * public names are seen anew: never a stale certificate. A pair changed within the last 2 s is not cached.
+ */
 static void test_pair_cache(void **state) {
         _cleanup_(tmpdir_cleanup) TmpDir t = { "/tmp/pk-pki-XXXXXX" };
         assert_non_null(mkdtemp(t.path));
@@ -515,6 +516,21 @@ static void test_pair_cache(void **state) {
         assert_int_not_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
         pki_pair_cache_stats(c, &hits, &misses);
         assert_int_equal(misses, 5);
+
+        /* the public names removed (what the components read), the generation left: missing, not cached
+         * (the three-master demo's daemon kept serving the cached pair and never issued it again) */
+        assert_int_equal(pki_pair_save(t.path, "server", c1, k1), 0);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_NONE);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(hits, 3);
+        _cleanup_free_ char *pub_crt = strjoin(t.path, "/server.crt"),
+                            *pub_key = strjoin(t.path, "/server.key");
+        assert_int_equal(unlink(pub_crt), 0);
+        assert_int_equal(unlink(pub_key), 0);
+        assert_int_equal(observe_cached(c, t.path, ca, dns, NULL), PKI_RENEW_MISSING);
+        pki_pair_cache_stats(c, &hits, &misses);
+        assert_int_equal(hits, 3);
         clock_override(NULL, NULL);
 }
 
