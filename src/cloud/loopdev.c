@@ -78,8 +78,12 @@ static int loop_backed_by(const char *name, dev_t devnum, const struct stat *st,
         return 1;
 }
 
-/* sysfs names the backing file of each bound loop device; compare it by st_dev/st_ino with image (a
- * path string could be stale or differ in form), then confirm on the device. */
+/* Each bound loop device (sysfs has its backing_file), compared with image by the backing file's st_dev and
+ * st_ino that the device itself reports (LOOP_GET_STATUS64). Not by the sysfs path: the kernel forms it
+ * from the reader's mount namespace, and when the one that bound the device is gone (a daemon in a mount
+ * namespace of its own, restarted) it is a path that leads nowhere ("/pool/<id>.img"); the e2e's restarted
+ * daemons then found no device, bound a second one to the same image, and a second process saw the
+ * volume's mount as another device's. */
 int loopdev_find_by_backing(const char *image, char **ret_path, dev_t *ret_devnum) {
         _cleanup_(closedirp) DIR *d = opendir("/sys/block");
         struct stat st;
@@ -93,15 +97,11 @@ int loopdev_find_by_backing(const char *image, char **ret_path, dev_t *ret_devnu
                         continue;
                 _cleanup_free_ char *bf = strjoin("/sys/block/", de->d_name, "/loop/backing_file"),
                                     *text = NULL;
-                struct stat bst;
                 dev_t devnum;
                 if (!bf)
                         return -ENOMEM;
                 if (read_full_file(bf, 8192, &text, NULL) < 0)
                         continue; /* not bound */
-                text[strcspn(text, "\n")] = 0;
-                if (stat(text, &bst) < 0 || bst.st_dev != st.st_dev || bst.st_ino != st.st_ino)
-                        continue;
                 if (sysfs_devnum(de->d_name, &devnum) < 0)
                         continue;
                 _cleanup_free_ char *path = NULL;
@@ -120,14 +120,16 @@ int loopdev_find_by_backing(const char *image, char **ret_path, dev_t *ret_devnu
 
 static int loop_configure(int loop_fd, int file_fd, const char *image) {
         struct loop_config cfg = { .fd = (__u32)file_fd };
-        /* lo_file_name is informational (losetup shows it); sysfs backing_file is what we compare. */
+        /* lo_file_name is informational (losetup shows it); the backing file's st_dev and st_ino (as
+         * LOOP_GET_STATUS64 reports them) are what loopdev_find_by_backing() compares. */
         snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", image);
         if (ioctl(loop_fd, LOOP_CONFIGURE, &cfg) >= 0)
                 return 0;
         if (errno != EINVAL && errno != ENOTTY)
                 return -errno;
         /* Kernels before 5.8: two steps. A crash in between leaves a bound loop device without
-         * status, which loopdev_find_by_backing() still finds by its backing file. */
+         * status, which loopdev_find_by_backing() still finds: the backing file is the device's from
+         * LOOP_SET_FD. */
         if (ioctl(loop_fd, LOOP_SET_FD, file_fd) < 0)
                 return -errno;
         if (ioctl(loop_fd, LOOP_SET_STATUS64, &cfg.info) < 0) {

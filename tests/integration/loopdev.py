@@ -1,8 +1,10 @@
 # Helpers for the volume integration tests: a scratch directory with a pool, per-node mount roots and
 # manifest dirs; loop devices the test itself creates; cleanup that touches only what the test made
 # (mounts under its directory, loop devices backed by its files), even after a failure.
+import fcntl
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -50,34 +52,56 @@ def mounts_under(prefix):
     return sorted(set(out), key=len, reverse=True)
 
 
+LOOP_GET_STATUS64 = 0x4C05
+LOOP_INFO64_SIZE = 232  # struct loop_info64 (linux/loop.h); lo_device and lo_inode come first
+
+
+def bound_loops():
+    """/dev/loopN that have a backing file (sysfs backing_file exists)."""
+    return ["/dev/" + n for n in os.listdir("/sys/block")
+            if n.startswith("loop") and os.path.exists(f"/sys/block/{n}/loop/backing_file")]
+
+
+def loop_backing(dev):
+    """(st_dev, st_ino) of dev's backing file as the device reports it (LOOP_GET_STATUS64), or None. Not the
+    sysfs path: the kernel forms it in the reader's mount namespace, and for a device bound by a process of a
+    mount namespace that is gone it is a path relative to that mount ("/pool/x.img") that leads nowhere."""
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = fcntl.ioctl(fd, LOOP_GET_STATUS64, bytes(LOOP_INFO64_SIZE))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return struct.unpack_from("=QQ", info)
+
+
+def loops_of(image):
+    """Every loop device bound to image."""
+    st = os.stat(image)
+    return [d for d in bound_loops() if loop_backing(d) == (st.st_dev, st.st_ino)]
+
+
 def loops_backed_by_files_under(prefix):
-    """/dev/loopN whose backing file lies below prefix (sysfs backing_file)."""
-    out = []
-    for name in os.listdir("/sys/block"):
-        if not name.startswith("loop"):
-            continue
-        try:
-            with open(f"/sys/block/{name}/loop/backing_file") as f:
-                backing = f.read().strip()
-        except OSError:
-            continue
-        if backing.startswith(prefix.rstrip("/") + "/"):
-            out.append("/dev/" + name)
-    return out
+    """/dev/loopN whose backing file lies below prefix (by device and inode)."""
+    files = set()
+    for root, _, names in os.walk(prefix):
+        for n in names:
+            try:
+                st = os.stat(os.path.join(root, n), follow_symlinks=False)
+            except OSError:
+                continue
+            files.add((st.st_dev, st.st_ino))
+    return [d for d in bound_loops() if loop_backing(d) in files]
 
 
 def loop_of(image):
     """The loop device bound to image, or None."""
-    st = os.stat(image)
-    for name in os.listdir("/sys/block"):
-        try:
-            with open(f"/sys/block/{name}/loop/backing_file") as f:
-                b = os.stat(f.read().strip())
-        except OSError:
-            continue
-        if (b.st_dev, b.st_ino) == (st.st_dev, st.st_ino):
-            return "/dev/" + name
-    return None
+    loops = loops_of(image)
+    return loops[0] if loops else None
 
 
 class VolEnv:

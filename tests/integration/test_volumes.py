@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from conftest import need_root, protokube_bin
-from loopdev import MIB, VolEnv, loop_of, mounts_under, node_ip, run
+from loopdev import MIB, VolEnv, loop_of, loops_of, mounts_under, node_ip, run
 
 
 @pytest.fixture
@@ -292,6 +292,32 @@ def test_other_device_on_mount_point(env):
     # events is independent of main's trouble
     assert env.mount_path("n1", "events-a") in mounts_under(env.mount_root("n1"))
     assert not os.path.exists(os.path.join(env.manifest_dir("n1"), "etcd.manifest"))
+
+
+def test_device_bound_from_a_mount_namespace_that_is_gone(env):
+    """A daemon in a mount namespace of its own (the e2e's, a unit with PrivateMounts) binds the loop devices
+    through its copy of the pool's mount; when it exits, sysfs names their backing files by a path relative to
+    that mount ("/pool/<id>.img") that leads nowhere. The next pass, in another namespace, must still find each
+    device by the backing file's device and inode: before, it bound a second loop device to the same image (and a
+    second process saw the volume's mount as another device's)."""
+    env.create("main-a", "main", "a", ["a"])
+    env.create("events-a", "events", "a", ["a"])
+    argv = env.argv("once", "n1")
+    # base bound onto itself in a private namespace: the files are opened through a mount only it has
+    p = run("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" "$0" && exec "$@"', env.base, *argv, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr
+    for vol in ("main-a", "events-a"):
+        [dev] = loops_of(env.image(vol))
+        with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
+            assert not f.read().strip().startswith(env.base), "the namespace's mount is not gone"
+    # its mounts went with the namespace; the next pass mounts the same devices again
+    env.pk("once", "n1", check=0)
+    for vol in ("main-a", "events-a"):
+        loops = loops_of(env.image(vol))
+        assert len(loops) == 1, f"{vol}: bound to {loops}"
+        assert env.meta(vol)["attachment"]["device"] == loops[0]
+        assert env.mount_path("n1", vol) in mounts_under(env.mount_root("n1"))
 
 
 def test_pool_cli(env):
