@@ -18,7 +18,9 @@ import time
 from netlab import NetLab
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "k8s"))
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 from node import Node  # noqa: E402  (tests/k8s/node.py: containerd + kubelet)
+from loopdev import loops_backed_by_files_under  # noqa: E402  (tests/integration/loopdev.py)
 
 # This machine's sandbox rejects traffic from its own (root) network namespace to the test network, while
 # traffic between namespaces on the bridge passes. So every party of the simulation lives in a namespace of
@@ -356,14 +358,11 @@ spec:
         for m in self.masters.values():
             m.unmount_all()
         self.bind.stop()
-        # Detach loop devices backed by this run's pool images.
-        p = run(["losetup", "-J"], check=False)
-        try:
-            for d in json.loads(p.stdout or "{}").get("loopdevices", []):
-                if (d.get("back-file") or "").startswith(self.pool):
-                    run(["losetup", "-d", d["name"]], check=False)
-        except ValueError:
-            pass
+        # Detach loop devices backed by this run's pool images, found by the images' device and inode: the
+        # backing path losetup shows is formed through the mount namespace of the daemon that bound the device,
+        # and once that is gone it reads "/pool/<id>.img" (docs/volumes.md); by path, these leaked.
+        for dev in loops_backed_by_files_under(self.pool):
+            run(["losetup", "-d", dev], check=False)
         self.lab.close()
         if self.shared:
             run(["umount", "-R", self.workdir], check=False)

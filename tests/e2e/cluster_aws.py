@@ -26,7 +26,8 @@ import shutil
 import subprocess
 import time
 
-from cluster import CLUSTER, HERE, ROOT, ZONE, Bind, Cluster, Master, protokube_bin, run, stop_process
+from cluster import (CLUSTER, HERE, ROOT, ZONE, Bind, Cluster, Master, loops_backed_by_files_under, protokube_bin,
+                     stop_process)
 from netlab import NetLab
 
 # Another /24 of 198.18.0.0/15 than the process simulation's (cluster.py, 198.18.42.0/24): the two run side by
@@ -259,12 +260,7 @@ spec:
         self.double_call("/_double/detach", {"instances": [instance_id(name)]})
 
     def loops_of_images(self):
-        p = run(["losetup", "-J"], check=False)
-        try:
-            return [d["name"] for d in json.loads(p.stdout or "{}").get("loopdevices", [])
-                    if (d.get("back-file") or "").startswith(self.pool)]
-        except ValueError:
-            return []
+        return loops_backed_by_files_under(self.pool)  # by device and inode, not by path
 
     def close(self):
         errors = []
