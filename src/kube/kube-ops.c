@@ -110,6 +110,24 @@ static int delete_body(const KubePreconditions *pre, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* A call that sends body and needs nothing of the answer but its status. */
+static int call_with_body(KubeClient *c, const char *method, const char *path, const char *content_type,
+                          const char *body, const KubeObjectRef *ref, bool secret, usec_t deadline,
+                          char **ret_error) {
+        KubeCall k = { .method = method,
+                       .path = path,
+                       .content_type = content_type,
+                       .body = body,
+                       .body_len = strlen(body),
+                       .ref = ref,
+                       .secret = secret,
+                       .deadline = deadline };
+        HttpResponse resp = {};
+        int r = kube_call(c, &k, &resp, ret_error);
+        http_response_done(&resp);
+        return r;
+}
+
 int kube_delete(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
                 const KubePreconditions *pre, usec_t deadline, char **ret_error) {
         _cleanup_free_ char *path = NULL, *body = NULL;
@@ -120,18 +138,8 @@ int kube_delete(KubeClient *c, const char *api_version, const char *kind, const 
         if (delete_body(pre, &body) < 0)
                 return -ENOMEM;
         KubeObjectRef ref = { .kind = kind, .ns = res->namespaced ? ns : NULL, .name = name };
-        KubeCall k = { .method = "DELETE",
-                       .path = path,
-                       .content_type = "application/json",
-                       .body = body,
-                       .body_len = strlen(body),
-                       .ref = &ref,
-                       .secret = is_secret(res),
-                       .deadline = deadline };
-        HttpResponse resp = {};
-        r = kube_call(c, &k, &resp, ret_error);
-        http_response_done(&resp);
-        return r;
+        return call_with_body(c, "DELETE", path, "application/json", body, &ref, is_secret(res), deadline,
+                              ret_error);
 }
 
 int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,
@@ -196,17 +204,8 @@ int kube_merge_patch(KubeClient *c, const char *api_version, const char *kind, c
             !(body = json_dumps(patch, JSON_COMPACT)))
                 return -ENOMEM;
         KubeObjectRef ref = { .kind = kind, .ns = res->namespaced ? ns : NULL, .name = name };
-        KubeCall k = { .method = "PATCH",
-                       .path = path,
-                       .content_type = "application/merge-patch+json",
-                       .body = body,
-                       .body_len = strlen(body),
-                       .ref = &ref,
-                       .deadline = deadline };
-        HttpResponse resp = {};
-        r = kube_call(c, &k, &resp, ret_error);
-        http_response_done(&resp);
-        return r;
+        return call_with_body(c, "PATCH", path, "application/merge-patch+json", body, &ref, false, deadline,
+                              ret_error);
 }
 
 int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error) {
