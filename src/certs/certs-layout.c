@@ -198,18 +198,16 @@ static char *local_server(const CertsSettings *s) {
         return strprintf("https://127.0.0.1:%d", s->apiserver_port);
 }
 
-/* The operator's: the API's public name, which protokube publishes. */
-static char *admin_server(const CertsSettings *s) {
+/* https://api.<domain>[:port]: a name protokube publishes. */
+static char *api_server(const CertsSettings *s, const char *domain) {
         if (s->apiserver_port == 443)
-                return strprintf("https://%s.%s", API_LABEL, s->cluster_name);
-        return strprintf("https://%s.%s:%d", API_LABEL, s->cluster_name, s->apiserver_port);
+                return strprintf("https://%s.%s", API_LABEL, domain);
+        return strprintf("https://%s.%s:%d", API_LABEL, domain, s->apiserver_port);
 }
 
-/* api.internal.<C>: every master's apiserver (docs/pki.md). */
-static char *internal_server(const CertsSettings *s) {
-        if (s->apiserver_port == 443)
-                return strprintf("https://%s.%s", API_LABEL, s->internal_suffix);
-        return strprintf("https://%s.%s:%d", API_LABEL, s->internal_suffix, s->apiserver_port);
+/* The operator's: the API's public name. */
+static char *admin_server(const CertsSettings *s) {
+        return api_server(s, s->cluster_name);
 }
 
 /* kubelet's API. With static pods its own apiserver at 127.0.0.1, which kubelet itself runs, as kops does.
@@ -218,7 +216,9 @@ static char *internal_server(const CertsSettings *s) {
  * DaemonSet, no longer counting that master, went on to the next; the three-master demo lost every
  * apiserver at once. Through api.internal it reaches the others meanwhile. */
 static char *kubelet_server(const CertsSettings *s) {
-        return s->self_hosted && !isempty(s->internal_suffix) ? internal_server(s) : local_server(s);
+        /* api.internal.<C>: every master's apiserver (docs/pki.md) */
+        return s->self_hosted && !isempty(s->internal_suffix) ? api_server(s, s->internal_suffix)
+                                                              : local_server(s);
 }
 
 int certs_layout(const CertsSettings *s, CertsLayout *ret) {
