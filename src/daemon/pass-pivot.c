@@ -19,8 +19,7 @@
 
 struct PassPivot {
         SelfHostedAssets assets;
-        char certs_digest[CERTS_DIGEST_LEN + 1];
-        char *pod_annotations[3]; /* the pod templates' certificates annotation: key, value, NULL */
+        PassPodAnnotations pod_annotations; /* what the assets' pod templates carry */
         PivotSettings settings;
         char *api_host, *kubeconfig, *node_name, *internal_ip, *state_dir, *manifest_dir;
         Pivot *pivot;
@@ -55,30 +54,32 @@ static int deadline_from_env(const char *name, usec_t *ret) {
 }
 
 int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret,
-                            char *ret_digest) {
+                            PassPodAnnotations *ret_annotations) {
         _cleanup_strv_free_ char **etcd_names = NULL;
         _cleanup_free_ char *error = NULL;
-        char digest[CERTS_DIGEST_LEN + 1] = "";
+        PassPodAnnotations local, *a = ret_annotations ?: &local;
         int r;
+        *a = (PassPodAnnotations){};
         for (size_t i = 0; i < spec->etcd_clusters.n; i++)
                 if (strv_extend(&etcd_names, cluster_spec_etcd(spec, i)->name) < 0)
                         return log_oom();
         CertsSettings certs = pass_certs_settings(spec, etcd_names);
         if (certs.store_url) {
-                r = certs_node_digest(&certs, digest);
+                r = certs_node_digest(&certs, a->digest);
                 if (r < 0)
                         return log_error_errno(r, "Failed to read the certificates under '%s': %m",
                                                certs.pki_dir);
         }
-        char *const annotations[] = { (char *)CERTS_ANNOTATION, digest, NULL };
-        SelfHostedParams p = { .n_masters = (unsigned)n_masters,
-                               .pod_annotations = digest[0] ? annotations : NULL };
+        if (a->digest[0]) {
+                a->kv[0] = (char *)CERTS_ANNOTATION;
+                a->kv[1] = a->digest;
+                a->list = a->kv;
+        }
+        SelfHostedParams p = { .n_masters = (unsigned)n_masters, .pod_annotations = a->list };
         r = self_hosted_render(spec, &p, ret, &error);
         if (r < 0)
                 return log_error_errno(r, "Failed to render the self-hosted assets: %s",
                                        error ?: pk_strerror(r));
-        if (ret_digest)
-                memcpy(ret_digest, digest, sizeof(digest));
         return 0;
 }
 
@@ -91,7 +92,7 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 return log_oom();
         if (isempty(node_name) || isempty(internal_ip))
                 return log_error_errno(-EINVAL, "The pivot needs this node's name and internal address.");
-        r = pass_render_self_hosted(spec, n_masters, &pp->assets, pp->certs_digest);
+        r = pass_render_self_hosted(spec, n_masters, &pp->assets, &pp->pod_annotations);
         if (r < 0)
                 return r;
         r = api_dns_name(spec->dns.internal_suffix, &pp->api_host);
@@ -116,12 +117,8 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 .state_dir = pp->state_dir,
                 .masters_expected = n_masters,
                 .assets = &pp->assets,
+                .pod_annotations = pp->pod_annotations.list,
         };
-        if (pp->certs_digest[0]) {
-                pp->pod_annotations[0] = (char *)CERTS_ANNOTATION;
-                pp->pod_annotations[1] = pp->certs_digest;
-                pp->settings.pod_annotations = pp->pod_annotations;
-        }
         if (deadline_from_env("PROTOKUBE_PIVOT_READY_DEADLINE", &pp->settings.ready_deadline) < 0 ||
             deadline_from_env("PROTOKUBE_PIVOT_RESTORE_DEADLINE", &pp->settings.restore_deadline) < 0)
                 return -EINVAL;

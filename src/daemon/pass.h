@@ -221,11 +221,17 @@ int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node,
  * the certificates' digest; deadlines from PROTOKUBE_PIVOT_READY_DEADLINE / _RESTORE_DEADLINE. n_masters:
  * the main etcd cluster's members. Logs what failed. */
 typedef struct PassPivot PassPivot;
-/* The self-hosted assets of spec for n_masters, their pods annotated with the digest of this node's
- * certificates (the static pods' annotation after a pass), that digest in ret_digest (CERTS_DIGEST_LEN + 1
- * bytes, may be NULL; "" without a state store); logs what failed. */
+/* The pod templates' annotations: protokube.io/certificates with the digest of this node's certificates
+ * (the static pods' annotation after a pass); list is NULL without a state store (no digest). */
+typedef struct PassPodAnnotations {
+        char digest[CERTS_DIGEST_LEN + 1];
+        char *kv[3];       /* key, value, NULL */
+        char *const *list; /* kv, or NULL */
+} PassPodAnnotations;
+/* The self-hosted assets of spec for n_masters, their pods annotated as *ret_annotations says (filled here;
+ * may be NULL); logs what failed. */
 int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret,
-                            char *ret_digest);
+                            PassPodAnnotations *ret_annotations);
 int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const char *node_name,
                     const char *internal_ip, size_t n_masters, PassPivot **ret);
 PassPivot *pass_pivot_free(PassPivot *pp);
