@@ -192,34 +192,94 @@ static int make_held_elsewhere(VolumeEligibility *e, const EtcdTag *t, const Vol
         return 0;
 }
 
-int volume_resolve_members(const Volume *v, size_t n, const char *cluster, char *const *etcd_clusters,
-                           VolumeEligibility *e) {
-        EtcdTag *tags = new0(EtcdTag, n);
-        int r = tags ? 0 : -ENOMEM;
+/* A volume's (etcd cluster, member) with its index, so that the volumes naming one member sort together. */
+typedef struct MemberRef {
+        const EtcdTag *tag;
+        size_t index;
+} MemberRef;
 
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = volume_member(&v[i], cluster, etcd_clusters, &tags[i]);
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                size_t holder = SIZE_MAX;
-                if (!tags[i].cluster)
-                        continue;
-                for (size_t j = 0; j < n; j++) {
-                        if (j == i || !same_tag_member(&tags[i], &tags[j]))
-                                continue;
-                        if (!e[i].sibling_with_data && v[j].content != VOLUME_CONTENT_BLANK)
-                                e[i].sibling_with_data = v[j].id;
-                        if (v[j].attachment.node &&
-                            (holder == SIZE_MAX || volume_claimed_before(&v[j], &v[holder])))
-                                holder = j;
+static int cmp_member_ref(const void *x, const void *y) {
+        const MemberRef *a = x, *b = y;
+        int c = strcmp(a->tag->cluster, b->tag->cluster);
+        if (c == 0)
+                c = strcmp(a->tag->member, b->tag->member);
+        if (c == 0)
+                c = a->index < b->index ? -1 : a->index > b->index;
+        return c;
+}
+
+/* The first two of a group in some order: what "the first other than i" needs, for any i of the group. */
+typedef struct FirstTwo {
+        size_t first, second;
+} FirstTwo;
+
+#define FIRST_TWO_NONE ((FirstTwo){ SIZE_MAX, SIZE_MAX })
+
+static size_t first_other_than(const FirstTwo *t, size_t i) {
+        return t->first != i ? t->first : t->second;
+}
+
+/* One group: the volumes naming one member, in index order. Holder: the attached one claimed first; the
+ * sibling with data: the first (by index) whose content is not provably blank. */
+static int resolve_group(const Volume *v, const MemberRef *g, size_t k, VolumeEligibility *e) {
+        FirstTwo holders = FIRST_TWO_NONE, data = FIRST_TWO_NONE;
+        for (size_t x = 0; x < k; x++) {
+                size_t j = g[x].index;
+                if (v[j].content != VOLUME_CONTENT_BLANK) {
+                        if (data.first == SIZE_MAX)
+                                data.first = j;
+                        else if (data.second == SIZE_MAX)
+                                data.second = j;
                 }
+                if (!v[j].attachment.node)
+                        continue;
+                if (holders.first == SIZE_MAX || volume_claimed_before(&v[j], &v[holders.first])) {
+                        holders.second = holders.first;
+                        holders.first = j;
+                } else if (holders.second == SIZE_MAX || volume_claimed_before(&v[j], &v[holders.second]))
+                        holders.second = j;
+        }
+        for (size_t x = 0; x < k; x++) {
+                size_t i = g[x].index, sibling = first_other_than(&data, i);
+                size_t holder = first_other_than(&holders, i);
+                if (!e[i].sibling_with_data && sibling != SIZE_MAX)
+                        e[i].sibling_with_data = v[sibling].id;
                 /* i keeps the member when it was claimed before every other holder */
                 if (holder == SIZE_MAX || (v[i].attachment.node && volume_claimed_before(&v[i], &v[holder])))
                         continue;
-                if (e[i].eligible || e[i].etcd.cluster)
-                        r = make_held_elsewhere(&e[i], &tags[i], &v[holder]);
+                if (e[i].eligible || e[i].etcd.cluster) {
+                        int r = make_held_elsewhere(&e[i], g[x].tag, &v[holder]);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Sorted by member, each group resolved on its own: n log n, where comparing every pair of 10,000
+ * volumes took seconds (bench figure 5). */
+int volume_resolve_members(const Volume *v, size_t n, const char *cluster, char *const *etcd_clusters,
+                           VolumeEligibility *e) {
+        EtcdTag *tags = new0(EtcdTag, n);
+        MemberRef *refs = new0(MemberRef, n);
+        size_t n_refs = 0;
+        int r = tags && refs ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = volume_member(&v[i], cluster, etcd_clusters, &tags[i]);
+                if (r > 0)
+                        refs[n_refs++] = (MemberRef){ .tag = &tags[i], .index = i };
+        }
+        if (r >= 0)
+                qsort_safe(refs, n_refs, sizeof(MemberRef), cmp_member_ref);
+        for (size_t g = 0, end; r >= 0 && g < n_refs; g = end) {
+                for (end = g + 1; end < n_refs && same_tag_member(refs[g].tag, refs[end].tag); end++)
+                        ;
+                r = resolve_group(v, &refs[g], end - g, e);
         }
         for (size_t i = 0; tags && i < n; i++)
                 etcd_tag_done(&tags[i]);
         free(tags);
+        free(refs);
         return r;
 }

@@ -9,6 +9,12 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 
+static void member_holder_done(EtcdMemberHolder *h) {
+        free(h->cluster);
+        free(h->member);
+        free(h->node);
+}
+
 ClusterView *cluster_view_free(ClusterView *v) {
         if (!v)
                 return NULL;
@@ -17,11 +23,8 @@ ClusterView *cluster_view_free(ClusterView *v) {
                 strv_free(v->masters[i].internal_ips);
                 strv_free(v->masters[i].external_ips);
         }
-        for (size_t i = 0; i < v->n_members; i++) {
-                free(v->members[i].cluster);
-                free(v->members[i].member);
-                free(v->members[i].node);
-        }
+        for (size_t i = 0; i < v->n_members; i++)
+                member_holder_done(&v->members[i]);
         free(v->masters);
         free(v->members);
         free(v);
@@ -77,9 +80,7 @@ int cluster_view_add_member(ClusterView *v, const char *cluster, const char *mem
                                  .member = strdup(member),
                                  .node = node ? strdup(node) : NULL };
         if (!h->cluster || !h->member || (node && !h->node)) {
-                free(h->cluster);
-                free(h->member);
-                free(h->node);
+                member_holder_done(h);
                 return -ENOMEM;
         }
         v->n_members++;
@@ -101,6 +102,31 @@ void cluster_view_sort(ClusterView *v) {
                 qsort_safe(v->masters, v->n_masters, sizeof(MasterNode), cmp_master);
         if (v->n_members > 1)
                 qsort_safe(v->members, v->n_members, sizeof(EtcdMemberHolder), cmp_member);
+}
+
+static bool same_member(const EtcdMemberHolder *a, const EtcdMemberHolder *b) {
+        return streq(a->cluster, b->cluster) && streq(a->member, b->member);
+}
+
+void cluster_view_sort_unique(ClusterView *v) {
+        cluster_view_sort(v);
+        size_t out = 0;
+        for (size_t g = 0, end; g < v->n_members; g = end) {
+                bool held = false;
+                for (end = g; end < v->n_members && same_member(&v->members[g], &v->members[end]); end++)
+                        held = held || v->members[end].node;
+                bool unheld_kept = false;
+                for (size_t i = g; i < end; i++) {
+                        EtcdMemberHolder *h = &v->members[i];
+                        if (!h->node && (held || unheld_kept)) {
+                                member_holder_done(h);
+                                continue;
+                        }
+                        unheld_kept = unheld_kept || !h->node;
+                        v->members[out++] = *h;
+                }
+        }
+        v->n_members = out;
 }
 
 static int json_strv(json_t *arr, char ***ret) {

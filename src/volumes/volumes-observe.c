@@ -175,22 +175,15 @@ int volumes_observe(VolumeProvider *p, const VolumesPassConfig *cfg, VolumesObse
         return 0;
 }
 
-static bool view_has_member(const ClusterView *v, const char *cluster, const char *member) {
-        for (size_t i = 0; i < v->n_members; i++)
-                if (streq(v->members[i].cluster, cluster) && streq(v->members[i].member, member))
-                        return true;
-        return false;
-}
-
 /* Every member the tags name is in the view, held or not: an unheld member's name is published with a
- * placeholder address so it never answers NXDOMAIN (docs/etcd-dns.md). */
+ * placeholder address so it never answers NXDOMAIN (docs/etcd-dns.md). Added unconditionally: the view's
+ * cluster_view_sort_unique() drops the ones listed already. */
 static int view_add_unheld_members(ClusterView *view, const EtcdTag *t) {
-        STRV_FOREACH (m, t->members)
-                if (!view_has_member(view, t->cluster, *m)) {
-                        int r = cluster_view_add_member(view, t->cluster, *m, NULL);
-                        if (r < 0)
-                                return r;
-                }
+        STRV_FOREACH (m, t->members) {
+                int r = cluster_view_add_member(view, t->cluster, *m, NULL);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -247,7 +240,7 @@ int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **
         free(e);
         if (r < 0)
                 return r;
-        cluster_view_sort(view);
+        cluster_view_sort_unique(view);
         *ret = TAKE_PTR(view);
         return 0;
 }

@@ -46,6 +46,35 @@ static void test_merge_ips(void **state) {
         assert_null(cluster_view_find_master(v, "m"));
 }
 
+/* Every member a tag names is added as unheld, held or not; sort_unique keeps a held entry over any unheld
+ * one, one unheld entry of a member nobody holds, and every held entry. */
+static void test_sort_unique(void **state) {
+        _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
+        static const char *const adds[][3] = {
+                { "main", "b", NULL }, { "main", "a", NULL }, { "main", "a", "n1" },   { "main", "c", NULL },
+                { "main", "b", NULL }, { "main", "a", NULL }, { "events", "a", NULL }, { "main", "c", NULL },
+                { "main", "d", "n2" }, { "main", "d", "n3" },
+        };
+        for (size_t i = 0; i < sizeof(adds) / sizeof(adds[0]); i++)
+                assert_int_equal(cluster_view_add_member(v, adds[i][0], adds[i][1], adds[i][2]), 0);
+        cluster_view_sort_unique(v);
+        static const char *const want[][3] = {
+                { "events", "a", NULL }, { "main", "a", "n1" }, { "main", "b", NULL },
+                { "main", "c", NULL },   { "main", "d", "n2" }, { "main", "d", "n3" },
+        };
+        assert_int_equal(v->n_members, sizeof(want) / sizeof(want[0]));
+        for (size_t i = 0; i < v->n_members; i++) {
+                assert_string_equal(v->members[i].cluster, want[i][0]);
+                assert_string_equal(v->members[i].member, want[i][1]);
+                if (streq(want[i][1], "d")) /* its two holders (both kept) sort in either order */
+                        assert_true(streq(v->members[i].node, "n2") || streq(v->members[i].node, "n3"));
+                else if (want[i][2])
+                        assert_string_equal(v->members[i].node, want[i][2]);
+                else
+                        assert_null(v->members[i].node);
+        }
+}
+
 static void test_malformed(void **state) {
         static const char *const bad[] = {
                 "",
@@ -70,6 +99,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip),
                 cmocka_unit_test(test_merge_ips),
+                cmocka_unit_test(test_sort_unique),
                 cmocka_unit_test(test_malformed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,12 +132,60 @@ static void test_malformed_flag(void **state) {
         volume_done(&v);
 }
 
+static void tagged(Volume *v, const char *id, const char *etcd_value, const char *node, usec_t since,
+                   VolumeContent content) {
+        const char *tags[] = { "KubernetesCluster", "demo", "k8s.io/role/master", "1", "k8s.io/etcd/main",
+                               etcd_value,          NULL };
+        make_volume(v, id, "z1", tags);
+        v->attachment.node = node ? strdup(node) : NULL;
+        v->attachment.since = since;
+        v->content = content;
+}
+
+/* Three volumes name member a, between volumes of b and c: the one claimed first (not the first by index)
+ * holds it, the others learn of it; each learns of the first other volume of a that may hold data. */
+static void test_resolve_members(void **state) {
+        Volume v[6];
+        VolumeEligibility e[6] = {};
+        tagged(&v[0], "vol-a1", "a/a,b,c", "X", 3000, VOLUME_CONTENT_DATA);
+        tagged(&v[1], "vol-b", "b/a,b,c", NULL, 0, VOLUME_CONTENT_BLANK);
+        tagged(&v[2], "vol-a2", "a/a,b,c", "Y", 1000, VOLUME_CONTENT_BLANK);
+        tagged(&v[3], "vol-c", "c/a,b,c", "Z", 500, VOLUME_CONTENT_DATA);
+        tagged(&v[4], "vol-a3", "a/a,b,c", "W", 2000, VOLUME_CONTENT_UNKNOWN);
+        tagged(&v[5], "vol-b2", "b/a,b,c", NULL, 0, VOLUME_CONTENT_BLANK);
+        for (size_t i = 0; i < 6; i++)
+                assert_int_equal(volume_classify(&v[i], "demo", "z1", NULL, &e[i]), 0);
+        assert_int_equal(volume_resolve_members(v, 6, "demo", NULL, e), 0);
+
+        assert_true(e[2].eligible); /* claimed first */
+        assert_null(e[2].held_through);
+        assert_string_equal(e[2].sibling_with_data, "vol-a1");
+        for (size_t i = 0; i < 6; i += 4) {
+                assert_false(e[i].eligible);
+                assert_string_equal(e[i].held_through, "vol-a2");
+                assert_string_equal(
+                    e[i].reason,
+                    "etcd cluster 'main' member 'a' is held by node 'Y' through volume 'vol-a2'");
+        }
+        assert_string_equal(e[0].sibling_with_data, "vol-a3"); /* the first other that may hold data */
+        assert_string_equal(e[4].sibling_with_data, "vol-a1");
+        /* two free blank volumes of b: both eligible, neither has a sibling with data */
+        assert_true(e[1].eligible && e[5].eligible);
+        assert_null(e[1].sibling_with_data);
+        assert_null(e[5].sibling_with_data);
+        assert_true(e[3].eligible);
+        assert_null(e[3].sibling_with_data);
+        for (size_t i = 0; i < 6; i++) {
+                volume_eligibility_done(&e[i]);
+                volume_done(&v[i]);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_etcd_tag_ok),
-                cmocka_unit_test(test_etcd_tag_malformed),
-                cmocka_unit_test(test_classify),
-                cmocka_unit_test(test_malformed_flag),
+                cmocka_unit_test(test_etcd_tag_ok),     cmocka_unit_test(test_etcd_tag_malformed),
+                cmocka_unit_test(test_classify),        cmocka_unit_test(test_malformed_flag),
+                cmocka_unit_test(test_resolve_members),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
