@@ -31,6 +31,22 @@ def table(rows):
     return "\n".join(out)
 
 
+def machine():
+    """One line describing the machine the figures come from: OS, kernel, CPU model and count, memory."""
+    def field(path, key, sep):
+        try:
+            with open(path) as f:
+                return next((ln.split(sep, 1)[1].strip().strip('"') for ln in f if ln.startswith(key + sep)
+                             or (sep == ":" and ln.split(sep, 1)[0].strip() == key)), "?")
+        except OSError:
+            return "?"
+    mem = field("/proc/meminfo", "MemTotal", ":").split()
+    mem = f"{int(mem[0]) / (1 << 20):.1f} GiB" if mem and mem[0].isdigit() else "?"
+    return (f"{field('/etc/os-release', 'PRETTY_NAME', '=')}, Linux {platform.release()}, {os.cpu_count()} CPUs "
+            f"({field('/proc/cpuinfo', 'model name', ':')}), {mem} RAM, load average at the start "
+            f"{os.getloadavg()[0]:.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary", nargs="?", default=common.protokube_bin())
@@ -42,6 +58,7 @@ def main():
         return 2
     only = set(os.environ.get("BENCH_ONLY", "").replace(" ", "").split(",")) - {""}
     rows, notes = [], []
+    where = machine()
     t_all = time.monotonic()
     for num, mod in FIGURES:
         if only and num not in only:
@@ -61,7 +78,7 @@ def main():
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = (f"protokube benchmarks, {when}, {ver or 'protokube'} ({os.environ['PROTOKUBE_BIN']}), "
               f"{platform.node()}, {os.cpu_count()} CPUs, {time.monotonic() - t_all:.0f} s")
-    text = header + "\n\n" + table(rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    text = header + "\n\nMachine: " + where + "\n\n" + table(rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     print(text)
     if args.results:
         path = os.path.join(common.HERE, "results.md")
