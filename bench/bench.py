@@ -36,8 +36,8 @@ def machine():
     def field(path, key, sep):
         try:
             with open(path) as f:
-                return next((ln.split(sep, 1)[1].strip().strip('"') for ln in f if ln.startswith(key + sep)
-                             or (sep == ":" and ln.split(sep, 1)[0].strip() == key)), "?")
+                pairs = (ln.split(sep, 1) for ln in f if sep in ln)
+                return next((v.strip().strip('"') for k, v in pairs if k.strip() == key), "?")
         except OSError:
             return "?"
     mem = field("/proc/meminfo", "MemTotal", ":").split()

@@ -104,16 +104,12 @@ void cluster_view_sort(ClusterView *v) {
                 qsort_safe(v->members, v->n_members, sizeof(EtcdMemberHolder), cmp_member);
 }
 
-static bool same_member(const EtcdMemberHolder *a, const EtcdMemberHolder *b) {
-        return streq(a->cluster, b->cluster) && streq(a->member, b->member);
-}
-
 void cluster_view_sort_unique(ClusterView *v) {
         cluster_view_sort(v);
         size_t out = 0;
         for (size_t g = 0, end; g < v->n_members; g = end) {
                 bool held = false;
-                for (end = g; end < v->n_members && same_member(&v->members[g], &v->members[end]); end++)
+                for (end = g; end < v->n_members && cmp_member(&v->members[g], &v->members[end]) == 0; end++)
                         held = held || v->members[end].node;
                 bool unheld_kept = false;
                 for (size_t i = g; i < end; i++) {
