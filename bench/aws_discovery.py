@@ -7,11 +7,9 @@ at MaxResults <= 500). Timed: spawn -> exit of `protokube volumes`; the double's
 request handlers, mostly botocore's SigV4 check: bench/aws_double_timed.py) is subtracted. The remainder —
 the client's own time — includes process start-up, the HTTP server's request parsing outside the handlers,
 and loopback transfer, so it is an upper bound on protokube's cost."""
-import json
 import os
 import subprocess
 import time
-import urllib.request
 
 import common
 
@@ -36,32 +34,12 @@ spec:
 """
 
 
-class Double:
+class Double(common.AwsDouble):
     def __init__(self, wd):
-        port_file = os.path.join(wd, "port")
-        self.proc = subprocess.Popen(["/usr/bin/python3", os.path.join(common.HERE, "aws_double_timed.py"),
-                                      "--port-file", port_file], stdout=subprocess.DEVNULL,
-                                     stderr=open(os.path.join(wd, "double.log"), "w"))
-        deadline = time.monotonic() + 15
-        while not os.path.exists(port_file):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the AWS double did not start")
-            time.sleep(0.05)
-        with open(port_file) as f:
-            self.url = "http://127.0.0.1:" + f.read().strip()
-
-    def post(self, path, body):
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST")
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.read()
+        super().__init__(wd, os.path.join(common.HERE, "aws_double_timed.py"), os.path.join(wd, "double.log"))
 
     def times(self):
-        with urllib.request.urlopen(self.url + "/_bench/times", timeout=10) as r:
-            return json.load(r)
-
-    def stop(self):
-        common.stop_pid(self.proc, grace=15)
+        return self.get_json("/_bench/times", timeout=10)
 
 
 def measure():

@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -255,3 +256,37 @@ def scenario_kept_on_failure(s, console, prefix):
         if ok and not mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
             detach_loops_under(s.c.workdir)
             shutil.rmtree(s.c.workdir, ignore_errors=True)
+
+
+class AwsDouble:
+    """An AWS double (its script started with --port-file) on loopback: started, asked, stopped. The figures
+    subclass it for what they configure and read."""
+    post_timeout = 120
+
+    def __init__(self, wd, script, log):
+        port_file = os.path.join(wd, "port")
+        self.log_file = open(log, "w")
+        self.proc = subprocess.Popen(["/usr/bin/python3", script, "--port-file", port_file],
+                                     stdout=subprocess.DEVNULL, stderr=self.log_file)
+        deadline = time.monotonic() + 15
+        while not os.path.exists(port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the AWS double did not start")
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.url = "http://127.0.0.1:" + f.read().strip()
+
+    def post(self, path, body):
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=self.post_timeout) as r:
+            return r.read()
+
+    def get_json(self, path, timeout=30):
+        with urllib.request.urlopen(self.url + path, timeout=timeout) as r:
+            return json.load(r)
+
+    def stop(self):
+        stop_pid(self.proc, grace=15)
+        self.log_file.close()
+

@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 
 import common
 
@@ -61,22 +60,12 @@ spec:
 """
 
 
-class Double:
+class Double(common.AwsDouble):
     """The AWS double on loopback with one instance, two image-backed volumes, a zone and a bucket."""
+    post_timeout = 60
 
     def __init__(self, wd):
-        port_file = os.path.join(wd, "port")
-        self.log_file = open(os.path.join(wd, "double.log"), "w")
-        self.proc = subprocess.Popen(["/usr/bin/python3", DOUBLE, "--port-file", port_file],
-                                     stdout=subprocess.DEVNULL, stderr=self.log_file)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(port_file):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the AWS double did not start")
-            time.sleep(0.05)
-        with open(port_file) as f:
-            self.url = "http://127.0.0.1:" + f.read().strip()
+        super().__init__(wd, DOUBLE, os.path.join(wd, "double.log"))
         volumes = []
         for c in ("main", "events"):
             image = os.path.join(wd, f"vol-{c}.img")
@@ -91,14 +80,8 @@ class Double:
             "volumes": volumes, "byid_dir": os.path.join(wd, "by-id"), "buckets": [BUCKET],
             "zones": [{"id": ZONE_ID, "name": "k8s.test."}]})
 
-    def post(self, path, body):
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST")
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.read()
-
     def log(self):
-        with urllib.request.urlopen(self.url + "/_double/log", timeout=30) as r:
-            return json.load(r)
+        return self.get_json("/_double/log")
 
     def stop(self):
         try:
@@ -106,8 +89,7 @@ class Double:
                 self.post("/_double/cleanup", {})
         except OSError:
             pass
-        common.stop_pid(self.proc, grace=15)
-        self.log_file.close()
+        super().stop()
 
 
 def action_key(entry):
