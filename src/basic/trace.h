@@ -12,7 +12,7 @@
 
 #include "basic/macro.h"
 
-#define TRACE_MARKS_MAX 64
+#define TRACE_MARKS_MAX 256
 #define TRACE_NAME_MAX  48
 
 extern bool trace_enabled;

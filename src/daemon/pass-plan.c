@@ -114,12 +114,14 @@ int pass_observe(Pass *p, PassObservation *ret) {
                         log_warning("Unreadable volume: %s", *w);
                 volumes_input(&p->cfg, &o->volumes, &o->in);
                 observe_dns(p, o);
+                trace_mark("etcd: observing");
                 r = pass_etcd_observe(p, o);
                 if (r < 0) {
                         pass_observation_done(o);
                         return log_oom();
                 }
         }
+        trace_mark("certificates: observing");
         r = certs_observe(&p->certs, &o->certs);
         if (r < 0) {
                 pass_observation_done(o);
@@ -127,6 +129,7 @@ int pass_observe(Pass *p, PassObservation *ret) {
         }
         if (o->certs.error < 0)
                 log_error_errno(o->certs.error, "Failed to read the keystore: %s", strna(o->certs.message));
+        trace_mark("manifests: observing");
         r = observe_manifest_dir(p->node.manifest_dir, &o->manifest_names, &o->manifest_texts);
         if (r < 0) {
                 pass_observation_done(o);
@@ -427,15 +430,19 @@ int pass_plan(const Pass *pass, const PassObservation *o, PassPlan *ret) {
                 if (r >= 0)
                         r = plan_held_members(pass, &plan);
         }
+        trace_mark("plan: certificates");
         if (r >= 0)
                 r = plan_certs(pass, o, &plan);
+        trace_mark("plan: etcd");
         if (r >= 0 && o->volumes_error >= 0) {
                 r = plan_etcd_texts(pass, o, &plan);
                 if (r >= 0)
                         r = volumes_view(&plan.in, &plan.volumes, &plan.view);
         }
+        trace_mark("plan: DNS");
         if (r >= 0)
                 r = plan_dns(pass, o, &plan);
+        trace_mark("plan: control plane");
         if (r >= 0)
                 r = plan_control_plane(pass, o, &plan);
         if (r < 0) {

@@ -306,19 +306,14 @@ int pki_pair_save(const char *dir, const char *name, X509 *cert, EVP_PKEY *key) 
         return r;
 }
 
-int pki_pair_load(const char *dir, const char *name, X509 **ret_cert, EVP_PKEY **ret_key) {
-        _cleanup_free_ char *cert_pem = NULL;
-        char *key_pem = NULL;
-        size_t cert_len = 0, key_len = 0;
+/* Decodes a pair read by pki_pair_read(): the certificate, the key, and the check that they match. */
+static int pair_decode(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                       X509 **ret_cert, EVP_PKEY **ret_key) {
         _cleanup_(X509_freep) X509 *cert = NULL;
         _cleanup_(EVP_PKEY_freep) EVP_PKEY *key = NULL;
-        int r = pki_pair_read(dir, name, &cert_pem, &cert_len, &key_pem, &key_len);
-        if (r < 0)
-                return r;
-        r = pki_cert_from_pem(cert_pem, cert_len, &cert);
+        int r = pki_cert_from_pem(cert_pem, cert_len, &cert);
         if (r >= 0)
                 r = pki_key_from_pem(key_pem, key_len, &key);
-        erase_and_free(key_pem, key_len);
         if (r < 0)
                 return r;
         if (!pki_cert_matches_key(cert, key))
@@ -327,6 +322,18 @@ int pki_pair_load(const char *dir, const char *name, X509 **ret_cert, EVP_PKEY *
         if (ret_key)
                 *ret_key = TAKE_PTR(key);
         return 0;
+}
+
+int pki_pair_load(const char *dir, const char *name, X509 **ret_cert, EVP_PKEY **ret_key) {
+        _cleanup_free_ char *cert_pem = NULL;
+        char *key_pem = NULL;
+        size_t cert_len = 0, key_len = 0;
+        int r = pki_pair_read(dir, name, &cert_pem, &cert_len, &key_pem, &key_len);
+        if (r < 0)
+                return r;
+        r = pair_decode(cert_pem, cert_len, key_pem, key_len, ret_cert, ret_key);
+        erase_and_free(key_pem, key_len);
+        return r;
 }
 
 int pki_pair_remove(const char *dir, const char *name) {
@@ -358,6 +365,8 @@ typedef struct FileIdentity {
         struct timespec mtim, ctim;
 } FileIdentity;
 
+#define PAIR_DIGEST_LEN 32
+
 typedef struct PairIdentity {
         char gen[PKI_PAIR_NAME_MAX + GEN_HEX + 3]; /* ".NAME.<hex>" */
         FileIdentity crt, key;
@@ -367,7 +376,9 @@ typedef struct PairCacheEntry {
         char *dir;
         char name[PKI_PAIR_NAME_MAX + 1];
         PairIdentity id;
-        int load_r; /* pki_pair_load()'s result: 0 (cert set), PK_EMALFORMED, -EKEYREJECTED */
+        bool id_settled; /* id was taken from files older than PAIR_SETTLE_USEC: it alone identifies them */
+        uint8_t digest[PAIR_DIGEST_LEN]; /* SHA-256 of the certificate's bytes, then the key's */
+        int load_r; /* pair_decode()'s result: 0 (cert set), PK_EMALFORMED, -EKEYREJECTED */
         X509 *cert;
 } PairCacheEntry;
 
@@ -468,9 +479,10 @@ static PairCacheEntry *pair_cache_find(PkiPairCache *c, const char *dir, const c
         return NULL;
 }
 
-/* Keeps what was decoded from the pair at identity id; nothing when the cache is full (not an error). */
+/* Keeps what was decoded from the pair's bytes (their digest) at identity id; nothing when the cache is full
+ * (not an error). */
 static int pair_cache_put(PkiPairCache *c, const char *dir, const char *name, const PairIdentity *id,
-                          int load_r, X509 *cert) {
+                          bool id_settled, const uint8_t digest[PAIR_DIGEST_LEN], int load_r, X509 *cert) {
         PairCacheEntry *e = pair_cache_find(c, dir, name);
         if (!e) {
                 if (c->n >= PAIR_CACHE_MAX)
@@ -491,14 +503,16 @@ static int pair_cache_put(PkiPairCache *c, const char *dir, const char *name, co
         X509_free(e->cert);
         e->cert = cert;
         e->id = *id;
+        e->id_settled = id_settled;
+        memcpy(e->digest, digest, PAIR_DIGEST_LEN);
         e->load_r = load_r;
         return 0;
 }
 
 /* File times come from a coarse clock (a few ms): a same-size rewrite in place within one tick keeps
- * every field of the identity. Files changed less than PAIR_SETTLE_USEC ago are decoded but not cached
- * (git's "racily clean" index entries, the same cure), so an identity that is cached cannot change silently.
- */
+ * every field of the identity. So the identity alone stands for the bytes only when the files are older
+ * than PAIR_SETTLE_USEC (git's "racily clean" index entries, the same cure). A pair changed more recently
+ * is read and compared by the digest of its bytes: still no decoding, and never a stale certificate. */
 #define PAIR_SETTLE_USEC (2 * USEC_PER_SEC)
 
 static usec_t timespec_usec(const struct timespec *ts) {
@@ -512,14 +526,70 @@ static bool identity_settled(const PairIdentity *id) {
                timespec_usec(&id->crt.mtim) < settled && timespec_usec(&id->key.mtim) < settled;
 }
 
-/* pki_pair_load() of the certificate, through the cache: what was decoded at this identity, else decoded
- * now and kept if the identity did not change while it was read (a writer's swap meanwhile: not kept). */
+static int pair_digest(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                       uint8_t ret[PAIR_DIGEST_LEN]) {
+        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        unsigned n = 0;
+        if (!ctx)
+                return -ENOMEM;
+        if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+            EVP_DigestUpdate(ctx, cert_pem, cert_len) != 1 || EVP_DigestUpdate(ctx, key_pem, key_len) != 1 ||
+            EVP_DigestFinal_ex(ctx, ret, &n) != 1 || n != PAIR_DIGEST_LEN)
+                return -EIO;
+        return 0;
+}
+
+/* The cached result for bytes of this digest, else the bytes decoded (and kept). */
+static int pair_load_bytes(PkiPairCache *c, const char *dir, const char *name, const PairIdentity *before,
+                           X509 **ret_cert) {
+        _cleanup_free_ char *cert_pem = NULL;
+        char *key_pem = NULL;
+        size_t cert_len = 0, key_len = 0;
+        uint8_t digest[PAIR_DIGEST_LEN];
+        _cleanup_(X509_freep) X509 *cert = NULL;
+        int r = pki_pair_read(dir, name, &cert_pem, &cert_len, &key_pem, &key_len);
+        if (r < 0)
+                return r;
+        r = pair_digest(cert_pem, cert_len, key_pem, key_len, digest);
+        PairCacheEntry *e = r >= 0 ? pair_cache_find(c, dir, name) : NULL;
+        bool hit = e && memcmp(e->digest, digest, PAIR_DIGEST_LEN) == 0;
+        if (r >= 0 && !hit) {
+                c->misses++;
+                r = pair_decode(cert_pem, cert_len, key_pem, key_len, &cert, NULL);
+        }
+        erase_and_free(key_pem, key_len);
+        if (hit) {
+                c->hits++;
+                r = e->load_r;
+                if (r >= 0 && X509_up_ref(e->cert) != 1)
+                        return -ENOMEM;
+                cert = r >= 0 ? e->cert : NULL;
+        }
+        /* the identity stands for these bytes only if it did not change while they were read */
+        PairIdentity after;
+        bool settled = identity_settled(before) && pair_identity(dir, name, &after) >= 0 &&
+                       pair_identity_eq(before, &after);
+        if (hit) {
+                e->id = *before;
+                e->id_settled = settled;
+        } else if (r >= 0 || r == PK_EMALFORMED || r == -EKEYREJECTED) {
+                int k = pair_cache_put(c, dir, name, before, settled, digest, r >= 0 ? 0 : r, cert);
+                if (k < 0)
+                        return k;
+        }
+        if (r >= 0)
+                *ret_cert = TAKE_PTR(cert);
+        return r;
+}
+
+/* pki_pair_load() of the certificate, through the cache: what was decoded at this identity (when it is a
+ * settled one), else at these bytes, else decoded now. */
 static int pair_load_cert(PkiPairCache *c, const char *dir, const char *name, X509 **ret_cert) {
-        PairIdentity before, after;
+        PairIdentity before;
         if (!c || pair_identity(dir, name, &before) < 0)
                 return pki_pair_load(dir, name, ret_cert, NULL);
         PairCacheEntry *e = pair_cache_find(c, dir, name);
-        if (e && pair_identity_eq(&e->id, &before)) {
+        if (e && e->id_settled && pair_identity_eq(&e->id, &before)) {
                 c->hits++;
                 if (e->load_r < 0)
                         return e->load_r;
@@ -528,19 +598,7 @@ static int pair_load_cert(PkiPairCache *c, const char *dir, const char *name, X5
                 *ret_cert = e->cert;
                 return 0;
         }
-        c->misses++;
-        _cleanup_(X509_freep) X509 *cert = NULL;
-        int r = pki_pair_load(dir, name, &cert, NULL);
-        bool decoded = r >= 0 || r == PK_EMALFORMED || r == -EKEYREJECTED;
-        if (decoded && identity_settled(&before) && pair_identity(dir, name, &after) >= 0 &&
-            pair_identity_eq(&before, &after)) {
-                int k = pair_cache_put(c, dir, name, &before, r >= 0 ? 0 : r, cert);
-                if (k < 0)
-                        return k;
-        }
-        if (r >= 0)
-                *ret_cert = TAKE_PTR(cert);
-        return r;
+        return pair_load_bytes(c, dir, name, &before, ret_cert);
 }
 
 int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *ret) {

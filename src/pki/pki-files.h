@@ -51,10 +51,13 @@ int pki_pair_remove(const char *dir, const char *name);
 int pki_leaf_observe(const char *dir, const char *name, X509 *ca, PkiLeafState *ret);
 
 /* What pki_leaf_observe_cached() decoded, kept across calls (a daemon's passes): decoding the PEM of every
- * pair is most of an idle pass's CPU. An entry is used only while the pair's identity is the one it was
- * decoded from: the current generation's name and, for both files, device, inode, size, mtime and ctime
- * (nanoseconds). A renewal makes a new generation, an edit in place changes mtime, ctime or size: either
- * is decoded anew. It holds certificates and the result of the key check, never a key. */
+ * pair is most of an idle pass's CPU. An entry is used while the pair's identity is the one it was
+ * decoded from (the current generation's name and, for both files, device, inode, size, mtime and ctime in
+ * nanoseconds), if those files were older than 2 s then (file times are coarse: a same-size edit within
+ * one tick keeps them all). Otherwise the pair is read, and the entry is used if the SHA-256 of its bytes is
+ * the one decoded: a pair written moments ago (a new master's first passes) is decoded once, not every pass.
+ * A renewal, an edit in place: decoded anew. It holds certificates, the result of the key check and the
+ * digest, never a key. */
 typedef struct PkiPairCache PkiPairCache;
 int pki_pair_cache_new(PkiPairCache **ret);
 PkiPairCache *pki_pair_cache_free(PkiPairCache *c);

@@ -276,7 +276,11 @@ class Cluster:
         self.shared = True
         run(["mount", "--make-rshared", self.workdir])
 
-    def setup(self, members=("a", "b", "c"), size="256M"):
+    # 512 MiB (sparse: only what is written takes room): etcd preallocates its WAL in 64 MiB segments, and a
+    # restore keeps the old data moved aside on the volume (docs/etcd-restore.md). With 256 MiB, a member that
+    # etcd recreated after its data was destroyed (two 64 MiB segments) moved aside, plus the restored member's
+    # own two, filled the volume: etcd then crash-looped on "read wal error (no space left on device)".
+    def setup(self, members=("a", "b", "c"), size="512M"):
         self.share_mounts()
         self.lab.start(dns_server=DNS_ADDR)
         self.lab.add_host("dns", DNS_ADDR)

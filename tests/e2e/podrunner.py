@@ -123,18 +123,23 @@ class Runner:
         return True
 
     def start(self, fname, data):
+        digest = hashlib.sha256(data).hexdigest()
+        # A manifest already skipped or rejected is not parsed again until it changes: the loop runs every
+        # --poll seconds on each node, and parsing the control-plane manifests each time (pure-Python YAML)
+        # took more CPU than the daemons under test on a 2-core machine.
+        if (fname, digest) in self.skipped:
+            return
         try:
             pod = yaml.safe_load(data)
             name = pod["metadata"]["name"]
         except Exception as e:  # a manifest kubelet would reject: report and skip
+            self.skipped.add((fname, digest))
             self.event("invalid", file=fname, error=str(e))
             return
         argv, why = self.build_argv(pod)
-        digest = hashlib.sha256(data).hexdigest()
         if argv is None:
-            if (fname, digest) not in self.skipped:
-                self.skipped.add((fname, digest))
-                self.event("skipped", pod=name, reason=why)
+            self.skipped.add((fname, digest))
+            self.event("skipped", pod=name, reason=why)
             return
         log = open(os.path.join(self.args.log_dir, f"{name}.log"), "ab")
         if not self.run_init_containers(fname, pod, log):
