@@ -126,7 +126,9 @@ def idle_wakeups(samples, log_path, t_from, t_to):
     passes = []
     with open(log_path) as f:
         for ln in common.json_lines(f.read()):
-            m = re.match(r"Pass \d+ converged in ([0-9.]+) ms", ln.get("msg", ""))
+            # every pass's line, converged or not (a self-hosted daemon with no API never converges)
+            m = re.match(r"Pass \d+ (?:converged in|not converged yet after|failed after) ([0-9.]+) ms",
+                         ln.get("msg", ""))
             if m:
                 passes.append((common.log_time(ln), float(m.group(1)) / 1000))
     switches = secs = 0.0

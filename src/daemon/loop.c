@@ -252,13 +252,15 @@ static void loop_finish_pass(Loop *l) {
                 /* a pivot under way takes one step per pass: the next one soon, not after the backoff */
                 if (rep.repass_soon)
                         delay = MIN(delay, l->cfg->backoff_min);
+                /* each line says how long the pass took: bench/footprint.py finds the idle gaps by it */
                 if (rep.status == PK_EWAITING)
-                        log_info("Pass %llu not converged yet (%s); next pass in %.1f s.",
-                                 (unsigned long long)l->metrics.passes, strna(rep.reason),
-                                 (double)delay / USEC_PER_SEC);
+                        log_info("Pass %llu not converged yet after %.1f ms (%s); next pass in %.1f s.",
+                                 (unsigned long long)l->metrics.passes, (double)rep.duration / USEC_PER_MSEC,
+                                 strna(rep.reason), (double)delay / USEC_PER_SEC);
                 else
-                        log_warning("Pass %llu failed (%s); will retry in %.1f s.",
-                                    (unsigned long long)l->metrics.passes, strna(rep.reason),
+                        log_warning("Pass %llu failed after %.1f ms (%s); will retry in %.1f s.",
+                                    (unsigned long long)l->metrics.passes,
+                                    (double)rep.duration / USEC_PER_MSEC, strna(rep.reason),
                                     (double)delay / USEC_PER_SEC);
                 snprintf(status, sizeof(status), "STATUS=%s: %s",
                          rep.status == PK_EWAITING ? "converging" : "error", strna(rep.reason));
@@ -349,6 +351,13 @@ int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdat
                 c.backoff_max = MAX(c.interval, c.backoff_min);
         if (c.debounce == 0)
                 c.debounce = 20 * USEC_PER_MSEC;
+        /* One malloc arena for every thread. A pass runs on a worker thread of its own (and curl resolves
+         * names on threads too): each would otherwise get an arena of its own, and what a pass leaves there
+         * (its pages partly used by the caches it filled) stays beside the main heap's. The threads never
+         * allocate at the same time in earnest, so one arena costs no contention. -350 KiB of private
+         * memory in bench/footprint.py. Before any thread starts. */
+        if (mallopt(M_ARENA_MAX, 1) != 1)
+                log_debug("mallopt(M_ARENA_MAX) failed: each thread may get its own malloc arena.");
         stop_reset();
         r = loop_setup(&l);
         if (r >= 0)
