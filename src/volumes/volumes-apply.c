@@ -42,6 +42,7 @@ typedef struct ApplyContext {
         /* per volume, filled as the actions run */
         char **devices;
         dev_t *devnums;
+        char **fstypes; /* what the fsck step's probe found (NULL: not probed, or nothing found) */
         bool *failed;
         VolumesPassResult *result;
         VolumesPassResult own_result;
@@ -154,6 +155,8 @@ static int action_fsck(ApplyContext *c, size_t i, char **ret_error) {
                 return r;
         if (!is_ext(fstype))
                 return 0; /* blank (formatted below) or a filesystem without an fsck -p equivalent */
+        free(c->fstypes[i]);
+        c->fstypes[i] = TAKE_PTR(fstype); /* the mount need not probe again */
         /* Never fsck a device something holds (mounted elsewhere, in another namespace); right after an
          * unmount the kernel may hold it a moment longer, so wait for that, bounded. */
         _cleanup_close_ int excl = blockdev_open_exclusive(c->devices[i], BLOCKDEV_RELEASE_TIMEOUT);
@@ -373,8 +376,12 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s, char 
         if (r < 0)
                 return r;
         bool formatted = r > 0;
+        /* An ext4 the fsck step just checked is mounted as ext4: libmount's own probe for the type reads the
+         * device again (~10 ms of a failover). Anything else, or not probed: libmount finds the type. A
+         * failure takes the same path either way: the blank proof, which formats nothing that holds data. */
+        const char *checked = c->fstypes[i] && streq(c->fstypes[i], "ext4") ? "ext4" : NULL;
         if (!formatted)
-                r = mount_block_device(c->devices[i], path, NULL, VOLUME_MOUNT_OPTIONS, &msg);
+                r = mount_block_device(c->devices[i], path, checked, VOLUME_MOUNT_OPTIONS, &msg);
         if (!formatted && r < 0) {
                 if (not_blank) { /* the proof already ran and said no */
                         c->format_failed = true;
@@ -666,10 +673,11 @@ int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const Vol
                 .plan = plan,
                 .devices = new0(char *, in->n_volumes),
                 .devnums = new0(dev_t, in->n_volumes),
+                .fstypes = new0(char *, in->n_volumes),
                 .failed = new0(bool, in->n_volumes),
         };
         a->c.result = &a->c.own_result;
-        if (!a->c.devices || !a->c.devnums || !a->c.failed) {
+        if (!a->c.devices || !a->c.devnums || !a->c.fstypes || !a->c.failed) {
                 volumes_apply_free(a);
                 return -ENOMEM;
         }
@@ -680,9 +688,12 @@ int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const Vol
 VolumesApply *volumes_apply_free(VolumesApply *a) {
         if (!a)
                 return NULL;
-        for (size_t i = 0; a->c.devices && i < a->c.in->n_volumes; i++)
-                free(a->c.devices[i]);
+        for (size_t i = 0; i < a->c.in->n_volumes; i++) {
+                free(a->c.devices ? a->c.devices[i] : NULL);
+                free(a->c.fstypes ? a->c.fstypes[i] : NULL);
+        }
         free(a->c.devices);
+        free(a->c.fstypes);
         free(a->c.devnums);
         free(a->c.failed);
         free(a);
