@@ -539,11 +539,12 @@ static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember 
         return 0;
 }
 
-int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
-                    PassReport *rep) {
+int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
+                    char ***owned, PassReport *rep) {
         for (size_t k = 0; k < plan->volumes.n_selections; k++) {
                 size_t i = plan->volumes.selections[k].volume;
-                if (i == SIZE_MAX || !plan->volumes.eligibility[i].eligible || !texts[k])
+                if ((only && !only[k]) || i == SIZE_MAX || !plan->volumes.eligibility[i].eligible ||
+                    !texts[k])
                         continue;
                 PassEtcdMember *m = &o->etcd_members[i];
                 MemberPlan d = plan->member_plans[i];

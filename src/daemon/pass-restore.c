@@ -389,8 +389,8 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
         return 0;
 }
 
-int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
-                       PassReport *rep) {
+int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
+                       char ***owned, PassReport *rep) {
         _cleanup_(store_freep) Store *s_owned = NULL;
         _cleanup_free_ char *err = NULL;
         _cleanup_strv_free_ char **requests = NULL;
@@ -403,7 +403,7 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char *
         for (size_t k = 0; k < plan->volumes.n_selections; k++) {
                 size_t i = plan->volumes.selections[k].volume;
                 _cleanup_(restore_member_done) RestoreMember m = {};
-                if (i == SIZE_MAX || !plan->volumes.eligibility[i].eligible)
+                if ((only && !only[k]) || i == SIZE_MAX || !plan->volumes.eligibility[i].eligible)
                         continue;
                 int r = member_paths(p, &plan->volumes.eligibility[i], plan->in.volumes[i].id, &m);
                 if (r <= 0) {

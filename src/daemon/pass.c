@@ -399,10 +399,55 @@ static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, PassRe
 }
 
 /* One round: apply the plan. 1 when a claim was lost and the pass must observe and plan again. */
+/* The selections a pass brings up first, when it has device work for the first one (the main etcd
+ * cluster's: the API needs it) and for another: that member's manifest is then written before the others'
+ * devices are waited for, checked and mounted (on EC2 an attachment each, seconds). NULL: one wave, every
+ * selection (also when the mask cannot be allocated: the order is a matter of time only). *ret_rest: the
+ * complement. */
+static bool *first_wave(const PassPlan *plan, const VolumesApply *va, bool **ret_rest) {
+        size_t n = plan->volumes.n_selections;
+        bool others = false;
+        *ret_rest = NULL;
+        for (size_t k = 1; k < n && !others; k++)
+                others = volumes_apply_has(va, VOLUMES_PHASE_DEVICES, k);
+        if (!others || !volumes_apply_has(va, VOLUMES_PHASE_DEVICES, 0))
+                return NULL;
+        _cleanup_free_ bool *first = new0(bool, n), *rest = new0(bool, n);
+        if (!first || !rest)
+                return NULL;
+        first[0] = true;
+        for (size_t k = 1; k < n; k++)
+                rest[k] = true;
+        *ret_rest = TAKE_PTR(rest);
+        return TAKE_PTR(first);
+}
+
+/* A wave's etcd steps, for the selections in only (NULL: every one): restores, members, manifests. */
+static int apply_etcd_wave(Pass *p, PassObservation *o, const PassPlan *plan, VolumesApply *va,
+                           const bool *only, char **etcd_texts, char ***etcd_owned, bool *interrupted,
+                           PassReport *rep) {
+        int r = 0;
+        if (!stop_requested()) {
+                pass_progress_step("etcd restore");
+                r = pass_restore_apply(p, o, plan, only, etcd_texts, etcd_owned, rep);
+        }
+        if (r >= 0 && !stop_requested()) {
+                pass_progress_step("etcd members");
+                r = pass_etcd_apply(p, o, plan, only, etcd_texts, etcd_owned, rep);
+        }
+        if (r >= 0 && !stop_requested()) {
+                pass_progress_step("etcd manifests");
+                r = volumes_apply_run(va, VOLUMES_PHASE_MANIFESTS, only, etcd_texts);
+                *interrupted = *interrupted || r > 0;
+        }
+        return r;
+}
+
 static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool last, PassReport *rep) {
         _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
         _cleanup_free_ char **etcd_texts = NULL;
         _cleanup_strv_free_ char **etcd_owned = NULL; /* texts rendered anew by the membership step */
+        _cleanup_free_ bool *first = NULL, *rest = NULL;
         VolumesPassResult res = {};
         int r;
         if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the rest still is kept */
@@ -417,30 +462,31 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         if (r < 0)
                 return r;
         pass_progress_step("volumes");
-        r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, NULL);
+        r = volumes_apply_run(va, VOLUMES_PHASE_CLAIMS, NULL, NULL);
         if (r > 0 && !last)
                 return 1;
         bool interrupted = r > 0;
+        /* Every claim is made (a lost one was seen above); then the first wave's devices, the names and
+         * certificates of every member held, and the first wave's etcd steps; then the rest's. */
+        first = first_wave(plan, va, &rest);
+        if (r >= 0 && !stop_requested())
+                r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, first, NULL);
         if (r >= 0 && !stop_requested()) {
                 pass_progress_step("DNS: publishing");
                 apply_dns(p, o, plan, rep);
         }
         if (r >= 0 && !stop_requested())
                 r = apply_certs(p, o, plan, rep, &etcd_texts);
-        if (r >= 0 && !stop_requested()) {
-                pass_progress_step("etcd restore");
-                r = pass_restore_apply(p, o, plan, etcd_texts, &etcd_owned, rep);
-        }
-        if (r >= 0 && !stop_requested()) {
-                pass_progress_step("etcd members");
-                r = pass_etcd_apply(p, o, plan, etcd_texts, &etcd_owned, rep);
-        }
-        if (r >= 0 && !stop_requested()) {
-                pass_progress_step("etcd manifests");
-                if (plan->etcd_render_error)
-                        log_error("Failed to render the etcd manifest: %s", plan->etcd_render_error);
-                r = volumes_apply_run(va, VOLUMES_PHASE_MANIFESTS, etcd_texts);
-                interrupted = interrupted || r > 0;
+        if (r >= 0 && plan->etcd_render_error)
+                log_error("Failed to render the etcd manifest: %s", plan->etcd_render_error);
+        if (r >= 0 && etcd_texts) /* none: a stop came before the certificates */
+                r = apply_etcd_wave(p, o, plan, va, first, etcd_texts, &etcd_owned, &interrupted, rep);
+        if (r >= 0 && etcd_texts && first && !stop_requested()) {
+                pass_progress_step("volumes");
+                r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, rest, NULL);
+                if (r >= 0)
+                        r = apply_etcd_wave(p, o, plan, va, rest, etcd_texts, &etcd_owned, &interrupted,
+                                            rep);
         }
         if (r >= 0 && !stop_requested()) {
                 pass_progress_step("control-plane manifests");

@@ -179,8 +179,9 @@ int pass_etcd_observe(Pass *p, PassObservation *o);
 int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
                              PassEtcdMember *ret);
 void pass_etcd_decide(const PassEtcdMember *m, MemberPlan *ret);
-int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
-                    PassReport *rep);
+/* Of the selections where only[k] is true (NULL: every one). */
+int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
+                    char ***owned, PassReport *rep);
 void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
 /* The etcd manifest of volume i's member (pass-plan.c). */
 int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
@@ -188,9 +189,10 @@ int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char 
 
 /* A whole cluster's restore (pass-restore.c, docs/etcd-restore.md): after the certificates, before the
  * membership step, each held member's next restore steps; texts[k] adjusted in place like
- * pass_etcd_apply(), and o->etcd_members[i].restoring set for a member whose restore is under way. */
-int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, char **texts, char ***owned,
-                       PassReport *rep);
+ * pass_etcd_apply(), and o->etcd_members[i].restoring set for a member whose restore is under way; of the
+ * selections where only[k] is true (NULL: every one). */
+int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
+                       char ***owned, PassReport *rep);
 /* Whether the volume mounted at mount holds a restore of cluster that has begun and is not done. */
 bool pass_restore_in_progress(const char *mount, const char *cluster);
 

@@ -580,16 +580,39 @@ static VolumesErrorKind error_kind(ActionType t, bool format_failed) {
         }
 }
 
-static bool in_phase(ActionType t, VolumesPhase phase) {
-        bool manifest = t == ACTION_WRITE_MANIFEST || t == ACTION_LINK_MANIFEST;
-        return manifest == (phase == VOLUMES_PHASE_MANIFESTS);
+static VolumesPhase action_phase(ActionType t) {
+        switch (t) {
+        case ACTION_CLAIM:
+        case ACTION_ATTACH:
+        case ACTION_RELEASE:
+                return VOLUMES_PHASE_CLAIMS;
+        case ACTION_WRITE_MANIFEST:
+        case ACTION_LINK_MANIFEST:
+                return VOLUMES_PHASE_MANIFESTS;
+        default:
+                return VOLUMES_PHASE_DEVICES;
+        }
 }
 
-static int apply_plan(ApplyContext *c, VolumesPhase phase) {
+static bool action_selected(const PlanAction *a, VolumesPhase phase, const bool *only) {
+        if (action_phase(a->type) != phase)
+                return false;
+        return !only || (a->selection != SIZE_MAX && only[a->selection]);
+}
+
+bool volumes_apply_has(const VolumesApply *va, VolumesPhase phase, size_t k) {
+        const VolumesPlan *plan = va->c.plan;
+        for (size_t j = 0; j < plan->n_actions; j++)
+                if (plan->actions[j].selection == k && action_phase(plan->actions[j].type) == phase)
+                        return true;
+        return false;
+}
+
+static int apply_plan(ApplyContext *c, VolumesPhase phase, const bool *only) {
         for (size_t k = 0; k < c->plan->n_actions; k++) {
                 const PlanAction *a = &c->plan->actions[k];
                 const Volume *v = &c->in->volumes[a->volume];
-                if (c->failed[a->volume] || !in_phase(a->type, phase))
+                if (c->failed[a->volume] || !action_selected(a, phase, only))
                         continue;
                 /* every action leaves the volume consistent: a stop lands between two of them */
                 if (stop_requested())
@@ -700,9 +723,9 @@ VolumesApply *volumes_apply_free(VolumesApply *a) {
         return NULL;
 }
 
-int volumes_apply_run(VolumesApply *a, VolumesPhase phase, char *const *etcd_texts) {
+int volumes_apply_run(VolumesApply *a, VolumesPhase phase, const bool *only, char *const *etcd_texts) {
         a->c.etcd_texts = etcd_texts;
-        return apply_plan(&a->c, phase);
+        return apply_plan(&a->c, phase, only);
 }
 
 void volumes_apply_finish(VolumesApply *a, bool interrupted, VolumesPassResult *ret) {

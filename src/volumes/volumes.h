@@ -62,20 +62,28 @@ typedef struct VolumesPassResult {
         unsigned errors[_VOLUMES_ERROR_MAX]; /* failed actions by step */
 } VolumesPassResult;
 
-/* Apply: runs a plan's actions in two phases, so that the pass can publish DNS in between (a member's
- * name points here before kubelet can start its etcd: docs/etcd-dns.md). DEVICES: claim, attach, wait for
- * the device, fsck, mount (formatting only a proven-blank device), release; MANIFESTS: write the etcd
- * manifests (the texts the pass rendered, one per selection) on the volumes and link them. Errors of one
- * volume do not stop the others; they are reported and counted. */
-typedef enum VolumesPhase { VOLUMES_PHASE_DEVICES, VOLUMES_PHASE_MANIFESTS } VolumesPhase;
+/* Apply: runs a plan's actions in three phases, so that the pass can publish DNS before any manifest (a
+ * member's name points here before kubelet can start its etcd: docs/etcd-dns.md). CLAIMS: claim, attach,
+ * release; DEVICES: wait for the device, fsck, mount (formatting only a proven-blank device); MANIFESTS:
+ * write the etcd manifests (the texts the pass rendered, one per selection) on the volumes and link them.
+ * Every claim comes first, so a lost one is known before any device work, and the attachments proceed
+ * together. Errors of one volume do not stop the others; they are reported and counted. */
+typedef enum VolumesPhase {
+        VOLUMES_PHASE_CLAIMS,
+        VOLUMES_PHASE_DEVICES,
+        VOLUMES_PHASE_MANIFESTS
+} VolumesPhase;
 typedef struct VolumesApply VolumesApply;
 int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const VolumesInput *in,
                       const VolumesPlan *plan, VolumesApply **ret);
 VolumesApply *volumes_apply_free(VolumesApply *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VolumesApply *, volumes_apply_free)
-/* 1 when a claim was lost (observe and plan again), 0 when the phase ran, -ENOMEM or -ECANCELED (a stop
- * was requested; the node is consistent between two actions). */
-int volumes_apply_run(VolumesApply *a, VolumesPhase phase, char *const *etcd_texts);
+/* The phase's actions of the selections where only[k] is true (NULL: of every selection; a release, which
+ * belongs to none, runs only then). 1 when a claim was lost (observe and plan again), 0 when the phase
+ * ran, -ENOMEM or -ECANCELED (a stop was requested; the node is consistent between two actions). */
+int volumes_apply_run(VolumesApply *a, VolumesPhase phase, const bool *only, char *const *etcd_texts);
+/* Whether the phase has actions for selection k. */
+bool volumes_apply_has(const VolumesApply *a, VolumesPhase phase, size_t k);
 /* Reports the plan's notes and counts the outcome; interrupted: not every action ran. */
 void volumes_apply_finish(VolumesApply *a, bool interrupted, VolumesPassResult *ret);
 

@@ -152,7 +152,7 @@ static void test_observe_and_pass_with_table(void **state) {
         volumes_input(&cfg, &o, &in);
         assert_int_equal(volumes_plan(&in, &plan), 0);
         assert_int_equal(volumes_apply_new(p, &cfg, &in, &plan, &a), 0);
-        assert_int_equal(volumes_apply_run(a, VOLUMES_PHASE_DEVICES, NULL), 1);
+        assert_int_equal(volumes_apply_run(a, VOLUMES_PHASE_CLAIMS, NULL, NULL), 1);
         TableProvider *t = p->state;
         assert_int_equal(t->attach_calls, 1);
         volumes_apply_free(a);
