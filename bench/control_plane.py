@@ -41,8 +41,7 @@ def nodes_ready(s):
 
 def one_run(scenario, cluster):
     buf = io.StringIO()
-    s = scenario.Scenario(out=buf, keep_workdir=True, real=True)
-    s.c = cluster.Cluster(tag="pkr", real=True)
+    s = scenario.Scenario(out=buf, keep_workdir=True, real=True, cluster=cluster.Cluster(tag="pkr", real=True))
     res = {}
     with common.scenario_kept_on_failure(s, buf, "protokube-bench-cp-"):
         s.c.setup()  # the pool and the DNS server: the clock starts when the first master does

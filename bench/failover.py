@@ -50,8 +50,8 @@ def stages(s, wall0):
 
 def one_run(scenario, cluster):
     buf = io.StringIO()
-    s = scenario.Scenario(out=buf, keep_workdir=True)  # its logs are read below; removed in finally
-    s.c = cluster.Cluster(tag="pkb")
+    # its logs are read below; removed in finally
+    s = scenario.Scenario(out=buf, keep_workdir=True, cluster=cluster.Cluster(tag="pkb"))
     try:
         fo = s.run()
         # The scenario's own stage times are relative to the release: recover the release's wall time.

@@ -99,9 +99,11 @@ PROBE_ADDR = "198.18.42.60"  # a client of the cluster: its namespace resolves t
 
 
 class Scenario:
-    def __init__(self, out=sys.stdout, keep_workdir=False, real=False):
+    def __init__(self, out=sys.stdout, keep_workdir=False, real=False, cluster=None):
         self.real = real
-        self.c = Cluster(real=real)
+        # a caller's own cluster (the bench's network tags) replaces the default one before it is made: its
+        # work directory would otherwise be left behind, empty
+        self.c = cluster or Cluster(real=real)
         self.api = {}  # real mode: the API availability figures
         self.keep_workdir = keep_workdir  # the logs stay for a caller that reads them afterwards (bench)
         self.tl = Timeline(out)
