@@ -21,6 +21,7 @@
 #include "pki/pki-cert.h"
 #include "pki/pki-files.h"
 #include "pki/pki-key.h"
+#include "shared/crypto.h"
 #include "shared/openssl-util.h"
 
 #define PAIR_FILE_MAX     (64U * 1024U)
@@ -528,15 +529,15 @@ static bool identity_settled(const PairIdentity *id) {
 
 static int pair_digest(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
                        uint8_t ret[PAIR_DIGEST_LEN]) {
-        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-        unsigned n = 0;
-        if (!ctx)
-                return -ENOMEM;
-        if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
-            EVP_DigestUpdate(ctx, cert_pem, cert_len) != 1 || EVP_DigestUpdate(ctx, key_pem, key_len) != 1 ||
-            EVP_DigestFinal_ex(ctx, ret, &n) != 1 || n != PAIR_DIGEST_LEN)
-                return -EIO;
-        return 0;
+        _cleanup_(crypto_sha256_freep) CryptoSha256 *h = NULL;
+        int r = crypto_sha256_new(&h);
+        if (r >= 0)
+                r = crypto_sha256_update(h, cert_pem, cert_len);
+        if (r >= 0)
+                r = crypto_sha256_update(h, key_pem, key_len);
+        if (r >= 0)
+                r = crypto_sha256_final(h, ret);
+        return r;
 }
 
 /* The cached result for bytes of this digest, else the bytes decoded (and kept). */
@@ -569,10 +570,8 @@ static int pair_load_bytes(PkiPairCache *c, const char *dir, const char *name, c
         PairIdentity after;
         bool settled = identity_settled(before) && pair_identity(dir, name, &after) >= 0 &&
                        pair_identity_eq(before, &after);
-        if (hit) {
-                e->id = *before;
-                e->id_settled = settled;
-        } else if (r >= 0 || r == PK_EMALFORMED || r == -EKEYREJECTED) {
+        if (r >= 0 || r == PK_EMALFORMED ||
+            r == -EKEYREJECTED) { /* decoded now, or found: kept at this id */
                 int k = pair_cache_put(c, dir, name, before, settled, digest, r >= 0 ? 0 : r, cert);
                 if (k < 0)
                         return k;
