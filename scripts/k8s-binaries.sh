@@ -3,17 +3,32 @@
 # package with Debian's Go, into a cache outside the repository, once: later runs print the directory and
 # exit. The system's apt sources are not touched (a private APT_CONFIG adds deb-src for the download).
 #
-#   scripts/k8s-binaries.sh    -> prints the bin directory (after building it if absent); the build time on
-#                                 stderr
-#   PROTOKUBE_K8S_CACHE=DIR       where the cache lives (default /var/cache/protokube/k8s-<source version>)
+#   scripts/k8s-binaries.sh       -> prints the bin directory (after building it if absent); the build time
+#                                    on stderr
+#   scripts/k8s-binaries.sh --dir -> prints the bin directory and exits, built or not (for the tests' skips)
+#   PROTOKUBE_K8S_CACHE=DIR          where the cache lives (default /var/cache/protokube/k8s-1.20.2)
 #
-# The cache is keyed by the Debian source version (1.20.5+really1.20.2-1: upstream 1.20.2). The binaries are
-# static (CGO_ENABLED=0). On this machine (2 cores) a cold build took 16 minutes (niced, next to other work).
+# The cache is keyed by the upstream version, 1.20.2, which is what is built: the binaries come from the
+# source package's orig tarball (upstream 1.20.2 with vendor/), without Debian's patches. Those patch only
+# kubectl's printing (1.1+deb12u1: CVE-2021-25743) and the Debian packaging, which builds kubernetes-client
+# alone. Whichever Debian revision of it bookworm's archive offers is downloaded: the archive keeps only the
+# latest (1.20.5+really1.20.2-1 was replaced by -1.1+deb12u1 in a point release, and a script pinned to the
+# old revision could no longer download anything). The revision used is kept in the cache's source-version
+# file. The binaries are static (CGO_ENABLED=0). On this machine (2 cores) a cold build took 16 minutes.
 set -euo pipefail
 
-SOURCE_VERSION=1.20.5+really1.20.2-1 # bookworm's `kubernetes` source package
-CACHE=${PROTOKUBE_K8S_CACHE:-/var/cache/protokube/k8s-$SOURCE_VERSION}
+UPSTREAM=1.20.2
+DEBIAN_UPSTREAM=1.20.5+really$UPSTREAM # how Debian's versions of this source spell the upstream version
+CACHE=${PROTOKUBE_K8S_CACHE:-/var/cache/protokube/k8s-$UPSTREAM}
 BIN=$CACHE/bin
+
+if [[ ${1:-} == --dir ]]; then
+        echo "$BIN"
+        exit 0
+elif (($#)); then
+        echo "usage: $0 [--dir]" >&2
+        exit 2
+fi
 WHAT=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 complete() {
@@ -46,7 +61,7 @@ if ((${#need[@]})); then
 fi
 
 SRC=$CACHE/src
-if [[ ! -d $SRC/kubernetes-1.20.2 ]]; then
+if [[ ! -d $SRC/kubernetes-$UPSTREAM ]]; then
         A=$(mktemp -d)
         trap 'rm -rf "$A"' EXIT
         mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/etc"
@@ -54,18 +69,27 @@ if [[ ! -d $SRC/kubernetes-1.20.2 ]]; then
         printf 'Dir::Etc::SourceList "/dev/null";\nDir::Etc::SourceParts "%s/etc";\nDir::State::Lists "%s/lists";\nDir::Cache "%s/cache";\n' \
                 "$A" "$A" "$A" >"$A/apt.conf"
         APT_CONFIG=$A/apt.conf apt-get update >&2
+        offered=$(APT_CONFIG=$A/apt.conf apt-cache showsrc kubernetes | awk '/^Version:/ {print $2}')
+        version=$(grep -F -- "$DEBIAN_UPSTREAM-" <<<"$offered" | sort -V | tail -n 1 || true)
+        if [[ -z $version ]]; then
+                echo "k8s-binaries: the archive offers no 'kubernetes' source of upstream $UPSTREAM" \
+                        "($DEBIAN_UPSTREAM-*); it offers: ${offered:-none}" >&2
+                exit 1
+        fi
+        rm -rf "$SRC.tmp"
         mkdir -p "$SRC.tmp"
-        (cd "$SRC.tmp" && APT_CONFIG=$A/apt.conf apt-get source --download-only "kubernetes=$SOURCE_VERSION" >&2)
-        (cd "$SRC.tmp" && tar xzf kubernetes_*.orig.tar.gz)
-        [[ -d $SRC.tmp/kubernetes-1.20.2 ]] || {
-                echo "k8s-binaries: the source package did not unpack to kubernetes-1.20.2" >&2
+        (cd "$SRC.tmp" && APT_CONFIG=$A/apt.conf apt-get source --download-only "kubernetes=$version" >&2)
+        (cd "$SRC.tmp" && tar xzf "kubernetes_$DEBIAN_UPSTREAM.orig.tar.gz")
+        [[ -d $SRC.tmp/kubernetes-$UPSTREAM ]] || {
+                echo "k8s-binaries: kubernetes_$DEBIAN_UPSTREAM.orig.tar.gz did not unpack to kubernetes-$UPSTREAM" >&2
                 exit 1
         }
+        echo "$version" >"$SRC.tmp/source-version"
         rm -rf "$SRC"
         mv "$SRC.tmp" "$SRC"
 fi
 
-cd "$SRC/kubernetes-1.20.2"
+cd "$SRC/kubernetes-$UPSTREAM"
 export GOCACHE=$CACHE/go-cache GOFLAGS=-mod=vendor KUBE_BUILD_PLATFORMS=linux/amd64
 mkdir -p "$BIN.tmp"
 for w in "${WHAT[@]}"; do
@@ -77,6 +101,7 @@ for w in "${WHAT[@]}"; do
         fi
 done
 "$BIN.tmp/kube-apiserver" --version >&2
+[[ ! -f $SRC/source-version ]] || cp "$SRC/source-version" "$BIN.tmp/source-version"
 rm -rf "$BIN"
 mv "$BIN.tmp" "$BIN"
 echo "k8s-binaries: built in $(($(date +%s) - started)) s" >&2

@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 import yaml
@@ -30,10 +29,8 @@ DEPRECATED_ON_PURPOSE = {"kube-controller-manager": ["Flag --port has been depre
 
 def k8s_bin_dir():
     """scripts/k8s-binaries.sh's cache directory, without building it (that takes a quarter of an hour)."""
-    text = open(os.path.join(ROOT, "scripts", "k8s-binaries.sh")).read()
-    version = re.search(r"^SOURCE_VERSION=(\S+)", text, re.M).group(1)
-    cache = os.environ.get("PROTOKUBE_K8S_CACHE", f"/var/cache/protokube/k8s-{version}")
-    return os.path.join(cache, "bin")
+    return subprocess.run([os.path.join(ROOT, "scripts", "k8s-binaries.sh"), "--dir"], capture_output=True,
+                          text=True, check=True, timeout=30).stdout.strip()
 
 
 @pytest.fixture(scope="module")
