@@ -42,7 +42,8 @@ typedef struct ApplyContext {
         /* per volume, filled as the actions run */
         char **devices;
         dev_t *devnums;
-        char **fstypes; /* what the fsck step's probe found (NULL: not probed, or nothing found) */
+        char **fstypes; /* what the fsck step's probe found (NULL: nothing, or not probed) */
+        bool *probed;   /* the fsck step probed this pass: fstypes[i] is its finding */
         bool *failed;
         VolumesPassResult *result;
         VolumesPassResult own_result;
@@ -153,10 +154,12 @@ static int action_fsck(ApplyContext *c, size_t i, char **ret_error) {
         r = blockdev_probe_fstype(c->devices[i], &fstype);
         if (r < 0)
                 return r;
-        if (!is_ext(fstype))
-                return 0; /* blank (formatted below) or a filesystem without an fsck -p equivalent */
+        /* the mount need not probe again: neither for the type to mount nor for "no filesystem at all" */
         free(c->fstypes[i]);
-        c->fstypes[i] = TAKE_PTR(fstype); /* the mount need not probe again */
+        c->fstypes[i] = TAKE_PTR(fstype);
+        c->probed[i] = true;
+        if (!is_ext(c->fstypes[i]))
+                return 0; /* blank (formatted below) or a filesystem without an fsck -p equivalent */
         /* Never fsck a device something holds (mounted elsewhere, in another namespace); right after an
          * unmount the kernel may hold it a moment longer, so wait for that, bounded. */
         _cleanup_close_ int excl = blockdev_open_exclusive(c->devices[i], BLOCKDEV_RELEASE_TIMEOUT);
@@ -294,6 +297,7 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s, char 
          * it is closed just before the spawn; what guards the microseconds in between is the claim this
          * node holds (no other node's protokube touches the volume), and mke2fs's own O_EXCL fails if
          * anything mounted it since. O_EXCL never kept out plain writers anyway. */
+        progress(c->cfg, "blank proof", c->in->volumes[i].id);
         _cleanup_close_ int excl = blockdev_open_exclusive(dev, BLOCKDEV_RELEASE_TIMEOUT);
         if (excl < 0) {
                 _cleanup_free_ char *users = excl == -EBUSY ? blockdev_describe_users(c->devnums[i]) : NULL;
@@ -336,7 +340,10 @@ static int format_blank(ApplyContext *c, size_t i, const PlanSelection *s, char 
 static int format_unknown_first(ApplyContext *c, size_t i, const PlanSelection *s, char **ret_not_blank,
                                 char **ret_error) {
         _cleanup_free_ char *fstype = NULL;
-        if (blockdev_probe_fstype(c->devices[i], &fstype) < 0 || fstype)
+        /* Only a shortcut past a mount that would fail: the proof under O_EXCL in format_blank() is what
+         * guards the data, so the fsck step's probe of this pass (same claim, same device) serves here. */
+        if (c->probed[i] ? c->fstypes[i] != NULL
+                         : (blockdev_probe_fstype(c->devices[i], &fstype) < 0 || fstype))
                 return 0;
         report(c->cfg, LOG_LEVEL_INFO, 0,
                "'%s' holds no filesystem libblkid knows: checking whether it is blank", c->devices[i]);
@@ -697,10 +704,11 @@ int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const Vol
                 .devices = new0(char *, in->n_volumes),
                 .devnums = new0(dev_t, in->n_volumes),
                 .fstypes = new0(char *, in->n_volumes),
+                .probed = new0(bool, in->n_volumes),
                 .failed = new0(bool, in->n_volumes),
         };
         a->c.result = &a->c.own_result;
-        if (!a->c.devices || !a->c.devnums || !a->c.fstypes || !a->c.failed) {
+        if (!a->c.devices || !a->c.devnums || !a->c.fstypes || !a->c.probed || !a->c.failed) {
                 volumes_apply_free(a);
                 return -ENOMEM;
         }
@@ -717,6 +725,7 @@ VolumesApply *volumes_apply_free(VolumesApply *a) {
         }
         free(a->c.devices);
         free(a->c.fstypes);
+        free(a->c.probed);
         free(a->c.devnums);
         free(a->c.failed);
         free(a);
