@@ -30,12 +30,12 @@ import pytest
 
 from conftest import ROOT, need_root, protokube_bin
 from loopdev import MIB, VolEnv
-from test_k8s_master import ETCD_IMAGE, HOST_LOGS, kubernetes_bin, open_elsewhere
+from test_k8s_master import ETCD_IMAGE, HOST_LOGS, host_logs_before, kubernetes_bin, open_elsewhere
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from netlab import NetLab  # noqa: E402
-from node import Node, mounts_under, run, stop_pid, wait_for  # noqa: E402
+from node import Node, run, stop_pid, wait_for  # noqa: E402
 
 # A /24 of its own: the 3-master simulation has 198.18.42.0/24, test_k8s_master.py 198.18.43.0/24.
 BRIDGE = "198.18.47.1"
@@ -117,7 +117,7 @@ class SharedMountNode(Node):
 def master():
     need_root()
     kbin = kubernetes_bin()
-    logs_before = {p for p in HOST_LOGS if os.path.exists(p)}
+    logs_before = host_logs_before()
     env = VolEnv(protokube_bin())
     lab = NetLab(tag="pkck", bridge_addr=BRIDGE)
     node = cluster = None
@@ -492,7 +492,7 @@ def test_upgrade_through_the_api(master):
                              "value": UPGRADE_FLAG}])
         p = kubectl(c, "patch", "daemonset", "-n", "kube-system", "kube-apiserver", "--type=json", "-p", patch)
         assert p.returncode == 0, p.stderr
-        new = wait(c, "the upgraded kube-apiserver Ready, in the checkpoint", upgraded, 420)
+        wait(c, "the upgraded kube-apiserver Ready, in the checkpoint", upgraded, 420)
         took = time.monotonic() - t0
         tries, fails, gap = probe.summary()
     print(f"\nupgrade rolled in {took:.1f} s; probe: {tries} tries every 50 ms, {fails} failed, longest gap "

@@ -55,6 +55,18 @@ def kubernetes_bin():
         pytest.skip(f"no Kubernetes 1.20.2 binaries and scripts/k8s-binaries.sh cannot build them here: {e}")
 
 
+def host_logs_before():
+    """The host log files that exist before a test's pods start (the test removes only those it made).
+    An empty directory at one of these paths is removed first: containerd makes a missing hostPath source a
+    directory, so when a file vanished between kubelet's FileOrCreate and a container's start (two runs of
+    these tests at once on one machine), the directory stays, and every later kube-apiserver pod fails with
+    "hostPath type check failed: ... is not a file"."""
+    for path in HOST_LOGS:
+        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
+            os.rmdir(path)
+    return {p for p in HOST_LOGS if os.path.exists(p)}
+
+
 def open_elsewhere(path):
     """Whether a process still has path open: another kubelet's pods on this machine share the host's
     /var/log/<component>.log (the manifests' hostPath), and their file must not vanish under them."""
@@ -129,7 +141,7 @@ def diagnostics(node):
 def master():
     need_root()
     kubernetes_bin()
-    logs_before = {p for p in HOST_LOGS if os.path.exists(p)}
+    logs_before = host_logs_before()
     env = VolEnv(protokube_bin())
     lab = NetLab(tag="pkn", bridge_addr=BRIDGE)
     node = None

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from netlab import NetLab  # noqa: E402
 from node import Node  # noqa: E402
-from test_k8s_master import ETCD_IMAGE, HOST_LOGS, kubernetes_bin, open_elsewhere  # noqa: E402
+from test_k8s_master import ETCD_IMAGE, HOST_LOGS, host_logs_before, kubernetes_bin, open_elsewhere  # noqa: E402
 
 # A /24 of its own in 198.18.0.0/15: the simulation has .42, test_k8s_master .43.
 BRIDGE = "198.18.47.1"
@@ -114,7 +114,7 @@ def write_spec(env, store, pki, hosts, path, apiserver_image=None):
 def master():
     need_root()
     kubernetes_bin()
-    logs_before = {p for p in HOST_LOGS if os.path.exists(p)}
+    logs_before = host_logs_before()
     env = VolEnv(protokube_bin())
     lab = NetLab(tag="pkv", bridge_addr=BRIDGE)
     node = None
