@@ -82,7 +82,22 @@ static void format_message(char *buf, size_t size, int error, const char *format
 #pragma GCC diagnostic pop
 }
 
-static void write_json_line(FILE *f, LogLevel level, int error, const char *msg) {
+/* One JSON log line, whole: a message (at most 4 KiB formatted) escapes to at most 6 times that, but the
+ * ones we write are short; a longer one is cut, and says so, with the line still valid JSON. */
+#define LOG_LINE_MAX  8192
+#define LOG_LINE_TAIL 512 /* what the message leaves room for: the marker, the error's text, the closing */
+
+/* Appends s as it is when it fits whole. */
+static bool append_raw(char *line, size_t size, size_t *n, const char *s) {
+        size_t k = strlen(s);
+        if (*n + k >= size)
+                return false;
+        memcpy(line + *n, s, k + 1);
+        *n += k;
+        return true;
+}
+
+static size_t format_json_line(char *line, size_t size, LogLevel level, int error, const char *msg) {
         struct timespec ts;
         struct tm tm;
         char when[64];
@@ -90,16 +105,21 @@ static void write_json_line(FILE *f, LogLevel level, int error, const char *msg)
         clock_gettime(CLOCK_REALTIME, &ts);
         gmtime_r(&ts.tv_sec, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-        fprintf(f, "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", when, ts.tv_nsec / 1000000,
-                log_level_table[level]);
-        json_escape_to(f, msg);
-        fputc('"', f);
+        int k = snprintf(line, size, "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", when,
+                         ts.tv_nsec / 1000000, log_level_table[level]);
+        size_t n = (size_t)k;
+        if (!json_escape_append(line, size - LOG_LINE_TAIL, &n, msg))
+                append_raw(line, size, &n, " [truncated]");
+        append_raw(line, size, &n, "\"");
         if (error != 0) {
-                fputs(",\"error\":\"", f);
-                json_escape_to(f, pk_strerror(error));
-                fputc('"', f);
+                size_t before = n; /* the error's text is ours and short; still, the line stays whole */
+                if (!append_raw(line, size - 4, &n, ",\"error\":\"") ||
+                    !json_escape_append(line, size - 4, &n, pk_strerror(error)) ||
+                    !append_raw(line, size - 3, &n, "\""))
+                        n = before;
         }
-        fputs("}\n", f);
+        append_raw(line, size, &n, "}\n");
+        return n;
 }
 
 int log_internal(LogLevel level, int error, const char *file, int line, const char *format, ...) {
@@ -118,9 +138,11 @@ int log_internal(LogLevel level, int error, const char *file, int line, const ch
         va_end(ap);
 
         /* The pass logs from its own thread while the loop's thread logs too: one line stays whole. */
+        char json[LOG_LINE_MAX];
         flockfile(stderr);
         if (log_format == LOG_FORMAT_JSON)
-                write_json_line(stderr, level, error, msg);
+                /* stderr is unbuffered: one write for the whole line, not one per character */
+                fwrite(json, 1, format_json_line(json, sizeof(json), level, error, msg), stderr);
         else if (log_max_level >= LOG_LEVEL_DEBUG)
                 fprintf(stderr, "%s: %s (%s:%d)\n", log_level_table[level], msg, file, line);
         else

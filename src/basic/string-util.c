@@ -108,20 +108,46 @@ bool string_has_cc(const char *s) {
         return false;
 }
 
-void json_escape_to(FILE *f, const char *s) {
-        for (; *s; s++) {
-                unsigned char c = (unsigned char)*s;
-                if (c == '"' || c == '\\')
-                        fprintf(f, "\\%c", c);
-                else if (c == '\n')
-                        fputs("\\n", f);
-                else if (c == '\t')
-                        fputs("\\t", f);
-                else if (c < 0x20 || c == 0x7f)
-                        fprintf(f, "\\u%04x", c);
-                else
-                        fputc(c, f);
+/* The escaped form of c: JSON needs quotes, backslashes and control characters escaped. */
+static size_t json_escape_char(unsigned char c, char out[static 7]) {
+        if (c == '"' || c == '\\') {
+                out[0] = '\\';
+                out[1] = (char)c;
+                return 2;
         }
+        if (c == '\n' || c == '\t') {
+                out[0] = '\\';
+                out[1] = c == '\n' ? 'n' : 't';
+                return 2;
+        }
+        if (c < 0x20 || c == 0x7f)
+                return (size_t)snprintf(out, 7, "\\u%04x", c);
+        out[0] = (char)c;
+        return 1;
+}
+
+bool json_escape_append(char *dst, size_t size, size_t *len, const char *s) {
+        size_t start = *len;
+        for (; *s; s++) {
+                char piece[7];
+                size_t n = json_escape_char((unsigned char)*s, piece);
+                if (*len + n >= size) {
+                        /* Stopping at a continuation byte would cut a UTF-8 character: back off the
+                         * part of it already written (its continuation bytes, then its lead). */
+                        if (((unsigned char)*s & 0xc0) == 0x80) {
+                                while (*len > start && ((unsigned char)dst[*len - 1] & 0xc0) == 0x80)
+                                        (*len)--;
+                                if (*len > start)
+                                        (*len)--;
+                        }
+                        dst[*len] = 0;
+                        return false;
+                }
+                memcpy(dst + *len, piece, n);
+                *len += n;
+        }
+        dst[*len] = 0;
+        return true;
 }
 
 size_t string_edit_distance(const char *a, const char *b) {

@@ -32,8 +32,10 @@ int free_and_strdup(char **p, const char *s);
 /* True if s has control characters (except none allowed); for checking strings from outside. */
 bool string_has_cc(const char *s) _pure_;
 
-/* Writes s to f with JSON string escaping (no quotes). */
-void json_escape_to(FILE *f, const char *s);
+/* Appends s with JSON string escaping (no quotes) to dst, which holds *len bytes of size; dst stays
+ * NUL-terminated and *len grows. An escape is never split, and neither is a UTF-8 character: when s does not
+ * fit, what fits is there and the result is false. */
+bool json_escape_append(char *dst, size_t size, size_t *len, const char *s);
 
 /* Levenshtein distance, bounded: for did-you-mean suggestions. */
 size_t string_edit_distance(const char *a, const char *b) _pure_;

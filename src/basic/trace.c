@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/buf.h"
+#include "basic/string-util.h"
 #include "basic/time-util.h"
 
 bool trace_enabled = false;
@@ -34,18 +36,20 @@ void trace_mark_real(const char *fmt, ...) {
 void trace_dump(FILE *f) {
         if (!trace_enabled)
                 return;
-        fputs("{\"trace\":[", f);
-        for (unsigned i = 0; i < n_marks; i++) {
-                fputs(i ? ",[\"" : "[\"", f);
+        /* Built whole and written once: stderr is unbuffered, and a write per piece would cost the process's
+         * end the time this measures. */
+        _cleanup_buf_ Buf b;
+        buf_init(&b, TRACE_MARKS_MAX * (TRACE_NAME_MAX * 6 + 32) + 16);
+        int r = buf_add_str(&b, "{\"trace\":[");
+        for (unsigned i = 0; i < n_marks && r >= 0; i++) {
                 /* Step names are ours (fixed words, volume IDs, paths): escape what JSON needs anyway. */
-                for (const char *c = marks[i].name; *c; c++)
-                        if (*c == '"' || *c == '\\')
-                                fprintf(f, "\\%c", *c);
-                        else if ((unsigned char)*c < 0x20)
-                                fprintf(f, "\\u%04x", (unsigned char)*c);
-                        else
-                                fputc(*c, f);
-                fprintf(f, "\",%llu]", (unsigned long long)marks[i].t);
+                char name[TRACE_NAME_MAX * 6 + 1] = "";
+                size_t n = 0;
+                (void)json_escape_append(name, sizeof(name), &n, marks[i].name);
+                r = buf_printf(&b, "%s[\"%s\",%llu]", i ? "," : "", name, (unsigned long long)marks[i].t);
         }
-        fputs("]}\n", f);
+        if (r >= 0)
+                r = buf_add_str(&b, "]}\n");
+        if (r >= 0)
+                fwrite(b.data, 1, b.len, f);
 }
