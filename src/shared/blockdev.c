@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -220,9 +222,11 @@ static void direct_io_end(int fd, int flags) {
                 (void)fcntl(fd, F_SETFL, flags);
 }
 
-/* pread/pwrite of the whole length; an O_DIRECT refusal (EINVAL) falls back to buffered I/O once. */
+/* pread/pwrite of the whole length; an O_DIRECT refusal (EINVAL) falls back to buffered I/O once (for every
+ * worker on the fd: another may have turned O_DIRECT off already). */
 static int io_full(int fd, bool write, void *buf, size_t length, uint64_t offset) {
         size_t done = 0;
+        bool fell_back = false;
         while (done < length) {
                 ssize_t k = write ? pwrite(fd, (char *)buf + done, length - done, (off_t)(offset + done))
                                   : pread(fd, (char *)buf + done, length - done, (off_t)(offset + done));
@@ -230,8 +234,10 @@ static int io_full(int fd, bool write, void *buf, size_t length, uint64_t offset
                         continue;
                 if (k < 0 && errno == EINVAL) {
                         int flags = fcntl(fd, F_GETFL);
-                        if (flags < 0 || !(flags & O_DIRECT) || fcntl(fd, F_SETFL, flags & ~O_DIRECT) < 0)
+                        if (fell_back || flags < 0 ||
+                            ((flags & O_DIRECT) && fcntl(fd, F_SETFL, flags & ~O_DIRECT) < 0))
                                 return -EINVAL;
+                        fell_back = true;
                         continue;
                 }
                 if (k < 0)
@@ -252,40 +258,153 @@ static bool find_nonzero(const unsigned char *p, size_t n, size_t *ret) {
         return false;
 }
 
+/* The proof's reads and the wipe's writes go ZERO_IO_WORKERS at a time: a disk serves many requests at once,
+ * and one after another the proof would wait out ~150-200 round trips (on EBS each is ~0.5 ms away). The
+ * work is the ranges cut at ZERO_IO_CHUNK, taken in offset order; the caller's thread is one of the
+ * workers, and a worker that cannot be started only makes it slower. */
+#define ZERO_IO_WORKERS 8
+/* Each worker's memory, one mapping for all and gone with the call (glibc would keep a thread stack it
+ * allocated, and the pages it touched, for the next thread): a guard page, the stack, the buffer. */
+#define ZERO_IO_GUARD UINT64_C(4096)
+#define ZERO_IO_STACK (UINT64_C(128) << 10)
+#define ZERO_IO_SLOT  (ZERO_IO_GUARD + ZERO_IO_STACK + ZERO_IO_CHUNK)
+
+typedef struct ZeroIo {
+        int fd;
+        bool fill;
+        const BlockdevRange *items; /* sorted, each at most ZERO_IO_CHUNK */
+        size_t n_items;
+        pthread_mutex_t lock; /* guards what follows */
+        size_t next;          /* the next item to take */
+        int error;            /* the first error */
+        bool found;
+        uint64_t found_offset; /* the lowest non-zero byte found so far */
+} ZeroIo;
+
+typedef struct ZeroIoWorker {
+        ZeroIo *io;
+        unsigned char *buf; /* ZERO_IO_CHUNK, aligned for O_DIRECT; zeros for fill */
+        pthread_t thread;
+} ZeroIoWorker;
+
+/* After an error nothing more is read; after a non-zero byte only what lies before it still matters, so
+ * the offset reported is the first one, as reading in order would find it. */
+static bool zero_io_take(ZeroIo *z, size_t *ret) {
+        pthread_mutex_lock(&z->lock);
+        bool take = z->next < z->n_items && z->error == 0 &&
+                    !(z->found && z->items[z->next].offset > z->found_offset);
+        if (take)
+                *ret = z->next++;
+        pthread_mutex_unlock(&z->lock);
+        return take;
+}
+
+static void *zero_io_work(void *userdata) {
+        ZeroIoWorker *w = userdata;
+        ZeroIo *z = w->io;
+        size_t i, at = 0;
+        while (zero_io_take(z, &i)) {
+                const BlockdevRange *it = &z->items[i];
+                int r = io_full(z->fd, z->fill, w->buf, (size_t)it->length, it->offset);
+                bool nonzero = r == 0 && !z->fill && find_nonzero(w->buf, (size_t)it->length, &at);
+                if (r == 0 && !nonzero)
+                        continue;
+                pthread_mutex_lock(&z->lock);
+                if (r < 0 && z->error == 0)
+                        z->error = r;
+                if (nonzero && (!z->found || it->offset + at < z->found_offset)) {
+                        z->found = true;
+                        z->found_offset = it->offset + at;
+                }
+                pthread_mutex_unlock(&z->lock);
+        }
+        return NULL;
+}
+
+/* The ranges cut into items of at most ZERO_IO_CHUNK. */
+static int zero_io_items(const BlockdevRange *l, size_t n, BlockdevRange **ret, size_t *ret_n) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+                m += (size_t)((l[i].length + ZERO_IO_CHUNK - 1) / ZERO_IO_CHUNK);
+        BlockdevRange *items = new0(BlockdevRange, MAX(m, (size_t)1));
+        if (!items)
+                return -ENOMEM;
+        m = 0;
+        for (size_t i = 0; i < n; i++)
+                for (uint64_t off = 0; off < l[i].length; off += ZERO_IO_CHUNK)
+                        items[m++] =
+                            (BlockdevRange){ l[i].offset + off, MIN(ZERO_IO_CHUNK, l[i].length - off) };
+        *ret = items;
+        *ret_n = m;
+        return 0;
+}
+
+/* Runs the workers over z's items. The buffers are zeros (fresh anonymous pages) and page-aligned. */
+static int zero_io_run(ZeroIo *z) {
+        size_t n = MIN((size_t)ZERO_IO_WORKERS, MAX(z->n_items, (size_t)1)), started = 0;
+        ZeroIoWorker w[ZERO_IO_WORKERS];
+        unsigned char *mem =
+            mmap(NULL, n * ZERO_IO_SLOT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+                return -errno;
+        for (size_t i = 0; i < n; i++)
+                w[i] =
+                    (ZeroIoWorker){ .io = z, .buf = mem + i * ZERO_IO_SLOT + ZERO_IO_GUARD + ZERO_IO_STACK };
+        for (size_t i = 1; i < n; i++, started++) {
+                unsigned char *slot = mem + i * ZERO_IO_SLOT;
+                pthread_attr_t attr;
+                if (mprotect(slot, ZERO_IO_GUARD, PROT_NONE) < 0 || pthread_attr_init(&attr) != 0)
+                        break;
+                bool ok = pthread_attr_setstack(&attr, slot + ZERO_IO_GUARD, ZERO_IO_STACK) == 0 &&
+                          pthread_create(&w[i].thread, &attr, zero_io_work, &w[i]) == 0;
+                (void)pthread_attr_destroy(&attr);
+                if (!ok)
+                        break;
+        }
+        (void)zero_io_work(&w[0]);
+        for (size_t i = 1; i <= started; i++)
+                (void)pthread_join(w[i].thread, NULL);
+        (void)munmap(mem, n * ZERO_IO_SLOT);
+        return 0;
+}
+
 /* Reads (or, fill, writes zeros over) every range. Returns 1 with the first non-zero offset when reading
  * finds one. */
 static int zero_ranges_io(int fd, bool fill, uint64_t *ret_offset, uint64_t *ret_bytes) {
-        _cleanup_free_ BlockdevRange *l = NULL;
-        _cleanup_free_ void *buf = NULL;
+        _cleanup_free_ BlockdevRange *l = NULL, *items = NULL;
         uint64_t size, bytes = 0;
-        size_t n;
+        size_t n, n_items;
         int r = blockdev_get_size(fd, &size);
         if (r < 0)
                 return r;
         r = blockdev_zero_ranges(size, &l, &n);
         if (r < 0)
                 return r;
-        if (posix_memalign(&buf, BLOCKDEV_ZERO_ALIGN, ZERO_IO_CHUNK) != 0)
+        r = zero_io_items(l, n, &items, &n_items);
+        if (r < 0)
+                return r;
+        ZeroIo z = { .fd = fd, .fill = fill, .items = items, .n_items = n_items };
+        if (pthread_mutex_init(&z.lock, NULL) != 0)
                 return -ENOMEM;
-        memset(buf, 0, ZERO_IO_CHUNK);
         int saved = direct_io_begin(fd);
-        for (size_t i = 0; i < n && r == 0; i++)
-                for (uint64_t off = 0; off < l[i].length && r == 0;) {
-                        size_t len = (size_t)MIN(ZERO_IO_CHUNK, l[i].length - off), at;
-                        r = io_full(fd, fill, buf, len, l[i].offset + off);
-                        if (r == 0 && !fill && find_nonzero(buf, len, &at)) {
-                                *ret_offset = l[i].offset + off + at;
-                                r = 1;
-                        }
-                        off += len;
-                        bytes += len;
-                }
-        if (r == 0 && fill && fsync(fd) < 0)
-                r = -errno;
+        r = zero_io_run(&z);
         direct_io_end(fd, saved);
-        if (r == 0 && ret_bytes)
+        (void)pthread_mutex_destroy(&z.lock);
+        if (r < 0)
+                return r;
+        if (z.found) {
+                *ret_offset = z.found_offset;
+                return 1;
+        }
+        if (z.error < 0)
+                return z.error;
+        if (fill && fsync(fd) < 0)
+                return -errno;
+        for (size_t i = 0; i < n_items; i++)
+                bytes += items[i].length;
+        if (ret_bytes)
                 *ret_bytes = bytes;
-        return r;
+        return 0;
 }
 
 int blockdev_prove_zero(int fd, uint64_t *ret_offset) {

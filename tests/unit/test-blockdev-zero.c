@@ -139,6 +139,29 @@ static void test_prove_and_fill(void **state) {
         unlink(path);
 }
 
+/* The reads go several at a time; the offset reported is still the lowest non-zero byte, whichever read
+ * finishes first. */
+static void test_prove_reports_the_lowest_offset(void **state) {
+        char path[32];
+        uint64_t size = 256 * MIB, off = 0;
+        int fd = scratch(size, path);
+        for (int round = 0; round < 20; round++) {
+                uint64_t lowest =
+                    size / BLOCKDEV_ZERO_SAMPLES * (uint64_t)(BLOCKDEV_ZERO_SAMPLES - 1 - round);
+                for (unsigned k = BLOCKDEV_ZERO_SAMPLES - 1 - (unsigned)round; k < BLOCKDEV_ZERO_SAMPLES;
+                     k++)
+                        put(fd, size / BLOCKDEV_ZERO_SAMPLES * k + 11, 0x7e);
+                put(fd, size - 1, 1);
+                assert_int_equal(blockdev_prove_zero(fd, &off), 1);
+                assert_int_equal(off, lowest + 11);
+        }
+        put(fd, 4097, 9); /* now the first MiB holds one too */
+        assert_int_equal(blockdev_prove_zero(fd, &off), 1);
+        assert_int_equal(off, 4097);
+        close(fd);
+        unlink(path);
+}
+
 static void test_size(void **state) {
         char path[32];
         uint64_t size = 0;
@@ -158,6 +181,7 @@ int main(void) {
                 cmocka_unit_test(test_ranges_shape),
                 cmocka_unit_test(test_ranges_backup_superblocks),
                 cmocka_unit_test(test_prove_and_fill),
+                cmocka_unit_test(test_prove_reports_the_lowest_offset),
                 cmocka_unit_test(test_size),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
