@@ -134,7 +134,9 @@ static const uint64_t ext_block_sizes[] = { 1024, 2048, 4096, 65536 };
 #define EXT_SUPERBLOCK_READ \
         UINT64_C(4096) /* the superblock, and with 1 KiB blocks the descriptors after it */
 #define ZERO_RANGES_MAX (2 + BLOCKDEV_ZERO_SAMPLES + ELEMENTSOF(ext_block_sizes) * (3 * 64 + 2))
-#define ZERO_IO_CHUNK   (UINT64_C(256) << 10)
+/* One read or write of the proof and the wipe; each worker has a buffer this size (eight: 512 KiB, a
+ * moment). */
+#define ZERO_IO_CHUNK (UINT64_C(64) << 10)
 
 static void range_add(BlockdevRange *l, size_t *n, uint64_t size, uint64_t offset, uint64_t length) {
         if (offset >= size || *n >= ZERO_RANGES_MAX)
