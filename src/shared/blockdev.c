@@ -279,8 +279,7 @@ typedef struct ZeroIo {
         pthread_mutex_t lock; /* guards what follows */
         size_t next;          /* the next item to take */
         int error;            /* the first error */
-        bool found;
-        uint64_t found_offset; /* the lowest non-zero byte found so far */
+        uint64_t found;       /* the lowest non-zero byte found so far; UINT64_MAX: none */
 } ZeroIo;
 
 typedef struct ZeroIoWorker {
@@ -293,8 +292,7 @@ typedef struct ZeroIoWorker {
  * the offset reported is the first one, as reading in order would find it. */
 static bool zero_io_take(ZeroIo *z, size_t *ret) {
         pthread_mutex_lock(&z->lock);
-        bool take = z->next < z->n_items && z->error == 0 &&
-                    !(z->found && z->items[z->next].offset > z->found_offset);
+        bool take = z->next < z->n_items && z->error == 0 && z->items[z->next].offset <= z->found;
         if (take)
                 *ret = z->next++;
         pthread_mutex_unlock(&z->lock);
@@ -314,10 +312,8 @@ static void *zero_io_work(void *userdata) {
                 pthread_mutex_lock(&z->lock);
                 if (r < 0 && z->error == 0)
                         z->error = r;
-                if (nonzero && (!z->found || it->offset + at < z->found_offset)) {
-                        z->found = true;
-                        z->found_offset = it->offset + at;
-                }
+                if (nonzero)
+                        z->found = MIN(z->found, it->offset + at);
                 pthread_mutex_unlock(&z->lock);
         }
         return NULL;
@@ -385,7 +381,7 @@ static int zero_ranges_io(int fd, bool fill, uint64_t *ret_offset, uint64_t *ret
         r = zero_io_items(l, n, &items, &n_items);
         if (r < 0)
                 return r;
-        ZeroIo z = { .fd = fd, .fill = fill, .items = items, .n_items = n_items };
+        ZeroIo z = { .fd = fd, .fill = fill, .items = items, .n_items = n_items, .found = UINT64_MAX };
         if (pthread_mutex_init(&z.lock, NULL) != 0)
                 return -ENOMEM;
         int saved = direct_io_begin(fd);
@@ -394,8 +390,8 @@ static int zero_ranges_io(int fd, bool fill, uint64_t *ret_offset, uint64_t *ret
         (void)pthread_mutex_destroy(&z.lock);
         if (r < 0)
                 return r;
-        if (z.found) {
-                *ret_offset = z.found_offset;
+        if (z.found != UINT64_MAX) {
+                *ret_offset = z.found;
                 return 1;
         }
         if (z.error < 0)

@@ -18,25 +18,24 @@ static void test_json_escape_append(void **state) {
         assert_string_equal(b, "xa\\\"b\\\\c\\nd\\te\\u0001\\u007f");
         assert_int_equal(n, strlen(b));
 
-        /* An escape that does not fit whole is left out, and so is everything after it. */
-        char s[8] = "";
-        n = 0;
-        assert_false(json_escape_append(s, sizeof(s), &n, "abcdef\"g"));
-        assert_string_equal(s, "abcdef");
-        n = 0;
-        assert_false(json_escape_append(s, sizeof(s), &n, "abc\x01"));
-        assert_string_equal(s, "abc");
-
-        /* A UTF-8 character is never cut: "é" is 2 bytes, "€" 3. */
-        n = 0;
-        assert_false(json_escape_append(s, sizeof(s), &n, "abcdef\xc3\xa9"));
-        assert_string_equal(s, "abcdef");
-        n = 0;
-        assert_false(json_escape_append(s, sizeof(s), &n, "abcde\xe2\x82\xac"));
-        assert_string_equal(s, "abcde");
-        n = 0;
-        assert_true(json_escape_append(s, sizeof(s), &n, "ab\xe2\x82\xac"));
-        assert_string_equal(s, "ab\xe2\x82\xac");
+        /* Into 8 bytes (7 and the NUL): an escape that does not fit whole is left out, and so is everything
+         * after it; a UTF-8 character is never cut ("é" is 2 bytes, "€" 3). */
+        static const struct {
+                const char *in, *out;
+                bool fits;
+        } cases[] = {
+                { "abcdef\"g", "abcdef", false },
+                { "abc\x01", "abc", false },
+                { "abcdef\xc3\xa9", "abcdef", false },
+                { "abcde\xe2\x82\xac", "abcde", false },
+                { "ab\xe2\x82\xac", "ab\xe2\x82\xac", true },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char s[8] = "";
+                n = 0;
+                assert_int_equal(json_escape_append(s, sizeof(s), &n, cases[i].in), cases[i].fits);
+                assert_string_equal(s, cases[i].out);
+        }
 }
 
 /* Logs one line with stderr on a SOCK_SEQPACKET socket, where every write is one message: what one recv
