@@ -87,7 +87,7 @@ static bool host_is_loopback(const char *host, size_t len) {
 }
 
 /* Finds the host in the authority of an http(s) URL; refuses a port that is not a number, so that what we
- * judge is what curl connects to. */
+ * judge is what shared/http.c connects to. */
 static int endpoint_authority(const char *authority, size_t len, size_t *ret_host_len) {
         const char *a = authority, *e = authority + len, *colon;
         if (len == 0)

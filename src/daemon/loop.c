@@ -351,11 +351,11 @@ int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdat
                 c.backoff_max = MAX(c.interval, c.backoff_min);
         if (c.debounce == 0)
                 c.debounce = 20 * USEC_PER_MSEC;
-        /* One malloc arena for every thread. A pass runs on a worker thread of its own (and curl resolves
-         * names on threads too): each would otherwise get an arena of its own, and what a pass leaves there
-         * (its pages partly used by the caches it filled) stays beside the main heap's. The threads never
-         * allocate at the same time in earnest, so one arena costs no contention. -350 KiB of private
-         * memory in bench/footprint.py. Before any thread starts. */
+        /* One malloc arena for every thread. A pass runs on a worker thread of its own (and glibc's
+         * getaddrinfo_a resolves names on threads too): each would otherwise get an arena of its own, and
+         * what a pass leaves there (its pages partly used by the caches it filled) stays beside the main
+         * heap's. The threads never allocate at the same time in earnest, so one arena costs no contention.
+         * -350 KiB of private memory in bench/footprint.py. Before any thread starts. */
         if (mallopt(M_ARENA_MAX, 1) != 1)
                 log_debug("mallopt(M_ARENA_MAX) failed: each thread may get its own malloc arena.");
         stop_reset();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A client of etcd's v3 HTTP/JSON gateway (etcd 3.4: POST /v3/...), over shared/http.h (libcurl) with a
+/* A client of etcd's v3 HTTP/JSON gateway (etcd 3.4: POST /v3/...), over shared/http.h with a
  * client certificate for etcd's client-cert-auth. No gRPC: the gateway is part of every etcd 3.4 server.
  *
  * A call goes to the endpoints in turn: one that cannot be reached (refused, unresolvable, timed out) or

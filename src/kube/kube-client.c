@@ -123,7 +123,7 @@ static bool status_is_retryable(long status) {
         return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
-/* A transport failure worth another try: not a refused certificate (curl's message names it), not our own
+/* A transport failure worth another try: not a refused certificate (the message names it), not our own
  * bad request. A server that restarts resets or refuses connections, or times out. */
 static bool transport_is_retryable(int r, const char *error) {
         if (r == -EINVAL || r == -ENOMEM || r == PK_ETOOBIG || r == -ECANCELED)

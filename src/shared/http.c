@@ -1,121 +1,744 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The HTTP/1.1 client: one connection per exchange (closed after it), TLS through OpenSSL's libssl, an
+ * http:// proxy from the environment as curl reads it, name lookups bounded by the connect timeout
+ * (getaddrinfo_a). The wire format's parsers are in http-wire.c. */
 #include "shared/http.h"
 
-#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/errors.h"
+#include "basic/macro.h"
 #include "basic/string-util.h"
+#include "shared/crypto.h"
+#include "shared/http-wire.h"
+
+#define HTTP_IO_CHUNK         (16U * 1024)
+#define HTTP_NO_PROXY_DEFAULT "127.0.0.1,localhost,::1,169.254.169.254"
+
+typedef struct HttpConn {
+        int fd;
+        SSL_CTX *ctx;
+        SSL *ssl;
+} HttpConn;
+
+typedef struct HttpProxy {
+        HttpUrl url;
+        const char *var; /* the environment variable it came from, for messages */
+        char *auth;      /* "Basic ..." from the URL's user information: a secret */
+} HttpProxy;
 
 typedef struct HttpExchange {
-        Buf body;
-        Buf headers;
-        bool too_big;
         const HttpRequest *req;
-        CURL *curl;
-        int sink_error; /* the sink's negative return, which ended the exchange */
+        HttpUrl url;
+        HttpProxy proxy;
+        bool use_proxy;
+        HttpConn conn;
+        usec_t deadline, connect_deadline;
+        char *what; /* the failure, for the caller's message */
+        long status;
+        Buf body, headers;
+        int sink_error;
 } HttpExchange;
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        HttpExchange *x = userdata;
-        size_t n = size * nmemb;
-        if (x->req->sink) {
-                long status = 0;
-                curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
-                int r = x->req->sink(status, ptr, n, x->req->sink_userdata);
-                if (r < 0) {
-                        x->sink_error = r;
+static usec_t mono_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / 1000;
+}
+
+/* Records the first failure's message (later ones are consequences) and passes r on. */
+static int fail(HttpExchange *x, int r, const char *format, ...) _printf_(3, 4);
+static int fail(HttpExchange *x, int r, const char *format, ...) {
+        if (!x->what) {
+                va_list ap;
+                va_start(ap, format);
+                if (vasprintf(&x->what, format, ap) < 0)
+                        x->what = NULL;
+                va_end(ap);
+        }
+        return r;
+}
+
+/* OpenSSL's reason for the last failure (never key material: its error strings name the operation). */
+static const char *ssl_reason(char *buf, size_t size) {
+        unsigned long e = ERR_peek_last_error();
+        if (e == 0)
+                return "unknown error";
+        ERR_error_string_n(e, buf, size);
+        ERR_clear_error();
+        return buf;
+}
+
+static int conn_wait(HttpExchange *x, short events, usec_t deadline) {
+        for (;;) {
+                usec_t t = mono_usec();
+                if (t >= deadline)
+                        return PK_ETIMEOUT;
+                struct pollfd p = { .fd = x->conn.fd, .events = events };
+                int r = poll(&p, 1, (int)MIN((deadline - t + 999) / 1000, (usec_t)INT_MAX));
+                if (r > 0)
                         return 0;
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+        }
+}
+
+/* After an SSL call failed with e: waits for what it wants, or says why it cannot go on. */
+static int tls_want(HttpExchange *x, int e, usec_t deadline) {
+        if (e == SSL_ERROR_WANT_READ)
+                return conn_wait(x, POLLIN, deadline);
+        if (e == SSL_ERROR_WANT_WRITE)
+                return conn_wait(x, POLLOUT, deadline);
+        return -EIO;
+}
+
+static int conn_write_all(HttpExchange *x, const void *data, size_t len) {
+        const char *p = data;
+        while (len > 0) {
+                size_t n = 0;
+                int r;
+                if (x->conn.ssl) {
+                        ERR_clear_error();
+                        if (SSL_write_ex(x->conn.ssl, p, len, &n) <= 0) {
+                                r = tls_want(x, SSL_get_error(x->conn.ssl, 0), x->deadline);
+                                if (r == -EIO) {
+                                        char e[256];
+                                        return fail(x, r, "TLS write failed: %s", ssl_reason(e, sizeof(e)));
+                                }
+                                if (r < 0)
+                                        return fail(x, r, "timed out sending the request");
+                                continue;
+                        }
+                } else {
+                        ssize_t k = send(x->conn.fd, p, len, MSG_NOSIGNAL);
+                        if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+                                if ((r = conn_wait(x, POLLOUT, x->deadline)) < 0)
+                                        return fail(x, r, "timed out sending the request");
+                                continue;
+                        }
+                        if (k < 0)
+                                return fail(x, -EIO, "sending the request failed: %m");
+                        n = (size_t)k;
                 }
-                return n;
-        }
-        if (buf_add(&x->body, ptr, n) < 0) {
-                x->too_big = true;
-                return 0; /* makes curl fail with CURLE_WRITE_ERROR */
-        }
-        return n;
-}
-
-static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        HttpExchange *x = userdata;
-        size_t n = size * nmemb;
-        /* A new status line (after a 100 Continue or a proxy CONNECT) starts the final header block again.
-         */
-        if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
-                buf_reset(&x->headers);
-        if (buf_add(&x->headers, ptr, n) < 0) {
-                x->too_big = true;
-                return 0;
-        }
-        return n;
-}
-
-/* curl_slist_append() copies each header: the copies of Authorization and X-Amz-Security-Token lines are
- * ours to erase. */
-static void slist_free_erase(struct curl_slist *l) {
-        for (struct curl_slist *i = l; i; i = i->next)
-                if (i->data)
-                        explicit_bzero(i->data, strlen(i->data));
-        curl_slist_free_all(l);
-}
-
-static int curl_to_errno(CURLcode c, bool too_big) {
-        if (too_big)
-                return PK_ETOOBIG;
-        switch (c) {
-        case CURLE_OPERATION_TIMEDOUT:
-                return PK_ETIMEOUT;
-        case CURLE_COULDNT_CONNECT:
-                return -ECONNREFUSED;
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_RESOLVE_PROXY:
-                return -EHOSTUNREACH;
-        case CURLE_URL_MALFORMAT:
-        case CURLE_UNSUPPORTED_PROTOCOL:
-                return -EINVAL;
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
-        default:
-                return -EIO;
-        }
-}
-
-static int http_global_init(void) {
-        static bool done;
-        /* The daemon is single-threaded; curl_global_init runs once before any handle exists. */
-        if (!done) {
-                if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                        return -EIO;
-                done = true;
+                p += n;
+                len -= n;
         }
         return 0;
 }
 
-/* "HOST:PORT:ADDR:PORT": four fields, the ports numbers (an IPv6 ADDR in brackets may hold colons). */
-static bool http_connect_to_valid(const char *s) {
-        size_t colons = 0;
+/* Reads what is there (at least one byte, or 0 at the end of the stream). */
+static ssize_t conn_read(HttpExchange *x, void *buf, size_t size) {
+        for (;;) {
+                int r;
+                if (x->conn.ssl) {
+                        size_t n = 0;
+                        ERR_clear_error();
+                        if (SSL_read_ex(x->conn.ssl, buf, size, &n) > 0)
+                                return (ssize_t)n;
+                        int e = SSL_get_error(x->conn.ssl, 0);
+                        if (e == SSL_ERROR_ZERO_RETURN)
+                                return 0;
+                        r = tls_want(x, e, x->deadline);
+                        if (r == -EIO) {
+                                char m[256];
+                                return fail(x, r, "TLS read failed: %s", ssl_reason(m, sizeof(m)));
+                        }
+                } else {
+                        ssize_t k = recv(x->conn.fd, buf, size, 0);
+                        if (k >= 0)
+                                return k;
+                        if (errno != EAGAIN && errno != EINTR)
+                                return fail(x, errno == ECONNRESET ? -ECONNRESET : -EIO,
+                                            "receiving the response failed: %m");
+                        r = conn_wait(x, POLLIN, x->deadline);
+                }
+                if (r < 0)
+                        return fail(x, r, "timed out waiting for the response");
+        }
+}
+
+static bool is_address(const char *host) {
+        uint8_t a[16];
+        return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+typedef struct Lookup {
+        struct gaicb cb;
+        struct addrinfo hints;
+        char name[HTTP_HOST_MAX];
+        char service[8];
+} Lookup;
+
+/* A name's addresses within the connect deadline: getaddrinfo_a runs the lookup on glibc's helper thread
+ * so that a DNS server that does not answer costs the connect timeout, not resolv.conf's retries. */
+static int resolve(HttpExchange *x, const char *host, uint16_t port, struct addrinfo **ret) {
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
+        char service[8];
+        snprintf(service, sizeof(service), "%u", port);
+        if (is_address(host)) {
+                hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
+                int e = getaddrinfo(host, service, &hints, ret);
+                return e == 0 ? 0 : fail(x, -EHOSTUNREACH, "bad address %s: %s", host, gai_strerror(e));
+        }
+        Lookup *l = calloc(1, sizeof(Lookup));
+        if (!l)
+                return -ENOMEM;
+        l->hints = hints;
+        snprintf(l->name, sizeof(l->name), "%s", host);
+        memcpy(l->service, service, sizeof(service));
+        l->cb = (struct gaicb){ .ar_name = l->name, .ar_service = l->service, .ar_request = &l->hints };
+        struct gaicb *list[1] = { &l->cb };
+        if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) != 0) {
+                free(l);
+                return fail(x, -EHOSTUNREACH, "Could not resolve host: %s (no resources for the lookup)",
+                            host);
+        }
+        int e;
+        while ((e = gai_error(&l->cb)) == EAI_INPROGRESS) {
+                usec_t t = mono_usec();
+                if (t >= x->connect_deadline) {
+                        /* Not cancelled: glibc still writes the result into l, so it stays allocated. */
+                        if (gai_cancel(&l->cb) == EAI_NOTCANCELED)
+                                return fail(x, PK_ETIMEOUT, "Resolving timed out: %s", host);
+                        continue; /* cancelled or done meanwhile: gai_error() says which */
+                }
+                struct timespec ts;
+                usec_to_timespec(x->connect_deadline - t, &ts);
+                (void)gai_suspend((const struct gaicb *const *)list, 1, &ts);
+        }
+        *ret = l->cb.ar_result;
+        free(l);
+        if (e == EAI_CANCELED)
+                return fail(x, PK_ETIMEOUT, "Resolving timed out: %s", host);
+        if (e != 0)
+                return fail(x, -EHOSTUNREACH, "Could not resolve host: %s (%s)", host, gai_strerror(e));
+        return 0;
+}
+
+static int connect_one(HttpExchange *x, const struct addrinfo *ai, usec_t deadline) {
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0)
+                return -errno;
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* the head and body are ours */
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        x->conn.fd = fd;
+        int r = conn_wait(x, POLLOUT, deadline), err = 0;
+        socklen_t l = sizeof(err);
+        if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+                err = errno;
+        if (r == 0 && err != 0)
+                r = -err;
+        if (r < 0)
+                x->conn.fd = safe_close(fd);
+        return r;
+}
+
+/* Tries the addresses in order, each with an equal share of what is left of the connect timeout. */
+static int conn_open(HttpExchange *x, const char *host, uint16_t port) {
+        struct addrinfo *res = NULL;
+        int r = resolve(x, host, port, &res);
+        if (r < 0)
+                return r;
+        size_t left = 0;
+        for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+                left++;
+        r = -EHOSTUNREACH;
+        for (struct addrinfo *ai = res; ai && r < 0; ai = ai->ai_next, left--) {
+                usec_t t = mono_usec();
+                if (t >= x->connect_deadline) {
+                        r = PK_ETIMEOUT;
+                        break;
+                }
+                r = connect_one(x, ai, t + (x->connect_deadline - t) / left);
+        }
+        freeaddrinfo(res);
+        if (r == PK_ETIMEOUT)
+                return fail(x, r, "Failed to connect to %s port %u: timed out", host, port);
+        if (r < 0)
+                return fail(x, -ECONNREFUSED, "Failed to connect to %s port %u: %s", host, port,
+                            strerror(-r));
+        return 0;
+}
+
+/* No passphrase prompt on a terminal for an encrypted key: it simply does not load. */
+static int no_passphrase(char *buf, int size, int rwflag, void *userdata) {
+        (void)buf, (void)size, (void)rwflag, (void)userdata;
+        return 0;
+}
+
+static int tls_context(HttpExchange *x) {
+        const HttpRequest *req = x->req;
+        char e[256];
+        SSL_CTX *ctx = x->conn.ctx = SSL_CTX_new(TLS_client_method());
+        if (!ctx)
+                return fail(x, -ENOMEM, "cannot create a TLS context: %s", ssl_reason(e, sizeof(e)));
+        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+        SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+        if (req->ca_file ? SSL_CTX_load_verify_file(ctx, req->ca_file) != 1
+                         : SSL_CTX_set_default_verify_paths(ctx) != 1)
+                return fail(x, -EIO, "cannot read the CA certificates %s: %s",
+                            req->ca_file ?: "(the system's)", ssl_reason(e, sizeof(e)));
+        if (req->cert_file && SSL_CTX_use_certificate_chain_file(ctx, req->cert_file) != 1)
+                return fail(x, -EIO, "cannot read the client certificate %s: %s", req->cert_file,
+                            ssl_reason(e, sizeof(e)));
+        if (req->key_file && (SSL_CTX_use_PrivateKey_file(ctx, req->key_file, SSL_FILETYPE_PEM) != 1 ||
+                              SSL_CTX_check_private_key(ctx) != 1))
+                return fail(x, -EIO, "cannot use the client key %s with its certificate: %s", req->key_file,
+                            ssl_reason(e, sizeof(e)));
+        return 0;
+}
+
+static int tls_handshake(HttpExchange *x) {
+        static const unsigned char alpn[] = "\x08http/1.1";
+        const char *host = x->url.host;
+        char e[256];
+        int r = tls_context(x);
+        if (r < 0)
+                return r;
+        SSL *ssl = x->conn.ssl = SSL_new(x->conn.ctx);
+        if (!ssl || SSL_set_fd(ssl, x->conn.fd) != 1 ||
+            SSL_set_alpn_protos(ssl, alpn, sizeof(alpn) - 1) != 0)
+                return fail(x, -ENOMEM, "cannot set up TLS: %s", ssl_reason(e, sizeof(e)));
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        /* The name checked is the URL's, also through connect_to or a proxy's tunnel. */
+        if (is_address(host) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
+                             : SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
+                return fail(x, -EINVAL, "cannot check the server's name %s", host);
+        for (;;) {
+                ERR_clear_error();
+                if (SSL_connect(ssl) == 1)
+                        return 0;
+                r = tls_want(x, SSL_get_error(ssl, 0), x->connect_deadline);
+                if (r == PK_ETIMEOUT)
+                        return fail(x, r, "TLS handshake with %s timed out", host);
+                if (r < 0)
+                        break;
+        }
+        long v = SSL_get_verify_result(ssl);
+        if (v != X509_V_OK)
+                return fail(x, -EIO, "SSL certificate problem: %s", X509_verify_cert_error_string(v));
+        return fail(x, -EIO, "TLS handshake with %s failed: %s", host, ssl_reason(e, sizeof(e)));
+}
+
+static void conn_close(HttpConn *c) {
+        SSL_free(c->ssl);
+        SSL_CTX_free(c->ctx);
+        c->fd = safe_close(c->fd);
+        *c = (HttpConn){ .fd = -1 };
+}
+
+static bool request_has_header(const HttpRequest *req, const char *name) {
+        size_t n = strlen(name);
+        for (size_t i = 0; i < req->n_headers; i++)
+                if (strncasecmp(req->headers[i], name, n) == 0 && req->headers[i][n] == ':')
+                        return true;
+        return false;
+}
+
+static bool request_sends_body(const HttpRequest *req) {
+        return req->body_len > 0 || (!streq(req->method, "GET") && !streq(req->method, "DELETE"));
+}
+
+/* The request head: ours first (each unless the caller gave its own), then the caller's; a caller's
+ * "Name:" with no value only removes ours (curl's convention). */
+static int request_head(HttpExchange *x, Buf *b) {
+        const HttpRequest *req = x->req;
+        char authority[HTTP_HOST_MAX + 16];
+        http_url_authority(&x->url, false, authority, sizeof(authority));
+        const char *target = x->url.target_len > 0 ? x->url.target : "/";
+        int target_len = x->url.target_len > 0 ? (int)x->url.target_len : 1;
+        bool absolute = x->use_proxy && !x->url.tls; /* a plain request through a proxy names the URL */
+        int r = buf_printf(b, "%s %s%s%.*s HTTP/1.1\r\n", req->method, absolute ? "http://" : "",
+                           absolute ? authority : "", target_len, target);
+        if (r >= 0 && !request_has_header(req, "Host"))
+                r = buf_printf(b, "Host: %s\r\n", authority);
+        if (r >= 0 && !request_has_header(req, "User-Agent"))
+                r = buf_add_str(b, "User-Agent: protokube\r\n");
+        if (r >= 0 && !request_has_header(req, "Accept"))
+                r = buf_add_str(b, "Accept: */*\r\n");
+        if (r >= 0 && request_sends_body(req) && !request_has_header(req, "Content-Length"))
+                r = buf_printf(b, "Content-Length: %zu\r\n", req->body_len);
+        if (r >= 0 && absolute && x->proxy.auth)
+                r = buf_printf(b, "Proxy-Authorization: %s\r\n", x->proxy.auth);
+        if (r >= 0)
+                r = buf_add_str(b, "Connection: close\r\n");
+        for (size_t i = 0; r >= 0 && i < req->n_headers; i++) {
+                const char *v = strchr(req->headers[i], ':') + 1;
+                if (v[strspn(v, " \t")] != 0)
+                        r = buf_printf(b, "%s\r\n", req->headers[i]);
+        }
+        if (r >= 0)
+                r = buf_add_str(b, "\r\n");
+        return r < 0 ? fail(x, r, "the request head is too large") : 0;
+}
+
+static int send_request(HttpExchange *x) {
+        Buf head;
+        buf_init_secret(&head, HTTP_HEADERS_MAX); /* Authorization, X-Amz-Security-Token */
+        int r = request_head(x, &head);
+        if (r >= 0)
+                r = conn_write_all(x, head.data, head.len);
+        buf_free(&head);
+        if (r >= 0 && x->req->body_len > 0)
+                r = conn_write_all(x, x->req->body, x->req->body_len);
+        return r;
+}
+
+static int deliver(HttpExchange *x, const char *data, size_t len) {
+        if (len == 0)
+                return 0;
+        if (x->req->sink) {
+                int r = x->req->sink(x->status, data, len, x->req->sink_userdata);
+                if (r < 0) {
+                        x->sink_error = r;
+                        return fail(x, r, "the response was refused by its reader");
+                }
+                return 0;
+        }
+        if (buf_add(&x->body, data, len) < 0)
+                return fail(x, PK_ETOOBIG, "response exceeds its size cap");
+        return 0;
+}
+
+static int deliver_cb(const char *data, size_t len, void *userdata) {
+        return deliver(userdata, data, len);
+}
+
+/* Reads until head holds a complete response head; returns its length. */
+static int read_head(HttpExchange *x, Buf *head, char *buf, size_t *ret_len) {
+        size_t end;
+        while ((end = http_head_end((const char *)head->data, head->len)) == 0) {
+                ssize_t n = conn_read(x, buf, HTTP_IO_CHUNK);
+                if (n < 0)
+                        return (int)n;
+                if (n == 0)
+                        return fail(x, -EIO,
+                                    head->len ? "the connection closed inside the response head"
+                                              : "empty reply from server");
+                if (buf_add(head, buf, (size_t)n) < 0)
+                        return fail(x, PK_ETOOBIG, "the response head exceeds %u bytes", HTTP_HEADERS_MAX);
+        }
+        *ret_len = end;
+        return 0;
+}
+
+/* The final response's head, past any 1xx interim ones; leaves what followed it at the start of pending. */
+static int receive_head(HttpExchange *x, Buf *pending, char *buf, HttpResponseHead *ret,
+                        const char *method) {
+        for (;;) {
+                size_t len;
+                const char *what;
+                int r = read_head(x, pending, buf, &len);
+                if (r < 0)
+                        return r;
+                if (http_parse_response_head((const char *)pending->data, len, method, ret, &what) < 0)
+                        return fail(x, -EIO, "bad response: %s", what);
+                bool interim = ret->status < 200;
+                if (ret->status == 101)
+                        return fail(x, -EIO, "bad response: an unrequested protocol switch");
+                if (!interim && (r = buf_add(&x->headers, pending->data, len)) < 0)
+                        return fail(x, PK_ETOOBIG, "the response head exceeds its cap");
+                memmove(pending->data, pending->data + len, pending->len - len);
+                pending->len -= len;
+                if (!interim)
+                        return 0;
+        }
+}
+
+static int receive_body(HttpExchange *x, const HttpResponseHead *h, const char *first, size_t first_len,
+                        char *buf) {
+        HttpChunked chunked = {};
+        uint64_t left = h->content_length;
+        const char *p = first;
+        size_t n = first_len;
+        const char *what;
+
+        if (h->framing == HTTP_FRAMING_NONE)
+                return 0;
+        if (h->framing == HTTP_FRAMING_LENGTH && !x->req->sink &&
+            h->content_length > (x->req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT))
+                return fail(x, PK_ETOOBIG, "response exceeds its size cap");
+        for (;;) {
+                int r = 0;
+                if (h->framing == HTTP_FRAMING_LENGTH) {
+                        size_t take = (size_t)MIN((uint64_t)n, left);
+                        r = deliver(x, p, take);
+                        left -= take;
+                        if (r >= 0 && left == 0)
+                                return 0;
+                } else if (h->framing == HTTP_FRAMING_CHUNKED) {
+                        int64_t k = http_chunked_feed(&chunked, p, n, deliver_cb, x, &what);
+                        if (k == -EPROTO)
+                                return fail(x, -EIO, "bad response: %s", what);
+                        r = k < 0 ? (int)k : 0;
+                        if (r >= 0 && http_chunked_done(&chunked))
+                                return 0;
+                } else
+                        r = deliver(x, p, n);
+                if (r < 0)
+                        return r;
+                ssize_t got = conn_read(x, buf, HTTP_IO_CHUNK);
+                if (got < 0)
+                        return (int)got;
+                if (got == 0)
+                        return h->framing == HTTP_FRAMING_CLOSE
+                                   ? 0
+                                   : fail(x, -EIO, "the connection closed before the end of the body");
+                p = buf;
+                n = (size_t)got;
+        }
+}
+
+static int receive_response(HttpExchange *x) {
+        char *buf = malloc(HTTP_IO_CHUNK);
+        Buf pending;
+        HttpResponseHead h;
+        int r;
+
+        if (!buf)
+                return -ENOMEM;
+        if (x->req->sensitive)
+                buf_init_secret(&pending, HTTP_HEADERS_MAX + HTTP_IO_CHUNK);
+        else
+                buf_init(&pending, HTTP_HEADERS_MAX + HTTP_IO_CHUNK);
+        r = receive_head(x, &pending, buf, &h, x->req->method);
+        if (r >= 0) {
+                x->status = h.status;
+                r = receive_body(x, &h, (const char *)pending.data, pending.len, buf);
+        }
+        buf_free(&pending);
+        if (x->req->sensitive)
+                explicit_bzero(buf, HTTP_IO_CHUNK);
+        free(buf);
+        return r;
+}
+
+static char *percent_decode(const char *s, size_t n) {
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+                if (s[i] == '%' && i + 2 < n + 1 && sscanf(s + i + 1, "%2x", &v) == 1 && v > 0) {
+                        *o++ = (char)v;
+                        i += 2;
+                } else
+                        *o++ = s[i];
+        }
+        *o = 0;
+        return out;
+}
+
+/* "user:password@" of a proxy URL -> "Basic base64(user:password)" (both percent-decoded). */
+static int proxy_auth(HttpExchange *x, const char *userinfo, size_t n) {
+        _cleanup_erase_free_ char *plain = percent_decode(userinfo, n);
+        _cleanup_erase_free_ char *b64 = NULL;
+        if (!plain || crypto_base64_encode(plain, strlen(plain), &b64) < 0)
+                return -ENOMEM;
+        x->proxy.auth = strprintf("Basic %s", b64);
+        return x->proxy.auth ? 0 : -ENOMEM;
+}
+
+static const char *proxy_variable(const HttpUrl *u, const char **ret_value) {
+        static const char *const https[] = { "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+        /* Only the lower-case http_proxy: HTTP_PROXY may come from a CGI request's "Proxy:" header. */
+        static const char *const http[] = { "http_proxy", "all_proxy", "ALL_PROXY" };
+        const char *const *names = u->tls ? https : http;
+        size_t n = u->tls ? ELEMENTSOF(https) : ELEMENTSOF(http);
+        for (size_t i = 0; i < n; i++) {
+                const char *v = getenv(names[i]);
+                if (!isempty(v)) {
+                        *ret_value = v;
+                        return names[i];
+                }
+        }
+        return NULL;
+}
+
+/* The proxy the environment names for this URL, if any and unless no_proxy exempts the URL's host. */
+static int proxy_setup(HttpExchange *x) {
+        const char *value = NULL, *var = x->req->no_proxy ? NULL : proxy_variable(&x->url, &value);
+        if (!var)
+                return 0;
+        const char *np = getenv("no_proxy") ?: getenv("NO_PROXY") ?: HTTP_NO_PROXY_DEFAULT;
+        if (http_no_proxy_matches(np, x->url.host))
+                return 0;
+        const char *rest = strstr(value, "://") ? startswith(value, "http://") : value;
+        if (!rest) /* the value may hold credentials: name the variable only */
+                return fail(x, -EINVAL, "%s: only an http:// proxy is supported", var);
+        const char *at = NULL;
+        for (const char *p = rest; *p && *p != '/'; p++)
+                if (*p == '@')
+                        at = p;
+        if (at && proxy_auth(x, rest, (size_t)(at - rest)) < 0)
+                return -ENOMEM;
+        _cleanup_free_ char *url = strprintf("http://%s", at ? at + 1 : rest);
+        if (!url)
+                return -ENOMEM;
+        if (http_url_parse(url, &x->proxy.url) < 0)
+                return fail(x, -EINVAL, "%s is not a proxy URL (http://[user:password@]host[:port])", var);
+        if (!x->proxy.url.port_given)
+                x->proxy.url.port = 1080; /* curl's default proxy port */
+        x->proxy.var = var;
+        x->use_proxy = true;
+        return 0;
+}
+
+/* CONNECT host:port through the proxy, for a TLS session with the server inside the tunnel. */
+static int proxy_tunnel(HttpExchange *x, const char *host, uint16_t port) {
+        char target[HTTP_HOST_MAX + 16], *buf = NULL;
+        snprintf(target, sizeof(target), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+        Buf req, reply;
+        buf_init_secret(&req, HTTP_HEADERS_MAX);
+        buf_init(&reply, HTTP_HEADERS_MAX);
+        int r =
+            buf_printf(&req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: protokube\r\n", target, target);
+        if (r >= 0 && x->proxy.auth)
+                r = buf_printf(&req, "Proxy-Authorization: %s\r\n", x->proxy.auth);
+        if (r >= 0)
+                r = buf_add_str(&req, "\r\n");
+        if (r >= 0)
+                r = conn_write_all(x, req.data, req.len);
+        HttpResponseHead h;
+        size_t len = 0;
+        const char *what;
+        if (r >= 0)
+                r = (buf = malloc(HTTP_IO_CHUNK)) ? read_head(x, &reply, buf, &len) : -ENOMEM;
+        if (r >= 0 && http_parse_response_head((const char *)reply.data, len, "CONNECT", &h, &what) < 0)
+                r = fail(x, -EIO, "bad answer from the proxy (%s): %s", x->proxy.var, what);
+        else if (r >= 0 && (h.status < 200 || h.status > 299))
+                r = fail(x, -EIO, "the proxy (%s) answered CONNECT with %u%s", x->proxy.var, h.status,
+                         h.status == 407 ? " (proxy authentication required)" : "");
+        else if (r >= 0 && reply.len != len)
+                r = fail(x, -EIO, "the proxy (%s) sent data before the tunnel was used", x->proxy.var);
+        buf_free(&req);
+        buf_free(&reply);
+        free(buf);
+        return r;
+}
+
+/* Splits "HOST:PORT:ADDR:PORT" at the colons outside brackets: f[i] and n[i] for the four fields. */
+static bool connect_to_split(const char *s, const char *f[4], size_t n[4]) {
+        size_t i = 0;
         bool bracket = false;
-        for (const char *p = s; *p; p++) {
+        f[0] = s;
+        for (const char *p = s;; p++) {
                 if (*p == '[')
                         bracket = true;
                 else if (*p == ']')
                         bracket = false;
-                else if (*p == ':' && !bracket)
-                        colons++;
-                else if (*p == ' ')
-                        return false;
+                else if ((*p == ':' && !bracket) || *p == 0) {
+                        if (i >= 4)
+                                return false;
+                        n[i] = (size_t)(p - f[i]);
+                        if (*p == 0)
+                                return i == 3;
+                        f[++i] = p + 1;
+                }
         }
-        const char *port = strrchr(s, ':');
-        return colons == 3 && port && port[1] && strspn(port + 1, "0123456789") == strlen(port + 1);
 }
 
-static int http_check_request(const HttpRequest *req) {
+static bool field_is(const char *f, size_t n, const char *s) {
+        return strlen(s) == n && strncasecmp(f, s, n) == 0;
+}
+
+/* connect_to (curl's CONNECT_TO): when the URL's host and port match HOST and PORT (an empty field matches
+ * any), the connection goes to ADDR:PORT (empty: the URL's) instead. */
+static int connect_target(HttpExchange *x, char *addr, size_t size, uint16_t *port) {
+        const char *f[4];
+        size_t n[4];
+        char url_port[8];
+        snprintf(addr, size, "%s", x->url.host);
+        *port = x->url.port;
+        if (!x->req->connect_to)
+                return 0;
+        if (!connect_to_split(x->req->connect_to, f, n))
+                return fail(x, -EINVAL, "bad connect_to");
+        snprintf(url_port, sizeof(url_port), "%u", x->url.port);
+        char host[HTTP_HOST_MAX + 2];
+        snprintf(host, sizeof(host), x->url.host_is_ipv6 ? "[%s]" : "%s", x->url.host);
+        if ((n[0] > 0 && !field_is(f[0], n[0], host)) || (n[1] > 0 && !field_is(f[1], n[1], url_port)))
+                return 0; /* for another host: connect where the URL says */
+        const char *a = f[2];
+        size_t al = n[2];
+        if (al >= 2 && a[0] == '[' && a[al - 1] == ']')
+                a++, al -= 2;
+        if (al >= size)
+                return fail(x, -EINVAL, "bad connect_to address");
+        if (al > 0) {
+                memcpy(addr, a, al);
+                addr[al] = 0;
+        }
+        if (n[3] > 0)
+                *port = (uint16_t)strtoul(f[3], NULL, 10);
+        return 0;
+}
+
+static int exchange(HttpExchange *x) {
+        char host[HTTP_HOST_MAX];
+        uint16_t port;
+        int r = proxy_setup(x);
+        if (r >= 0)
+                r = connect_target(x, host, sizeof(host), &port);
+        if (r < 0)
+                return r;
+        r = x->use_proxy ? conn_open(x, x->proxy.url.host, x->proxy.url.port) : conn_open(x, host, port);
+        if (r >= 0 && x->use_proxy && x->url.tls)
+                r = proxy_tunnel(x, host, port);
+        if (r >= 0 && x->url.tls)
+                r = tls_handshake(x);
+        if (r >= 0)
+                r = send_request(x);
+        if (r >= 0)
+                r = receive_response(x);
+        return r;
+}
+
+/* "HOST:PORT:ADDR:PORT": four fields, the ports numbers or empty (an IPv6 ADDR in brackets may hold
+ * colons). */
+static bool http_connect_to_valid(const char *s) {
+        const char *f[4];
+        size_t n[4];
+        if (strchr(s, ' ') || !connect_to_split(s, f, n))
+                return false;
+        for (size_t i = 1; i < 4; i += 2)
+                if (n[i] > 5 || strspn(f[i], "0123456789") < n[i])
+                        return false;
+        return n[3] > 0;
+}
+
+static int http_check_request(const HttpRequest *req, HttpUrl *url) {
         if (!req || isempty(req->method) || isempty(req->url) || string_has_cc(req->url) ||
-            string_has_cc(req->method))
+            string_has_cc(req->method) || strpbrk(req->method, " \t"))
                 return -EINVAL;
-        if (!startswith(req->url, "http://") && !startswith(req->url, "https://"))
+        if (http_url_parse(req->url, url) < 0)
                 return -EINVAL;
         if (req->body_len > 0 && !req->body)
                 return -EINVAL;
@@ -129,76 +752,39 @@ static int http_check_request(const HttpRequest *req) {
         return 0;
 }
 
-static void set_error(char **ret_error, const char *url, const char *what) {
-        if (ret_error)
-                *ret_error = strprintf("%s: %s", url, what);
+/* OpenSSL's socket writes are write(2): a peer that closed would raise SIGPIPE. It is blocked for the
+ * exchange, and one it raised is taken before the mask is restored. */
+static bool sigpipe_block(sigset_t *old) {
+        sigset_t pipe, pending;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        sigpending(&pending);
+        pthread_sigmask(SIG_BLOCK, &pipe, old);
+        return sigismember(&pending, SIGPIPE) == 1;
 }
 
-static int http_setup(CURL *curl, const HttpRequest *req, struct curl_slist *hdrs,
-                      struct curl_slist *connect_to, HttpExchange *x, char *errbuf) {
-        usec_t timeout = req->timeout ?: 30 * USEC_PER_SEC,
-               ctimeout = req->connect_timeout ?: 5 * USEC_PER_SEC;
-        bool fail = false;
-#define SET(opt, val) fail = fail || curl_easy_setopt(curl, opt, val) != CURLE_OK
-        SET(CURLOPT_URL, req->url);
-        SET(CURLOPT_PROTOCOLS_STR, "http,https");
-        SET(CURLOPT_FOLLOWLOCATION, 0L);
-        SET(CURLOPT_NOSIGNAL, 1L);
-        SET(CURLOPT_TIMEOUT_MS, (long)(timeout / USEC_PER_MSEC));
-        SET(CURLOPT_CONNECTTIMEOUT_MS, (long)(ctimeout / USEC_PER_MSEC));
-        SET(CURLOPT_ERRORBUFFER, errbuf);
-        SET(CURLOPT_WRITEFUNCTION, on_body);
-        SET(CURLOPT_WRITEDATA, x);
-        SET(CURLOPT_HEADERFUNCTION, on_header);
-        SET(CURLOPT_HEADERDATA, x);
-        SET(CURLOPT_HTTPHEADER, hdrs);
-        SET(CURLOPT_USERAGENT, "protokube");
-        if (connect_to)
-                SET(CURLOPT_CONNECT_TO, connect_to);
-        if (req->ca_file)
-                SET(CURLOPT_CAINFO, req->ca_file);
-        if (req->cert_file) {
-                SET(CURLOPT_SSLCERT, req->cert_file);
-                SET(CURLOPT_SSLCERTTYPE, "PEM");
-        }
-        if (req->key_file) {
-                SET(CURLOPT_SSLKEY, req->key_file);
-                SET(CURLOPT_SSLKEYTYPE, "PEM");
-        }
-        /* Loopback and link-local never go through a proxy (the metadata service, local test doubles). */
-        if (req->no_proxy)
-                SET(CURLOPT_NOPROXY, "*");
-        else if (!getenv("no_proxy") && !getenv("NO_PROXY"))
-                SET(CURLOPT_NOPROXY, "127.0.0.1,localhost,::1,169.254.169.254");
-        if (streq(req->method, "GET"))
-                SET(CURLOPT_HTTPGET, 1L);
-        else {
-                SET(CURLOPT_CUSTOMREQUEST, req->method);
-                if (req->body_len > 0 || !streq(req->method, "DELETE")) {
-                        SET(CURLOPT_POSTFIELDS, req->body ?: "");
-                        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-                }
-        }
-#undef SET
-        return fail ? -EINVAL : 0;
+static void sigpipe_restore(const sigset_t *old, bool was_pending) {
+        sigset_t pipe;
+        struct timespec zero = {};
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        if (!was_pending)
+                while (sigtimedwait(&pipe, NULL, &zero) > 0)
+                        ;
+        pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
-        char errbuf[CURL_ERROR_SIZE] = "";
-        struct curl_slist *hdrs = NULL, *connect_to = NULL;
-        HttpExchange x = { .req = req };
-        CURL *curl = NULL;
-        long status = 0;
-        int r;
-
-        r = http_check_request(req);
+        HttpExchange x = { .req = req, .conn.fd = -1 };
+        int r = http_check_request(req, &x.url);
         if (r < 0) {
-                set_error(ret_error, req && req->url ? req->url : "(none)", "invalid request");
+                if (ret_error)
+                        *ret_error = strprintf("%s: invalid request", req && req->url ? req->url : "(none)");
                 return r;
         }
-        r = http_global_init();
-        if (r < 0)
-                return r;
+        usec_t start = mono_usec();
+        x.deadline = start + (req->timeout ?: 30 * USEC_PER_SEC);
+        x.connect_deadline = MIN(x.deadline, start + (req->connect_timeout ?: 5 * USEC_PER_SEC));
         if (req->sensitive) {
                 buf_init_secret(&x.body, req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT);
                 buf_init_secret(&x.headers, HTTP_HEADERS_MAX);
@@ -206,68 +792,29 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                 buf_init(&x.body, req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT);
                 buf_init(&x.headers, HTTP_HEADERS_MAX);
         }
-
-        /* "Expect:" turns off curl's 100-continue wait on large POST bodies. */
-        hdrs = curl_slist_append(hdrs, "Expect:");
-        for (size_t i = 0; hdrs && i < req->n_headers; i++) {
-                struct curl_slist *n = curl_slist_append(hdrs, req->headers[i]);
-                if (!n) {
-                        slist_free_erase(hdrs);
-                        hdrs = NULL;
-                } else
-                        hdrs = n;
-        }
-        if (req->connect_to) {
-                connect_to = curl_slist_append(NULL, req->connect_to);
-                if (!connect_to) {
-                        r = -ENOMEM;
-                        goto finish;
+        sigset_t old;
+        bool was_pending = sigpipe_block(&old);
+        r = exchange(&x);
+        conn_close(&x.conn);
+        sigpipe_restore(&old, was_pending);
+        string_free_erase(x.proxy.auth);
+        if (r >= 0) {
+                size_t body_len = x.body.len;
+                HttpResponse resp = { .status = x.status,
+                                      .body = buf_steal_str(&x.body),
+                                      .body_len = body_len,
+                                      .headers = buf_steal_str(&x.headers),
+                                      .sensitive = req->sensitive };
+                if (resp.body && resp.headers)
+                        *ret = resp;
+                else {
+                        http_response_done(&resp);
+                        r = fail(&x, -ENOMEM, "out of memory");
                 }
         }
-        curl = curl_easy_init();
-        if (!hdrs || !curl) {
-                r = -ENOMEM;
-                goto finish;
-        }
-        x.curl = curl;
-        r = http_setup(curl, req, hdrs, connect_to, &x, errbuf);
-        if (r < 0) {
-                set_error(ret_error, req->url, "cannot configure the request");
-                goto finish;
-        }
-        CURLcode c = curl_easy_perform(curl);
-        if (c != CURLE_OK && x.sink_error < 0) {
-                r = x.sink_error;
-                set_error(ret_error, req->url, "the response was refused by its reader");
-                goto finish;
-        }
-        if (c != CURLE_OK) {
-                r = curl_to_errno(c, x.too_big);
-                set_error(ret_error, req->url,
-                          x.too_big ? "response exceeds its size cap"
-                                    : (*errbuf ? errbuf : curl_easy_strerror(c)));
-                goto finish;
-        }
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-        size_t body_len = x.body.len;
-        char *body = buf_steal_str(&x.body), *headers = buf_steal_str(&x.headers);
-        HttpResponse resp = { .status = status,
-                              .body = body,
-                              .body_len = body_len,
-                              .headers = headers,
-                              .sensitive = req->sensitive };
-        if (!body || !headers) {
-                http_response_done(&resp);
-                r = -ENOMEM;
-                goto finish;
-        }
-        *ret = resp;
-        r = 0;
-finish:
-        if (curl)
-                curl_easy_cleanup(curl);
-        slist_free_erase(hdrs);
-        curl_slist_free_all(connect_to);
+        if (r < 0 && ret_error)
+                *ret_error = strprintf("%s: %s", req->url, x.what ?: strerror(-r));
+        free(x.what);
         buf_free(&x.body);
         buf_free(&x.headers);
         return r;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* One HTTP exchange over libcurl: bounded in time and in response size, http/https only, no redirects. It
- * never signs (CURLOPT_AWS_SIGV4 in curl 7.88 is buggy: callers sign with aws/sigv4.h). */
+/* One HTTP/1.1 exchange on a connection of its own: bounded in time and in response size, http/https only
+ * (TLS 1.2+ through OpenSSL, the server's name checked), no redirects. It never signs: callers sign with
+ * aws/sigv4.h. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,9 +27,9 @@ typedef struct HttpRequest {
         const char *ca_file;    /* PEM bundle of the CAs to trust for https; NULL: the system's */
         const char *cert_file;  /* PEM client certificate for https (mutual TLS); NULL: none */
         const char *key_file;   /* PEM private key of cert_file (read by OpenSSL, never copied by us) */
-        /* "HOST:PORT:ADDR:PORT" (CURLOPT_CONNECT_TO): connect to ADDR:PORT when the URL names HOST:PORT,
-         * while the TLS name check and the Host header keep the URL's name (one apiserver of many, all
-         * with a certificate for one shared name). NULL: connect where the URL says. */
+        /* "HOST:PORT:ADDR:PORT" (as curl's CURLOPT_CONNECT_TO): connect to ADDR:PORT when the URL names
+         * HOST:PORT, while the TLS name check and the Host header keep the URL's name (one apiserver of
+         * many, all with a certificate for one shared name). NULL: connect where the URL says. */
         const char *connect_to;
         /* When set, the body is not kept: each piece is handed to sink as it arrives, with the status of
          * the response (a stream larger than any buffer: an etcd snapshot, a watch). A negative return
@@ -50,10 +51,11 @@ typedef struct HttpResponse {
 void http_response_done(HttpResponse *r);
 
 /* Performs the request. The request headers may hold secrets (Authorization, X-Amz-Security-Token): our
- * copies for curl are erased before they are freed. Any HTTP status is success (>= 0): the caller judges it.
- * Failures: PK_ETIMEOUT, PK_ETOOBIG (body past the cap), -ECONNREFUSED, -EHOSTUNREACH, -EINVAL (bad URL,
- * header with a line break), -EIO (other transport errors). On failure *ret_error (when not NULL) gets a
- * message for the caller to print (caller frees); it holds the URL and curl's error, never a header value.
+ * copy in the request head is erased before it is freed. Any HTTP status is success (>= 0): the caller
+ * judges it. Failures: PK_ETIMEOUT, PK_ETOOBIG (body past the cap), -ECONNREFUSED, -EHOSTUNREACH, -EINVAL
+ * (bad URL, header with a line break), -EIO (other transport errors). On failure *ret_error (when not NULL)
+ * gets a message for the caller to print (caller frees); it holds the URL and what failed, never a header
+ * value.
  */
 int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error);
 

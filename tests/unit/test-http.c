@@ -16,7 +16,8 @@
 #include "basic/string-util.h"
 #include "shared/http.h"
 
-/* When set, the one-shot server answers 400 unless the request head holds this text. */
+/* When set, the one-shot server answers 400 unless the request head holds this text (set it before
+ * oneshot_start(): the server is a forked child). */
 static const char *expect_in_request;
 
 typedef struct OneShot {
@@ -194,12 +195,12 @@ static void test_refused_and_invalid(void **state) {
 static void test_connect_to(void **state) {
         OneShot o;
         const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+        expect_in_request = "GET /readyz HTTP/1.1\r\nHost: api.internal.pk.invalid:8443\r\n";
         oneshot_start(&o, reply, strlen(reply));
         const char *port = strrchr(o.url + strlen("http://"), ':') + 1;
         char to[128];
         snprintf(to, sizeof(to), "api.internal.pk.invalid:8443:127.0.0.1:%.*s", (int)strcspn(port, "/"),
                  port);
-        expect_in_request = "Host: api.internal.pk.invalid:8443\r\n";
         HttpRequest req = { .method = "GET",
                             .url = "http://api.internal.pk.invalid:8443/readyz",
                             .connect_to = to };
@@ -219,6 +220,105 @@ static void test_connect_to(void **state) {
         }
 }
 
+/* An interim 100 is skipped, a chunked body decoded; a body cut short is an error, not a short answer. */
+static void test_chunked_interim_and_short(void **state) {
+        OneShot o;
+        const char *reply =
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "3\r\nabc\r\n4;x=y\r\ndefg\r\n0\r\n\r\n";
+        oneshot_start(&o, reply, strlen(reply));
+        HttpRequest req = { .method = "PUT", .url = o.url, .body = "{}", .body_len = 2 };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        assert_int_equal(resp.status, 200);
+        assert_string_equal(resp.body, "abcdefg");
+        assert_non_null(strstr(resp.headers, "Transfer-Encoding"));
+        assert_null(strstr(resp.headers, "100 Continue"));
+        http_response_done(&resp);
+        oneshot_stop(&o);
+
+        const char *cut[] = { "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+                              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+                              "HTTP/1.1 200 OK\r\nContent-Le", "" };
+        for (size_t i = 0; i < ELEMENTSOF(cut); i++) {
+                char *err = NULL;
+                oneshot_start(&o, cut[i], strlen(cut[i]));
+                HttpRequest get = { .method = "GET", .url = o.url };
+                assert_int_equal(http_request(&get, &resp, &err), -EIO);
+                assert_non_null(strstr(err, o.url));
+                free(err);
+                oneshot_stop(&o);
+        }
+}
+
+/* The proxy from the environment: a plain request names the whole URL and carries the URL's credentials
+ * as Proxy-Authorization; a CONNECT the proxy refuses is an error that names the variable and never the
+ * password; no_proxy (and by default loopback) goes direct. */
+static void test_proxy(void **state) {
+        OneShot o;
+        const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        expect_in_request =
+            "GET http://target.pk.invalid:81/x?y=1 HTTP/1.1\r\nHost: target.pk.invalid:81\r\n";
+        oneshot_start(&o, reply, strlen(reply));
+        const char *port = strrchr(o.url + strlen("http://"), ':') + 1;
+        char proxy[128];
+        snprintf(proxy, sizeof(proxy), "http://us%%65r:s3cr%%40t@127.0.0.1:%.*s", (int)strcspn(port, "/"),
+                 port);
+        assert_int_equal(setenv("http_proxy", proxy, 1), 0);
+        HttpRequest req = { .method = "GET", .url = "http://target.pk.invalid:81/x?y=1" };
+        HttpResponse resp;
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        assert_int_equal(resp.status, 200);
+        http_response_done(&resp);
+        oneshot_stop(&o);
+
+        expect_in_request = "Proxy-Authorization: Basic dXNlcjpzM2NyQHQ=\r\n"; /* "user:s3cr@t" */
+        oneshot_start(&o, reply, strlen(reply));
+        port = strrchr(o.url + strlen("http://"), ':') + 1;
+        snprintf(proxy, sizeof(proxy), "us%%65r:s3cr%%40t@127.0.0.1:%.*s", (int)strcspn(port, "/"), port);
+        assert_int_equal(setenv("http_proxy", proxy, 1), 0);
+        assert_int_equal(http_request(&req, &resp, NULL), 0);
+        assert_int_equal(resp.status, 200);
+        http_response_done(&resp);
+        oneshot_stop(&o);
+
+        const char *refuse = "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n";
+        expect_in_request = "CONNECT target.pk.invalid:443 HTTP/1.1\r\n";
+        oneshot_start(&o, refuse, strlen(refuse));
+        port = strrchr(o.url + strlen("http://"), ':') + 1;
+        snprintf(proxy, sizeof(proxy), "http://user:s3cret@127.0.0.1:%.*s", (int)strcspn(port, "/"), port);
+        assert_int_equal(setenv("HTTPS_PROXY", proxy, 1), 0);
+        HttpRequest tls = { .method = "GET", .url = "https://target.pk.invalid/" };
+        char *err = NULL;
+        assert_int_equal(http_request(&tls, &resp, &err), -EIO);
+        assert_non_null(strstr(err, "HTTPS_PROXY"));
+        assert_non_null(strstr(err, "407"));
+        assert_null(strstr(err, "s3cret"));
+        free(err);
+        oneshot_stop(&o);
+
+        assert_int_equal(setenv("HTTPS_PROXY", "socks5://user:s3cret@127.0.0.1:1", 1), 0);
+        assert_int_equal(http_request(&tls, &resp, &err), -EINVAL);
+        assert_non_null(strstr(err, "HTTPS_PROXY"));
+        assert_null(strstr(err, "s3cret"));
+        free(err);
+
+        /* Loopback is exempt by default; NO_PROXY replaces the default. */
+        expect_in_request = "GET /path HTTP/1.1\r\n";
+        oneshot_start(&o, reply, strlen(reply));
+        assert_int_equal(setenv("http_proxy", "http://127.0.0.1:1", 1), 0);
+        HttpRequest direct = { .method = "GET", .url = o.url };
+        assert_int_equal(http_request(&direct, &resp, NULL), 0);
+        http_response_done(&resp);
+        oneshot_stop(&o);
+        assert_int_equal(setenv("NO_PROXY", "example.com", 1), 0);
+        assert_int_equal(http_request(&direct, &resp, NULL), -ECONNREFUSED); /* to the proxy on port 1 */
+        expect_in_request = NULL;
+        unsetenv("http_proxy");
+        unsetenv("HTTPS_PROXY");
+        unsetenv("NO_PROXY");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ok_and_headers),
@@ -227,6 +327,8 @@ int main(void) {
                 cmocka_unit_test(test_sink),
                 cmocka_unit_test(test_refused_and_invalid),
                 cmocka_unit_test(test_connect_to),
+                cmocka_unit_test(test_chunked_interim_and_short),
+                cmocka_unit_test(test_proxy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
