@@ -2,18 +2,42 @@
 #include "daemon/http-server.h"
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/string-util.h"
+#include "shared/http-wire.h"
+
+#define SERVER_CONNECTIONS 32
+#define REQUEST_HEAD_MAX   4096
+#define CONNECTION_TIMEOUT (5 * USEC_PER_SEC)
+#define EPOLL_LISTEN       UINT64_MAX /* the listening socket's tag; a connection's is its slot */
+
+/* A connection reads one request head, then writes one response and is closed (Connection: close). */
+typedef struct ServerConn {
+        int fd;         /* -1: the slot is free */
+        usec_t expires; /* CLOCK_MONOTONIC: closed then, whatever its state */
+        char *in;       /* REQUEST_HEAD_MAX bytes while reading; NULL afterwards */
+        size_t in_len;
+        char *out; /* the whole response while writing */
+        size_t out_len, out_done;
+} ServerConn;
 
 struct HttpServer {
-        struct MHD_Daemon *mhd;
+        int listen_fd;
+        int epoll_fd; /* the listening socket and every connection; the daemon's loop polls this one fd */
+        unsigned port;
         const Metrics *metrics;
+        ServerConn conns[SERVER_CONNECTIONS];
 };
 
 int parse_listen_address(const char *s, struct sockaddr_storage *ret, unsigned *ret_len) {
@@ -58,92 +82,250 @@ int parse_listen_address(const char *s, struct sockaddr_storage *ret, unsigned *
         return -EINVAL;
 }
 
-static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type, char *body,
-                               size_t len) {
-        struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-                free(body);
-                return MHD_NO;
-        }
-        MHD_add_response_header(resp, "Content-Type", type);
-        enum MHD_Result r = MHD_queue_response(c, status, resp);
-        MHD_destroy_response(resp);
-        return r;
+static usec_t mono_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / 1000;
 }
 
-static enum MHD_Result handle_request(void *cls, struct MHD_Connection *c, const char *url,
-                                      const char *method, const char *version, const char *upload_data,
-                                      size_t *upload_size, void **req_cls) {
-        HttpServer *s = cls;
+static void conn_close(HttpServer *s, ServerConn *c) {
+        if (c->fd < 0)
+                return;
+        /* Input left unread at close() makes the kernel reset the connection, and a reset can destroy the
+         * response still on its way (a request head past the cap, a body we ignore): drain what is there. */
+        char sink[1024];
+        for (unsigned i = 0; i < 64 && recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+                ;
+        (void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+        safe_close(c->fd);
+        free(c->in);
+        free(c->out);
+        *c = (ServerConn){ .fd = -1 };
+}
 
-        if (!streq(method, "GET") && !streq(method, "HEAD"))
-                return respond(c, 405, "text/plain", strdup("method not allowed\n"), 19);
-        if (streq(url, "/healthz")) {
-                char body[600];
-                unsigned status = (unsigned)health_status(s->metrics, body, sizeof(body));
-                char *copy = strdup(body);
-                return copy ? respond(c, status, "text/plain; charset=utf-8", copy, strlen(copy)) : MHD_NO;
+static const char *reason(unsigned status) {
+        switch (status) {
+        case 200:
+                return "OK";
+        case 400:
+                return "Bad Request";
+        case 404:
+                return "Not Found";
+        case 405:
+                return "Method Not Allowed";
+        case 431:
+                return "Request Header Fields Too Large";
+        case 503:
+                return "Service Unavailable";
+        default:
+                return "Error";
         }
-        if (streq(url, "/metrics")) {
-                Buf b;
-                buf_init(&b, 1 << 20);
-                if (metrics_format(s->metrics, &b) < 0) {
-                        buf_free(&b);
-                        return MHD_NO;
+}
+
+/* The response to a request (method and path parsed; status 400/431 when it could not be). */
+static int build_response(HttpServer *s, ServerConn *c, unsigned status, const char *method,
+                          const char *path) {
+        _cleanup_buf_ Buf body = {};
+        const char *type = "text/plain";
+        buf_init(&body, 1 << 20);
+        if (status != 200)
+                (void)buf_printf(&body, "%s\n", status == 431 ? "request head too large" : "bad request");
+        else if (!streq(method, "GET") && !streq(method, "HEAD"))
+                status = 405, (void)buf_add_str(&body, "method not allowed\n");
+        else if (streq(path, "/healthz")) {
+                char text[600];
+                status = (unsigned)health_status(s->metrics, text, sizeof(text));
+                type = "text/plain; charset=utf-8";
+                (void)buf_add_str(&body, text);
+        } else if (streq(path, "/metrics")) {
+                type = "text/plain; version=0.0.4; charset=utf-8";
+                if (metrics_format(s->metrics, &body) < 0)
+                        return -ENOMEM;
+        } else
+                status = 404, (void)buf_add_str(&body, "not found\n");
+        bool head_only = status != 400 && status != 431 && streq(method, "HEAD");
+        _cleanup_buf_ Buf out = {};
+        buf_init(&out, (1 << 20) + 512);
+        int r =
+            buf_printf(&out,
+                       "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n"
+                       "\r\n",
+                       status, reason(status), type, body.len);
+        if (r >= 0 && !head_only && body.len > 0)
+                r = buf_add(&out, body.data, body.len);
+        if (r < 0)
+                return r;
+        c->out_len = out.len;
+        c->out = buf_steal_str(&out);
+        return c->out ? 0 : -ENOMEM;
+}
+
+/* Reads what the client sent; once the head is complete (or cannot be), the response is ready to write. */
+static int conn_read(HttpServer *s, ServerConn *c) {
+        for (;;) {
+                ssize_t n = recv(c->fd, c->in + c->in_len, REQUEST_HEAD_MAX - c->in_len, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : -errno;
+                if (n == 0)
+                        return -ECONNRESET; /* gone before its request was whole */
+                c->in_len += (size_t)n;
+                char method[16] = "", path[256] = "";
+                unsigned status = 200;
+                if (http_head_end(c->in, c->in_len) > 0) {
+                        int r = http_parse_request_line(c->in, c->in_len, method, sizeof(method), path,
+                                                        sizeof(path));
+                        status = r == 0 ? 200 : r == -ENAMETOOLONG ? 431 : 400;
+                } else if (c->in_len == REQUEST_HEAD_MAX)
+                        status = 431;
+                else
+                        continue;
+                free(c->in);
+                c->in = NULL;
+                int r = build_response(s, c, status, method, path);
+                if (r < 0)
+                        return r;
+                struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = (uint64_t)(c - s->conns) };
+                return epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -errno : 0;
+        }
+}
+
+static int conn_write(ServerConn *c) {
+        while (c->out_done < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_done, c->out_len - c->out_done, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : -errno;
+                c->out_done += (size_t)n;
+        }
+        return 1; /* all written */
+}
+
+static void accept_all(HttpServer *s) {
+        for (;;) {
+                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                        return; /* EAGAIN, or a client that left: either way nothing more to take now */
+                ServerConn *c = NULL;
+                for (size_t i = 0; i < SERVER_CONNECTIONS && !c; i++)
+                        if (s->conns[i].fd < 0)
+                                c = &s->conns[i];
+                struct epoll_event ev = { .events = EPOLLIN };
+                if (!c || !(c->in = malloc(REQUEST_HEAD_MAX))) {
+                        safe_close(fd); /* at the limit: the client sees the connection closed */
+                        continue;
                 }
-                size_t len = b.len;
-                return respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", buf_steal_str(&b), len);
+                ev.data.u64 = (uint64_t)(c - s->conns);
+                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+                        free(c->in);
+                        c->in = NULL;
+                        safe_close(fd);
+                        continue;
+                }
+                c->fd = fd;
+                c->in_len = 0;
+                c->expires = mono_usec() + CONNECTION_TIMEOUT;
         }
-        return respond(c, 404, "text/plain", strdup("not found\n"), 10);
+}
+
+static int listen_on(const struct sockaddr_storage *sa, unsigned salen) {
+        int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+        if (fd < 0)
+                return -errno;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (sa->ss_family == AF_INET6)
+                (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, (const struct sockaddr *)sa, salen) < 0 || listen(fd, SERVER_CONNECTIONS) < 0) {
+                int r = -errno;
+                safe_close(fd);
+                return r;
+        }
+        return fd;
 }
 
 int http_server_start(const char *listen, const Metrics *metrics, HttpServer **ret) {
         struct sockaddr_storage sa;
         unsigned salen;
-        _cleanup_free_ HttpServer *s = new0(HttpServer, 1);
+        HttpServer *s = new0(HttpServer, 1);
 
         if (!s)
                 return -ENOMEM;
-        if (parse_listen_address(listen, &sa, &salen) < 0)
-                return -EINVAL;
+        s->listen_fd = s->epoll_fd = -1;
+        for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
+                s->conns[i].fd = -1;
         s->metrics = metrics;
-        unsigned flags = MHD_USE_EPOLL | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-        s->mhd =
-            MHD_start_daemon(flags, ntohs(((struct sockaddr_in *)&sa)->sin_port), NULL, NULL, handle_request,
-                             s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
-                             (unsigned)5, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_END);
-        if (!s->mhd)
-                return -EADDRNOTAVAIL;
-        *ret = TAKE_PTR(s);
+        int r = parse_listen_address(listen, &sa, &salen) < 0 ? -EINVAL : listen_on(&sa, salen);
+        if (r >= 0) {
+                s->listen_fd = r;
+                r = s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+                if (r < 0)
+                        r = -EADDRNOTAVAIL;
+        }
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EPOLL_LISTEN };
+        socklen_t l = sizeof(sa);
+        if (r >= 0 && (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) < 0 ||
+                       getsockname(s->listen_fd, (struct sockaddr *)&sa, &l) < 0))
+                r = -errno;
+        if (r < 0) {
+                http_server_stop(s);
+                return r == -EINVAL ? r : -EADDRNOTAVAIL;
+        }
+        s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                 : ((struct sockaddr_in *)&sa)->sin_port);
+        *ret = s;
         return 0;
 }
 
 HttpServer *http_server_stop(HttpServer *s) {
         if (!s)
                 return NULL;
-        if (s->mhd)
-                MHD_stop_daemon(s->mhd);
+        for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
+                conn_close(s, &s->conns[i]);
+        safe_close(s->listen_fd);
+        safe_close(s->epoll_fd);
         free(s);
         return NULL;
 }
 
 int http_server_fd(HttpServer *s) {
-        const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-        return i ? i->epoll_fd : -1;
+        return s->epoll_fd;
 }
 
 int http_server_timeout_ms(HttpServer *s) {
-        MHD_UNSIGNED_LONG_LONG t;
-        if (MHD_get_timeout(s->mhd, &t) != MHD_YES)
+        usec_t t = mono_usec(), first = USEC_INFINITY;
+        for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
+                if (s->conns[i].fd >= 0)
+                        first = MIN(first, s->conns[i].expires);
+        if (first == USEC_INFINITY)
                 return -1;
-        return t > 60000 ? 60000 : (int)t;
+        return first <= t ? 0 : (int)MIN((first - t + 999) / 1000, (usec_t)60000);
 }
 
 void http_server_dispatch(HttpServer *s) {
-        MHD_run(s->mhd);
+        struct epoll_event ev[16];
+        int n = epoll_wait(s->epoll_fd, ev, ELEMENTSOF(ev), 0);
+        for (int i = 0; i < n; i++) {
+                if (ev[i].data.u64 == EPOLL_LISTEN) {
+                        accept_all(s);
+                        continue;
+                }
+                ServerConn *c = &s->conns[ev[i].data.u64];
+                if (c->fd < 0)
+                        continue;
+                int r = c->in ? conn_read(s, c) : 0;
+                if (r == 0 && !c->in)
+                        r = conn_write(c); /* the response is ready: what fits is written now */
+                if (r != 0)
+                        conn_close(s, c); /* answered, failed, or gone */
+        }
+        usec_t t = mono_usec();
+        for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
+                if (s->conns[i].fd >= 0 && s->conns[i].expires <= t)
+                        conn_close(s, &s->conns[i]);
 }
 
 unsigned http_server_port(HttpServer *s) {
-        const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-        return i ? i->port : 0;
+        return s->port;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* /healthz and /metrics over libmicrohttpd, driven from the daemon's own epoll loop (no threads). */
+/* /healthz and /metrics over HTTP/1.1 (GET and HEAD, one request per connection, 32 connections, 5 s
+ * each), driven from the daemon's own epoll loop (no threads). */
 
 #include "daemon/report.h"
 
@@ -13,7 +14,7 @@ int http_server_start(const char *listen, const Metrics *metrics, HttpServer **r
 HttpServer *http_server_stop(HttpServer *s);
 /* An fd to poll for input; call http_server_dispatch() when it is readable (or the timeout expires). */
 int http_server_fd(HttpServer *s);
-/* Milliseconds until MHD wants to run again, -1 for none. */
+/* Milliseconds until a connection's time is up (dispatch then closes it), -1 for none. */
 int http_server_timeout_ms(HttpServer *s);
 void http_server_dispatch(HttpServer *s);
 unsigned http_server_port(HttpServer *s);

@@ -371,6 +371,40 @@ bool http_chunked_done(const HttpChunked *c) {
         return c->state == CHUNK_DONE;
 }
 
+int http_parse_request_line(const char *head, size_t len, char *method, size_t method_size, char *path,
+                            size_t path_size) {
+        const char *nl = memchr(head, '\n', len);
+        if (!nl)
+                return -EPROTO;
+        size_t n = (size_t)(nl - head);
+        if (n > 0 && head[n - 1] == '\r')
+                n--;
+        const char *sp1 = memchr(head, ' ', n);
+        if (!sp1 || sp1 == head)
+                return -EPROTO;
+        const char *target = sp1 + 1, *sp2 = memchr(target, ' ', n - (size_t)(target - head));
+        if (!sp2 || sp2 == target || *target != '/')
+                return -EPROTO;
+        size_t vlen = n - (size_t)(sp2 + 1 - head);
+        if (vlen != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1'))
+                return -EPROTO;
+        for (const char *p = head; p < sp1; p++)
+                if (!token_char(*p))
+                        return -EPROTO;
+        for (const char *p = target; p < sp2; p++)
+                if (!target_char_ok((unsigned char)*p))
+                        return -EPROTO;
+        size_t ml = (size_t)(sp1 - head), pl = strcspn(target, "? ");
+        pl = MIN(pl, (size_t)(sp2 - target));
+        if (ml >= method_size || pl >= path_size)
+                return -ENAMETOOLONG;
+        memcpy(method, head, ml);
+        method[ml] = 0;
+        memcpy(path, target, pl);
+        path[pl] = 0;
+        return 0;
+}
+
 static bool prefix_matches(const uint8_t *a, const uint8_t *b, unsigned bits) {
         size_t bytes = bits / 8;
         if (memcmp(a, b, bytes) != 0)

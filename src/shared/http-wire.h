@@ -76,6 +76,12 @@ int64_t http_chunked_feed(HttpChunked *c, const char *in, size_t len, HttpDataFu
                           const char **ret_what);
 bool http_chunked_done(const HttpChunked *c);
 
+/* A request's first line, "METHOD SP request-target SP HTTP/1.x" (a server's side: the daemon's /healthz
+ * and /metrics): the method (a token) and the target's path without its query, each into a buffer of its
+ * size. The path must start with '/'. -EPROTO for anything else, -ENAMETOOLONG for a part too long. */
+int http_parse_request_line(const char *head, size_t len, char *method, size_t method_size, char *path,
+                            size_t path_size);
+
 /* Whether host is exempt from the proxy by a no_proxy list as curl reads it: "*" for every host, else
  * comma-separated entries, each a name (matching itself and its subdomains; a leading '.' is ignored), an
  * address, or an address/prefix. Names compare without case; spaces around entries are ignored. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The HTTP client's parsers on arbitrary bytes: the response head (as a GET's and a HEAD's), the body by
- * its framing (the chunked decoder fed whole and one byte at a time must agree), the URL and the no_proxy
- * list (the first line as the list, the second as the host). */
+/* The HTTP parsers on arbitrary bytes: the response head (as a GET's and a HEAD's), the body by its framing
+ * (the chunked decoder fed whole and one byte at a time must agree), the server's request line, the URL
+ * and the no_proxy list (the first line as the list, the second as the host). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,6 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 (void)http_parse_response_head(text, end, "HEAD", &h, &what);
         } else
                 chunked_both_ways(text, size);
+
+        char method[16], path[256];
+        if (http_parse_request_line(text, size, method, sizeof(method), path, sizeof(path)) == 0 &&
+            (path[0] != '/' || strlen(method) == 0))
+                abort();
 
         char *s = strndup(text, size);
         if (!s)

@@ -178,12 +178,34 @@ static void test_no_proxy(void **state) {
         assert_false(http_no_proxy_matches("192.168.0.0/17", "192.168.128.1"));
 }
 
+static void test_request_line(void **state) {
+        char m[16], p[32];
+        assert_int_equal(http_parse_request_line("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n", 36, m,
+                                                 sizeof(m), p, sizeof(p)),
+                         0);
+        assert_string_equal(m, "GET");
+        assert_string_equal(p, "/metrics");
+        const char *ok = "HEAD / HTTP/1.0\n";
+        assert_int_equal(http_parse_request_line(ok, strlen(ok), m, sizeof(m), p, sizeof(p)), 0);
+        assert_string_equal(m, "HEAD");
+        const char *bad[] = { "GET /x HTTP/1.1",     "GET /x\r\n",
+                              "GET x HTTP/1.1\r\n",  " /x HTTP/1.1\r\n",
+                              "GET /x HTTP/2.0\r\n", "GET /x HTTP/1.1 \r\n",
+                              "G(T /x HTTP/1.1\r\n", "GET /a\"b HTTP/1.1\r\n",
+                              "GET  /x HTTP/1.1\r\n" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(http_parse_request_line(bad[i], strlen(bad[i]), m, sizeof(m), p, sizeof(p)),
+                                 -EPROTO);
+        const char *longpath = "GET /0123456789012345678901234567890123456789 HTTP/1.1\r\n";
+        assert_int_equal(http_parse_request_line(longpath, strlen(longpath), m, sizeof(m), p, sizeof(p)),
+                         -ENAMETOOLONG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_url),
-                cmocka_unit_test(test_head),
-                cmocka_unit_test(test_chunked),
-                cmocka_unit_test(test_no_proxy),
+                cmocka_unit_test(test_url),          cmocka_unit_test(test_head),
+                cmocka_unit_test(test_chunked),      cmocka_unit_test(test_no_proxy),
+                cmocka_unit_test(test_request_line),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
