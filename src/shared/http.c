@@ -540,14 +540,23 @@ static int receive_response(HttpExchange *x) {
         return r;
 }
 
+static int hex_value(char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+}
+
+/* %XX (two hex digits, not %00) decoded within s[0..n); anything else is kept as it is. */
 static char *percent_decode(const char *s, size_t n) {
         char *out = malloc(n + 1), *o = out;
         if (!out)
                 return NULL;
         for (size_t i = 0; i < n; i++) {
-                unsigned v;
-                if (s[i] == '%' && i + 2 < n + 1 && sscanf(s + i + 1, "%2x", &v) == 1 && v > 0) {
-                        *o++ = (char)v;
+                int hi = s[i] == '%' && i + 2 < n ? hex_value(s[i + 1]) : -1,
+                    lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
+                if (lo >= 0 && (hi | lo) != 0) {
+                        *o++ = (char)(hi * 16 + lo);
                         i += 2;
                 } else
                         *o++ = s[i];

@@ -272,10 +272,10 @@ static void test_proxy(void **state) {
         http_response_done(&resp);
         oneshot_stop(&o);
 
-        expect_in_request = "Proxy-Authorization: Basic dXNlcjpzM2NyQHQ=\r\n"; /* "user:s3cr@t" */
+        expect_in_request = "Proxy-Authorization: Basic dXNlcjpzM2NyQHQlNA==\r\n"; /* "user:s3cr@t%4" */
         oneshot_start(&o, reply, strlen(reply));
         port = strrchr(o.url + strlen("http://"), ':') + 1;
-        snprintf(proxy, sizeof(proxy), "us%%65r:s3cr%%40t@127.0.0.1:%.*s", (int)strcspn(port, "/"), port);
+        snprintf(proxy, sizeof(proxy), "us%%65r:s3cr%%40t%%4@127.0.0.1:%.*s", (int)strcspn(port, "/"), port);
         assert_int_equal(setenv("http_proxy", proxy, 1), 0);
         assert_int_equal(http_request(&req, &resp, NULL), 0);
         assert_int_equal(resp.status, 200);
