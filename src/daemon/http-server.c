@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -80,12 +79,6 @@ int parse_listen_address(const char *s, struct sockaddr_storage *ret, unsigned *
                 return 0;
         }
         return -EINVAL;
-}
-
-static usec_t mono_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / 1000;
 }
 
 static void conn_close(HttpServer *s, ServerConn *c) {
@@ -226,7 +219,7 @@ static void accept_all(HttpServer *s) {
                 }
                 c->fd = fd;
                 c->in_len = 0;
-                c->expires = mono_usec() + CONNECTION_TIMEOUT;
+                c->expires = now(CLOCK_MONOTONIC) + CONNECTION_TIMEOUT;
         }
 }
 
@@ -294,7 +287,7 @@ int http_server_fd(HttpServer *s) {
 }
 
 int http_server_timeout_ms(HttpServer *s) {
-        usec_t t = mono_usec(), first = USEC_INFINITY;
+        usec_t t = now(CLOCK_MONOTONIC), first = USEC_INFINITY;
         for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
                 if (s->conns[i].fd >= 0)
                         first = MIN(first, s->conns[i].expires);
@@ -320,7 +313,7 @@ void http_server_dispatch(HttpServer *s) {
                 if (r != 0)
                         conn_close(s, c); /* answered, failed, or gone */
         }
-        usec_t t = mono_usec();
+        usec_t t = now(CLOCK_MONOTONIC);
         for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
                 if (s->conns[i].fd >= 0 && s->conns[i].expires <= t)
                         conn_close(s, &s->conns[i]);

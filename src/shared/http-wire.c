@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "basic/in-addr-util.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
 
@@ -27,11 +28,7 @@ static int url_parse_host(const char *p, const char *end, HttpUrl *u) {
                         return -EINVAL;
                 memcpy(u->host, p + 1, n - 2);
                 u->host[n - 2] = 0;
-                struct in6_addr a;
-                if (inet_pton(AF_INET6, u->host, &a) != 1)
-                        return -EINVAL;
-                u->host_is_ipv6 = true;
-                return 0;
+                return in_addr_literal_parse(u->host, NULL) == AF_INET6 ? 0 : -EINVAL;
         }
         if (n >= sizeof(u->host))
                 return -EINVAL;
@@ -96,12 +93,16 @@ int http_url_parse(const char *url, HttpUrl *ret) {
         return 0;
 }
 
-void http_url_authority(const HttpUrl *u, bool with_default_port, char *buf, size_t size) {
-        const char *l = u->host_is_ipv6 ? "[" : "", *r = u->host_is_ipv6 ? "]" : "";
-        if (u->port_is_default && !with_default_port)
-                snprintf(buf, size, "%s%s%s", l, u->host, r);
+void http_authority(const char *host, unsigned port, char *buf, size_t size) {
+        bool v6 = strchr(host, ':');
+        if (port == 0)
+                snprintf(buf, size, v6 ? "[%s]" : "%s", host);
         else
-                snprintf(buf, size, "%s%s%s:%u", l, u->host, r, u->port);
+                snprintf(buf, size, v6 ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+void http_url_authority(const HttpUrl *u, bool with_default_port, char *buf, size_t size) {
+        http_authority(u->host, u->port_is_default && !with_default_port ? 0U : u->port, buf, size);
 }
 
 size_t http_head_end(const char *data, size_t len) {
@@ -443,9 +444,7 @@ static bool no_proxy_address_matches(const char *entry, size_t n, const char *ho
 
 bool http_no_proxy_matches(const char *list, const char *host) {
         size_t hl = strlen(host);
-        struct in6_addr a6;
-        struct in_addr a4;
-        bool host_is_address = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+        bool host_is_address = in_addr_literal_valid(host);
 
         for (const char *p = list; p && *p;) {
                 size_t n = strcspn(p, ",");

@@ -13,8 +13,8 @@
 
 typedef struct HttpUrl {
         bool tls;                 /* https */
-        char host[HTTP_HOST_MAX]; /* a name or an address, without an IPv6 literal's brackets */
-        bool host_is_ipv6;        /* the host was [..]: the Host header and CONNECT put brackets back */
+        char host[HTTP_HOST_MAX]; /* a name or an address, without an IPv6 literal's brackets (it has a
+                                     colon) */
         uint16_t port;            /* the URL's, or the scheme's default */
         bool port_is_default;     /* the Host header then names no port (as curl sends it) */
         bool port_given;          /* the URL named a port */
@@ -26,7 +26,10 @@ typedef struct HttpUrl {
  * '/'. No user information, no spaces or control characters. -EINVAL otherwise. */
 int http_url_parse(const char *url, HttpUrl *ret);
 
-/* "host" or "[v6]" and, unless the port is the scheme's default, ":port" (Host header, CONNECT target). */
+/* "host", or "[host]" for an IPv6 address (a host with a colon), then ":port" unless port is 0. */
+void http_authority(const char *host, unsigned port, char *buf, size_t size);
+/* The URL's http_authority(), with no port when it is the scheme's default unless with_default_port (the
+ * Host header names none, as curl sends it; a CONNECT target always has one). */
 void http_url_authority(const HttpUrl *u, bool with_default_port, char *buf, size_t size);
 
 typedef enum HttpFraming {

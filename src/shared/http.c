@@ -4,7 +4,6 @@
  * (getaddrinfo_a). The wire format's parsers are in http-wire.c. */
 #include "shared/http.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -22,11 +21,11 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/errors.h"
+#include "basic/in-addr-util.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "shared/crypto.h"
@@ -60,12 +59,6 @@ typedef struct HttpExchange {
         int sink_error;
 } HttpExchange;
 
-static usec_t mono_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (usec_t)ts.tv_sec * USEC_PER_SEC + (usec_t)ts.tv_nsec / 1000;
-}
-
 /* Records the first failure's message (later ones are consequences) and passes r on. */
 static int fail(HttpExchange *x, int r, const char *format, ...) _printf_(3, 4);
 static int fail(HttpExchange *x, int r, const char *format, ...) {
@@ -91,7 +84,7 @@ static const char *ssl_reason(char *buf, size_t size) {
 
 static int conn_wait(HttpExchange *x, short events, usec_t deadline) {
         for (;;) {
-                usec_t t = mono_usec();
+                usec_t t = now(CLOCK_MONOTONIC);
                 if (t >= deadline)
                         return PK_ETIMEOUT;
                 struct pollfd p = { .fd = x->conn.fd, .events = events };
@@ -177,11 +170,6 @@ static ssize_t conn_read(HttpExchange *x, void *buf, size_t size) {
         }
 }
 
-static bool is_address(const char *host) {
-        uint8_t a[16];
-        return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
-}
-
 typedef struct Lookup {
         struct gaicb cb;
         struct addrinfo hints;
@@ -195,7 +183,7 @@ static int resolve(HttpExchange *x, const char *host, uint16_t port, struct addr
         struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
         char service[8];
         snprintf(service, sizeof(service), "%u", port);
-        if (is_address(host)) {
+        if (in_addr_literal_valid(host)) {
                 hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
                 int e = getaddrinfo(host, service, &hints, ret);
                 return e == 0 ? 0 : fail(x, -EHOSTUNREACH, "bad address %s: %s", host, gai_strerror(e));
@@ -215,7 +203,7 @@ static int resolve(HttpExchange *x, const char *host, uint16_t port, struct addr
         }
         int e;
         while ((e = gai_error(&l->cb)) == EAI_INPROGRESS) {
-                usec_t t = mono_usec();
+                usec_t t = now(CLOCK_MONOTONIC);
                 if (t >= x->connect_deadline) {
                         /* Not cancelled: glibc still writes the result into l, so it stays allocated. */
                         if (gai_cancel(&l->cb) == EAI_NOTCANCELED)
@@ -269,7 +257,7 @@ static int conn_open(HttpExchange *x, const char *host, uint16_t port) {
                 left++;
         r = -EHOSTUNREACH;
         for (struct addrinfo *ai = res; ai && r < 0; ai = ai->ai_next, left--) {
-                usec_t t = mono_usec();
+                usec_t t = now(CLOCK_MONOTONIC);
                 if (t >= x->connect_deadline) {
                         r = PK_ETIMEOUT;
                         break;
@@ -328,8 +316,9 @@ static int tls_handshake(HttpExchange *x) {
                 return fail(x, -ENOMEM, "cannot set up TLS: %s", ssl_reason(e, sizeof(e)));
         SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
         /* The name checked is the URL's, also through connect_to or a proxy's tunnel. */
-        if (is_address(host) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
-                             : SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
+        if (in_addr_literal_valid(host)
+                ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
+                : SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
                 return fail(x, -EINVAL, "cannot check the server's name %s", host);
         for (;;) {
                 ERR_clear_error();
@@ -623,7 +612,7 @@ static int proxy_setup(HttpExchange *x) {
 /* CONNECT host:port through the proxy, for a TLS session with the server inside the tunnel. */
 static int proxy_tunnel(HttpExchange *x, const char *host, uint16_t port) {
         char target[HTTP_HOST_MAX + 16], *buf = NULL;
-        snprintf(target, sizeof(target), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+        http_authority(host, port, target, sizeof(target));
         Buf req, reply;
         buf_init_secret(&req, HTTP_HEADERS_MAX);
         buf_init(&reply, HTTP_HEADERS_MAX);
@@ -692,7 +681,7 @@ static int connect_target(HttpExchange *x, char *addr, size_t size, uint16_t *po
                 return fail(x, -EINVAL, "bad connect_to");
         snprintf(url_port, sizeof(url_port), "%u", x->url.port);
         char host[HTTP_HOST_MAX + 2];
-        snprintf(host, sizeof(host), x->url.host_is_ipv6 ? "[%s]" : "%s", x->url.host);
+        http_authority(x->url.host, 0, host, sizeof(host));
         if ((n[0] > 0 && !field_is(f[0], n[0], host)) || (n[1] > 0 && !field_is(f[1], n[1], url_port)))
                 return 0; /* for another host: connect where the URL says */
         const char *a = f[2];
@@ -791,7 +780,7 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                         *ret_error = strprintf("%s: invalid request", req && req->url ? req->url : "(none)");
                 return r;
         }
-        usec_t start = mono_usec();
+        usec_t start = now(CLOCK_MONOTONIC);
         x.deadline = start + (req->timeout ?: 30 * USEC_PER_SEC);
         x.connect_deadline = MIN(x.deadline, start + (req->connect_timeout ?: 5 * USEC_PER_SEC));
         if (req->sensitive) {
