@@ -20,6 +20,9 @@
 #define REQUEST_HEAD_MAX   4096
 #define CONNECTION_TIMEOUT (5 * USEC_PER_SEC)
 #define EPOLL_LISTEN       UINT64_MAX /* the listening socket's tag; a connection's is its slot */
+/* Out of fds (or memory), a waiting connection cannot be taken and keeps the listening socket readable:
+ * polling it then would wake the loop at once, again and again. It is left out of the poll this long. */
+#define LISTEN_PAUSE (1 * USEC_PER_SEC)
 
 /* A connection reads one request head, then writes one response and is closed (Connection: close). */
 typedef struct ServerConn {
@@ -35,6 +38,7 @@ struct HttpServer {
         int listen_fd;
         int epoll_fd; /* the listening socket and every connection; the daemon's loop polls this one fd */
         unsigned port;
+        usec_t listen_paused_until; /* CLOCK_MONOTONIC; 0: the listening socket is polled */
         const Metrics *metrics;
         ServerConn conns[SERVER_CONNECTIONS];
 };
@@ -196,11 +200,29 @@ static int conn_write(ServerConn *c) {
         return 1; /* all written */
 }
 
+static void listen_pause(HttpServer *s) {
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL) == 0)
+                s->listen_paused_until = now(CLOCK_MONOTONIC) + LISTEN_PAUSE;
+}
+
+static void listen_resume_when_due(HttpServer *s, usec_t t) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EPOLL_LISTEN };
+        if (s->listen_paused_until == 0 || t < s->listen_paused_until)
+                return;
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &ev) == 0)
+                s->listen_paused_until = 0;
+        else
+                s->listen_paused_until = t + LISTEN_PAUSE; /* still short of memory: later */
+}
+
 static void accept_all(HttpServer *s) {
         for (;;) {
                 int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0)
-                        return; /* EAGAIN, or a client that left: either way nothing more to take now */
+                if (fd < 0) {
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                listen_pause(s);
+                        return; /* else EAGAIN, or a client that left: nothing more to take now */
+                }
                 ServerConn *c = NULL;
                 for (size_t i = 0; i < SERVER_CONNECTIONS && !c; i++)
                         if (s->conns[i].fd < 0)
@@ -287,7 +309,7 @@ int http_server_fd(HttpServer *s) {
 }
 
 int http_server_timeout_ms(HttpServer *s) {
-        usec_t t = now(CLOCK_MONOTONIC), first = USEC_INFINITY;
+        usec_t t = now(CLOCK_MONOTONIC), first = s->listen_paused_until ?: USEC_INFINITY;
         for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
                 if (s->conns[i].fd >= 0)
                         first = MIN(first, s->conns[i].expires);
@@ -317,6 +339,7 @@ void http_server_dispatch(HttpServer *s) {
         for (size_t i = 0; i < SERVER_CONNECTIONS; i++)
                 if (s->conns[i].fd >= 0 && s->conns[i].expires <= t)
                         conn_close(s, &s->conns[i]);
+        listen_resume_when_due(s, t);
 }
 
 unsigned http_server_port(HttpServer *s) {

@@ -14,7 +14,8 @@ int http_server_start(const char *listen, const Metrics *metrics, HttpServer **r
 HttpServer *http_server_stop(HttpServer *s);
 /* An fd to poll for input; call http_server_dispatch() when it is readable (or the timeout expires). */
 int http_server_fd(HttpServer *s);
-/* Milliseconds until a connection's time is up (dispatch then closes it), -1 for none. */
+/* Milliseconds until a connection's time is up (dispatch then closes it) or, after accept ran out of fds,
+ * until the listening socket is polled again; -1 for neither. */
 int http_server_timeout_ms(HttpServer *s);
 void http_server_dispatch(HttpServer *s);
 unsigned http_server_port(HttpServer *s);

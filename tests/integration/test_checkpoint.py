@@ -265,12 +265,15 @@ def self_hosted_ready(c):
 
 
 def diagnostics(c):
+    """The pods' and kubelet's logs, then the daemon's last lines: last, because a CI log is read from its end
+    (the daemon's steps say where the pivot or the checkpoint stopped)."""
     n = c.node
-    out = ["--- kubelet log (tail)", n.tail("kubelet", 60), "--- containerd log (tail)", n.tail("containerd", 20)]
-    if c.daemon.log_path:
-        out += ["--- protokube run (tail)", "\n".join(c.daemon.log().splitlines()[-60:])]
+    out = []
     for pod, text in n.pod_logs().items():
         out += [f"--- pod {pod}", text[-2000:]]
+    out += ["--- kubelet log (tail)", n.tail("kubelet", 60), "--- containerd log (tail)", n.tail("containerd", 20)]
+    if c.daemon.log_path:
+        out += ["--- protokube run (tail)", "\n".join(c.daemon.log().splitlines()[-60:])]
     return "\n".join(out)
 
 

@@ -5,10 +5,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -135,10 +137,46 @@ static void test_connection_limit(void **state) {
         http_server_stop(s);
 }
 
+/* Out of fds, a waiting connection cannot be accepted: the listening socket leaves the poll for a while
+ * (instead of waking the loop at once, again and again), then the connection is taken and answered. */
+static void test_fd_exhaustion_pauses_the_listener(void **state) {
+        HttpServer *s = NULL;
+        struct rlimit old, low;
+        int fillers[64], n_fillers = 0;
+
+        assert_int_equal(http_server_start("127.0.0.1:0", &metrics, &s), 0);
+        int fd = client(s);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = (struct rlimit){ .rlim_cur = 64, .rlim_max = old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        for (int f;
+             n_fillers < (int)ELEMENTSOF(fillers) && (f = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+                fillers[n_fillers++] = f;
+        assert_int_equal(errno, EMFILE);
+
+        struct pollfd p = { .fd = http_server_fd(s), .events = POLLIN };
+        assert_int_equal(poll(&p, 1, 1000), 1);
+        http_server_dispatch(s); /* accept: EMFILE */
+        assert_int_equal(poll(&p, 1, 0), 0);
+        int wait_ms = http_server_timeout_ms(s);
+        assert_true(wait_ms > 0 && wait_ms <= 1000);
+
+        while (n_fillers > 0)
+                close(fillers[--n_fillers]);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        assert_int_equal(poll(NULL, 0, wait_ms), 0);
+        http_server_dispatch(s); /* the listening socket is polled again */
+        assert_int_equal(http_server_timeout_ms(s), -1);
+        assert_int_equal(loop_write(fd, "GET /nope HTTP/1.1\r\n\r\n", 22), 0);
+        assert_true(startswith(answer(s, fd), "HTTP/1.1 404 "));
+        http_server_stop(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_requests),
                 cmocka_unit_test(test_connection_limit),
+                cmocka_unit_test(test_fd_exhaustion_pauses_the_listener),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
