@@ -106,11 +106,10 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
         pp->manifest_dir = strdup(node->manifest_dir);
         if (!pp->kubeconfig || !pp->node_name || !pp->internal_ip || !pp->state_dir || !pp->manifest_dir)
                 return log_oom();
-        const KubeAPIServerConfig *a = &spec->kube_apiserver;
         pp->settings = (PivotSettings){
                 .kubeconfig = pp->kubeconfig,
                 .api_host = pp->api_host,
-                .api_port = a->secure_port.set ? (unsigned)a->secure_port.value : 443,
+                .api_port = pass_apiserver_port(spec),
                 .node_name = pp->node_name,
                 .internal_ip = pp->internal_ip,
                 .manifest_dir = pp->manifest_dir,

@@ -25,6 +25,9 @@ void pass_observation_done(PassObservation *o) {
         free(o->dns_message);
         free(o->volumes_message);
         dns_rrset_list_done(&o->dns_served);
+        strv_free(o->api.probed);
+        strv_free(o->api.ready);
+        strv_free(o->api_why);
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);
         certs_observation_done(&o->certs);
@@ -82,6 +85,8 @@ static void observe_dns(Pass *p, PassObservation *o) {
         if (r >= 0 && o->dns)
                 r = dns_session_read(o->dns, &owned, &o->dns_served, &o->dns_repair, &error);
         trace_mark("DNS: read");
+        if (r >= 0 && o->dns && pass_api_observe(p, o, view) == -ENOMEM)
+                r = -ENOMEM;
         _cleanup_free_ char *note = o->dns ? dns_session_take_note(o->dns) : NULL;
         if (note)
                 log_info("%s", note);
@@ -163,6 +168,8 @@ void pass_plan_done(PassPlan *p) {
         free(p->dns_note);
         dns_rrset_list_done(&p->dns_desired);
         dns_rrset_list_done(&p->dns_changes);
+        strv_free(p->api_withheld);
+        free(p->api_note);
         rendered_manifests_done(&p->control_plane);
         free(p->control_plane_write);
         certs_plan_done(&p->certs);
@@ -340,7 +347,11 @@ static int plan_dns(const Pass *pass, const PassObservation *o, PassPlan *plan) 
                 plan->dns_note = strdup("the view has no masters and no etcd members; not publishing");
                 return plan->dns_note ? 0 : -ENOMEM;
         }
-        r = dns_desired_records(pass->spec, plan->view, &plan->dns_desired, &error);
+        r = pass_api_plan(pass, o, plan);
+        if (r < 0)
+                return r;
+        r = dns_desired_records_except(pass->spec, plan->view, plan->api_withheld, &plan->dns_desired,
+                                       &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -501,6 +512,8 @@ void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan 
                 fprintf(out, "dns: cannot plan: %s\n", strna(plan->dns_note));
         else if (plan->dns_status == PK_EWAITING)
                 fprintf(out, "dns: waiting: %s\n", strna(plan->dns_note));
+        if (plan->api_note)
+                fprintf(out, "dns: waiting: %s\n", plan->api_note);
         for (size_t i = 0; i < plan->dns_changes.n; i++) {
                 const DnsRRset *s = &plan->dns_changes.items[i];
                 _cleanup_free_ char *a = s->addresses ? strv_join(s->addresses, ",") : NULL;

@@ -301,6 +301,11 @@ static void apply_dns(Pass *p, const PassObservation *o, const PassPlan *plan, P
         /* What the provider now serves is the desired set: count its records. */
         for (size_t i = 0; i < plan->dns_desired.n; i++)
                 rep->records_published += (unsigned)strv_length(plan->dns_desired.items[i].addresses);
+        if (plan->api_note) { /* the names are not final yet: the pass comes again soon to ask */
+                log_info("DNS: %s.", plan->api_note);
+                _cleanup_free_ char *why = strprintf("DNS: %s", plan->api_note);
+                pass_report_error(rep, PASS_STAGE_DNS, PK_EWAITING, why);
+        }
 }
 
 static void apply_control_plane(const Pass *p, const PassPlan *plan, PassReport *rep) {

@@ -127,6 +127,11 @@ typedef struct PassObservation {
         usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
         PassEtcdMember *etcd_members; /* parallel to in.volumes */
         PivotRecord pivot_record;     /* the pivot's local record: which bootstrap manifests stay away */
+        /* The apiservers asked for the API's names (pass-api.c). api_gated: this node can ask (DNS, a
+         * kubeconfig of its own); false: no master is left out of the names. */
+        bool api_gated;
+        DnsApiReadiness api;
+        char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
@@ -147,6 +152,8 @@ typedef struct PassPlan {
         DnsRRsetList dns_desired;
         DnsRRsetList dns_changes; /* the RRsets to replace, in one batch */
         bool dns_send;            /* changes, or a repair the store needs */
+        char **api_withheld;      /* masters the API's names leave out this pass (dns_api_withheld()) */
+        char *api_note;           /* who and why, for the log, the report and `plan` */
         RenderedManifests control_plane;
         bool *control_plane_write; /* parallel to control_plane.items: differs from what is on disk */
         const char *render_failed; /* the control plane could not be rendered: which component */
@@ -167,6 +174,18 @@ int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan);
 /* Prints the plan: the volume selections and steps, "dns-replace NAME TYPE ADDRESSES", "write-manifest
  * PATH", one line each. */
 void pass_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
+
+/* kube-apiserver's port (the spec's securePort, 443 by default). */
+static inline unsigned pass_apiserver_port(const ClusterSpec *spec) {
+        return spec->kube_apiserver.secure_port.set ? (unsigned)spec->kube_apiserver.secure_port.value : 443;
+}
+
+/* A master joins the API's names when its apiserver serves (pass-api.c, docs/dns.md). After the DNS read,
+ * with the view as observed: asks the /readyz of the unlisted masters (and this master's own, when another
+ * is unlisted) into o->api. In the plan, with the plan's view: plan->api_withheld and api_note. -ENOMEM
+ * only. */
+int pass_api_observe(const Pass *p, PassObservation *o, const ClusterView *view);
+int pass_api_plan(const Pass *p, const PassObservation *o, PassPlan *plan);
 
 /* The spec's certificate settings (pointing into spec and etcd_clusters, the etcd clusters' names in the
  * spec's order), as a pass gives them to certs/. */

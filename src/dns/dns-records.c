@@ -282,6 +282,11 @@ static int api_name(const char *domain, const char *field, char **ret, char **re
 
 int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
                         char **ret_error) {
+        return dns_desired_records_except(spec, view, NULL, ret, ret_error);
+}
+
+int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view, char *const *withheld,
+                               DnsRRsetList *ret, char **ret_error) {
         _cleanup_rrset_list_ DnsRRsetList l = {};
         _cleanup_free_ char *api_internal = NULL, *api_external = NULL;
         char *error = NULL;
@@ -312,6 +317,8 @@ int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRs
                 r = add_owned(&l, api_external, (uint32_t)ttl, NULL, NULL, &error);
         for (size_t i = 0; r >= 0 && i < view->n_masters; i++) {
                 const MasterNode *m = &view->masters[i];
+                if (strv_contains((char **)withheld, m->name))
+                        continue;
                 r = add_owned(&l, api_internal, (uint32_t)ttl, m->internal_ips, m->name, &error);
                 if (r >= 0)
                         r = add_owned(&l, api_external, (uint32_t)ttl, m->external_ips, m->name, &error);
@@ -323,6 +330,76 @@ int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRs
         dns_rrset_list_sort(&l);
         *ret = l;
         l = (DnsRRsetList){};
+        return 0;
+}
+
+/* Whether s holds address, by binary search (the list is sorted by address). */
+static bool rrset_holds(const DnsRRset *s, const uint8_t *bin, size_t blen) {
+        size_t lo = 0, hi = dns_rrset_size(s);
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = address_compare_parsed(s->addresses[mid], bin, blen);
+                if (c == 0)
+                        return true;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+bool dns_rrsets_hold_all(const DnsRRsetList *served, const char *name, char *const *ips) {
+        _cleanup_free_ char *canonical = NULL;
+        if (strv_isempty(ips) || dns_name_normalize(name, &canonical) < 0)
+                return false;
+        STRV_FOREACH (ip, (char **)ips) {
+                uint8_t bin[16];
+                size_t blen;
+                int type = dns_address_parse(*ip, bin, &blen);
+                const DnsRRset *s = type < 0 ? NULL : dns_rrset_list_find(served, canonical, (uint16_t)type);
+                if (!s || !rrset_holds(s, bin, blen))
+                        return false;
+        }
+        return true;
+}
+
+static bool master_withheld(const ClusterView *view, const char *self, const DnsApiReadiness *r,
+                            const bool *listed, size_t i) {
+        const MasterNode *m = &view->masters[i];
+        if (listed[i] || strv_contains(r->ready, m->name))
+                return false;
+        bool other_listed = false, self_listed = false, self_serves = false;
+        for (size_t j = 0; j < view->n_masters; j++) {
+                bool is_self = self && streq(view->masters[j].name, self);
+                other_listed = other_listed || (j != i && listed[j]);
+                self_listed = self_listed || (is_self && listed[j]);
+                self_serves = self_serves || (is_self && strv_contains(r->ready, self));
+        }
+        if (self && streq(m->name, self))
+                return other_listed; /* the others serve meanwhile, and add it when it answers */
+        /* Another master: left out when this one's apiserver, in the names (or about to be), answers; put in
+         * by a listed master whose own does not (leaving it out protects no client); else kept as DNS serves
+         * it, for the listed masters to decide. */
+        return self_serves || !self_listed;
+}
+
+int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const char *api_name,
+                     const char *self, const DnsApiReadiness *readiness, char ***ret) {
+        _cleanup_strv_free_ char **out = NULL;
+        *ret = NULL;
+        if (!readiness || view->n_masters == 0)
+                return 0;
+        _cleanup_free_ bool *listed = new0(bool, view->n_masters);
+        if (!listed)
+                return -ENOMEM;
+        for (size_t i = 0; i < view->n_masters; i++)
+                listed[i] = dns_rrsets_hold_all(served, api_name, view->masters[i].internal_ips);
+        for (size_t i = 0; i < view->n_masters; i++)
+                if (master_withheld(view, self, readiness, listed, i) &&
+                    strv_extend(&out, view->masters[i].name) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(out);
         return 0;
 }
 

@@ -77,6 +77,34 @@ bool dns_rrset_equal(const DnsRRset *a, const DnsRRset *b, bool compare_ttl);
  * IP or name in the view, PK_EMALFORMED and a message (caller frees). */
 int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
                         char **ret_error);
+/* The same, with the masters named in withheld (may be NULL) left out of the two API names only: their
+ * etcd members' names still point at them (docs/dns.md, "A master joins the API's names when it serves"). */
+int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view, char *const *withheld,
+                               DnsRRsetList *ret, char **ret_error);
+
+/* Whether name's RRsets in served hold every address of ips (one at least): for api.<internalSuffix> and a
+ * master's internal addresses, whether the master is "listed". name in any case, with or without the final
+ * dot. */
+bool dns_rrsets_hold_all(const DnsRRsetList *served, const char *name, char *const *ips);
+
+/* What a pass learnt of the masters' apiservers: whose /readyz it asked, and who answered 200. */
+typedef struct DnsApiReadiness {
+        char **probed; /* node names */
+        char **ready;  /* of probed, the ones that answered 200 */
+} DnsApiReadiness;
+
+/* The masters of view that the API's names leave out this pass (pure; docs/dns.md). A master in the names
+ * (listed: all its internal addresses in api_name as served now) stays: a removal is the volumes' business,
+ * never a failed probe. One not listed whose apiserver answered 200 goes in. Of the others:
+ *   - self (this master): left out while another master is listed; they add it when it answers;
+ *   - another master: left out when self's own apiserver answered (and self is in view: in the names, or
+ *     about to be); put in by a listed self whose apiserver does not answer (leaving it out would protect no
+ *     client: a cluster whose apiservers do not run, or are all down); else left as DNS serves it (out), for
+ *     the listed masters to decide.
+ * Every master computes the same from what it sees, so they do not undo each other's writes. *ret: node
+ * names, NULL when none. readiness NULL (this node cannot ask): nobody is left out. */
+int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const char *api_name,
+                     const char *self, const DnsApiReadiness *readiness, char ***ret);
 
 /* The replacements that turn current into desired: each desired RRset that differs (addresses; and TTL
  * when compare_ttl and the set is not empty). current holds what the provider has for the same names. */

@@ -15,6 +15,7 @@
 #include "manifest/manifest-dir.h"
 #include "pivot/pivot.h"
 #include "shared/crypto.h"
+#include "shared/http.h"
 
 #define MANIFEST_MAX (1U * 1024U * 1024U)
 
@@ -129,9 +130,7 @@ int pivot_new(const PivotSettings *s, Pivot **ret, char **ret_error) {
                 return error_setf(ret_error, -EINVAL,
                                   "the pivot needs the API's name and port, this node's name and address");
         p->settings = s;
-        bool v6 = strchr(s->internal_ip, ':');
-        _cleanup_free_ char *to = strprintf("%s:%u:%s%s%s:%u", s->api_host, s->api_port, v6 ? "[" : "",
-                                            s->internal_ip, v6 ? "]" : "", s->api_port);
+        _cleanup_free_ char *to = http_connect_to_address(s->api_host, s->api_port, s->internal_ip);
         if (!to)
                 return -ENOMEM;
         r = open_client(s, NULL, &p->api, ret_error);

@@ -719,6 +719,11 @@ static int exchange(HttpExchange *x) {
         return r;
 }
 
+char *http_connect_to_address(const char *host, unsigned port, const char *address) {
+        bool v6 = strchr(address, ':');
+        return strprintf("%s:%u:%s%s%s:%u", host, port, v6 ? "[" : "", address, v6 ? "]" : "", port);
+}
+
 /* "HOST:PORT:ADDR:PORT": four fields, the ports numbers or empty (an IPv6 ADDR in brackets may hold
  * colons). */
 static bool http_connect_to_valid(const char *s) {

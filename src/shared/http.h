@@ -61,3 +61,7 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error);
 
 /* Value of the first response header named name (case-insensitive), newly allocated; NULL when absent. */
 char *http_response_header(const HttpResponse *r, const char *name);
+
+/* The connect_to of one server among those behind host:port: "HOST:PORT:ADDR:PORT", an IPv6 address in
+ * brackets. NULL on allocation failure. */
+char *http_connect_to_address(const char *host, unsigned port, const char *address);

@@ -27,7 +27,7 @@ import urllib.request
 import pytest
 
 from conftest import IN_CI, ROOT, need_root, protokube_bin
-from loopdev import MIB, VolEnv
+from loopdev import CLUSTER, MIB, VolEnv
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
@@ -37,6 +37,7 @@ from node import Node, k8s_bin  # noqa: E402
 # A /24 of RFC 2544's range of its own: the 3-master simulation uses 198.18.42.0/24.
 BRIDGE = "198.18.43.1"
 NODE_IP = "198.18.43.10"
+N2_IP = "198.18.43.11"  # a second master's address: no host holds it until the test gives it to a's namespace
 ETCD_IMAGE = "registry.k8s.io/etcd:3.4.13-0"  # the tag names upstream's 3.4 image; Debian's etcd is 3.4 too
 STATIC_PODS = ("etcd-server", "etcd-server-events", "kube-apiserver", "kube-controller-manager",
                "kube-scheduler", "kube-proxy")
@@ -172,7 +173,9 @@ def master():
         node = Node("a", env.manifest_dir("a"), os.path.join(pki, "kube-apiserver", "ca.crt"),
                     os.path.join(pki, "admin", "kubeconfig"), NODE_IP, netns=ns, hosts_file=hosts,
                     etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"))
-        yield env, node, Master(env, pki, hosts)
+        m = Master(env, pki, hosts)
+        m.netns, m.netif = ns, f"{lab.tag}pa"
+        yield env, node, m
     finally:
         errors = node.close() if node else []
         lab.close()
@@ -235,3 +238,49 @@ def test_one_master_runs_protokubes_static_pods(master):
     assert refs == set(node.images), refs
     phases = ", ".join(f"{w} +{t - t_kubelet:.1f} s" for w, t in PHASES)
     print(f"\ntimings: {node.timings}; after kubelet started: {phases}; mirror pods {seen}")
+
+    api_names_follow_readiness(env, m)
+
+
+def api_addresses(hosts):
+    """The addresses the hosts file gives api.internal.<cluster>."""
+    name = f"api.internal.{CLUSTER}"
+    with open(hosts) as f:
+        return sorted(ln.split()[0] for ln in f if name in ln.split()[1:])
+
+
+def api_names_follow_readiness(env, m):
+    """A master joins api.internal when its apiserver answers /readyz (docs/dns.md), against a's real apiserver.
+    n2 claims a main volume of its own at N2_IP, where nothing answers yet (member b of a one-member list, so
+    a's etcd is untouched; no kubelet runs n2's pods): n2 leaves itself out (a is listed); a's pass asks n2's
+    /readyz (no answer), asks its own (200) and leaves n2 out, saying why; once N2_IP is an address of a's
+    namespace, the apiserver there answers for n2, a's pass puts n2 in, and n2's pass keeps it."""
+    env.create("main-n2", "main", "b", ["b"], size=64 * MIB)
+
+    def once(node, ip):
+        argv = env.argv("once", node)
+        argv[argv.index("--internal-ip") + 1] = ip
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert p.returncode in (0, 3), f"protokube once --node-name {node}: {p.returncode}\n{p.stderr}"
+        return p
+
+    p = once("n2", N2_IP)
+    assert api_addresses(m.hosts) == [NODE_IP], (api_addresses(m.hosts), p.stderr)
+    assert "leaves out n2 (this master" in p.stderr, p.stderr
+    assert p.returncode == 3, p.stderr  # not converged: the names are not final
+    with open(m.hosts) as f:
+        assert any(ln.split()[0] == N2_IP and f"etcd-b.internal.{CLUSTER}" in ln.split() for ln in f)
+
+    p = once("a", NODE_IP)
+    assert api_addresses(m.hosts) == [NODE_IP], (api_addresses(m.hosts), p.stderr)
+    assert f"leaves out n2 ({N2_IP}: " in p.stderr, p.stderr
+    assert p.returncode == 3, p.stderr
+
+    subprocess.run(["ip", "-n", m.netns, "addr", "add", f"{N2_IP}/24", "dev", m.netif], check=True)
+    p = once("a", NODE_IP)
+    assert api_addresses(m.hosts) == sorted([NODE_IP, N2_IP]), (api_addresses(m.hosts), p.stderr)
+    assert "leaves out" not in p.stderr, p.stderr
+    p = once("n2", N2_IP)
+    assert api_addresses(m.hosts) == sorted([NODE_IP, N2_IP]), (api_addresses(m.hosts), p.stderr)
+    assert "leaves out" not in p.stderr, p.stderr
+    PHASES.append(("api.internal follows the apiservers' readiness", time.monotonic()))

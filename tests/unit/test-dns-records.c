@@ -132,6 +132,109 @@ static void test_desired_from_spec_and_errors(void **state) {
         assert_int_equal(dns_desired_records(&spec, v, &l, &error), PK_ESPEC);
 }
 
+/* The API's names leave out a master only: withheld, the etcd names still point at it. */
+static void test_desired_except(void **state) {
+        _cleanup_(cluster_view_freep) ClusterView *v = make_view();
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        _cleanup_free_ char *error = NULL, *text = NULL;
+        ClusterSpec spec = make_spec();
+        char *withheld[] = { (char *)"m2", NULL };
+
+        assert_int_equal(dns_desired_records_except(&spec, v, withheld, &l, &error), 0);
+        text = print_to_string(&l, true);
+        assert_non_null(strstr(text, "api.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.1\n"));
+        assert_null(strstr(text, "api.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.10\n"));
+        assert_non_null(strstr(text, "api.internal.demo.k8s.test.\t30\tIN\tAAAA\t(none)\n"));
+        assert_non_null(strstr(text, "etcd-b.internal.demo.k8s.test.\t30\tIN\tA\t10.0.0.10\n"));
+        assert_non_null(strstr(text, "etcd-b.internal.demo.k8s.test.\t30\tIN\tAAAA\tfd00::2\n"));
+        assert_int_equal(l.n, 14); /* the same names, owned as before */
+}
+
+static void test_rrsets_hold_all(void **state) {
+        _cleanup_rrset_list_ DnsRRsetList served = {};
+        char *one[] = { (char *)"10.0.0.1", NULL },
+             *both[] = { (char *)"fd00::0002", (char *)"10.0.0.10", NULL };
+        char *half[] = { (char *)"10.0.0.1", (char *)"fd00::3", NULL }, *none[] = { NULL };
+        for (unsigned i = 0; i < 40; i++) { /* past the size where the list is indexed */
+                _cleanup_free_ char *a = strprintf("10.0.1.%u", i);
+                assert_int_equal(dns_rrset_list_add_address(&served, "api.internal.x.test.", 30, a), 0);
+        }
+        assert_int_equal(dns_rrset_list_add_address(&served, "api.internal.x.test.", 30, "10.0.0.1"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&served, "api.internal.x.test.", 30, "10.0.0.10"), 0);
+        assert_int_equal(dns_rrset_list_add_address(&served, "api.internal.x.test.", 30, "fd00::2"), 0);
+        assert_true(dns_rrsets_hold_all(&served, "api.internal.x.test.", one));
+        assert_true(dns_rrsets_hold_all(&served, "API.Internal.X.test", both)); /* any case, no final dot */
+        assert_false(dns_rrsets_hold_all(&served, "api.internal.x.test.", half));
+        assert_false(dns_rrsets_hold_all(&served, "api.internal.x.test.", none));
+        assert_false(dns_rrsets_hold_all(&served, "api.internal.x.test.", NULL));
+        assert_false(dns_rrsets_hold_all(&served, "api.internal.y.test.", one));
+}
+
+/* dns_api_withheld(): who the API's names leave out, for every kind of master (docs/dns.md). Masters
+ * a (10.0.0.1), b (10.0.0.2), d (10.0.0.4); "listed" says which of them api.internal serves now. */
+static void test_api_withheld(void **state) {
+        static const struct {
+                const char *what, *listed, *self, *probed, *ready, *withheld;
+        } cases[] = {
+                { "all listed: nobody", "abd", "a", "", "", "" },
+                { "cold start, none listed: each master publishes itself", "", "a", "", "", "bd" },
+                { "a new master waits for its apiserver while others serve", "ab", "d", "", "", "d" },
+                { "... and goes in when it answers", "ab", "d", "d", "d", "" },
+                { "... and when nobody else is listed", "", "d", "d", "", "ab" },
+                { "another master not ready, this one serves: left out", "ab", "a", "ad", "a", "d" },
+                { "another master not ready, this one does not serve either: put in", "ab", "a", "ad", "",
+                  "" },
+                { "another master not ready, this one not asked: put in", "ab", "a", "d", "", "" },
+                { "another master ready: put in", "ab", "a", "ad", "ad", "" },
+                { "another master not asked (out of time), this one serves: left out", "ab", "a", "a", "a",
+                  "d" },
+                { "a listed master stays, ready or not", "abd", "a", "abd", "a", "" },
+                { "a master outside the view decides for nobody", "ab", "z", "dz", "z", "d" },
+                { "two new masters, this one serves", "a", "a", "abd", "ab", "d" },
+                { "two new masters, seen by one of them: as served", "a", "b", "bd", "", "bd" },
+                { "no self known: as served", "ab", NULL, "d", "", "d" },
+        };
+        char *ips[][2] = { { (char *)"10.0.0.1", NULL },
+                           { (char *)"10.0.0.2", NULL },
+                           { (char *)"10.0.0.4", NULL } };
+        const char *names = "abd";
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
+                _cleanup_rrset_list_ DnsRRsetList served = {};
+                _cleanup_strv_free_ char **probed = NULL, **ready = NULL, **got = NULL;
+                assert_non_null(v);
+                for (size_t i = 0; i < 3; i++) {
+                        char n[2] = { names[i], 0 };
+                        assert_int_equal(cluster_view_add_master(v, n, ips[i], NULL), 0);
+                        if (strchr(cases[c].listed, names[i]))
+                                assert_int_equal(dns_rrset_list_add_address(&served, "api.internal.x.test.",
+                                                                            30, ips[i][0]),
+                                                 0);
+                }
+                /* another name's records say nothing about the API's */
+                assert_int_equal(
+                    dns_rrset_list_add_address(&served, "etcd-d.internal.x.test.", 30, "10.0.0.4"), 0);
+                cluster_view_sort(v);
+                for (const char *p = cases[c].probed; *p; p++)
+                        assert_int_equal(strv_extend(&probed, (char[]){ *p, 0 }), 0);
+                for (const char *p = cases[c].ready; *p; p++)
+                        assert_int_equal(strv_extend(&ready, (char[]){ *p, 0 }), 0);
+                DnsApiReadiness r = { .probed = probed, .ready = ready };
+                assert_int_equal(
+                    dns_api_withheld(v, &served, "api.internal.x.test", cases[c].self, &r, &got), 0);
+                _cleanup_free_ char *joined = strv_join(got, "");
+                if (!streq(strempty(joined), cases[c].withheld))
+                        fail_msg("%s: withheld '%s', wanted '%s'", cases[c].what, strempty(joined),
+                                 cases[c].withheld);
+                /* without a readiness (no client of our own): nobody */
+                strv_free(got);
+                got = NULL;
+                assert_int_equal(
+                    dns_api_withheld(v, &served, "api.internal.x.test", cases[c].self, NULL, &got), 0);
+                assert_null(got);
+        }
+}
+
 static void test_diff(void **state) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, current = {}, changes = {};
         assert_int_equal(dns_rrset_list_add_address(&desired, "a.test", 60, "10.0.0.1"), 0);
@@ -343,6 +446,9 @@ int main(void) {
                 cmocka_unit_test(test_hosts_malformed),
                 cmocka_unit_test(test_hosts_provider),
                 cmocka_unit_test(test_large_list_index),
+                cmocka_unit_test(test_desired_except),
+                cmocka_unit_test(test_rrsets_hold_all),
+                cmocka_unit_test(test_api_withheld),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
