@@ -281,8 +281,9 @@ class Scenario:
         if not os.path.exists(marker):
             raise ScenarioError("d mounted b's volume but the marker is gone: reformatted?")
         wait_for("etcd-b -> d", lambda: dns_is(self.c, f"etcd-b.{SUFFIX}", [ADDRS["d"]]), 20)
+        # d joins the API's names once its apiserver answers (docs/dns.md): in real mode after it started
         wait_for("api.internal lists a, c, d",
-                 lambda: dns_is(self.c, f"api.{SUFFIX}", [ADDRS[n] for n in "acd"]), 30)
+                 lambda: dns_is(self.c, f"api.{SUFFIX}", [ADDRS[n] for n in "acd"]), 120 if self.real else 30)
         self.tl.mark("etcd-b rejoined with its data: same member IDs, key readable, no reformat; "
                      "api.internal = a, c, d")
         if self.real:
