@@ -51,6 +51,10 @@ static int ask(PassObservation *o, const char *kubeconfig, const char *host, uns
                              &why);
         if (r == -ENOMEM)
                 return r;
+        /* 401/403: the apiserver serves, it only does not let protokube read /readyz (a cluster's own RBAC
+         * may take system:public-info-viewer away): clients reach a working server there, so it counts. */
+        if (r == -EACCES)
+                r = 0;
         _cleanup_free_ char *said =
             r >= 0 ? strdup("") : strprintf("%s: %s", m->internal_ips[0], why ?: pk_strerror(r));
         if (!said || strv_push(&o->api_why, said) < 0)
