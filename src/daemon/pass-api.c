@@ -82,7 +82,11 @@ int pass_api_observe(const Pass *p, PassObservation *o, const ClusterView *view)
                 return r == -ENOMEM ? r : 0;
         o->api_gated = true;
         const MasterNode *me = cluster_view_find_master(view, self);
-        bool me_unlisted = false, others_unlisted = false;
+        bool me_unlisted = false;
+        _cleanup_free_ const MasterNode **others = new0(const MasterNode *, view->n_masters + 1);
+        size_t n_others = 0;
+        if (!others)
+                return -ENOMEM;
         for (size_t i = 0; i < view->n_masters; i++) {
                 const MasterNode *m = &view->masters[i];
                 if (dns_rrsets_hold_all(&o->dns_served, host, m->internal_ips))
@@ -90,9 +94,9 @@ int pass_api_observe(const Pass *p, PassObservation *o, const ClusterView *view)
                 if (m == me)
                         me_unlisted = true;
                 else
-                        others_unlisted = true;
+                        others[n_others++] = m;
         }
-        if (!me_unlisted && !others_unlisted)
+        if (!me_unlisted && n_others == 0)
                 return 0;
         trace_mark("API: asking the apiservers");
         unsigned port = pass_apiserver_port(spec);
@@ -101,11 +105,8 @@ int pass_api_observe(const Pass *p, PassObservation *o, const ClusterView *view)
          * cannot serve before its etcd runs, and its pass's first volume steps wait for nothing. */
         if (me)
                 r = ask(o, kubeconfig, host, port, me, budget);
-        for (size_t i = 0; r >= 0 && others_unlisted && i < view->n_masters; i++) {
-                const MasterNode *m = &view->masters[i];
-                if (m != me && !dns_rrsets_hold_all(&o->dns_served, host, m->internal_ips))
-                        r = ask(o, kubeconfig, host, port, m, budget);
-        }
+        for (size_t k = 0; r >= 0 && k < n_others; k++)
+                r = ask(o, kubeconfig, host, port, others[k], budget);
         trace_mark("API: answers");
         return r;
 }

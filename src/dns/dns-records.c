@@ -112,6 +112,26 @@ static int address_compare_parsed(const char *a, const uint8_t *bb, size_t lb) {
         return memcmp(ba, bb, la);
 }
 
+/* The binary search of s's addresses (sorted, unique) for the parsed address, from index lo on: true when
+ * found; *ret_pos: its index, or where it would go. */
+static bool rrset_search(const DnsRRset *s, size_t lo, const uint8_t *bin, size_t blen, size_t *ret_pos) {
+        size_t hi = dns_rrset_size(s);
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = address_compare_parsed(s->addresses[mid], bin, blen);
+                if (c == 0) {
+                        *ret_pos = mid;
+                        return true;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_pos = lo;
+        return false;
+}
+
 int dns_rrset_add_address(DnsRRset *s, const char *address) {
         char canonical[46];
         uint16_t type;
@@ -128,20 +148,11 @@ int dns_rrset_add_address(DnsRRset *s, const char *address) {
         r = dns_address_parse(canonical, bin, &blen);
         if (r < 0)
                 return r;
-        size_t n = strv_length(s->addresses), lo = 0, hi = n;
+        size_t n = strv_length(s->addresses), lo;
         /* Sorted input (a copy of another RRset) appends: one comparison with the last. */
-        if (n > 0 && address_compare_parsed(s->addresses[n - 1], bin, blen) < 0)
-                lo = n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = address_compare_parsed(s->addresses[mid], bin, blen);
-                if (c == 0)
-                        return 0;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        if (rrset_search(s, n > 0 && address_compare_parsed(s->addresses[n - 1], bin, blen) < 0 ? n : 0, bin,
+                         blen, &lo))
+                return 0;
         char **l = reallocarray(s->addresses, n + 2, sizeof(char *));
         if (!l)
                 return -ENOMEM;
@@ -333,72 +344,57 @@ int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view,
         return 0;
 }
 
-/* Whether s holds address, by binary search (the list is sorted by address). */
-static bool rrset_holds(const DnsRRset *s, const uint8_t *bin, size_t blen) {
-        size_t lo = 0, hi = dns_rrset_size(s);
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = address_compare_parsed(s->addresses[mid], bin, blen);
-                if (c == 0)
-                        return true;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return false;
-}
-
-bool dns_rrsets_hold_all(const DnsRRsetList *served, const char *name, char *const *ips) {
-        _cleanup_free_ char *canonical = NULL;
-        if (strv_isempty(ips) || dns_name_normalize(name, &canonical) < 0)
+/* dns_rrsets_hold_all() with the name already canonical. */
+static bool hold_all(const DnsRRsetList *served, const char *canonical, char *const *ips) {
+        if (strv_isempty(ips))
                 return false;
         STRV_FOREACH (ip, (char **)ips) {
                 uint8_t bin[16];
-                size_t blen;
+                size_t blen, pos;
                 int type = dns_address_parse(*ip, bin, &blen);
                 const DnsRRset *s = type < 0 ? NULL : dns_rrset_list_find(served, canonical, (uint16_t)type);
-                if (!s || !rrset_holds(s, bin, blen))
+                if (!s || !rrset_search(s, 0, bin, blen, &pos))
                         return false;
         }
         return true;
 }
 
-static bool master_withheld(const ClusterView *view, const char *self, const DnsApiReadiness *r,
-                            const bool *listed, size_t i) {
-        const MasterNode *m = &view->masters[i];
-        if (listed[i] || strv_contains(r->ready, m->name))
-                return false;
-        bool other_listed = false, self_listed = false, self_serves = false;
-        for (size_t j = 0; j < view->n_masters; j++) {
-                bool is_self = self && streq(view->masters[j].name, self);
-                other_listed = other_listed || (j != i && listed[j]);
-                self_listed = self_listed || (is_self && listed[j]);
-                self_serves = self_serves || (is_self && strv_contains(r->ready, self));
-        }
-        if (self && streq(m->name, self))
-                return other_listed; /* the others serve meanwhile, and add it when it answers */
-        /* Another master: left out when this one's apiserver, in the names (or about to be), answers; put in
-         * by a listed master whose own does not (leaving it out protects no client); else kept as DNS serves
-         * it, for the listed masters to decide. */
-        return self_serves || !self_listed;
+bool dns_rrsets_hold_all(const DnsRRsetList *served, const char *name, char *const *ips) {
+        _cleanup_free_ char *canonical = NULL;
+        return dns_name_normalize(name, &canonical) >= 0 && hold_all(served, canonical, ips);
 }
 
 int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const char *api_name,
                      const char *self, const DnsApiReadiness *readiness, char ***ret) {
         _cleanup_strv_free_ char **out = NULL;
+        _cleanup_free_ char *canonical = NULL;
         *ret = NULL;
         if (!readiness || view->n_masters == 0)
                 return 0;
+        int r = dns_name_normalize(api_name, &canonical);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
         _cleanup_free_ bool *listed = new0(bool, view->n_masters);
         if (!listed)
                 return -ENOMEM;
+        size_t n_listed = 0;
         for (size_t i = 0; i < view->n_masters; i++)
-                listed[i] = dns_rrsets_hold_all(served, api_name, view->masters[i].internal_ips);
-        for (size_t i = 0; i < view->n_masters; i++)
-                if (master_withheld(view, self, readiness, listed, i) &&
-                    strv_extend(&out, view->masters[i].name) < 0)
+                n_listed += listed[i] = hold_all(served, canonical, view->masters[i].internal_ips);
+        const MasterNode *me = self ? cluster_view_find_master(view, self) : NULL;
+        bool self_listed = me && listed[me - view->masters];
+        bool self_serves = me && strv_contains(readiness->ready, self);
+        for (size_t i = 0; i < view->n_masters; i++) {
+                const MasterNode *m = &view->masters[i];
+                if (listed[i] || strv_contains(readiness->ready, m->name))
+                        continue;
+                /* This master leaves itself out while another is listed: the others serve meanwhile, and
+                 * add it when it answers. Another master is left out when this one's apiserver, in the names
+                 * (or about to be), answers; put in by a listed master whose own does not (leaving it out
+                 * protects no client); else kept as DNS serves it, for the listed masters to decide. */
+                bool withheld = m == me ? n_listed > 0 : self_serves || !self_listed;
+                if (withheld && strv_extend(&out, m->name) < 0)
                         return -ENOMEM;
+        }
         *ret = TAKE_PTR(out);
         return 0;
 }
