@@ -51,8 +51,9 @@ static int ask(PassObservation *o, const char *kubeconfig, const char *host, uns
                              &why);
         if (r == -ENOMEM)
                 return r;
-        /* 401/403: the apiserver serves, it only does not let protokube read /readyz (a cluster's own RBAC
-         * may take system:public-info-viewer away): clients reach a working server there, so it counts. */
+        /* 401/403 (RBAC may take /readyz from identities outside system:masters): the apiserver answers
+         * HTTP there, past the bound-but-silent start whose handshakes hang, which is what leaving a master
+         * out protects clients from; whether its checks pass, this identity cannot read. It counts. */
         if (r == -EACCES)
                 r = 0;
         _cleanup_free_ char *said =

@@ -262,6 +262,12 @@ int kube_probe(KubeClient *c, const char *endpoint, usec_t deadline, char **ret_
                 http_response_done(&resp);
                 return 0;
         }
+        /* A refusal (401, 403) is a Status that says who may not read what; a failing check is text. */
+        if (resp.body && resp.body[0] == '{') {
+                r = kube_status_error(resp.status, resp.body, resp.body_len, &ref, false, ret_error);
+                http_response_done(&resp);
+                return r;
+        }
         _cleanup_free_ char *failed = probe_failures(&resp);
         r = kube_status_to_errno(resp.status, NULL);
         r = error_setf(ret_error, r < 0 ? r : -EPROTO, "%s: %ld%s%s", what, resp.status,

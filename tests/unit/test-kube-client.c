@@ -454,26 +454,33 @@ static void test_stop_ends_wait(void **state) {
         free_vectors(v, 1);
 }
 
+/* 200; a failing check (500, text) named; a refusal (403, a Status: RBAC let the node not read /readyz)
+ * -EACCES with the API's message. */
 static void test_probe(void **state) {
-        const char *names[] = { "kube/readyz-200.http", "kube/readyz-500.http" };
-        char *v[2];
-        size_t lens[2];
+        const char *names[] = { "kube/readyz-200.http", "kube/readyz-500.http",
+                                "kube/readyz-403-node.http" };
+        char *v[3];
+        size_t lens[3];
         Replay o;
-        start_vectors(&o, names, 2, false, v, lens);
+        start_vectors(&o, names, 3, false, v, lens);
         KubeClient *c = client_for(&o);
         char *err = NULL;
         assert_int_equal(kube_probe(c, "readyz", 0, &err), 0);
         assert_int_equal(kube_probe(c, "readyz", 0, &err), -EIO);
         assert_string_equal(err, "/readyz: 500: [-]etcd failed: reason withheld");
+        assert_int_equal(kube_probe(c, "readyz", 0, &err), -EACCES);
+        assert_string_equal(err,
+                            "/readyz: 403 Forbidden: forbidden: User \"system:node:n1\" cannot get path "
+                            "\"/readyz\"");
         free(err);
         err = NULL;
         size_t n;
         free(replay_stop(&o, &n));
-        assert_int_equal(n, 2); /* a probe is not retried */
+        assert_int_equal(n, 3); /* a probe is not retried */
         assert_int_equal(kube_probe(c, "healthz", 0, &err), -EINVAL);
         free(err);
         kube_client_free(c);
-        free_vectors(v, 2);
+        free_vectors(v, 3);
 }
 
 /* connect_to through kube_client_override: the server URL names api.internal of a cluster nobody resolves,
