@@ -148,10 +148,10 @@ int dns_rrset_add_address(DnsRRset *s, const char *address) {
         r = dns_address_parse(canonical, bin, &blen);
         if (r < 0)
                 return r;
-        size_t n = strv_length(s->addresses), lo;
+        size_t n = strv_length(s->addresses), pos;
         /* Sorted input (a copy of another RRset) appends: one comparison with the last. */
-        if (rrset_search(s, n > 0 && address_compare_parsed(s->addresses[n - 1], bin, blen) < 0 ? n : 0, bin,
-                         blen, &lo))
+        bool after_last = n > 0 && address_compare_parsed(s->addresses[n - 1], bin, blen) < 0;
+        if (rrset_search(s, after_last ? n : 0, bin, blen, &pos))
                 return 0;
         char **l = reallocarray(s->addresses, n + 2, sizeof(char *));
         if (!l)
@@ -162,8 +162,8 @@ int dns_rrset_add_address(DnsRRset *s, const char *address) {
         char *copy = strdup(canonical);
         if (!copy)
                 return -ENOMEM;
-        memmove(l + lo + 1, l + lo, (n + 1 - lo) * sizeof(char *)); /* with the terminating NULL */
-        l[lo] = copy;
+        memmove(l + pos + 1, l + pos, (n + 1 - pos) * sizeof(char *)); /* with the terminating NULL */
+        l[pos] = copy;
         return 0;
 }
 
@@ -378,8 +378,10 @@ int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const 
         if (!listed)
                 return -ENOMEM;
         size_t n_listed = 0;
-        for (size_t i = 0; i < view->n_masters; i++)
-                n_listed += listed[i] = hold_all(served, canonical, view->masters[i].internal_ips);
+        for (size_t i = 0; i < view->n_masters; i++) {
+                listed[i] = hold_all(served, canonical, view->masters[i].internal_ips);
+                n_listed += listed[i];
+        }
         const MasterNode *me = self ? cluster_view_find_master(view, self) : NULL;
         bool self_listed = me && listed[me - view->masters];
         bool self_serves = me && strv_contains(readiness->ready, self);

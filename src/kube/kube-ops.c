@@ -259,19 +259,17 @@ int kube_probe(KubeClient *c, const char *endpoint, usec_t deadline, char **ret_
         if (r < 0)
                 return r;
         if (resp.status == 200) {
-                http_response_done(&resp);
-                return 0;
-        }
-        /* A refusal (401, 403) is a Status that says who may not read what; a failing check is text. */
-        if (resp.body && resp.body[0] == '{') {
+                r = 0;
+        } else if (resp.body && resp.body[0] == '{') {
+                /* a refusal (401, 403) is a Status that says who may not read what */
                 r = kube_status_error(resp.status, resp.body, resp.body_len, &ref, false, ret_error);
-                http_response_done(&resp);
-                return r;
+        } else {
+                /* a failing check is text: its [-] lines say which */
+                _cleanup_free_ char *failed = probe_failures(&resp);
+                r = kube_status_to_errno(resp.status, NULL);
+                r = error_setf(ret_error, r < 0 ? r : -EPROTO, "%s: %ld%s%s", what, resp.status,
+                               isempty(failed) ? "" : ": ", strempty(failed));
         }
-        _cleanup_free_ char *failed = probe_failures(&resp);
-        r = kube_status_to_errno(resp.status, NULL);
-        r = error_setf(ret_error, r < 0 ? r : -EPROTO, "%s: %ld%s%s", what, resp.status,
-                       isempty(failed) ? "" : ": ", strempty(failed));
         http_response_done(&resp);
         return r;
 }

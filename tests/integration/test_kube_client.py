@@ -93,6 +93,10 @@ class Api:
         assert p.returncode == 0, p.stderr
         return p.stdout
 
+    def get_json(self, path):
+        """The body of a GET as protokube, parsed."""
+        return json.loads(self.curl("GET", path).partition(b"\r\n\r\n")[2])
+
 
 def netns(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
@@ -319,7 +323,7 @@ def test_readyz_forbidden_is_403(api):
     and system:discovery): then an identity outside system:masters reads 403, which the probe reports as such
     (-EACCES: the daemon's API rule counts that server as serving, src/daemon/pass-api.c) while protokube's own
     identity still reads 200. The bindings are put back as they were."""
-    kept = [json.loads(api.curl("GET", f"{BINDINGS}/{b}").partition(b"\r\n\r\n")[2]) for b in READYZ_BINDINGS]
+    kept = [api.get_json(f"{BINDINGS}/{b}") for b in READYZ_BINDINGS]
     assert all(k.get("kind") == "ClusterRoleBinding" for k in kept), kept
     kubelet = ["--kubeconfig", os.path.join(api.pki, "kubelet", "kubeconfig")]
     try:
@@ -343,7 +347,7 @@ def test_readyz_forbidden_is_403(api):
                 k["metadata"].pop(f, None)
             api.curl("POST", BINDINGS, json.dumps(k), "application/json")
     for b, k in zip(READYZ_BINDINGS, kept):
-        again = json.loads(api.curl("GET", f"{BINDINGS}/{b}").partition(b"\r\n\r\n")[2])
+        again = api.get_json(f"{BINDINGS}/{b}")
         assert again["subjects"] == k["subjects"] and again["roleRef"] == k["roleRef"], again
 
 
