@@ -529,6 +529,8 @@ static int build_component(Ctx *ctx, const ClusterSpec *wspec, Component c, cons
                         r = pod_kv_set(&pod->containers[0].env_field_refs, HOST_IP_ENV, "status.hostIP");
                 if (r >= 0)
                         r = place_on_masters(pod);
+                if (r >= 0)
+                        r = pod_kv_set(&pod->node_selector, SELF_HOSTED_APISERVER_LABEL, "true");
                 if (r < 0)
                         return r;
                 return workload_wrap(ctx, c, WORKLOAD_DAEMON_SET, &pod, 0, p->pod_annotations);

@@ -18,6 +18,11 @@
 
 #include "spec/spec.h"
 
+/* The self-hosted kube-apiserver runs on the masters whose Node carries this label ="true": the pivot sets
+ * it on one master at a time, once that master is out of the API's names (docs/pivot.md, "One apiserver
+ * starting at a time"), so that no client is sent to an apiserver that binds its port before it serves. */
+#define SELF_HOSTED_APISERVER_LABEL "protokube.io/self-hosted-apiserver"
+
 typedef enum SelfHostedKind {
         /* in the order they are applied: what a pod refers to exists before the pod */
         SELF_HOSTED_SERVICE_ACCOUNT,

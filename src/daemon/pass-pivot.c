@@ -118,6 +118,8 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 .assets = &pp->assets,
                 .pod_annotations = pp->pod_annotations.list,
         };
+        if (spec->dns.ttl.set && spec->dns.ttl.value > 0)
+                pp->settings.names_ttl = (usec_t)spec->dns.ttl.value * USEC_PER_SEC;
         if (deadline_from_env("PROTOKUBE_PIVOT_READY_DEADLINE", &pp->settings.ready_deadline) < 0 ||
             deadline_from_env("PROTOKUBE_PIVOT_RESTORE_DEADLINE", &pp->settings.restore_deadline) < 0)
                 return -EINVAL;
@@ -150,6 +152,11 @@ int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret) {
         }
         *ret = d;
         return 0;
+}
+
+void pass_pivot_set_names_listed(PassPivot *pp, bool listed) {
+        pp->settings.names_known = true;
+        pp->settings.names_listed = listed;
 }
 
 const PivotRecord *pass_pivot_record(const PassPivot *pp) {

@@ -27,6 +27,7 @@ void pass_observation_done(PassObservation *o) {
         dns_rrset_list_done(&o->dns_served);
         strv_free(o->api.probed);
         strv_free(o->api.ready);
+        strv_free(o->api.out);
         strv_free(o->api_why);
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);
@@ -97,11 +98,28 @@ static void observe_dns(Pass *p, PassObservation *o) {
         }
 }
 
+/* The pivot's record (docs/pivot.md): a master that retired its bootstrap manifests, or saw the pivot
+ * complete, must not get them back from the pass. A record that cannot be read keeps them away too: writing
+ * them could undo a pivot. Read first: the API's names follow the pivot's turns while it is under way. */
+static int observe_pivot_record(Pass *p, PassObservation *o) {
+        _cleanup_free_ char *error = NULL;
+        int r = pivot_record_load(p->node.state_dir ?: STATE_DIR_DEFAULT, &o->pivot_record, &error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_error("%s: the bootstrap control-plane manifests are not written this pass.", error);
+                o->pivot_record = (PivotRecord){ .removed_at = 1 };
+        }
+        return 0;
+}
+
 int pass_observe(Pass *p, PassObservation *ret) {
         /* filled in place: the planner's input points into it */
         PassObservation *o = ret;
         *o = (PassObservation){ .realtime = now(CLOCK_REALTIME) };
         _cleanup_free_ char *detail = NULL;
+        if (observe_pivot_record(p, o) < 0)
+                return log_oom();
         int r = volumes_observe(p->provider, &p->cfg, &o->volumes, &detail);
         if (r == -ENOMEM)
                 return log_oom();
@@ -140,19 +158,6 @@ int pass_observe(Pass *p, PassObservation *ret) {
                 pass_observation_done(o);
                 return log_error_errno(r, "Failed to read the manifest directory '%s': %m",
                                        p->node.manifest_dir);
-        }
-        /* The pivot's record (docs/pivot.md): a master that retired its bootstrap manifests, or saw the
-         * pivot complete, must not get them back from the pass. A record that cannot be read keeps them
-         * away too: writing them could undo a pivot. */
-        _cleanup_free_ char *error = NULL;
-        r = pivot_record_load(p->node.state_dir ?: STATE_DIR_DEFAULT, &o->pivot_record, &error);
-        if (r == -ENOMEM) {
-                pass_observation_done(o);
-                return log_oom();
-        }
-        if (r < 0) {
-                log_error("%s: the bootstrap control-plane manifests are not written this pass.", error);
-                o->pivot_record = (PivotRecord){ .removed_at = 1 };
         }
         return 0;
 }

@@ -536,7 +536,12 @@ static int pivot_for_pass(const Pass *p, const PassObservation *o, const PassPla
         const char *name = o->volumes_error < 0 ? NULL : o->volumes.node.name;
         if (!ip || !name || main_members(plan->view) == 0)
                 return 1;
-        return pass_pivot_open(p->spec, &p->node, name, ip, main_members(plan->view), ret);
+        int r = pass_pivot_open(p->spec, &p->node, name, ip, main_members(plan->view), ret);
+        _cleanup_free_ char *host = NULL;
+        if (r >= 0 && o->dns_error >= 0 && o->dns && api_dns_name(p->spec->dns.internal_suffix, &host) >= 0)
+                pass_pivot_set_names_listed(
+                    *ret, dns_rrsets_hold_all(&o->dns_served, host, o->volumes.node.internal_ips));
+        return r;
 }
 
 /* spec selfHosted: true, each pass after the control-plane manifests (docs/pivot.md): the checkpoint's step,

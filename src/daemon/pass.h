@@ -260,6 +260,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(PassPivot *, pass_pivot_free)
 /* Observes and decides; with apply, takes the step. *ret: the decision (pivot_decision_done() it). Logs. */
 int pass_pivot_step(PassPivot *pp, bool apply, PivotDecision *ret);
 const PivotRecord *pass_pivot_record(const PassPivot *pp);
+/* What the pass read of the API's names: whether they hold this master's address (the pivot's turn waits
+ * for them to leave it out). Without it the pivot waits PIVOT_NAMES_SETTLE instead. */
+void pass_pivot_set_names_listed(PassPivot *pp, bool listed);
 /* The checkpoint's step of this pass (checkpoint_step(), docs/pivot.md): logs a change, reports the
  * checkpoint (active, its generation's time) and, while it is active, waits with the next pass soon. */
 void pass_checkpoint_run(PassPivot *pp, PassReport *rep);

@@ -387,6 +387,14 @@ int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const 
         bool self_serves = me && strv_contains(readiness->ready, self);
         for (size_t i = 0; i < view->n_masters; i++) {
                 const MasterNode *m = &view->masters[i];
+                bool others_listed = n_listed > (size_t)listed[i];
+                /* its pivot turn: the others serve while its self-hosted apiserver binds the port */
+                if (others_listed &&
+                    (strv_contains(readiness->out, m->name) || (!listed[i] && readiness->out_unknown))) {
+                        if (strv_extend(&out, m->name) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
                 if (listed[i] || strv_contains(readiness->ready, m->name))
                         continue;
                 /* This master leaves itself out while another is listed: the others serve meanwhile, and

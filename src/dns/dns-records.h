@@ -91,11 +91,17 @@ bool dns_rrsets_hold_all(const DnsRRsetList *served, const char *name, char *con
 typedef struct DnsApiReadiness {
         char **probed; /* node names */
         char **ready;  /* of probed, the ones that answered 200 */
+        /* The self-hosted pivot's turns (docs/pivot.md): the masters whose Node asks to be left out while
+         * their self-hosted apiserver starts; out_unknown: a pivot is under way and that was not read. */
+        char **out;
+        bool out_unknown;
 } DnsApiReadiness;
 
-/* The masters of view that the API's names leave out this pass (pure; docs/dns.md). A master in the names
+/* The masters of view that the API's names leave out this pass (pure; docs/dns.md). A master whose Node asks
+ * to be out for its pivot turn is left out while another master is listed. Otherwise a master in the names
  * (listed: all its internal addresses in api_name as served now) stays: a removal is the volumes' business,
- * never a failed probe. One not listed whose apiserver answered 200 goes in. Of the others:
+ * never a failed probe. One not listed whose apiserver answered 200 goes in (not while a pivot's turns are
+ * not known and another master is listed). Of the others:
  *   - self (this master): left out while another master is listed; they add it when it answers;
  *   - another master: left out when self's own apiserver answered (and self is in view: in the names, or
  *     about to be); put in by a listed self whose apiserver does not answer (leaving it out would protect no

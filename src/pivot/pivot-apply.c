@@ -158,14 +158,17 @@ static usec_t deadline(const Pivot *p) {
         return now(CLOCK_MONOTONIC) + (p->settings->call_timeout ?: 10 * USEC_PER_SEC);
 }
 
-/* kubelet 1.20 refuses node-role labels in --node-labels: protokube labels its own Node, and taints it so
- * that only what tolerates the masters runs there. Server-side apply: it owns just these two fields.
+/* This master's Node as protokube keeps it: labelled a master and tainted (kubelet 1.20 refuses node-role
+ * labels in --node-labels, so protokube labels its own Node, and taints it so that only what tolerates the
+ * masters runs there), labelled for its self-hosted apiserver once its turn started it, and annotated out of
+ * the API's names during its turn. Server-side apply: protokube owns just these fields, and each apply
+ * names all of them (a field it applied before and leaves out now is removed: how the annotation goes).
  *
  * Only a Node kubelet has registered: an apply would create a missing one without a status, and kubelet 1.20
  * then panics registering over it (reconcileHugePageResource writes into the nil capacity map) and the node
  * never joins. So the Node is read first (none yet: nothing to do, the next pass looks again), and the apply
  * carries its resourceVersion: if the Node went away in between, the API refuses instead of creating it. */
-static int label_node(Pivot *p, char **ret_error) {
+static int apply_node(Pivot *p, bool apiserver_started, bool names_out, char **ret_error) {
         _cleanup_(json_decrefp) json_t *node = NULL;
         _cleanup_free_ char *err = NULL;
         int r = kube_get(p->api, "v1", "Node", NULL, p->settings->node_name, deadline(p), &node, &err);
@@ -181,13 +184,15 @@ static int label_node(Pivot *p, char **ret_error) {
         if (!version)
                 return error_setf(ret_error, -EBADMSG, "Node %s has no metadata.resourceVersion",
                                   p->settings->node_name);
-        _cleanup_free_ char *text =
-            strprintf("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
-                      "\"resourceVersion\":\"%s\","
-                      "\"labels\":{\"" PIVOT_MASTER_LABEL
-                      "\":\"\"}},\"spec\":{\"taints\":[{\"key\":\"" PIVOT_MASTER_LABEL
-                      "\",\"effect\":\"NoSchedule\"}]}}",
-                      p->settings->node_name, version);
+        _cleanup_free_ char *text = strprintf(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+            "\"resourceVersion\":\"%s\",%s"
+            "\"labels\":{\"" PIVOT_MASTER_LABEL
+            "\":\"\"%s}},\"spec\":{\"taints\":[{\"key\":\"" PIVOT_MASTER_LABEL
+            "\",\"effect\":\"NoSchedule\"}]}}",
+            p->settings->node_name, version,
+            names_out ? "\"annotations\":{\"" PIVOT_NAMES_ANNOTATION "\":\"" PIVOT_NAMES_OUT "\"}," : "",
+            apiserver_started ? ",\"" SELF_HOSTED_APISERVER_LABEL "\":\"true\"" : "");
         if (!text)
                 return -ENOMEM;
         return kube_apply_document(p->api, text, strlen(text), deadline(p), NULL, ret_error);
@@ -328,15 +333,67 @@ static int mark_complete(Pivot *p, char **ret_error) {
         return kube_apply_document(p->api, text, strlen(text), deadline(p), NULL, ret_error);
 }
 
-int pivot_apply(Pivot *p, const PivotDecision *d, char **ret_error) {
-        int r;
-        if (p->obs.api_ready && !p->self_labelled && d->step != PIVOT_DONE) {
-                _cleanup_free_ char *err = NULL;
-                r = label_node(p, &err);
-                if (r < 0)
-                        return error_setf(ret_error, r, "labelling Node %s as a master: %s",
-                                          p->settings->node_name, strna(err));
+static const PivotMaster *own_master(const Pivot *p) {
+        for (size_t i = 0; i < p->obs.n_masters; i++)
+                if (streq(p->masters[i].node, p->settings->node_name))
+                        return &p->masters[i];
+        return NULL;
+}
+
+/* The time of a step of this master's turn in the record, kept before the step acts: a crash after the
+ * Node's change still finds when it began. */
+static int record_once(Pivot *p, usec_t *at, char **ret_error) {
+        if (*at != 0)
+                return 0;
+        *at = now(CLOCK_REALTIME);
+        return save_record(p, ret_error);
+}
+
+/* The Node's labels and annotation after the step: what they are, changed by the steps of the turn; once
+ * complete, every master runs the self-hosted apiserver (a master that joins later gets the label). */
+static int keep_node(Pivot *p, const PivotDecision *d, char **ret_error) {
+        const PivotMaster *me = own_master(p);
+        bool started = me && me->apiserver_started, out = me && me->names_out;
+        int r = 0;
+        if (!p->obs.api_ready || (d->step == PIVOT_DONE && !p->self_labelled))
+                return 0;
+        switch (d->step) {
+        case PIVOT_LEAVE_API_NAMES:
+                r = record_once(p, &p->record.names_left_at, ret_error);
+                out = true;
+                break;
+        case PIVOT_START_SELF_HOSTED:
+                r = record_once(p, &p->record.started_at, ret_error);
+                started = true;
+                break;
+        case PIVOT_REJOIN_API_NAMES:
+                out = false;
+                break;
+        case PIVOT_DONE:
+                started = true;
+                out = false;
+                break;
+        default:
+                break;
         }
+        if (r < 0 || (p->self_labelled && me && started == me->apiserver_started && out == me->names_out))
+                return r;
+        _cleanup_free_ char *err = NULL;
+        r = apply_node(p, started, out, &err);
+        if (r < 0)
+                return error_setf(ret_error, r, "applying Node %s's master label, taint and pivot turn: %s",
+                                  p->settings->node_name, strna(err));
+        return 0;
+}
+
+int pivot_apply(Pivot *p, const PivotDecision *d, char **ret_error) {
+        int r = keep_node(p, d, ret_error);
+        if (r < 0)
+                return r;
+        /* the names leave this master out as DNS was read: the clients' caches drain from now */
+        if (d->step == PIVOT_WAIT_API_NAMES && p->settings->names_known && !p->settings->names_listed &&
+            p->record.names_left_at != 0)
+                return record_once(p, &p->record.names_gone_at, ret_error);
         switch (d->step) {
         case PIVOT_APPLY_ASSETS:
                 return apply_assets(p, ret_error);

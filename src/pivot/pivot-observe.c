@@ -96,7 +96,14 @@ static int observe_masters(Pivot *p, char **ret_error) {
                 const char *kept = keep(p, strdup(name));
                 if (!kept)
                         return -ENOMEM;
-                p->masters[p->obs.n_masters++].node = kept;
+                json_t *md = jget(n, "metadata", NULL);
+                p->masters[p->obs.n_masters++] = (PivotMaster){
+                        .node = kept,
+                        .apiserver_started =
+                            streq_ptr(jstr(jget(md, "labels", NULL), SELF_HOSTED_APISERVER_LABEL), "true"),
+                        .names_out = streq_ptr(jstr(jget(md, "annotations", NULL), PIVOT_NAMES_ANNOTATION),
+                                               PIVOT_NAMES_OUT),
+                };
                 if (streq(name, p->settings->node_name))
                         p->self_labelled = true;
         }
@@ -184,8 +191,10 @@ static int observe_pod(Pivot *p, const json_t *pod) {
                 for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
                         const char *rest = startswith(name, pivot_component_name(c));
                         PivotMaster *m = rest && rest[0] == '-' ? master_named(p, rest + 1) : NULL;
-                        if (m)
+                        if (m) {
                                 m->bootstrap_mirror[c] = true;
+                                m->bootstrap_ready[c] = pod_ready(pod);
+                        }
                 }
                 return 0;
         }
@@ -358,6 +367,9 @@ static int observe_disk(Pivot *p, char **ret_error) {
                 return r;
         p->obs.assets_applied_at = p->record.assets_applied_at;
         p->obs.removed_at = p->record.removed_at;
+        p->obs.names_left_at = p->record.names_left_at;
+        p->obs.names_gone_at = p->record.names_gone_at;
+        p->obs.started_at = p->record.started_at;
         return 0;
 }
 
@@ -386,6 +398,8 @@ int pivot_observe(Pivot *p, char **ret_error) {
         p->obs.masters_expected = s->masters_expected;
         p->obs.ready_deadline = s->ready_deadline;
         p->obs.restore_deadline = s->restore_deadline;
+        p->obs.names_ttl = s->names_ttl;
+        p->obs.names_listed = s->names_known ? s->names_listed : -1;
         r = observe_disk(p, ret_error);
         if (r < 0)
                 return r;

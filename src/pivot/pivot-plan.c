@@ -21,10 +21,14 @@ static const char *const step_names[_PIVOT_STEP_MAX] = {
         [PIVOT_APPLY_ASSETS] = "apply-assets",
         [PIVOT_WAIT_SELF_HOSTED] = "wait-self-hosted",
         [PIVOT_WAIT_TURN] = "wait-turn",
+        [PIVOT_LEAVE_API_NAMES] = "leave-api-names",
+        [PIVOT_WAIT_API_NAMES] = "wait-api-names",
+        [PIVOT_START_SELF_HOSTED] = "start-self-hosted",
         [PIVOT_REMOVE_BOOTSTRAP] = "remove-bootstrap",
         [PIVOT_WAIT_LOCAL] = "wait-local",
         [PIVOT_RESTORE_BOOTSTRAP] = "restore-bootstrap",
         [PIVOT_WAIT_MIRRORS_GONE] = "wait-mirrors-gone",
+        [PIVOT_REJOIN_API_NAMES] = "rejoin-api-names",
         [PIVOT_MARK_COMPLETE] = "mark-complete",
         [PIVOT_RENEW_CERTIFICATES] = "renew-certificates",
         [PIVOT_DONE] = "done",
@@ -118,25 +122,43 @@ static int decide_after_removal(const PivotObservation *obs, const PivotMaster *
                    ?: 1;
 }
 
-/* Every master's self-hosted pods Ready, or the wait (or, past the deadline and before this master removed
- * anything, the failure). 1 with a decision, 0 when all are Ready. */
+/* The deadline of a self-hosted pod that is not Ready, or 0 when this master does not judge it: its own
+ * self-hosted apiserver from its start (its turn), the other components from the assets' application.
+ * Another master's apiserver is that master's to judge: it started at its own turn, which this one did not
+ * see. */
+static usec_t not_ready_since(const PivotObservation *obs, const PivotMaster *m, PivotComponent c) {
+        if (c != PIVOT_APISERVER)
+                return obs->assets_applied_at;
+        if (!streq(m->node, obs->self))
+                return 0;
+        return MAX(obs->assets_applied_at, obs->started_at);
+}
+
+/* Every master's self-hosted pods Ready (a master's apiserver once its turn started it; only the apiservers
+ * with apiservers_only), or the wait (or, past the deadline and before this master removed anything, the
+ * failure). 1 with a decision, 0 when all are Ready. A turn starts its apiserver whatever the Deployments
+ * do; the bootstrap pods go, and the pivot completes, only with every self-hosted pod Ready. */
 static int decide_self_hosted(const PivotObservation *obs, const PivotMaster *const *sorted,
-                              PivotDecision *ret) {
+                              bool apiservers_only, PivotDecision *ret) {
         for (size_t i = 0; i < obs->n_masters; i++)
                 for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
-                        if (sorted[i]->self_hosted_ready[c])
+                        if (sorted[i]->self_hosted_ready[c] || (apiservers_only && c != PIVOT_APISERVER) ||
+                            (c == PIVOT_APISERVER && !sorted[i]->apiserver_started))
                                 continue;
                         const char *reason = sorted[i]->self_hosted_reasons[c]
                                                  ?: c == PIVOT_APISERVER && sorted[i]->self_hosted_reason
                                                     ? sorted[i]->self_hosted_reason
                                                     : "not Ready";
-                        usec_t waited = elapsed(obs->assets_applied_at, obs->now);
-                        if (waited > ready_deadline(obs) && obs->removed_at == 0)
+                        usec_t since = not_ready_since(obs, sorted[i], c), waited = elapsed(since, obs->now);
+                        if (since && waited > ready_deadline(obs) && obs->removed_at == 0)
                                 return decide(ret, PIVOT_FAILED, sorted[i]->node, c,
-                                              strprintf("self-hosted %s on %s is not Ready %llu s after the "
-                                                        "assets were applied (%s): the bootstrap pods stay",
+                                              strprintf("self-hosted %s on %s is not Ready %llu s after %s "
+                                                        "(%s): the bootstrap pods stay",
                                                         component_names[c], sorted[i]->node,
-                                                        (unsigned long long)(waited / USEC_PER_SEC), reason))
+                                                        (unsigned long long)(waited / USEC_PER_SEC),
+                                                        c == PIVOT_APISERVER ? "it was started"
+                                                                             : "the assets were applied",
+                                                        reason))
                                            ?: 1;
                         return decide(ret, PIVOT_WAIT_SELF_HOSTED, sorted[i]->node, c,
                                       strprintf("waiting for self-hosted %s on %s (%s)", component_names[c],
@@ -146,28 +168,92 @@ static int decide_self_hosted(const PivotObservation *obs, const PivotMaster *co
         return 0;
 }
 
-/* Whose turn it is to retire its bootstrap pods: the first master by name that still has them. */
+/* This master's turn while its bootstrap pods run: out of the API's names (with more than one master: the
+ * others serve meanwhile), the clients' caches drained, then its self-hosted apiserver started; once that is
+ * Ready (decide_self_hosted), the bootstrap manifests go. */
+static int decide_own_start(const PivotObservation *obs, const PivotMaster *const *sorted, size_t self,
+                            PivotDecision *ret) {
+        const PivotMaster *me = sorted[self];
+        if (me->apiserver_started) {
+                int r = decide_self_hosted(obs, sorted, false, ret);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                return decide(ret, PIVOT_REMOVE_BOOTSTRAP, me->node, PIVOT_APISERVER,
+                              strprintf("%s: every self-hosted pod is Ready and the API serves: "
+                                        "removing its bootstrap manifests",
+                                        me->node));
+        }
+        /* out of the names, the others carry every client: each of them must serve (a master still
+         * starting its bootstrap apiserver at the cold start would leave the clients fewer) */
+        for (size_t i = 0; !me->names_out && i < obs->n_masters; i++)
+                if (i != self && !sorted[i]->bootstrap_ready[PIVOT_APISERVER] &&
+                    !sorted[i]->self_hosted_ready[PIVOT_APISERVER])
+                        return decide(
+                            ret, PIVOT_WAIT_TURN, sorted[i]->node, PIVOT_APISERVER,
+                            strprintf("%s: waiting for the kube-apiserver on %s to be Ready before "
+                                      "leaving the API's names to it",
+                                      me->node, sorted[i]->node));
+        if (obs->n_masters > 1 && !me->names_out)
+                return decide(ret, PIVOT_LEAVE_API_NAMES, me->node, PIVOT_APISERVER,
+                              strprintf("%s: its turn: leaving the API's names before its self-hosted "
+                                        "kube-apiserver binds the port",
+                                        me->node));
+        if (obs->n_masters > 1) {
+                usec_t gone = obs->names_gone_at;
+                if (!gone && obs->names_listed < 0 && obs->names_left_at)
+                        gone = obs->names_left_at + PIVOT_NAMES_SETTLE;
+                if (obs->names_listed > 0 || !gone || obs->now < gone + obs->names_ttl)
+                        return decide(
+                            ret, PIVOT_WAIT_API_NAMES, me->node, PIVOT_APISERVER,
+                            obs->names_listed > 0 || !gone
+                                ? strprintf("%s: waiting for the API's names to leave it out", me->node)
+                                : strprintf("%s: out of the API's names: waiting %llu s of the "
+                                            "names' TTL for clients' caches",
+                                            me->node,
+                                            (unsigned long long)((gone + obs->names_ttl - obs->now) /
+                                                                 USEC_PER_SEC)));
+        }
+        return decide(ret, PIVOT_START_SELF_HOSTED, me->node, PIVOT_APISERVER,
+                      strprintf("%s: %s: starting its self-hosted kube-apiserver", me->node,
+                                obs->n_masters > 1 ? "no client is sent to it" : "the only master"));
+}
+
+/* A master whose turn is not over: it has bootstrap pods (mirrors, or manifests on this master's disk), it
+ * has not started its self-hosted apiserver, or it is still out of the API's names. */
+static bool turn_open(const PivotObservation *obs, const PivotMaster *m, bool mine) {
+        return any(m->bootstrap_mirror) || (mine && any(obs->local_bootstrap)) || !m->apiserver_started ||
+               m->names_out;
+}
+
+/* Whose turn it is: the first master by name whose turn is not over. */
 static int decide_turn(const PivotObservation *obs, const PivotMaster *const *sorted, size_t self,
                        PivotDecision *ret) {
         const PivotMaster *me = sorted[self];
         for (size_t i = 0; i < obs->n_masters; i++) {
                 bool mine = i == self;
-                if (!any(sorted[i]->bootstrap_mirror) && !(mine && any(obs->local_bootstrap)))
+                if (!turn_open(obs, sorted[i], mine))
                         continue;
                 if (!mine)
-                        return decide(
-                            ret, PIVOT_WAIT_TURN, sorted[i]->node, PIVOT_APISERVER,
-                            strprintf("waiting for %s to retire its bootstrap pods first", sorted[i]->node));
-                if (any(obs->local_bootstrap))
-                        return decide(ret, PIVOT_REMOVE_BOOTSTRAP, me->node, PIVOT_APISERVER,
-                                      strprintf("%s: every self-hosted pod is Ready and the API serves: "
-                                                "removing its bootstrap manifests",
+                        return decide(ret, PIVOT_WAIT_TURN, sorted[i]->node, PIVOT_APISERVER,
+                                      strprintf("waiting for %s to take its turn first (self-hosted "
+                                                "kube-apiserver, bootstrap pods retired, back in the "
+                                                "API's names)",
+                                                sorted[i]->node));
+                if (any(obs->local_bootstrap) || !me->apiserver_started)
+                        return decide_own_start(obs, sorted, self, ret);
+                if (any(me->bootstrap_mirror))
+                        return decide(ret, PIVOT_WAIT_MIRRORS_GONE, me->node, PIVOT_APISERVER,
+                                      strprintf("%s: waiting for kubelet to delete the mirror pods of its "
+                                                "removed bootstrap pods",
                                                 me->node));
-                return decide(ret, PIVOT_WAIT_MIRRORS_GONE, me->node, PIVOT_APISERVER,
-                              strprintf("%s: waiting for kubelet to delete the mirror pods of its removed "
-                                        "bootstrap pods",
+                return decide(ret, PIVOT_REJOIN_API_NAMES, me->node, PIVOT_APISERVER,
+                              strprintf("%s: its self-hosted kube-apiserver serves alone: back into the "
+                                        "API's names",
                                         me->node));
         }
+        int r = decide_self_hosted(obs, sorted, false, ret);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (obs->complete)
                 return decide(ret, PIVOT_DONE, NULL, PIVOT_APISERVER,
                               strdup("the control plane is self-hosted"));
@@ -215,7 +301,7 @@ int pivot_decide(const PivotObservation *obs, PivotDecision *ret) {
                               strprintf("waiting for every master to register: %zu of %zu Nodes carry the "
                                         "master label",
                                         obs->n_masters, obs->masters_expected));
-        r = decide_self_hosted(obs, sorted, ret);
+        r = decide_self_hosted(obs, sorted, true, ret);
         if (r != 0)
                 return r < 0 ? r : 0;
         return decide_turn(obs, sorted, self, ret);

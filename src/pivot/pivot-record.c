@@ -13,10 +13,12 @@
 
 #define RECORD_MAX 4096
 
-static const char *const keys[] = { "assets_applied_at", "removed_at", "complete_at" };
+static const char *const keys[] = { "assets_applied_at", "removed_at",    "complete_at",
+                                    "names_left_at",     "names_gone_at", "started_at" };
 
 static usec_t *field(PivotRecord *r, size_t i) {
-        usec_t *f[] = { &r->assets_applied_at, &r->removed_at, &r->complete_at };
+        usec_t *f[] = { &r->assets_applied_at, &r->removed_at,    &r->complete_at,
+                        &r->names_left_at,     &r->names_gone_at, &r->started_at };
         return f[i];
 }
 
@@ -73,9 +75,11 @@ int pivot_record_save(const char *state_dir, const PivotRecord *rec, char **ret_
         _cleanup_free_ char *path = strjoin(state_dir, "/" PIVOT_RECORD_FILE);
         _cleanup_free_ char *text =
             strprintf("# protokube's pivot record (docs/pivot.md)\n"
-                      "assets_applied_at=%llu\nremoved_at=%llu\ncomplete_at=%llu\n",
+                      "assets_applied_at=%llu\nremoved_at=%llu\ncomplete_at=%llu\n"
+                      "names_left_at=%llu\nnames_gone_at=%llu\nstarted_at=%llu\n",
                       (unsigned long long)rec->assets_applied_at, (unsigned long long)rec->removed_at,
-                      (unsigned long long)rec->complete_at);
+                      (unsigned long long)rec->complete_at, (unsigned long long)rec->names_left_at,
+                      (unsigned long long)rec->names_gone_at, (unsigned long long)rec->started_at);
         int r;
         if (!path || !text)
                 return -ENOMEM;

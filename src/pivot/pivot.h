@@ -19,7 +19,11 @@
 #define PIVOT_DIGEST_ANNOTATION "protokube.io/asset-digest"
 #define PIVOT_MASTER_LABEL      "node-role.kubernetes.io/master"
 #define PIVOT_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
-#define PIVOT_BOOTSTRAP_SUBDIR  "pivot-bootstrap" /* under the state dir: the removed manifests */
+/* On a master's Node, ="out" during its turn: every master's DNS pass leaves it out of the API's names
+ * (dns_api_withheld(); docs/pivot.md, "One apiserver starting at a time") */
+#define PIVOT_NAMES_ANNOTATION "protokube.io/api-names"
+#define PIVOT_NAMES_OUT        "out"
+#define PIVOT_BOOTSTRAP_SUBDIR "pivot-bootstrap" /* under the state dir: the removed manifests */
 
 typedef struct PivotSettings {
         const char *kubeconfig;  /* protokube's (<pki dir>/protokube/kubeconfig): its CA and client cert */
@@ -37,6 +41,10 @@ typedef struct PivotSettings {
         char *const *pod_annotations;
         usec_t call_timeout;                     /* one API call, retries included; 0: 10 s */
         usec_t ready_deadline, restore_deadline; /* 0: the defaults of pivot-plan.h */
+        usec_t names_ttl;                        /* the API's names' TTL (spec dns.ttl) */
+        /* Whether DNS, as the caller read it, holds this master's address in the API's names (the daemon's
+         * pass); names_known false: not read (`protokube pivot`), PIVOT_NAMES_SETTLE stands in. */
+        bool names_known, names_listed;
 } PivotSettings;
 
 typedef struct Pivot {

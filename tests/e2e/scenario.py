@@ -219,6 +219,14 @@ class Scenario:
         self.api = dict(figures["first"], any=figures["any"])
         return self.api
 
+    def api_since(self, t):
+        """The two clients' figures of the probe session just stopped, from wall-clock time t on."""
+        figures = {}
+        for mode, (_, out) in self.probes.items():
+            rows = [r for r in (json.loads(ln) for ln in open(out) if ln.strip()) if r["t"] >= t]
+            figures[mode] = self.probe_figures(rows)
+        return dict(figures["first"], any=figures["any"])
+
     def api_text(self):
         return self.probe_summary(self.api)
 

@@ -18,6 +18,7 @@ The Kubernetes binaries come from scripts/k8s-binaries.sh (a cold build is ~16 m
 the cache the test builds it; it skips only if that build cannot run here (and fails in CI)."""
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import sys
@@ -240,6 +241,7 @@ def test_one_master_runs_protokubes_static_pods(master):
     print(f"\ntimings: {node.timings}; after kubelet started: {phases}; mirror pods {seen}")
 
     api_names_follow_readiness(env, m)
+    api_names_follow_the_pivot_turns(env, m, node)
 
 
 def api_addresses(hosts):
@@ -256,10 +258,15 @@ def api_names_follow_readiness(env, m):
     /readyz (no answer), asks its own (200) and leaves n2 out, saying why; once N2_IP is an address of a's
     namespace, the apiserver there answers for n2, a's pass puts n2 in, and n2's pass keeps it."""
     env.create("main-n2", "main", "b", ["b"], size=64 * MIB)
+    # n2's pki dir starts with protokube's client (the same identity on every master, as if n2's
+    # certificates step had run before): its first pass asks apiservers, which a pass without it does not
+    shutil.copytree(os.path.join(env.base, "pki-a", "protokube"), os.path.join(env.base, "pki-n2", "protokube"),
+                    symlinks=True)  # the pair is a link to its generation (docs/pki.md)
 
     def once(node, ip):
         argv = env.argv("once", node)
         argv[argv.index("--internal-ip") + 1] = ip
+        argv[argv.index("-c") + 1] = node_spec(env, node)
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert p.returncode in (0, 3), f"protokube once --node-name {node}: {p.returncode}\n{p.stderr}"
         return p
@@ -284,3 +291,86 @@ def api_names_follow_readiness(env, m):
     assert api_addresses(m.hosts) == sorted([NODE_IP, N2_IP]), (api_addresses(m.hosts), p.stderr)
     assert "leaves out" not in p.stderr, p.stderr
     PHASES.append(("api.internal follows the apiservers' readiness", time.monotonic()))
+
+
+def node_spec(env, node, self_hosted=False):
+    """The spec as node runs it: its own pki dir (a second master on the same machine must not share a's: its
+    certificates step keeps its own layout there, and took a's etcd-events pairs away from under a's etcd),
+    and selfHosted: true when asked."""
+    with open(env.spec) as f:
+        text = f.read()
+    if node != "a":
+        text = text.replace(os.path.join(env.base, "pki-a"), os.path.join(env.base, f"pki-{node}"))
+    if self_hosted:
+        text = text.replace("  kubernetesVersion: 1.20.2", "  selfHosted: true\n  kubernetesVersion: 1.20.2")
+    path = os.path.join(env.base, f"cluster-{node}{'-selfhosted' if self_hosted else ''}.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def plan_self_hosted(env, m, node, ip):
+    """`protokube plan` (observes and plans, changes nothing) of node with selfHosted: true and a state
+    directory of its own (no pivot record: the pivot is under way), resolving the API's name through the
+    test's hosts file as the daemon's resolver would (/etc/hosts bound over in a mount namespace)."""
+    argv = env.argv("plan", node)
+    argv[argv.index("--internal-ip") + 1] = ip
+    argv[argv.index("-c") + 1] = node_spec(env, node, self_hosted=True)
+    p = subprocess.run(["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
+                        'mount --bind "$0" /etc/hosts && exec "$@"', m.hosts, *argv], capture_output=True,
+                       text=True, timeout=120,
+                       env=dict(os.environ, PROTOKUBE_STATE_DIR=os.path.join(env.base, f"state-{node}")))
+    assert p.returncode == 0, f"protokube plan --node-name {node}: {p.returncode}\n{p.stderr}"
+    return p
+
+
+def api_names_follow_the_pivot_turns(env, m, node):
+    """The pivot's turns in the API's names (docs/pivot.md, "One apiserver starting at a time"), against the
+    real apiserver: with a and n2 listed and a's Node labelled a master, a's Node annotated
+    protokube.io/api-names=out (what the step leave-api-names applies) makes n2's plan and a's leave a out,
+    read from the Nodes through api.internal; without the annotation, a stays. Read through a's apiserver,
+    which answers for both addresses here."""
+    def kubectl(*args):
+        errors = []
+        for _ in range(3):  # a loaded machine's apiserver can miss one 10 s request
+            p = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=10s", *args],
+                               capture_output=True, text=True, timeout=30)
+            if p.returncode == 0:
+                return
+            errors.append(p.stderr.strip())
+            time.sleep(2)
+        raise AssertionError(f"kubectl {' '.join(args)}: {errors}")
+
+    def annotate(value):
+        kubectl("annotate", "--overwrite", "node", "a", f"protokube.io/api-names{'=' + value if value else '-'}")
+
+    def api_replaced(out):
+        """The addresses the plan writes to api.internal's A RRset; None: left as served."""
+        for ln in out.splitlines():
+            w = ln.split()
+            if len(w) == 4 and w[0] == "dns-replace" and w[2] == "A" and \
+                    w[1].rstrip(".") == f"api.internal.{CLUSTER}":
+                return w[3]
+        return None
+
+    # n2's passes (its own pki dir) leave a's control plane as it was: a's apiserver answers
+    deadline = time.monotonic() + 60
+    while not m.readyz() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert m.readyz(), f"a's apiserver does not answer /readyz after n2's passes\n{diagnostics(node)}"
+    # the turns are read from the masters' Nodes, which the pivot labels first (kubelet 1.20 cannot)
+    kubectl("label", "--overwrite", "node", "a", "node-role.kubernetes.io/master=")
+    p = plan_self_hosted(env, m, "n2", N2_IP)
+    assert "leaves out" not in p.stdout and api_replaced(p.stdout) is None, p.stdout
+    annotate("out")
+    try:
+        p = plan_self_hosted(env, m, "n2", N2_IP)
+        assert "leaves out a (its pivot turn: its self-hosted apiserver starts)" in p.stdout, p.stdout + p.stderr
+        assert api_replaced(p.stdout) == N2_IP, p.stdout
+        p = plan_self_hosted(env, m, "a", NODE_IP)  # a takes itself out alike
+        assert api_replaced(p.stdout) == N2_IP, p.stdout
+    finally:
+        annotate("")
+    p = plan_self_hosted(env, m, "n2", N2_IP)
+    assert "leaves out" not in p.stdout and api_replaced(p.stdout) is None, p.stdout
+    PHASES.append(("api.internal follows the pivot's turns", time.monotonic()))

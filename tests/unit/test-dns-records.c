@@ -175,6 +175,7 @@ static void test_rrsets_hold_all(void **state) {
 static void test_api_withheld(void **state) {
         static const struct {
                 const char *what, *listed, *self, *probed, *ready, *withheld;
+                const char *out; /* whose Node asks to be out for its pivot turn; "?": not known */
         } cases[] = {
                 { "all listed: nobody", "abd", "a", "", "", "" },
                 { "cold start, none listed: each master publishes itself", "", "a", "", "", "bd" },
@@ -193,6 +194,15 @@ static void test_api_withheld(void **state) {
                 { "two new masters, this one serves", "a", "a", "abd", "ab", "d" },
                 { "two new masters, seen by one of them: as served", "a", "b", "bd", "", "bd" },
                 { "no self known: as served", "ab", NULL, "d", "", "d" },
+                /* what, listed, self, probed, ready, withheld, out */
+                { "a's pivot turn: another master takes it out", "abd", "b", "", "", "a", "a" },
+                { "a's pivot turn: a takes itself out", "abd", "a", "", "", "a", "a" },
+                { "a's pivot turn: out, and stays out while it answers", "bd", "b", "a", "a", "a", "a" },
+                { "a's pivot turn, nobody else listed: kept", "a", "a", "", "", "", "a" },
+                { "a's pivot turn, nobody listed: the cold start's rule", "", "b", "", "", "ad", "a" },
+                { "turns not known: nobody goes in", "ab", "a", "ad", "ad", "d", "?" },
+                { "turns not known, listed ones stay", "abd", "a", "", "", "", "?" },
+                { "turns not known, nobody listed: the cold start's rule", "", "a", "", "", "bd", "?" },
         };
         char *ips[][2] = { { (char *)"10.0.0.1", NULL },
                            { (char *)"10.0.0.2", NULL },
@@ -219,7 +229,11 @@ static void test_api_withheld(void **state) {
                         assert_int_equal(strv_extend(&probed, (char[]){ *p, 0 }), 0);
                 for (const char *p = cases[c].ready; *p; p++)
                         assert_int_equal(strv_extend(&ready, (char[]){ *p, 0 }), 0);
-                DnsApiReadiness r = { .probed = probed, .ready = ready };
+                _cleanup_strv_free_ char **out = NULL;
+                bool unknown = cases[c].out && streq(cases[c].out, "?");
+                for (const char *p = unknown ? "" : strempty(cases[c].out); *p; p++)
+                        assert_int_equal(strv_extend(&out, (char[]){ *p, 0 }), 0);
+                DnsApiReadiness r = { .probed = probed, .ready = ready, .out = out, .out_unknown = unknown };
                 assert_int_equal(
                     dns_api_withheld(v, &served, "api.internal.x.test", cases[c].self, &r, &got), 0);
                 _cleanup_free_ char *joined = strv_join(got, "");

@@ -22,7 +22,11 @@ static void test_round_trip(void **state) {
         assert_int_equal(pivot_record_load(sub, &r, &err), 0);
         assert_true(r.assets_applied_at == 0 && r.removed_at == 0 && r.complete_at == 0);
 
-        r = (PivotRecord){ .assets_applied_at = 1700000000000001ULL, .removed_at = 1700000000000002ULL };
+        r = (PivotRecord){ .assets_applied_at = 1700000000000001ULL,
+                           .removed_at = 1700000000000002ULL,
+                           .names_left_at = 1700000000000003ULL,
+                           .names_gone_at = 1700000000000004ULL,
+                           .started_at = 1700000000000005ULL };
         assert_int_equal(pivot_record_save(sub, &r, &err), 0);
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
@@ -30,6 +34,12 @@ static void test_round_trip(void **state) {
         PivotRecord back;
         assert_int_equal(pivot_record_load(sub, &back, &err), 0);
         assert_memory_equal(&back, &r, sizeof(r));
+        /* a record of the version before the turns (three keys) reads with the turn's times 0 */
+        const char *old = "assets_applied_at=5\nremoved_at=6\ncomplete_at=0\n";
+        assert_int_equal(write_file_atomic(path, old, strlen(old), 0600, false), 1);
+        assert_int_equal(pivot_record_load(sub, &back, &err), 0);
+        assert_true(back.assets_applied_at == 5 && back.removed_at == 6 && back.names_left_at == 0 &&
+                    back.names_gone_at == 0 && back.started_at == 0);
 
         assert_int_equal(write_file_atomic(path, "removed_at=12x\n", 15, 0600, false), 1);
         assert_int_equal(pivot_record_load(sub, &back, &err), -EINVAL);

@@ -233,6 +233,7 @@ static void test_workloads(void **state) {
         assert_non_null(strstr(api->text, "--advertise-address=$(HOST_IP)\n"));
         assert_non_null(strstr(api->text, "fieldPath: status.hostIP\n"));
         assert_non_null(strstr(api->text, "node-role.kubernetes.io/master: \"\"\n"));
+        assert_non_null(strstr(api->text, SELF_HOSTED_APISERVER_LABEL ": \"true\"\n"));
         assert_non_null(strstr(api->text, "priorityClassName: system-node-critical\n"));
         assert_non_null(
             strstr(api->text, "  updateStrategy:\n    rollingUpdate:\n      maxUnavailable: 1\n"));
