@@ -90,11 +90,9 @@ static int observe_pivot_turns(PassObservation *o, const ClusterView *view, cons
         json_t *node;
         size_t i;
         json_array_foreach(json_object_get(list, "items"), i, node) {
-                json_t *md = json_object_get(node, "metadata");
-                const char *name = json_string_value(json_object_get(md, "name")),
-                           *names = json_string_value(
-                               json_object_get(json_object_get(md, "annotations"), PIVOT_NAMES_ANNOTATION));
-                if (name && names && streq(names, PIVOT_NAMES_OUT) && strv_extend(&o->api.out, name) < 0)
+                const char *name =
+                    json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+                if (name && pivot_node_names_out(node) && strv_extend(&o->api.out, name) < 0)
                         return -ENOMEM;
         }
         return 0;

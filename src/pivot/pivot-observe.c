@@ -79,6 +79,11 @@ static PivotMaster *master_named(Pivot *p, const char *node) {
         return NULL;
 }
 
+bool pivot_node_names_out(const json_t *node) {
+        return streq_ptr(jstr(jget(node, "metadata", "annotations", NULL), PIVOT_NAMES_ANNOTATION),
+                         PIVOT_NAMES_OUT);
+}
+
 static int observe_masters(Pivot *p, char **ret_error) {
         _cleanup_(json_decrefp) json_t *list = NULL;
         int r = kube_list(p->api, "v1", "Node", NULL, PIVOT_MASTER_LABEL, 0, &list, ret_error);
@@ -101,8 +106,7 @@ static int observe_masters(Pivot *p, char **ret_error) {
                         .node = kept,
                         .apiserver_started =
                             streq_ptr(jstr(jget(md, "labels", NULL), SELF_HOSTED_APISERVER_LABEL), "true"),
-                        .names_out = streq_ptr(jstr(jget(md, "annotations", NULL), PIVOT_NAMES_ANNOTATION),
-                                               PIVOT_NAMES_OUT),
+                        .names_out = pivot_node_names_out(n),
                 };
                 if (streq(name, p->settings->node_name))
                         p->self_labelled = true;

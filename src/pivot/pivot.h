@@ -64,6 +64,9 @@ typedef struct Pivot {
         char *local_error; /* why this master's own /readyz failed */
 } Pivot;
 
+/* Whether a Node (as the API gives it) asks to be out of the API's names for its pivot turn. */
+bool pivot_node_names_out(const json_t *node);
+
 int pivot_new(const PivotSettings *s, Pivot **ret, char **ret_error);
 Pivot *pivot_free(Pivot *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Pivot *, pivot_free)
