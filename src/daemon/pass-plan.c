@@ -28,6 +28,8 @@ void pass_observation_done(PassObservation *o) {
         strv_free(o->api.probed);
         strv_free(o->api.ready);
         strv_free(o->api.out);
+        strv_free(o->api.pods_ready);
+        free(o->api.pods_through);
         strv_free(o->api_why);
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);

@@ -69,6 +69,9 @@ typedef struct Pass {
         KeystoreCache *keystore_cache; /* the keystore's objects as decoded in earlier passes */
         unsigned n_backups_seen;
         PassBackupSeen backups_seen[PASS_BACKUPS_MAX];
+        /* every master's apiserver pod has been seen Ready in the API since this process started: the
+         * passes stop reading them (pass-api.c; docs/dns.md, "While the apiservers come up") */
+        bool api_pods_all_seen;
 } Pass;
 
 /* Loads the spec and opens its volume provider. Spec errors are logged one per line (FILE:LINE:COL). */
@@ -182,9 +185,11 @@ static inline unsigned pass_apiserver_port(const ClusterSpec *spec) {
 
 /* A master joins the API's names when its apiserver serves (pass-api.c, docs/dns.md). After the DNS read,
  * with the view as observed: asks the /readyz of the unlisted masters (and this master's own, when another
- * is unlisted) into o->api. In the plan, with the plan's view: plan->api_withheld and api_note. -ENOMEM
+ * is unlisted) into o->api; with more than one master and one listed, reads the masters' pivot turns (while
+ * the pivot is under way) and their apiserver pods (until all have been seen Ready, and when an unlisted one
+ * answered). In the plan, with the plan's view: plan->api_withheld and api_note. -ENOMEM
  * only. */
-int pass_api_observe(const Pass *p, PassObservation *o, const ClusterView *view);
+int pass_api_observe(Pass *p, PassObservation *o, const ClusterView *view);
 int pass_api_plan(const Pass *p, const PassObservation *o, PassPlan *plan);
 
 /* The spec's certificate settings (pointing into spec and etcd_clusters, the etcd clusters' names in the

@@ -364,6 +364,22 @@ bool dns_rrsets_hold_all(const DnsRRsetList *served, const char *name, char *con
         return dns_name_normalize(name, &canonical) >= 0 && hold_all(served, canonical, ips);
 }
 
+/* Whether a listed master other than view->masters[i] vouches for the API's pods: it serves now (it answered
+ * /readyz or the pods' read: a Ready in the API can be stale), the API shows its apiserver pod Ready (so the
+ * same rule never takes it out) and it is not out for its pivot turn. */
+static bool another_listed_serves(const ClusterView *view, const bool *listed,
+                                  const DnsApiReadiness *readiness, size_t i) {
+        for (size_t k = 0; k < view->n_masters; k++) {
+                const char *name = view->masters[k].name;
+                bool answered = strv_contains(readiness->ready, name) ||
+                                (readiness->pods_through && streq(readiness->pods_through, name));
+                if (k != i && listed[k] && answered && strv_contains(readiness->pods_ready, name) &&
+                    !strv_contains(readiness->out, name))
+                        return true;
+        }
+        return false;
+}
+
 int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const char *api_name,
                      const char *self, const DnsApiReadiness *readiness, char ***ret) {
         _cleanup_strv_free_ char **out = NULL;
@@ -391,6 +407,13 @@ int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const 
                 /* its pivot turn: the others serve while its self-hosted apiserver binds the port */
                 if (others_listed &&
                     (strv_contains(readiness->out, m->name) || (!listed[i] && readiness->out_unknown))) {
+                        if (strv_extend(&out, m->name) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                /* the API says its apiserver does not serve, and another listed one that serves says so */
+                if (readiness->pods_read && !strv_contains(readiness->pods_ready, m->name) &&
+                    another_listed_serves(view, listed, readiness, i)) {
                         if (strv_extend(&out, m->name) < 0)
                                 return -ENOMEM;
                         continue;

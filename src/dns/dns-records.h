@@ -95,6 +95,11 @@ typedef struct DnsApiReadiness {
          * their self-hosted apiserver starts; out_unknown: a pivot is under way and that was not read. */
         char **out;
         bool out_unknown;
+        /* While the masters' apiservers come up (docs/dns.md, "While the apiservers come up"): the masters
+         * with a Ready apiserver pod in the API (kubelet's /readyz probe); pods_read false: not read. */
+        bool pods_read;
+        char **pods_ready;
+        char *pods_through; /* the master whose own address answered that read: it serves now */
 } DnsApiReadiness;
 
 /* The masters of view that the API's names leave out this pass (pure; docs/dns.md). A master whose Node asks
@@ -108,7 +113,11 @@ typedef struct DnsApiReadiness {
  *     client: a cluster whose apiservers do not run, or are all down); else left as DNS serves it (out), for
  *     the listed masters to decide.
  * Every master computes the same from what it sees, so they do not undo each other's writes. *ret: node
- * names, NULL when none. readiness NULL (this node cannot ask): nobody is left out. */
+ * names, NULL when none. readiness NULL (this node cannot ask): nobody is left out.
+ * When the apiserver pods were read and another listed master (not out for its turn) has a Ready one and
+ * is known to serve now (it answered /readyz or that read), a master without one is left out, listed or not:
+ * every master reads the same objects, so the masters do not undo each other's writes, and a listed master
+ * whose apiserver never started (a cold start, a power cut) leaves the names. */
 int dns_api_withheld(const ClusterView *view, const DnsRRsetList *served, const char *api_name,
                      const char *self, const DnsApiReadiness *readiness, char ***ret);
 

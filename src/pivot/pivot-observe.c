@@ -13,6 +13,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "pivot/checkpoint.h"
 #include "pivot/pivot.h"
 #include "shared/crypto.h"
 
@@ -136,6 +137,18 @@ static bool owned_by(const json_t *pod, const char *kind) {
                            o) if (json_is_true(json_object_get(o, "controller")) &&
                                   streq_ptr(jstr(o, "kind"), kind)) return true;
         return false;
+}
+
+const char *pivot_apiserver_pod_ready_on(const json_t *pod) {
+        const char *app = pivot_component_name(PIVOT_APISERVER);
+        json_t *md = json_object_get(pod, "metadata");
+        const char *of = jstr(jget(md, "annotations", NULL), CHECKPOINT_OF),
+                   *slash = of ? strchr(of, '/') : NULL;
+        bool apiserver = streq_ptr(jstr(jget(md, "labels", NULL), "k8s-app"), app) ||
+                         (slash && streq(slash + 1, app)); /* a checkpoint carries no other label */
+        if (!apiserver || jget(md, "deletionTimestamp", NULL) || !pod_ready(pod))
+                return NULL;
+        return jstr(json_object_get(pod, "spec"), "nodeName");
 }
 
 /* Why a pod is not Ready, from its containers (ErrImagePull: ..., CrashLoopBackOff: ...) or its phase. */

@@ -67,6 +67,11 @@ typedef struct Pivot {
 /* Whether a Node (as the API gives it) asks to be out of the API's names for its pivot turn. */
 bool pivot_node_names_out(const json_t *node);
 
+/* The node whose apiserver a pod (as the API gives it) says is serving: a kube-apiserver pod (the bootstrap
+ * mirror, the self-hosted DaemonSet's, or its checkpoint) bound to that node, Ready (kubelet's /readyz
+ * probe) and not being deleted; NULL otherwise. */
+const char *pivot_apiserver_pod_ready_on(const json_t *pod);
+
 int pivot_new(const PivotSettings *s, Pivot **ret, char **ret_error);
 Pivot *pivot_free(Pivot *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Pivot *, pivot_free)

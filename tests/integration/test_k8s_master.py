@@ -109,6 +109,34 @@ class Master:
             return None, p.stderr.strip()
         return json.loads(p.stdout), ""
 
+    def kubectl_ok(self, *args, stdin=None):
+        """kubectl ARGS, retried: a loaded machine's apiserver can miss one 10 s request. Its stdout."""
+        errors = []
+        for _ in range(3):
+            p = subprocess.run([self.kubectl, "--kubeconfig", self.kubeconfig, "--request-timeout=10s", *args],
+                               input=stdin, capture_output=True, text=True, timeout=30)
+            if p.returncode == 0:
+                return p.stdout
+            errors.append(p.stderr.strip())
+            time.sleep(2)
+        raise AssertionError(f"kubectl {' '.join(args)}: {errors}")
+
+    def apiserver_pod_for(self, node):
+        """What the API says of a master whose apiserver kubelet runs: a Ready kube-apiserver pod bound to
+        node. n2 has no kubelet (its address is a's namespace's), so the test writes that pod itself: the
+        object, then its status (Ready) through the status subresource. A new name each time: the pod GC
+        takes pods of a node that does not exist after its 40 s quarantine."""
+        self.stand_ins = getattr(self, "stand_ins", 0) + 1
+        name = f"kube-apiserver-{node}-{self.stand_ins}"
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "kube-system", "labels": {"k8s-app": "kube-apiserver"}},
+               "spec": {"nodeName": node, "automountServiceAccountToken": False,
+                        "containers": [{"name": "kube-apiserver", "image": "registry.k8s.io/none"}]}}
+        created = json.loads(self.kubectl_ok("create", "-o", "json", "-f", "-", stdin=json.dumps(pod)))
+        created["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        self.kubectl_ok("replace", "--raw", f"/api/v1/namespaces/kube-system/pods/{name}/status", "-f", "-",
+                        stdin=json.dumps(created))
+
     def readyz(self):
         ctx = ssl.create_default_context(cafile=os.path.join(self.pki, "admin", "ca.crt"))
         ctx.load_cert_chain(os.path.join(self.pki, "admin", "client.crt"),
@@ -256,7 +284,9 @@ def api_names_follow_readiness(env, m):
     n2 claims a main volume of its own at N2_IP, where nothing answers yet (member b of a one-member list, so
     a's etcd is untouched; no kubelet runs n2's pods): n2 leaves itself out (a is listed); a's pass asks n2's
     /readyz (no answer), asks its own (200) and leaves n2 out, saying why; once N2_IP is an address of a's
-    namespace, the apiserver there answers for n2, a's pass puts n2 in, and n2's pass keeps it."""
+    namespace, the apiserver there answers for n2, but the API (a's real kubelet reports a's mirror pod Ready)
+    shows no apiserver pod on n2, so a's pass still leaves it out, saying so; with a Ready apiserver pod on n2
+    in the API (written by the test: n2 has no kubelet), a's pass puts n2 in, and n2's pass keeps it."""
     env.create("main-n2", "main", "b", ["b"], size=64 * MIB)
     # n2's pki dir starts with protokube's client (the same identity on every master, as if n2's
     # certificates step had run before): its first pass asks apiservers, which a pass without it does not
@@ -284,6 +314,12 @@ def api_names_follow_readiness(env, m):
     assert p.returncode == 3, p.stderr
 
     subprocess.run(["ip", "-n", m.netns, "addr", "add", f"{N2_IP}/24", "dev", m.netif], check=True)
+    # n2 answers now, but the API shows no Ready apiserver pod on it, and one on a (a's kubelet reports its
+    # mirror pod): n2 stays out until it has one (docs/dns.md, "While the apiservers come up")
+    p = once("a", NODE_IP)
+    assert api_addresses(m.hosts) == [NODE_IP], (api_addresses(m.hosts), p.stderr)
+    assert "leaves out n2 (the API shows no Ready apiserver pod on it" in p.stderr, p.stderr
+    m.apiserver_pod_for("n2")
     p = once("a", NODE_IP)
     assert api_addresses(m.hosts) == sorted([NODE_IP, N2_IP]), (api_addresses(m.hosts), p.stderr)
     assert "leaves out" not in p.stderr, p.stderr
@@ -330,16 +366,7 @@ def api_names_follow_the_pivot_turns(env, m, node):
     protokube.io/api-names=out (what the step leave-api-names applies) makes n2's plan and a's leave a out,
     read from the Nodes through api.internal; without the annotation, a stays. Read through a's apiserver,
     which answers for both addresses here."""
-    def kubectl(*args):
-        errors = []
-        for _ in range(3):  # a loaded machine's apiserver can miss one 10 s request
-            p = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=10s", *args],
-                               capture_output=True, text=True, timeout=30)
-            if p.returncode == 0:
-                return
-            errors.append(p.stderr.strip())
-            time.sleep(2)
-        raise AssertionError(f"kubectl {' '.join(args)}: {errors}")
+    kubectl = m.kubectl_ok
 
     def annotate(value):
         kubectl("annotate", "--overwrite", "node", "a", f"protokube.io/api-names{'=' + value if value else '-'}")
@@ -360,6 +387,7 @@ def api_names_follow_the_pivot_turns(env, m, node):
     assert m.readyz(), f"a's apiserver does not answer /readyz after n2's passes\n{diagnostics(node)}"
     # the turns are read from the masters' Nodes, which the pivot labels first (kubelet 1.20 cannot)
     kubectl("label", "--overwrite", "node", "a", "node-role.kubernetes.io/master=")
+    m.apiserver_pod_for("n2")  # each plan reads the apiserver pods (a new process has not seen them yet)
     p = plan_self_hosted(env, m, "n2", N2_IP)
     assert "leaves out" not in p.stdout and api_replaced(p.stdout) is None, p.stdout
     annotate("out")
@@ -371,6 +399,7 @@ def api_names_follow_the_pivot_turns(env, m, node):
         assert api_replaced(p.stdout) == N2_IP, p.stdout
     finally:
         annotate("")
+    m.apiserver_pod_for("n2")
     p = plan_self_hosted(env, m, "n2", N2_IP)
     assert "leaves out" not in p.stdout and api_replaced(p.stdout) is None, p.stdout
     PHASES.append(("api.internal follows the pivot's turns", time.monotonic()))

@@ -175,7 +175,9 @@ static void test_rrsets_hold_all(void **state) {
 static void test_api_withheld(void **state) {
         static const struct {
                 const char *what, *listed, *self, *probed, *ready, *withheld;
-                const char *out; /* whose Node asks to be out for its pivot turn; "?": not known */
+                const char *out;     /* whose Node asks to be out for its pivot turn; "?": not known */
+                const char *pods;    /* whose apiserver pod the API shows Ready; NULL: not read */
+                const char *through; /* whose own address answered that read */
         } cases[] = {
                 { "all listed: nobody", "abd", "a", "", "", "" },
                 { "cold start, none listed: each master publishes itself", "", "a", "", "", "bd" },
@@ -203,6 +205,31 @@ static void test_api_withheld(void **state) {
                 { "turns not known: nobody goes in", "ab", "a", "ad", "ad", "d", "?" },
                 { "turns not known, listed ones stay", "abd", "a", "", "", "", "?" },
                 { "turns not known, nobody listed: the cold start's rule", "", "a", "", "", "bd", "?" },
+                /* what, listed, self, probed, ready, withheld, out, pods, through */
+                { "the cold start's tail: a listed master without a Ready apiserver pod leaves", "abd", "a",
+                  "", "", "d", NULL, "ab", "a" },
+                { "... and takes itself out alike", "abd", "d", "", "", "d", NULL, "ab", "b" },
+                { "... not when the one that vouches was not heard from (its Ready can be stale)", "abd",
+                  "a", "", "", "", NULL, "ab", "d" },
+                { "... nor when the pods were read through the API's name", "abd", "a", "", "", "", NULL,
+                  "ab", "" },
+                { "... a master that answered /readyz vouches too", "abd", "a", "ad", "a", "d", NULL, "ab",
+                  "b" },
+                { "the one heard from has no Ready pod itself: nobody leaves", "abd", "a", "", "", "", NULL,
+                  "bd", "a" },
+                { "only an unlisted master's pod Ready: as before", "ab", "a", "ad", "ad", "", NULL, "d",
+                  "a" },
+                { "an unlisted master that answers goes in with its pod Ready", "ab", "a", "ad", "ad", "",
+                  NULL, "abd", "a" },
+                { "... not before", "ab", "a", "ad", "ad", "d", NULL, "ab", "a" },
+                { "... nor by its own pass (it reads through a listed master first)", "ab", "d", "d", "d",
+                  "d", NULL, "ab", "a" },
+                { "... which it cannot reach: in (the listed ones take it out again)", "ab", "d", "d", "d",
+                  "", NULL, "ab", "d" },
+                { "every pod Ready: nobody", "abd", "b", "", "", "", NULL, "abd", "b" },
+                { "the one that vouches is out for its turn: the others stay", "abd", "b", "", "", "a", "a",
+                  "a", "a" },
+                { "one that vouches is enough, and stays", "ab", "b", "", "", "bd", NULL, "a", "a" },
         };
         char *ips[][2] = { { (char *)"10.0.0.1", NULL },
                            { (char *)"10.0.0.2", NULL },
@@ -233,7 +260,16 @@ static void test_api_withheld(void **state) {
                 bool unknown = cases[c].out && streq(cases[c].out, "?");
                 for (const char *p = unknown ? "" : strempty(cases[c].out); *p; p++)
                         assert_int_equal(strv_extend(&out, (char[]){ *p, 0 }), 0);
-                DnsApiReadiness r = { .probed = probed, .ready = ready, .out = out, .out_unknown = unknown };
+                _cleanup_strv_free_ char **pods = NULL;
+                for (const char *p = strempty(cases[c].pods); *p; p++)
+                        assert_int_equal(strv_extend(&pods, (char[]){ *p, 0 }), 0);
+                DnsApiReadiness r = { .probed = probed,
+                                      .ready = ready,
+                                      .out = out,
+                                      .out_unknown = unknown,
+                                      .pods_read = cases[c].pods != NULL,
+                                      .pods_ready = pods,
+                                      .pods_through = (char *)cases[c].through };
                 assert_int_equal(
                     dns_api_withheld(v, &served, "api.internal.x.test", cases[c].self, &r, &got), 0);
                 _cleanup_free_ char *joined = strv_join(got, "");
