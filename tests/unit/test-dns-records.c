@@ -285,6 +285,145 @@ static void test_api_withheld(void **state) {
         }
 }
 
+/* The masters' DNS passes played out round by round on a shared api.internal, as pass-api.c feeds the rule:
+ * the unlisted masters (and the master itself, when another is unlisted) probed; the apiserver pods read
+ * through the listed masters' own addresses (this one's first), then those that just answered; each pass
+ * writes every master but those it leaves out. serves[i]/pod[i]: the round from which master i's apiserver
+ * answers / the API shows its pod Ready (0: from the start; -1: never); pod_stale_until[i]: before that
+ * round the API still shows the Ready of before a power cut. */
+typedef struct ApiWorld {
+        int serves[3], pod[3], pod_stale_until[3];
+        bool listed[3];
+} ApiWorld;
+
+static const char *const api_names[3] = { "a", "b", "d" };
+static const char *const api_ips[3] = { "10.0.0.1", "10.0.0.2", "10.0.0.4" };
+
+static size_t api_index(const char *name) {
+        for (size_t i = 0; i < 3; i++)
+                if (streq(api_names[i], name))
+                        return i;
+        fail_msg("no master %s", name);
+        return 0;
+}
+
+static bool at(int since, int round) {
+        return since >= 0 && round >= since;
+}
+
+/* One pass of master self at round: into ret_listed, whom its write puts in the names. */
+static void api_pass(const ApiWorld *w, ClusterView *v, size_t self, int round, bool ret_listed[3]) {
+        const char *const *names = api_names, *const *ips = api_ips;
+        _cleanup_rrset_list_ DnsRRsetList served = {};
+        _cleanup_strv_free_ char **probed = NULL, **ready = NULL, **pods = NULL, **through = NULL,
+                                 **got = NULL;
+        bool any_unlisted_other = false;
+        for (size_t i = 0; i < 3; i++) {
+                if (w->listed[i])
+                        assert_int_equal(
+                            dns_rrset_list_add_address(&served, "api.internal.x.test.", 30, ips[i]), 0);
+                any_unlisted_other |= i != self && !w->listed[i];
+        }
+        for (size_t i = 0; i < 3; i++)
+                if (!w->listed[i] || (i == self && any_unlisted_other)) {
+                        assert_int_equal(strv_extend(&probed, names[i]), 0);
+                        if (at(w->serves[i], round))
+                                assert_int_equal(strv_extend(&ready, names[i]), 0);
+                }
+        if (w->listed[self])
+                assert_int_equal(strv_extend(&through, names[self]), 0);
+        for (size_t i = 0; i < 3; i++)
+                if (w->listed[i] && i != self)
+                        assert_int_equal(strv_extend(&through, names[i]), 0);
+        STRV_FOREACH (n, ready)
+                if (!strv_contains(through, *n))
+                        assert_int_equal(strv_extend(&through, *n), 0);
+        const char *answered = NULL;
+        for (char **t = through; t && *t && !answered; t++)
+                if (at(w->serves[api_index(*t)], round))
+                        answered = *t;
+        for (size_t i = 0; answered && i < 3; i++)
+                if (round < w->pod_stale_until[i] || at(w->pod[i], round))
+                        assert_int_equal(strv_extend(&pods, names[i]), 0);
+        DnsApiReadiness r = { .probed = probed,
+                              .ready = ready,
+                              .pods_read = answered,
+                              .pods_ready = pods,
+                              .pods_through = (char *)answered };
+        assert_int_equal(dns_api_withheld(v, &served, "api.internal.x.test", names[self], &r, &got), 0);
+        for (size_t i = 0; i < 3; i++)
+                ret_listed[i] = !strv_contains(got, names[i]);
+}
+
+/* Plays w out from round from to round to (excluded); returns how many writes changed the names. Checks
+ * every write: never empty, and never without a master that serves when one serves and is listed before the
+ * write. */
+static unsigned api_play(ApiWorld *w, int from, int to) {
+        const char *const *names = api_names, *const *ips = api_ips;
+        _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
+        assert_non_null(v);
+        for (size_t i = 0; i < 3; i++)
+                assert_int_equal(
+                    cluster_view_add_master(v, names[i], (char *[]){ (char *)ips[i], NULL }, NULL), 0);
+        cluster_view_sort(v);
+        unsigned changes = 0;
+        for (int round = from; round < to; round++)
+                for (size_t self = 0; self < 3; self++) {
+                        bool next[3], any = false, serving_before = false, serving_after = false;
+                        api_pass(w, v, self, round, next);
+                        for (size_t i = 0; i < 3; i++) {
+                                any |= next[i];
+                                serving_before |= w->listed[i] && at(w->serves[i], round);
+                                serving_after |= next[i] && at(w->serves[i], round);
+                                changes += next[i] != w->listed[i];
+                        }
+                        if (!any)
+                                fail_msg("round %d, %s's pass empties the names", round, names[self]);
+                        if (serving_before && !serving_after)
+                                fail_msg("round %d, %s's pass leaves out every master that serves", round,
+                                         names[self]);
+                        memcpy(w->listed, next, sizeof(next));
+                }
+        return changes;
+}
+
+static void test_api_names_played_out(void **state) {
+        /* A cold start: nobody listed; a serves at round 3 (its kubelet reports its pod at 5), b at 4 (6),
+         * d's kubelet is late: it serves at 12, its pod at 15. d goes in at the cold start (nobody serves),
+         * out once a serving master's pod is Ready, back in once its own is. */
+        ApiWorld cold = { .serves = { 3, 4, 12 }, .pod = { 5, 6, 15 } };
+        api_play(&cold, 0, 3);
+        assert_true(cold.listed[0] && cold.listed[1] && cold.listed[2]);
+        unsigned changes = api_play(&cold, 3, 8);
+        assert_true(cold.listed[0] && cold.listed[1] && !cold.listed[2]);
+        /* d out; b (serving since 4) out until the round its pod is Ready, then in: the masters agree,
+         * nothing goes back and forth */
+        assert_int_equal(changes, 3);
+        changes = api_play(&cold, 8, 15);
+        assert_false(cold.listed[2]);
+        assert_int_equal(changes, 0);
+        changes = api_play(&cold, 15, 30);
+        assert_true(cold.listed[0] && cold.listed[1] && cold.listed[2]);
+        assert_int_equal(changes, 1);
+        /* A power cut: every master listed, the API shows the Ready of before the cut until each kubelet
+         * reports (a at 2, b at 4, d at 10); a serves at 3 and its pod is Ready at 5, b at 8/9, d at 12/13.
+         * A stale Ready never vouches: a, the first to serve, is never taken out; b leaves once a vouches,
+         * d once its stale Ready ends, and both come back. */
+        ApiWorld cut = { .serves = { 3, 8, 12 },
+                         .pod = { 5, 9, 13 },
+                         .pod_stale_until = { 2, 4, 10 },
+                         .listed = { true, true, true } };
+        for (int round = 0; round < 30; round++) {
+                api_play(&cut, round, round + 1);
+                assert_true(cut.listed[0]);
+                if (round == 6)
+                        assert_true(!cut.listed[1] && cut.listed[2]); /* d's Ready is stale still */
+                if (round == 11)
+                        assert_true(cut.listed[1] && !cut.listed[2]);
+        }
+        assert_true(cut.listed[1] && cut.listed[2]);
+}
+
 static void test_diff(void **state) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, current = {}, changes = {};
         assert_int_equal(dns_rrset_list_add_address(&desired, "a.test", 60, "10.0.0.1"), 0);
@@ -499,6 +638,7 @@ int main(void) {
                 cmocka_unit_test(test_desired_except),
                 cmocka_unit_test(test_rrsets_hold_all),
                 cmocka_unit_test(test_api_withheld),
+                cmocka_unit_test(test_api_names_played_out),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
