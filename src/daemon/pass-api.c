@@ -129,14 +129,12 @@ static int observe_pivot_turns(PassObservation *o, const ClusterView *view, cons
  * (o->api.pods_through), where a pod's Ready can be stale (every master powered off at once). Once every
  * master of the view has been seen with one, this process reads them no more (p->api_pods_all_seen). */
 static int observe_apiserver_pods(Pass *p, PassObservation *o, const ClusterView *view, const bool *listed,
-                                  const char *self, const ApiClientConfig *cfg) {
+                                  const MasterNode *me, const ApiClientConfig *cfg) {
         _cleanup_free_ char *err = NULL;
         /* The listed masters first (this one's own first), whose answer vouches (dns_api_withheld()), so
          * that an unlisted master that answers hears from one as the listed masters do; then the others
          * that have just answered /readyz. */
-        const MasterNode *me = cluster_view_find_master(view, self);
-        bool self_listed = me && listed[me - view->masters];
-        _cleanup_strv_free_ char **through = strv_new(self_listed ? self : NULL);
+        _cleanup_strv_free_ char **through = strv_new(listed[me - view->masters] ? me->name : NULL);
         if (!through)
                 return -ENOMEM;
         for (size_t k = 0; k < view->n_masters; k++)
@@ -270,7 +268,7 @@ int pass_api_observe(Pass *p, PassObservation *o, const ClusterView *view) {
         /* not in a takeover's first pass (this master claims its volumes now): it waits for no apiserver */
         if (r >= 0 && several && me && (!p->api_pods_all_seen || unlisted_answered(o, view, listed))) {
                 trace_mark("API: reading the apiserver pods");
-                r = observe_apiserver_pods(p, o, view, listed, self, &cfg);
+                r = observe_apiserver_pods(p, o, view, listed, me, &cfg);
         }
         trace_mark("API: answers");
         return r;
