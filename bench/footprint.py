@@ -145,18 +145,12 @@ def idle_wakeups(samples, log_path, t_from, t_to):
     return (switches / secs if secs else None), secs
 
 
-def growth(window):
-    """Anonymous memory trend: the highest sample of the last quarter of the window minus the highest of the
-    first quarter (a single sample could fall inside a pass and catch its transient allocations)."""
+def quarter_change(window, key, pick):
+    """pick (max or min) of key over the last quarter of the window minus the same over the first quarter.
+    max for `Anonymous` (a single sample could fall inside a pass and catch its transient allocations); min
+    for the `[heap]`: the floor the passes' allocations rise from and the loop's trim returns to."""
     n = max(1, len(window) // 4)
-    return max(s["anon"] for s in window[-n:]) - max(s["anon"] for s in window[:n])
-
-
-def floor_growth(window, key):
-    """The lowest sample of the last quarter of the window minus the lowest of the first quarter: the floor
-    the passes' allocations rise from and the loop's trim returns to."""
-    n = max(1, len(window) // 4)
-    return min(s[key] for s in window[-n:]) - min(s[key] for s in window[:n])
+    return pick(s[key] for s in window[-n:]) - pick(s[key] for s in window[:n])
 
 
 def run_footprint(wd, bind):
@@ -208,9 +202,10 @@ def run_footprint(wd, bind):
             "peak_pd": max(s["pd"] for s in samples), "steady_pd": common.median([s["pd"] for s in second_half]),
             "file_rss": common.median([s["rss"] - s["anon"] for s in second_half]),
             "pss_file": common.median([s["pss_file"] for s in second_half if s["pss_file"] is not None]),
-            "heap_growth": floor_growth(window, "heap"), "heap_rss_growth": floor_growth(window, "heap_rss"),
+            "heap_growth": quarter_change(window, "heap", min),
+            "heap_rss_growth": quarter_change(window, "heap_rss", min),
             "heap_transient": max(s["heap"] for s in window) - min(s["heap"] for s in window),
-            "anon_growth": growth(window),
+            "anon_growth": quarter_change(window, "anon", max),
             "cpu_per_pass": (c1 - c0) / passes if passes else None, "passes": passes, "failed": f1 - f0,
             "wake": wake, "idle_secs": idle_secs, "seconds": t1 - t0,
             "vcs_per_pass": (window[-1]["vol"] - window[0]["vol"]) / passes if passes else None}

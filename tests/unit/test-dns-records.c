@@ -170,6 +170,29 @@ static void test_rrsets_hold_all(void **state) {
         assert_false(dns_rrsets_hold_all(&served, "api.internal.y.test.", one));
 }
 
+/* The three masters of the API names' tests: a, b and d. */
+static const char *const api_names[3] = { "a", "b", "d" };
+static const char *const api_ips[3] = { "10.0.0.1", "10.0.0.2", "10.0.0.4" };
+
+static ClusterView *api_view(void) {
+        ClusterView *v = new0(ClusterView, 1);
+        assert_non_null(v);
+        for (size_t i = 0; i < 3; i++)
+                assert_int_equal(
+                    cluster_view_add_master(v, api_names[i], (char *[]){ (char *)api_ips[i], NULL }, NULL),
+                    0);
+        cluster_view_sort(v);
+        return v;
+}
+
+/* api.internal as served, with the addresses of the masters listed */
+static void api_served(const bool listed[3], DnsRRsetList *served) {
+        for (size_t i = 0; i < 3; i++)
+                if (listed[i])
+                        assert_int_equal(
+                            dns_rrset_list_add_address(served, "api.internal.x.test.", 30, api_ips[i]), 0);
+}
+
 /* dns_api_withheld(): who the API's names leave out, for every kind of master (docs/dns.md). Masters
  * a (10.0.0.1), b (10.0.0.2), d (10.0.0.4); "listed" says which of them api.internal serves now. */
 static void test_api_withheld(void **state) {
@@ -231,27 +254,17 @@ static void test_api_withheld(void **state) {
                   "a", "a" },
                 { "one that vouches is enough, and stays", "ab", "b", "", "", "bd", NULL, "a", "a" },
         };
-        char *ips[][2] = { { (char *)"10.0.0.1", NULL },
-                           { (char *)"10.0.0.2", NULL },
-                           { (char *)"10.0.0.4", NULL } };
-        const char *names = "abd";
+        _cleanup_(cluster_view_freep) ClusterView *v = api_view();
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
-                _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
                 _cleanup_rrset_list_ DnsRRsetList served = {};
                 _cleanup_strv_free_ char **probed = NULL, **ready = NULL, **got = NULL;
-                assert_non_null(v);
-                for (size_t i = 0; i < 3; i++) {
-                        char n[2] = { names[i], 0 };
-                        assert_int_equal(cluster_view_add_master(v, n, ips[i], NULL), 0);
-                        if (strchr(cases[c].listed, names[i]))
-                                assert_int_equal(dns_rrset_list_add_address(&served, "api.internal.x.test.",
-                                                                            30, ips[i][0]),
-                                                 0);
-                }
+                bool listed[3];
+                for (size_t i = 0; i < 3; i++)
+                        listed[i] = strchr(cases[c].listed, api_names[i][0]);
+                api_served(listed, &served);
                 /* another name's records say nothing about the API's */
                 assert_int_equal(
                     dns_rrset_list_add_address(&served, "etcd-d.internal.x.test.", 30, "10.0.0.4"), 0);
-                cluster_view_sort(v);
                 for (const char *p = cases[c].probed; *p; p++)
                         assert_int_equal(strv_extend(&probed, (char[]){ *p, 0 }), 0);
                 for (const char *p = cases[c].ready; *p; p++)
@@ -296,9 +309,6 @@ typedef struct ApiWorld {
         bool listed[3];
 } ApiWorld;
 
-static const char *const api_names[3] = { "a", "b", "d" };
-static const char *const api_ips[3] = { "10.0.0.1", "10.0.0.2", "10.0.0.4" };
-
 static size_t api_index(const char *name) {
         for (size_t i = 0; i < 3; i++)
                 if (streq(api_names[i], name))
@@ -313,17 +323,14 @@ static bool at(int since, int round) {
 
 /* One pass of master self at round: into ret_listed, whom its write puts in the names. */
 static void api_pass(const ApiWorld *w, ClusterView *v, size_t self, int round, bool ret_listed[3]) {
-        const char *const *names = api_names, *const *ips = api_ips;
+        const char *const *names = api_names;
         _cleanup_rrset_list_ DnsRRsetList served = {};
         _cleanup_strv_free_ char **probed = NULL, **ready = NULL, **pods = NULL, **through = NULL,
                                  **got = NULL;
         bool any_unlisted_other = false;
-        for (size_t i = 0; i < 3; i++) {
-                if (w->listed[i])
-                        assert_int_equal(
-                            dns_rrset_list_add_address(&served, "api.internal.x.test.", 30, ips[i]), 0);
+        api_served(w->listed, &served);
+        for (size_t i = 0; i < 3; i++)
                 any_unlisted_other |= i != self && !w->listed[i];
-        }
         for (size_t i = 0; i < 3; i++)
                 if (!w->listed[i] || (i == self && any_unlisted_other)) {
                         assert_int_equal(strv_extend(&probed, names[i]), 0);
@@ -359,13 +366,8 @@ static void api_pass(const ApiWorld *w, ClusterView *v, size_t self, int round, 
  * every write: never empty, and never without a master that serves when one serves and is listed before the
  * write. */
 static unsigned api_play(ApiWorld *w, int from, int to) {
-        const char *const *names = api_names, *const *ips = api_ips;
-        _cleanup_(cluster_view_freep) ClusterView *v = new0(ClusterView, 1);
-        assert_non_null(v);
-        for (size_t i = 0; i < 3; i++)
-                assert_int_equal(
-                    cluster_view_add_master(v, names[i], (char *[]){ (char *)ips[i], NULL }, NULL), 0);
-        cluster_view_sort(v);
+        const char *const *names = api_names;
+        _cleanup_(cluster_view_freep) ClusterView *v = api_view();
         unsigned changes = 0;
         for (int round = from; round < to; round++)
                 for (size_t self = 0; self < 3; self++) {
