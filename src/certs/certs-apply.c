@@ -37,6 +37,20 @@ static void mark_etcd_failed(const CertsSettings *s, const char *cluster, CertsR
                         res->etcd_failed[c] = true;
 }
 
+/* Whether an action of cluster (NULL: the node's own) is part's. */
+static bool in_part(const CertsSettings *s, const CertsPart *part, const char *cluster) {
+        if (!part)
+                return true;
+        if (!cluster)
+                return part->node;
+        if (!part->etcd)
+                return true;
+        for (size_t c = 0; s->etcd_clusters && s->etcd_clusters[c]; c++)
+                if (streq(s->etcd_clusters[c], cluster))
+                        return part->etcd[c];
+        return part->node; /* a cluster the settings no longer name: with the node's own */
+}
+
 /* Creates what the plan says is absent; on success o's keystore is the complete one. */
 static int create_entries(const CertsSettings *s, CertsObservation *o, usec_t now, CertsResult *res) {
         _cleanup_free_ char *error = NULL;
@@ -78,10 +92,12 @@ static int issue_leaf(const CertsSettings *s, const CertsObservation *o, const C
         return r;
 }
 
-static int apply_leaves(const CertsSettings *s, const CertsObservation *o, const CertsPlan *p, usec_t now,
-                        bool (*stop)(void), CertsResult *res) {
+static int apply_leaves(const CertsSettings *s, const CertsObservation *o, const CertsPlan *p,
+                        const CertsPart *part, usec_t now, bool (*stop)(void), CertsResult *res) {
         for (size_t i = 0; i < o->layout.n_leaves; i++) {
                 const CertsLeafSlot *slot = &o->layout.leaves[i];
+                if (!in_part(s, part, slot->etcd_cluster))
+                        continue;
                 _cleanup_free_ char *error = NULL, *what = strjoin(slot->dir, "/", slot->name, ".crt");
                 int r = 0;
                 if (!what)
@@ -129,10 +145,12 @@ static int write_one_file(const CertsFileSlot *f, const CertsFilePlan *fp, const
 }
 
 static int apply_files(const CertsSettings *s, const CertsObservation *o, const CertsPlan *p,
-                       bool (*stop)(void), CertsResult *res) {
+                       const CertsPart *part, bool (*stop)(void), CertsResult *res) {
         for (size_t i = 0; i < o->layout.n_files; i++) {
                 const CertsFileSlot *f = &o->layout.files[i];
                 int r;
+                if (!in_part(s, part, f->etcd_cluster))
+                        continue;
                 if (stop && stop())
                         return -ECANCELED;
                 if (p->files[i].write)
@@ -154,22 +172,40 @@ static int apply_files(const CertsSettings *s, const CertsObservation *o, const 
         return 0;
 }
 
-int certs_apply(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, usec_t now,
-                bool (*stop)(void), CertsResult *ret) {
+/* Whether every entry the plan creates is in o's keystore: created by this pass (an earlier part's call). */
+static bool entries_created(const CertsObservation *o, const CertsPlan *p) {
+        STRV_FOREACH (n, p->create) {
+                const KeystoreEntry *e = keystore_find(o->keystore, *n);
+                if (!e || !e->key) /* absent entries have no key */
+                        return false;
+        }
+        return true;
+}
+
+/* Without the CAs nothing can be issued: every member of the part must wait. */
+static void fail_part_clusters(const CertsSettings *s, const CertsPart *part, CertsResult *res) {
+        for (size_t c = 0; s->etcd_clusters && s->etcd_clusters[c]; c++)
+                if (in_part(s, part, s->etcd_clusters[c]))
+                        res->etcd_failed[c] = true;
+}
+
+int certs_apply_part(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, const CertsPart *part,
+                     usec_t now, bool (*stop)(void), CertsResult *ret) {
         CertsResult res = { .errors = strv_new(NULL),
                             .etcd_failed = new0(bool, strv_length(s->etcd_clusters) + 1) };
         int r = res.errors && res.etcd_failed ? 0 : -ENOMEM;
         if (r >= 0 && p->managed && p->status >= 0) {
-                if (strv_length(p->create) > 0)
+                bool creates = strv_length(p->create) > 0;
+                if (creates && (!part || part->node))
                         r = create_entries(s, o, now, &res);
-                if (r == 0 && strv_length(p->create) > 0) {
-                        /* nothing can be issued without the CAs: every held member must wait */
-                        for (size_t c = 0; s->etcd_clusters && s->etcd_clusters[c]; c++)
-                                res.etcd_failed[c] = true;
-                } else if (r >= 0) {
-                        r = apply_leaves(s, o, p, now, stop, &res);
+                else if (creates)
+                        r = entries_created(o, p) ? 1 : 0;
+                if (r == 0 && creates)
+                        fail_part_clusters(s, part, &res);
+                else if (r >= 0) {
+                        r = apply_leaves(s, o, p, part, now, stop, &res);
                         if (r >= 0)
-                                r = apply_files(s, o, p, stop, &res);
+                                r = apply_files(s, o, p, part, stop, &res);
                 }
         }
         if (r < 0) {
@@ -178,6 +214,11 @@ int certs_apply(const CertsSettings *s, CertsObservation *o, const CertsPlan *p,
         }
         *ret = res;
         return 0;
+}
+
+int certs_apply(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, usec_t now,
+                bool (*stop)(void), CertsResult *ret) {
+        return certs_apply_part(s, o, p, NULL, now, stop, ret);
 }
 
 static int push_expiry(CertsExpiry **l, size_t *n, char *name, usec_t not_after) {

@@ -363,27 +363,32 @@ static bool stop_callback(void) {
         return stop_requested();
 }
 
-/* The certificates, after the claims and before the etcd manifests. Returns the etcd texts to write: the
- * plan's, without those of the members whose certificates could not be issued (caller frees the array,
- * not the texts). */
-static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, PassReport *rep,
-                       char ***ret_texts) {
-        _cleanup_(certs_result_done) CertsResult res = {};
+/* The etcd texts to write: the plan's, less those of the members whose certificates could not be issued
+ * (apply_certs() takes them out; caller frees the array, not the texts). */
+static char **etcd_texts_new(const PassPlan *plan) {
         char **texts = new0(char *, plan->volumes.n_selections + 1);
-        if (!texts)
-                return -ENOMEM;
-        for (size_t k = 0; plan->etcd_texts && k < plan->volumes.n_selections; k++)
+        for (size_t k = 0; texts && plan->etcd_texts && k < plan->volumes.n_selections; k++)
                 texts[k] = plan->etcd_texts[k];
-        *ret_texts = texts;
+        return texts;
+}
+
+/* Part of the certificates, after the claims and before the etcd manifests of the clusters it names
+ * (part NULL: all of them at once). */
+static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, const CertsPart *part,
+                       PassReport *rep, char **texts) {
+        _cleanup_(certs_result_done) CertsResult res = {};
         if (!plan->certs.managed)
                 return 0;
         if (plan->certs.status < 0) {
-                log_error_errno(plan->certs.status, "Certificates: %s", strna(plan->certs.note));
-                pass_report_error(rep, PASS_STAGE_CERTS, plan->certs.status, plan->certs.note);
+                if (!part || part->node) {
+                        log_error_errno(plan->certs.status, "Certificates: %s", strna(plan->certs.note));
+                        pass_report_error(rep, PASS_STAGE_CERTS, plan->certs.status, plan->certs.note);
+                }
                 return 0;
         }
         pass_progress_step("certificates");
-        int r = certs_apply(&p->certs, &o->certs, &plan->certs, now(CLOCK_REALTIME), stop_callback, &res);
+        int r = certs_apply_part(&p->certs, &o->certs, &plan->certs, part, now(CLOCK_REALTIME),
+                                 stop_callback, &res);
         if (r == -ECANCELED)
                 return 0;
         if (r < 0)
@@ -400,7 +405,26 @@ static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, PassRe
         if (res.changes > 0)
                 log_info("Certificates: %u change(s) applied.", res.changes);
         rep->actions_applied += res.changes;
-        return report_certs(p, o, plan, rep);
+        return !part || part->node ? report_certs(p, o, plan, rep) : 0;
+}
+
+/* The etcd clusters of the rest wave's selections (*ret_rest), and every other (*ret_first), as masks over
+ * p->etcd_clusters: which members' certificates come before which wave. */
+static int etcd_cluster_masks(const Pass *p, const PassPlan *plan, const bool *rest, bool **ret_first,
+                              bool **ret_rest) {
+        size_t n = strv_length(p->etcd_clusters);
+        _cleanup_free_ bool *first_mask = new0(bool, n + 1), *rest_mask = new0(bool, n + 1);
+        if (!first_mask || !rest_mask)
+                return -ENOMEM;
+        for (size_t k = 0; k < plan->volumes.n_selections; k++)
+                for (size_t c = 0; rest[k] && c < n; c++)
+                        if (streq(p->etcd_clusters[c], plan->volumes.selections[k].etcd_cluster))
+                                rest_mask[c] = true;
+        for (size_t c = 0; c < n; c++)
+                first_mask[c] = !rest_mask[c];
+        *ret_first = TAKE_PTR(first_mask);
+        *ret_rest = TAKE_PTR(rest_mask);
+        return 0;
 }
 
 /* One round: apply the plan. 1 when a claim was lost and the pass must observe and plan again. */
@@ -452,12 +476,15 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
         _cleanup_free_ char **etcd_texts = NULL;
         _cleanup_strv_free_ char **etcd_owned = NULL; /* texts rendered anew by the membership step */
-        _cleanup_free_ bool *first = NULL, *rest = NULL;
+        _cleanup_free_ bool *first = NULL, *rest = NULL, *first_etcd = NULL, *rest_etcd = NULL;
         VolumesPassResult res = {};
         int r;
+        etcd_texts = etcd_texts_new(plan);
+        if (!etcd_texts)
+                return -ENOMEM;
         if (o->volumes_error < 0) { /* nothing to do with volumes or DNS: the rest still is kept */
                 apply_dns(p, o, plan, rep);
-                r = apply_certs(p, o, plan, rep, &etcd_texts);
+                r = apply_certs(p, o, plan, NULL, rep, etcd_texts);
                 if (r < 0)
                         return r;
                 apply_control_plane(p, plan, rep);
@@ -471,24 +498,33 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         if (r > 0 && !last)
                 return 1;
         bool interrupted = r > 0;
-        /* Every claim is made (a lost one was seen above); then the first wave's devices, the names and
-         * certificates of every member held, and the first wave's etcd steps; then the rest's. */
+        /* Every claim is made (a lost one was seen above); then the first wave's devices, the names of
+         * every member held, the node's certificates and the first wave's members', and the first wave's
+         * etcd steps; then the rest's devices, certificates and etcd steps. */
         first = first_wave(plan, va, &rest);
+        if (first && etcd_cluster_masks(p, plan, rest, &first_etcd, &rest_etcd) < 0)
+                return -ENOMEM;
+        CertsPart first_part = { .node = true, .etcd = first_etcd }, rest_part = { .etcd = rest_etcd };
+        bool certs_done = false;
         if (r >= 0 && !stop_requested())
                 r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, first, NULL);
         if (r >= 0 && !stop_requested()) {
                 pass_progress_step("DNS: publishing");
                 apply_dns(p, o, plan, rep);
         }
-        if (r >= 0 && !stop_requested())
-                r = apply_certs(p, o, plan, rep, &etcd_texts);
+        if (r >= 0 && !stop_requested()) {
+                r = apply_certs(p, o, plan, first ? &first_part : NULL, rep, etcd_texts);
+                certs_done = true;
+        }
         if (r >= 0 && plan->etcd_render_error)
                 log_error("Failed to render the etcd manifest: %s", plan->etcd_render_error);
-        if (r >= 0 && etcd_texts) /* none: a stop came before the certificates */
+        if (r >= 0 && certs_done) /* not: a stop came before the certificates */
                 r = apply_etcd_wave(p, o, plan, va, first, etcd_texts, &etcd_owned, &interrupted, rep);
-        if (r >= 0 && etcd_texts && first && !stop_requested()) {
+        if (r >= 0 && certs_done && first && !stop_requested()) {
                 pass_progress_step("volumes");
                 r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, rest, NULL);
+                if (r >= 0 && !stop_requested())
+                        r = apply_certs(p, o, plan, &rest_part, rep, etcd_texts);
                 if (r >= 0)
                         r = apply_etcd_wave(p, o, plan, va, rest, etcd_texts, &etcd_owned, &interrupted,
                                             rep);

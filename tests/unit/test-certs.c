@@ -2,7 +2,8 @@
 /* A pass's certificates over a directory store and a node directory in a temp dir: the first pass creates
  * the keystore and issues every leaf with the issue's SANs; the next keeps everything (no action, the same
  * digest); a new address, a member taken over or given up, time passing and a forced renewal each do
- * exactly what they should; an unreadable store plans nothing and holds back a member without pairs. */
+ * exactly what they should; a pass's two parts (the first member's and the node's, then the other member's)
+ * do what one call does; an unreadable store plans nothing and holds back a member without pairs. */
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -70,15 +71,21 @@ static int teardown(void **state) {
         return 0;
 }
 
-/* Observe and plan for a node with ips holding main's member (NULL: none) and no events member. */
-static void observe_plan(Fixture *f, char **ips, const char *main_member, usec_t at, CertsObservation *o,
-                         CertsPlan *p) {
-        const char *held[] = { main_member, NULL, NULL };
+/* Observe and plan for a node with ips holding main's member and events' (NULL: none). */
+static void observe_plan_held(Fixture *f, char **ips, const char *main_member, const char *events_member,
+                              usec_t at, CertsObservation *o, CertsPlan *p) {
+        const char *held[] = { main_member, events_member, NULL };
         CertsNode node = { .name = "n1", .ips = ips, .held_members = held, .held_known = true };
         assert_int_equal(certs_observe(&f->s, o), 0);
         assert_int_equal(o->error, 0);
         assert_int_equal(certs_plan(&f->s, o, &node, at, p), 0);
         assert_int_equal(p->status, 0);
+}
+
+/* ... holding main's member (NULL: none) and no events member. */
+static void observe_plan(Fixture *f, char **ips, const char *main_member, usec_t at, CertsObservation *o,
+                         CertsPlan *p) {
+        observe_plan_held(f, ips, main_member, NULL, at, o, p);
 }
 
 static void apply(Fixture *f, CertsObservation *o, CertsPlan *p, usec_t at) {
@@ -296,6 +303,84 @@ static void test_changes(void **state) {
         certs_observation_done(&o);
 }
 
+static bool pair_present(const CertsObservation *o, ssize_t i) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/%s.crt", o->layout.leaves[i].dir, o->layout.leaves[i].name);
+        return access(path, F_OK) == 0;
+}
+
+/* A pass that brings up main's member first: the node's own and main's pairs in one call, events' in the
+ * next; together they are what one call would have done. */
+static void test_parts(void **state) {
+        Fixture *f = *state;
+        char *ips[] = { (char *)"10.0.0.1", NULL };
+        bool main_only[] = { true, false }, events_only[] = { false, true };
+        CertsPart first = { .node = true, .etcd = main_only }, rest = { .etcd = events_only };
+        CertsObservation o = {};
+        CertsPlan p = {};
+        CertsResult res = {};
+
+        observe_plan_held(f, ips, "a", "c", T0, &o, &p);
+        assert_int_equal(count_action(&p, CERTS_ISSUE), o.layout.n_leaves);
+        assert_int_equal(certs_apply_part(&f->s, &o, &p, &first, T0, NULL, &res), 0);
+        assert_int_equal(strv_length(res.errors), 0);
+        assert_true(pair_present(&o, find_leaf(&o, CERTS_ETCD_PEER, "main")));
+        assert_true(pair_present(&o, find_leaf(&o, CERTS_APISERVER, NULL)));
+        assert_false(pair_present(&o, find_leaf(&o, CERTS_ETCD_SERVER, "events")));
+        assert_false(pair_present(&o, find_leaf(&o, CERTS_ETCD_PEER, "events")));
+        char path[256];
+        snprintf(path, sizeof(path), "%s/etcd-events/ca.crt", f->pki);
+        assert_int_equal(access(path, F_OK), -1);
+        unsigned first_changes = res.changes;
+        certs_result_done(&res);
+
+        assert_int_equal(certs_apply_part(&f->s, &o, &p, &rest, T0, NULL, &res), 0);
+        assert_int_equal(strv_length(res.errors), 0);
+        assert_false(res.etcd_failed[0] || res.etcd_failed[1]);
+        assert_true(pair_present(&o, find_leaf(&o, CERTS_ETCD_SERVER, "events")));
+        assert_int_equal(access(path, F_OK), 0);
+        assert_int_equal(first_changes + res.changes, certs_plan_n_actions(&o, &p));
+        certs_result_done(&res);
+        certs_plan_done(&p);
+        certs_observation_done(&o);
+
+        observe_plan_held(f, ips, "a", "c", T0, &o, &p);
+        assert_int_equal(certs_plan_n_actions(&o, &p), 0);
+        check_leaf(f, &o, find_leaf(&o, CERTS_ETCD_PEER, "events"), "etcd-events-c.internal.demo.k8s.test",
+                   "10.0.0.1");
+        certs_plan_done(&p);
+        certs_observation_done(&o);
+}
+
+/* The keystore's entries cannot be created (a file where its CAs' directory goes): the first call says why
+ * and holds back main's member; the second holds back events' without saying it again. */
+static void test_parts_without_entries(void **state) {
+        Fixture *f = *state;
+        char *ips[] = { (char *)"10.0.0.1", NULL };
+        bool main_only[] = { true, false }, events_only[] = { false, true };
+        CertsPart first = { .node = true, .etcd = main_only }, rest = { .etcd = events_only };
+        CertsObservation o = {};
+        CertsPlan p = {};
+        CertsResult res = {};
+        char blocker[160];
+
+        observe_plan_held(f, ips, "a", "c", T0, &o, &p);
+        snprintf(blocker, sizeof(blocker), "%s/store/pki", f->root);
+        assert_true(write_file_atomic(blocker, "x", 1, 0600, false) >= 0);
+        assert_int_equal(certs_apply_part(&f->s, &o, &p, &first, T0, NULL, &res), 0);
+        assert_int_equal(strv_length(res.errors), 1);
+        assert_true(res.etcd_failed[0]);
+        assert_false(res.etcd_failed[1]);
+        certs_result_done(&res);
+        assert_int_equal(certs_apply_part(&f->s, &o, &p, &rest, T0, NULL, &res), 0);
+        assert_int_equal(strv_length(res.errors), 0);
+        assert_true(res.etcd_failed[1]);
+        assert_false(pair_present(&o, find_leaf(&o, CERTS_ETCD_SERVER, "events")));
+        certs_result_done(&res);
+        certs_plan_done(&p);
+        certs_observation_done(&o);
+}
+
 static void test_unreadable_store(void **state) {
         Fixture *f = *state;
         char *ips[] = { (char *)"10.0.0.1", NULL };
@@ -339,6 +424,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_first_pass_then_quiet, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_self_hosted_kubelet_server, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_changes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_parts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_parts_without_entries, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unreadable_store, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unmanaged, setup, teardown),
         };
