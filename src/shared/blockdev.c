@@ -41,16 +41,9 @@ static int probe_on_fd(int fd, bool partitions, blkid_probe *ret) {
         return 0;
 }
 
-/* Opens dev (O_CLOEXEC, which blkid_new_probe_from_filename() does not promise) and a probe on it. Returns
- * the fd, which the caller closes after freeing the probe. */
-static int probe_new(const char *dev, bool partitions, blkid_probe *ret) {
-        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        int r = probe_on_fd(fd, partitions, ret);
-        if (r < 0)
-                return r;
-        return TAKE_FD(fd);
+int blockdev_open_read(const char *dev) {
+        int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        return fd < 0 ? -errno : fd;
 }
 
 static int probe_value(blkid_probe pr, const char *name, char **ret) {
@@ -94,21 +87,26 @@ int blockdev_probe_signature_fd(int fd, char **ret_what) {
 }
 
 int blockdev_probe_signature(const char *dev, char **ret_what) {
-        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd = blockdev_open_read(dev);
         if (fd < 0)
-                return -errno;
+                return fd;
         return blockdev_probe_signature_fd(fd, ret_what);
 }
 
 int blockdev_probe_fstype(const char *dev, char **ret_fstype) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_(blkid_free_probep) blkid_probe pr = NULL;
-        _cleanup_free_ char *type = NULL, *usage = NULL;
-
-        fd = probe_new(dev, false, &pr);
+        _cleanup_close_ int fd = blockdev_open_read(dev);
         if (fd < 0)
                 return fd;
-        int r = blkid_do_safeprobe(pr);
+        return blockdev_probe_fstype_fd(fd, ret_fstype);
+}
+
+int blockdev_probe_fstype_fd(int fd, char **ret_fstype) {
+        _cleanup_(blkid_free_probep) blkid_probe pr = NULL;
+        _cleanup_free_ char *type = NULL, *usage = NULL;
+        int r = probe_on_fd(fd, false, &pr);
+        if (r < 0)
+                return r;
+        r = blkid_do_safeprobe(pr);
         if (r < -1)
                 r = 1; /* ambivalent: not a filesystem we may use */
         if (r < 0)
@@ -459,9 +457,12 @@ static void describe_processes(dev_t devnum, char **out) {
         DIR *proc = opendir("/proc");
         if (!proc)
                 return;
-        /* bounded: one pass over /proc; a process's fds are listed once */
+        char self[16];
+        snprintf(self, sizeof(self), "%d", (int)getpid());
+        /* bounded: one pass over /proc; a process's fds are listed once. Not this process: what it holds
+         * there is read-only and shared, never what makes an exclusive open fail. */
         for (struct dirent *de; (de = readdir(proc));) {
-                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                if (de->d_name[0] < '1' || de->d_name[0] > '9' || streq(de->d_name, self))
                         continue;
                 char fddir[300];
                 snprintf(fddir, sizeof(fddir), "/proc/%s/fd", de->d_name);

@@ -52,6 +52,11 @@ int blockdev_zero_fill(int fd, uint64_t *ret_bytes);
 
 /* Filesystem type on dev ("ext4", "xfs"), or 0 and NULL when none is found. */
 int blockdev_probe_fstype(const char *dev, char **ret_fstype);
+int blockdev_probe_fstype_fd(int fd, char **ret_fstype);
+
+/* dev opened for reading (O_NONBLOCK, O_CLOEXEC), or -errno. While one fd of a block device is open, the
+ * kernel keeps what was read of it cached; the last close drops that cache. */
+int blockdev_open_read(const char *dev);
 
 /* The device number (st_rdev) of block device path. -ENOTBLK if path is not a block device. */
 int blockdev_get_devnum(const char *path, dev_t *ret);

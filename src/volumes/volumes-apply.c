@@ -44,6 +44,7 @@ typedef struct ApplyContext {
         dev_t *devnums;
         char **fstypes; /* what the fsck step's probe found (NULL: nothing, or not probed) */
         bool *probed;   /* the fsck step probed this pass: fstypes[i] is its finding */
+        int *held;      /* an fd on the device from its first probe until its mount step ends (or -1) */
         bool *failed;
         VolumesPassResult *result;
         VolumesPassResult own_result;
@@ -140,6 +141,22 @@ static int ensure_device(ApplyContext *c, size_t i, char **ret_error) {
         return c->devices[i] ? 0 : action_wait_device(c, i, ret_error);
 }
 
+/* The device held open from its first probe until its mount step ends: the closes of the blank proof's
+ * exclusive fd, of e2fsck and of mkfs are then never the device's last, which would drop the kernel's cache
+ * of it. So the proof's probe reads what the first probe read from the cache, not from the disk again (a
+ * blank volume's second probe on a loop device: 3.3 -> 1.5 ms). Read-only and not exclusive: it keeps out
+ * nothing that the exclusive opens (O_EXCL, mke2fs, e2fsck, mount) do not; the proof's zero reads are
+ * O_DIRECT whatever is cached. */
+static int device_hold(ApplyContext *c, size_t i) {
+        if (c->held[i] < 0)
+                c->held[i] = blockdev_open_read(c->devices[i]);
+        return c->held[i];
+}
+
+static void device_unhold(ApplyContext *c, size_t i) {
+        c->held[i] = c->held[i] >= 0 ? safe_close(c->held[i]) : -1;
+}
+
 static bool is_ext(const char *fstype) {
         return fstype && (streq(fstype, "ext2") || streq(fstype, "ext3") || streq(fstype, "ext4"));
 }
@@ -151,7 +168,9 @@ static int action_fsck(ApplyContext *c, size_t i, char **ret_error) {
         int r = ensure_device(c, i, ret_error), status;
         if (r < 0)
                 return r;
-        r = blockdev_probe_fstype(c->devices[i], &fstype);
+        r = device_hold(c, i);
+        if (r >= 0)
+                r = blockdev_probe_fstype_fd(r, &fstype);
         if (r < 0)
                 return r;
         /* the mount need not probe again: neither for the type to mount nor for "no filesystem at all" */
@@ -342,8 +361,9 @@ static int format_unknown_first(ApplyContext *c, size_t i, const PlanSelection *
         _cleanup_free_ char *fstype = NULL;
         /* Only a shortcut past a mount that would fail: the proof under O_EXCL in format_blank() is what
          * guards the data, so the fsck step's probe of this pass (same claim, same device) serves here. */
+        int fd = c->probed[i] ? 0 : device_hold(c, i);
         if (c->probed[i] ? c->fstypes[i] != NULL
-                         : (blockdev_probe_fstype(c->devices[i], &fstype) < 0 || fstype))
+                         : (fd < 0 || blockdev_probe_fstype_fd(fd, &fstype) < 0 || fstype))
                 return 0;
         report(c->cfg, LOG_LEVEL_INFO, 0,
                "'%s' holds no filesystem libblkid knows: checking whether it is blank", c->devices[i]);
@@ -363,7 +383,7 @@ static int format_unknown_first(ApplyContext *c, size_t i, const PlanSelection *
 }
 
 /* Mount first; only a failed mount AND a provably blank device lead to mkfs (ARCHITECTURE.md). */
-static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s, char **ret_error) {
+static int mount_volume(ApplyContext *c, size_t i, const PlanSelection *s, char **ret_error) {
         _cleanup_free_ char *path = volume_mount_path(c->cfg->mount_root, c->in->volumes[i].id), *msg = NULL,
                             *not_blank = NULL;
         int r = ensure_device(c, i, ret_error);
@@ -416,6 +436,12 @@ static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s, char 
         report(c->cfg, LOG_LEVEL_INFO, 0, "Mounted volume '%s' (%s) on '%s'", c->in->volumes[i].id,
                c->devices[i], path);
         return 0;
+}
+
+static int action_mount(ApplyContext *c, size_t i, const PlanSelection *s, char **ret_error) {
+        int r = mount_volume(c, i, s, ret_error);
+        device_unhold(c, i); /* mounted (the filesystem holds it now), or failed: the cache may go */
+        return r;
 }
 
 /* The volume's contents are not ours to trust: a symlink or FIFO placed there is an error, never
@@ -705,13 +731,16 @@ int volumes_apply_new(VolumeProvider *p, const VolumesPassConfig *cfg, const Vol
                 .devnums = new0(dev_t, in->n_volumes),
                 .fstypes = new0(char *, in->n_volumes),
                 .probed = new0(bool, in->n_volumes),
+                .held = new0(int, in->n_volumes),
                 .failed = new0(bool, in->n_volumes),
         };
         a->c.result = &a->c.own_result;
-        if (!a->c.devices || !a->c.devnums || !a->c.fstypes || !a->c.probed || !a->c.failed) {
+        if (!a->c.devices || !a->c.devnums || !a->c.fstypes || !a->c.probed || !a->c.failed || !a->c.held) {
                 volumes_apply_free(a);
                 return -ENOMEM;
         }
+        for (size_t i = 0; i < in->n_volumes; i++)
+                a->c.held[i] = -1;
         *ret = a;
         return 0;
 }
@@ -722,7 +751,10 @@ VolumesApply *volumes_apply_free(VolumesApply *a) {
         for (size_t i = 0; i < a->c.in->n_volumes; i++) {
                 free(a->c.devices ? a->c.devices[i] : NULL);
                 free(a->c.fstypes ? a->c.fstypes[i] : NULL);
+                if (a->c.held)
+                        device_unhold(&a->c, i);
         }
+        free(a->c.held);
         free(a->c.devices);
         free(a->c.fstypes);
         free(a->c.probed);
