@@ -51,6 +51,28 @@ static void test_probe_blank_and_swap(void **state) {
         free(f);
 }
 
+/* Probes through one fd held open (as the volumes' device steps hold theirs) see what another fd wrote
+ * since: the cache the held fd keeps is the file's own, never a stale copy. */
+static void test_probe_through_held_fd(void **state) {
+        char *f = scratch(4 << 20);
+        char *what = NULL, *fstype = NULL;
+        int fd = blockdev_open_read(f);
+        assert_true(fd >= 0);
+        assert_int_equal(blockdev_probe_fstype_fd(fd, &fstype), 0);
+        assert_null(fstype);
+        assert_int_equal(blockdev_probe_signature_fd(fd, &what), 0);
+        unsigned char v1[8] = { 1, 0, 0, 0, 0xff, 0x03, 0, 0 };
+        put(f, 1024, v1, sizeof(v1));
+        put(f, 4096 - 10, "SWAPSPACE2", 10);
+        assert_int_equal(blockdev_probe_signature_fd(fd, &what), 1);
+        assert_string_equal(what, "swap");
+        free(what);
+        close(fd);
+        assert_int_equal(blockdev_open_read("/nonexistent/pk-blkid"), -ENOENT);
+        unlink(f);
+        free(f);
+}
+
 static void test_probe_dos_partition_table(void **state) {
         char *f = scratch(4 << 20);
         char *what = NULL;
@@ -74,6 +96,7 @@ static void test_devnum(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_probe_blank_and_swap),
+                cmocka_unit_test(test_probe_through_held_fd),
                 cmocka_unit_test(test_probe_dos_partition_table),
                 cmocka_unit_test(test_devnum),
         };
