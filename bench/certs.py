@@ -125,7 +125,7 @@ def measure():
     med = {k: common.median([r[k] for r in runs]) for k in runs[0]}
     n = f"{runs[0]['cas']} CAs + SA key + {runs[0]['leaves']} leaves"
     rows = [(f"9. certificates of a master ({n}): protokube / openssl", f"{med['ratio']:.3f}", "", ""),
-            ("   protokube: the pass's certificates step (fresh store)", common.fmt_ms(med["pk"]), "", ""),
+            ("   protokube: the pass's certificates steps (fresh store)", common.fmt_ms(med["pk"]), "", ""),
             ("   openssl req + x509, same set, one bash script", common.fmt_ms(med["openssl"]), "", "")]
     return rows, f"{RUNS} runs, fresh store and pool each, load average {os.getloadavg()[0]:.1f} at the end"
 
