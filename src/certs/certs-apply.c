@@ -41,14 +41,11 @@ static void mark_etcd_failed(const CertsSettings *s, const char *cluster, CertsR
 static bool in_part(const CertsSettings *s, const CertsPart *part, const char *cluster) {
         if (!part)
                 return true;
-        if (!cluster)
-                return part->node;
-        if (!part->etcd)
-                return true;
-        for (size_t c = 0; s->etcd_clusters && s->etcd_clusters[c]; c++)
+        /* a cluster the settings no longer name goes with the node's own */
+        for (size_t c = 0; cluster && s->etcd_clusters && s->etcd_clusters[c]; c++)
                 if (streq(s->etcd_clusters[c], cluster))
-                        return part->etcd[c];
-        return part->node; /* a cluster the settings no longer name: with the node's own */
+                        return part->later[c] != part->first;
+        return part->first;
 }
 
 /* Creates what the plan says is absent; on success o's keystore is the complete one. */
@@ -196,7 +193,7 @@ int certs_apply_part(const CertsSettings *s, CertsObservation *o, const CertsPla
         int r = res.errors && res.etcd_failed ? 0 : -ENOMEM;
         if (r >= 0 && p->managed && p->status >= 0) {
                 bool creates = strv_length(p->create) > 0;
-                if (creates && (!part || part->node))
+                if (creates && (!part || part->first))
                         r = create_entries(s, o, now, &res);
                 else if (creates)
                         r = entries_created(o, p) ? 1 : 0;

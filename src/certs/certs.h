@@ -209,17 +209,18 @@ void certs_result_done(CertsResult *r);
 int certs_apply(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, usec_t now,
                 bool (*stop)(void), CertsResult *ret);
 
-/* Which of a plan's actions one call takes: with node, the keystore's absent entries and every pair and file
- * of no etcd cluster; and those of the etcd clusters marked in etcd (parallel to settings.etcd_clusters;
- * NULL: every one). A pass that brings up two members takes the one it starts first, then the other's
- * pairs after that member's manifest is written (each pair is four fsyncs: its time is the failover's). */
+/* A plan applied in two calls, split by later (parallel to settings.etcd_clusters): the first call (first
+ * true) takes the keystore's absent entries, every pair and file of no etcd cluster and those of the
+ * clusters later does not mark; the second (first false) those of the clusters it marks. A pass that brings
+ * up two members takes the one it starts first, then the other's pairs after that member's manifest is
+ * written (each pair is four fsyncs: its time is the failover's). */
 typedef struct CertsPart {
-        bool node;
-        const bool *etcd;
+        bool first;
+        const bool *later; /* never NULL */
 } CertsPart;
 
-/* certs_apply() of part's actions only. A call without node, after the one with it: when the keystore's
- * entries could not be created, its clusters fail as they did in that call (without a message again). */
+/* certs_apply() of part's actions only (NULL: all). The second call: when the keystore's entries could not
+ * be created in the first, its clusters fail as they did there (without a message again). */
 int certs_apply_part(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, const CertsPart *part,
                      usec_t now, bool (*stop)(void), CertsResult *ret);
 

@@ -380,7 +380,7 @@ static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, const 
         if (!plan->certs.managed)
                 return 0;
         if (plan->certs.status < 0) {
-                if (!part || part->node) {
+                if (!part || part->first) {
                         log_error_errno(plan->certs.status, "Certificates: %s", strna(plan->certs.note));
                         pass_report_error(rep, PASS_STAGE_CERTS, plan->certs.status, plan->certs.note);
                 }
@@ -405,26 +405,18 @@ static int apply_certs(Pass *p, PassObservation *o, const PassPlan *plan, const 
         if (res.changes > 0)
                 log_info("Certificates: %u change(s) applied.", res.changes);
         rep->actions_applied += res.changes;
-        return !part || part->node ? report_certs(p, o, plan, rep) : 0;
+        return !part || part->first ? report_certs(p, o, plan, rep) : 0;
 }
 
-/* The etcd clusters of the rest wave's selections (*ret_rest), and every other (*ret_first), as masks over
- * p->etcd_clusters: which members' certificates come before which wave. */
-static int etcd_cluster_masks(const Pass *p, const PassPlan *plan, const bool *rest, bool **ret_first,
-                              bool **ret_rest) {
-        size_t n = strv_length(p->etcd_clusters);
-        _cleanup_free_ bool *first_mask = new0(bool, n + 1), *rest_mask = new0(bool, n + 1);
-        if (!first_mask || !rest_mask)
-                return -ENOMEM;
-        for (size_t k = 0; k < plan->volumes.n_selections; k++)
-                for (size_t c = 0; rest[k] && c < n; c++)
+/* The etcd clusters of the rest wave's selections, as a mask over p->etcd_clusters: whose members'
+ * certificates come after the first wave (NULL: out of memory). */
+static bool *rest_etcd_clusters(const Pass *p, const PassPlan *plan, const bool *rest) {
+        bool *mask = new0(bool, strv_length(p->etcd_clusters) + 1);
+        for (size_t k = 0; mask && k < plan->volumes.n_selections; k++)
+                for (size_t c = 0; rest[k] && p->etcd_clusters[c]; c++)
                         if (streq(p->etcd_clusters[c], plan->volumes.selections[k].etcd_cluster))
-                                rest_mask[c] = true;
-        for (size_t c = 0; c < n; c++)
-                first_mask[c] = !rest_mask[c];
-        *ret_first = TAKE_PTR(first_mask);
-        *ret_rest = TAKE_PTR(rest_mask);
-        return 0;
+                                mask[c] = true;
+        return mask;
 }
 
 /* One round: apply the plan. 1 when a claim was lost and the pass must observe and plan again. */
@@ -476,7 +468,7 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
         _cleanup_(volumes_apply_freep) VolumesApply *va = NULL;
         _cleanup_free_ char **etcd_texts = NULL;
         _cleanup_strv_free_ char **etcd_owned = NULL; /* texts rendered anew by the membership step */
-        _cleanup_free_ bool *first = NULL, *rest = NULL, *first_etcd = NULL, *rest_etcd = NULL;
+        _cleanup_free_ bool *first = NULL, *rest = NULL, *rest_etcd = NULL;
         VolumesPassResult res = {};
         int r;
         etcd_texts = etcd_texts_new(plan);
@@ -502,9 +494,9 @@ static int apply_round(Pass *p, PassObservation *o, const PassPlan *plan, bool l
          * every member held, the node's certificates and the first wave's members', and the first wave's
          * etcd steps; then the rest's devices, certificates and etcd steps. */
         first = first_wave(plan, va, &rest);
-        if (first && etcd_cluster_masks(p, plan, rest, &first_etcd, &rest_etcd) < 0)
+        if (first && !(rest_etcd = rest_etcd_clusters(p, plan, rest)))
                 return -ENOMEM;
-        CertsPart first_part = { .node = true, .etcd = first_etcd }, rest_part = { .etcd = rest_etcd };
+        CertsPart first_part = { .first = true, .later = rest_etcd }, rest_part = { .later = rest_etcd };
         bool certs_done = false;
         if (r >= 0 && !stop_requested())
                 r = volumes_apply_run(va, VOLUMES_PHASE_DEVICES, first, NULL);

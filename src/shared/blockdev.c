@@ -93,13 +93,6 @@ int blockdev_probe_signature(const char *dev, char **ret_what) {
         return blockdev_probe_signature_fd(fd, ret_what);
 }
 
-int blockdev_probe_fstype(const char *dev, char **ret_fstype) {
-        _cleanup_close_ int fd = blockdev_open_read(dev);
-        if (fd < 0)
-                return fd;
-        return blockdev_probe_fstype_fd(fd, ret_fstype);
-}
-
 int blockdev_probe_fstype_fd(int fd, char **ret_fstype) {
         _cleanup_(blkid_free_probep) blkid_probe pr = NULL;
         _cleanup_free_ char *type = NULL, *usage = NULL;

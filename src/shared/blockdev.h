@@ -50,8 +50,7 @@ int blockdev_prove_zero(int fd, uint64_t *ret_offset);
 /* Writes zeros over blockdev_zero_ranges() of fd (opened for writing) and syncs. *ret_bytes: how much. */
 int blockdev_zero_fill(int fd, uint64_t *ret_bytes);
 
-/* Filesystem type on dev ("ext4", "xfs"), or 0 and NULL when none is found. */
-int blockdev_probe_fstype(const char *dev, char **ret_fstype);
+/* Filesystem type on fd's device ("ext4", "xfs"), or 0 and NULL when none is found. */
 int blockdev_probe_fstype_fd(int fd, char **ret_fstype);
 
 /* dev opened for reading (O_NONBLOCK, O_CLOEXEC), or -errno. While one fd of a block device is open, the

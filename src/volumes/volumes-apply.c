@@ -154,7 +154,7 @@ static int device_hold(ApplyContext *c, size_t i) {
 }
 
 static void device_unhold(ApplyContext *c, size_t i) {
-        c->held[i] = c->held[i] >= 0 ? safe_close(c->held[i]) : -1;
+        c->held[i] = safe_close(c->held[i]);
 }
 
 static bool is_ext(const char *fstype) {
@@ -361,10 +361,13 @@ static int format_unknown_first(ApplyContext *c, size_t i, const PlanSelection *
         _cleanup_free_ char *fstype = NULL;
         /* Only a shortcut past a mount that would fail: the proof under O_EXCL in format_blank() is what
          * guards the data, so the fsck step's probe of this pass (same claim, same device) serves here. */
-        int fd = c->probed[i] ? 0 : device_hold(c, i);
-        if (c->probed[i] ? c->fstypes[i] != NULL
-                         : (fd < 0 || blockdev_probe_fstype_fd(fd, &fstype) < 0 || fstype))
+        if (c->probed[i] && c->fstypes[i])
                 return 0;
+        if (!c->probed[i]) {
+                int fd = device_hold(c, i);
+                if (fd < 0 || blockdev_probe_fstype_fd(fd, &fstype) < 0 || fstype)
+                        return 0;
+        }
         report(c->cfg, LOG_LEVEL_INFO, 0,
                "'%s' holds no filesystem libblkid knows: checking whether it is blank", c->devices[i]);
         char *why = NULL;

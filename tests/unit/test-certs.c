@@ -314,8 +314,8 @@ static bool pair_present(const CertsObservation *o, ssize_t i) {
 static void test_parts(void **state) {
         Fixture *f = *state;
         char *ips[] = { (char *)"10.0.0.1", NULL };
-        bool main_only[] = { true, false }, events_only[] = { false, true };
-        CertsPart first = { .node = true, .etcd = main_only }, rest = { .etcd = events_only };
+        bool events_later[] = { false, true };
+        CertsPart first = { .first = true, .later = events_later }, rest = { .later = events_later };
         CertsObservation o = {};
         CertsPlan p = {};
         CertsResult res = {};
@@ -357,8 +357,8 @@ static void test_parts(void **state) {
 static void test_parts_without_entries(void **state) {
         Fixture *f = *state;
         char *ips[] = { (char *)"10.0.0.1", NULL };
-        bool main_only[] = { true, false }, events_only[] = { false, true };
-        CertsPart first = { .node = true, .etcd = main_only }, rest = { .etcd = events_only };
+        bool events_later[] = { false, true };
+        CertsPart first = { .first = true, .later = events_later }, rest = { .later = events_later };
         CertsObservation o = {};
         CertsPlan p = {};
         CertsResult res = {};
