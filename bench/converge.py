@@ -8,9 +8,17 @@ blank: creating an ext4 filesystem" -> "Mounted volume" (so it includes that one
 resolution); the figure is the wall time minus that. With PROTOKUBE_TRACE=1 the binary prints its stage times
 (CLOCK_MONOTONIC, the clock of time.monotonic()) at exit, which give the breakdown: process start to main,
 spec load, observing the pool and devices, the DNS read, planning, volumes (claim, device, fsck, mount; mkfs
-taken out), the DNS UPDATE, the manifests, and main's return to the process's end."""
+taken out), the DNS UPDATE, the manifests, and main's return to the process's end.
+
+The disk's share: one more run, untimed, under `strace -c` counts the fsyncs of protokube's own process (not
+mkfs's), and this disk's cost of one durable small-file replace (write, fsync, rename, fsync of the
+directory: what the pass does for each of its files) is measured beside the pool, idle; the two give the
+time that the pass's crash safety costs on this disk, inside the figure."""
 import os
+import re
+import shutil
 import subprocess
+import tempfile
 import time
 
 import common
@@ -18,7 +26,7 @@ import common
 RUNS = common.env_int("BENCH_CONVERGE_RUNS", 5)
 
 
-def one_run(wd, bind, i):
+def one_run(wd, bind, i, wrapper=()):
     cluster = f"cold{i}.k8s.test"
     base = wd.sub(f"run{i}")
     pool, mnt, man = (os.path.join(base, n) for n in ("pool", "mnt", "manifests"))
@@ -29,7 +37,7 @@ def one_run(wd, bind, i):
         f.write(common.spec_text(cluster, common.rfc2136_block(bind)))
     common.create_pool(pool, cluster, size=os.environ.get("BENCH_VOLUME_SIZE", "256M"))
     ip = "127.0.0.11"
-    argv = [common.protokube_bin(), "-c", spec, "--log-format", "json", "once", "--node-name", "a", "--zone",
+    argv = [*wrapper, common.protokube_bin(), "-c", spec, "--log-format", "json", "once", "--node-name", "a", "--zone",
             "z1", "--internal-ip", ip, "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir", man,
             "--mount-root", mnt]
     env = dict(os.environ, PROTOKUBE_TRACE="1")
@@ -111,12 +119,55 @@ def stages(lines, t0, t_end, mkfs):
     return out
 
 
+def fsyncs_counted(wd, bind, i):
+    """fsync + fdatasync calls of protokube's own process in one cold pass (strace -c; None without strace)."""
+    if not shutil.which("strace"):
+        return None
+    out = os.path.join(wd.path, "strace-c.txt")
+    one_run(wd, bind, i, ("strace", "-c", "-o", out, "-e", "trace=fsync,fdatasync,syncfs"))
+    calls = 0
+    with open(out) as f:
+        for ln in f:
+            m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fsync|fdatasync|syncfs)$", ln)
+            if m:
+                calls += int(m.group(1))
+    return calls
+
+
+def durable_replace_time(directory, n=50):
+    """Median seconds of one durable small-file replace in directory: write, fsync, rename, fsync the dir."""
+    times = []
+    d = tempfile.mkdtemp(dir=directory)
+    try:
+        for i in range(n):
+            t0 = time.perf_counter()
+            tmp = os.path.join(d, f".f.{i}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, b"x" * 512)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, os.path.join(d, "f"))
+            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+            times.append(time.perf_counter() - t0)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return common.median(times)
+
+
 def measure():
     rows = []
     with common.Workdir("converge") as wd:
         bind = common.Bind(wd.path)
         try:
             runs = [one_run(wd, bind, i) for i in range(RUNS)]
+            n_fsyncs = fsyncs_counted(wd, bind, RUNS)
+            replace = durable_replace_time(wd.path)
         finally:
             bind.stop()
     med = {k: common.median([r.get(k) for r in runs]) for k in set().union(*runs)}
@@ -130,6 +181,10 @@ def measure():
         if label == "other" and med.get("stage:other") is None:
             continue
         rows.append((f"   - {label}", common.fmt_ms(med.get("stage:" + label)), "", ""))
+    rows.append(("   this disk: one durable small-file replace (2 fsyncs), idle", common.fmt_ms(replace), "", ""))
+    if n_fsyncs is not None:
+        rows.append((f"   the pass's {n_fsyncs} fsyncs at that cost (counted under strace, untimed run)",
+                     common.fmt_ms(n_fsyncs / 2 * replace), "", ""))
     return rows, (f"{RUNS} runs, volumes {os.environ.get('BENCH_VOLUME_SIZE', '256M')}, load average "
                   f"{os.getloadavg()[0]:.1f} at the end")
 

@@ -7,11 +7,22 @@ name has no address and does not exist: nothing to delete). Both clients replace
 1000 "add RR" (RFC 2136 §2.5.2, §2.5.1); both end up on TCP (the message is ~17 KB). protokube also reads
 what is served first (A and AAAA of its two names, signed), since that is its design: only what differs is
 sent. Each timing is spawn -> exit of the client; every run is checked afterwards (1000 addresses served).
-Then the no-change pass: `dns sync` again with the zone already right (reads only, sends nothing)."""
+Then the no-change pass: `dns sync` again with the zone already right (reads only, sends nothing).
+
+The floor: in each run BIND also gets the same UPDATE as nsupdate's (built with dnspython, signed with the
+same key) from a client that connected beforehand, timed from its send to BIND's answer: BIND's own time to
+apply it. No client that waits for the answer can take less, so that time over nsupdate's whole run is the
+lowest ratio any client can reach on this machine."""
 import json
 import os
+import socket
+import struct
 import subprocess
 import time
+
+import dns.tsig
+import dns.tsigkeyring
+import dns.update
 
 import common
 
@@ -58,6 +69,39 @@ def timed(argv, input_text=None):
     return dt, p.stdout
 
 
+def update_message(want):
+    """nsupdate's UPDATE for want, as dnspython builds it: per name "delete RRset" + "add RR" per address."""
+    ring = dns.tsigkeyring.from_text({common.dnsservers.DEFAULT_KEY_NAME: common.dnsservers.DEFAULT_SECRET})
+    u = dns.update.UpdateMessage(common.CLUSTER_ZONE, keyring=ring, keyalgorithm=dns.tsig.HMAC_SHA256)
+    for name, addrs in want.items():
+        u.delete(name, "A")
+        for a in addrs:
+            u.add(name, 60, "A", a)
+    return u.to_wire()
+
+
+def recv_exactly(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise RuntimeError("BIND closed the connection before its answer")
+        data += chunk
+    return data
+
+
+def bind_alone(bind, wire):
+    """Seconds from the UPDATE's send (over a connection made beforehand) to BIND's whole answer."""
+    with socket.create_connection(("127.0.0.1", bind.port), timeout=60) as sock:
+        t0 = time.monotonic()
+        sock.sendall(struct.pack("!H", len(wire)) + wire)
+        answer = recv_exactly(sock, struct.unpack("!H", recv_exactly(sock, 2))[0])
+        dt = time.monotonic() - t0
+    if answer[3] & 0x0F:
+        raise RuntimeError(f"BIND answered the UPDATE with rcode {answer[3] & 0x0F}")
+    return dt
+
+
 def served(bind):
     """{name: sorted addresses} of every A record in the zone, by one signed AXFR."""
     p = common.run(["dig", "-k", bind.key_file, "@127.0.0.1", "-p", str(bind.port), common.CLUSTER_ZONE, "AXFR",
@@ -83,6 +127,7 @@ def run_variant(wd, bind, label, view, want):
         ns_script += f"update delete {name} A\n" + "".join(f"update add {name} 60 A {a}\n" for a in addrs)
     ns_script += "send\n"
     ns_argv = ["nsupdate", "-k", bind.key_file]
+    wire = update_message(want)
     n_records = sum(len(v) for v in want.values())
 
     def ours(zone):
@@ -99,21 +144,25 @@ def run_variant(wd, bind, label, view, want):
             raise RuntimeError(f"after {who}: {sum(len(v) for v in got.values())} addresses in {len(got)} "
                                f"names served, wanted {n_records} in {len(want)}")
 
-    pk_t, ns_t, ratios, nochange = [], [], [], []
+    pk_t, ns_t, bind_t, ratios, floors, nochange = [], [], [], [], [], []
     for i in range(RUNS):
         got = {}
-        for who in (("pk", "ns") if i % 2 == 0 else ("ns", "pk")):
+        for who in (("pk", "ns", "bind") if i % 2 == 0 else ("ns", "pk", "bind")):
             reset()
             if who == "pk":
                 got["pk"], out = timed(pk_argv)
                 if "replace" not in out:
                     raise RuntimeError(f"dns sync did not replace anything: {out[-500:]!r}")
-            else:
+            elif who == "ns":
                 got["ns"], _ = timed(ns_argv, ns_script)
+            else:
+                got["bind"] = bind_alone(bind, wire)
             check(who)
         pk_t.append(got["pk"])
         ns_t.append(got["ns"])
+        bind_t.append(got["bind"])
         ratios.append(got["pk"] / got["ns"])
+        floors.append(got["bind"] / got["ns"])
     for _ in range(RUNS):  # the zone holds the records now (the last writer of the last pair wrote them)
         dt, out = timed(pk_argv)
         if "no changes" not in out:
@@ -126,6 +175,9 @@ def run_variant(wd, bind, label, view, want):
              "met" if r <= target else "MISSED"),
             ("   protokube dns sync --view", common.fmt_ms(common.median(pk_t)), "", ""),
             ("   nsupdate -k, same key, one batch", common.fmt_ms(common.median(ns_t)), "", ""),
+            ("   BIND alone applying nsupdate's UPDATE (send -> answer)", common.fmt_ms(common.median(bind_t)),
+             "", ""),
+            ("   the floor for any client: BIND alone / nsupdate", f"{common.median(floors):.2f}", "", ""),
             ("   dns sync, no change (reads only)", common.fmt_ms(common.median(nochange)), "", "")]
 
 
@@ -138,7 +190,8 @@ def measure():
                 rows += run_variant(wd, bind, label, view, want)
         finally:
             bind.stop()
-    return rows, (f"{RUNS} alternating pairs per variant (ratio: median of per-pair ratios), zone reset between "
+    return rows, (f"{RUNS} alternating pairs per variant (ratio: median of per-pair ratios), each followed by BIND "
+                  f"alone, zone reset between "
                   f"runs; {RUNS} no-change passes; BIND with {BIND_OPTIONS} {ZONE_OPTIONS}; load average "
                   f"{os.getloadavg()[0]:.1f} at the end")
 

@@ -16,8 +16,8 @@ PACKAGES=(
         xfsprogs
         # a real master node (tests/k8s/node.py): container runtime, CNI plugins, static go-runner/pause
         containerd runc containernetworking-plugins libc6-dev
-        # benchmarks (make bench): massif, binary size
-        valgrind binutils
+        # benchmarks (make bench): massif, binary size, the fsyncs of a pass (figure 1)
+        valgrind binutils strace
         # the package (make deb), its man pages and the unit under a real systemd (test_nspawn.py)
         scdoc debhelper dpkg-dev fakeroot lintian debootstrap systemd-container
 )
