@@ -16,10 +16,11 @@ lowest ratio any client can reach on this machine."""
 import json
 import os
 import socket
-import struct
 import subprocess
 import time
 
+import dns.query
+import dns.rcode
 import dns.tsig
 import dns.tsigkeyring
 import dns.update
@@ -77,29 +78,17 @@ def update_message(want):
         u.delete(name, "A")
         for a in addrs:
             u.add(name, 60, "A", a)
-    return u.to_wire()
+    return u
 
 
-def recv_exactly(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise RuntimeError("BIND closed the connection before its answer")
-        data += chunk
-    return data
-
-
-def bind_alone(bind, wire):
-    """Seconds from the UPDATE's send (over a connection made beforehand) to BIND's whole answer."""
+def bind_alone(bind, update):
+    """Seconds from the UPDATE's send (signed before, over a connection made before) to BIND's whole answer."""
     with socket.create_connection(("127.0.0.1", bind.port), timeout=60) as sock:
-        t0 = time.monotonic()
-        sock.sendall(struct.pack("!H", len(wire)) + wire)
-        answer = recv_exactly(sock, struct.unpack("!H", recv_exactly(sock, 2))[0])
-        dt = time.monotonic() - t0
-    if answer[3] & 0x0F:
-        raise RuntimeError(f"BIND answered the UPDATE with rcode {answer[3] & 0x0F}")
-    return dt
+        _, sent = dns.query.send_tcp(sock, update)
+        answer, received = dns.query.receive_tcp(sock, keyring=update.keyring, request_mac=update.mac)
+    if answer.rcode() != dns.rcode.NOERROR:
+        raise RuntimeError(f"BIND answered the UPDATE with {dns.rcode.to_text(answer.rcode())}")
+    return received - sent
 
 
 def served(bind):
@@ -127,7 +116,7 @@ def run_variant(wd, bind, label, view, want):
         ns_script += f"update delete {name} A\n" + "".join(f"update add {name} 60 A {a}\n" for a in addrs)
     ns_script += "send\n"
     ns_argv = ["nsupdate", "-k", bind.key_file]
-    wire = update_message(want)
+    update = update_message(want)
     n_records = sum(len(v) for v in want.values())
 
     def ours(zone):
@@ -156,7 +145,7 @@ def run_variant(wd, bind, label, view, want):
             elif who == "ns":
                 got["ns"], _ = timed(ns_argv, ns_script)
             else:
-                got["bind"] = bind_alone(bind, wire)
+                got["bind"] = bind_alone(bind, update)
             check(who)
         pk_t.append(got["pk"])
         ns_t.append(got["ns"])

@@ -13,7 +13,8 @@ runner, polling the manifest directory, starts etcd), and in parallel the DNS re
 first master to do it. d handles the events volume in the same pass, so main's stages include some of its
 work. Two rows split the total at etcd's start: d's part (release -> the pod runner starts etcd: the release
 command, d's pass, the runner's poll) and etcd's own (its start -> its first healthy answer: process start,
-the peers' connections, the leader's heartbeat, a quorum read), each the median of the per-run values. After each run the scenario's work directory is removed (once nothing is mounted under it)."""
+the peers' connections, the leader's heartbeat, a quorum read), each the median of the per-run values.
+After each run the scenario's work directory is removed (once nothing is mounted under it)."""
 import io
 import os
 import shutil

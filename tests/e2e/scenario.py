@@ -95,19 +95,17 @@ def dns_is(c, name, want):
     return c.bind.lookup(name) == sorted(want)
 
 
-def wait_each_listed(c, name, want, timeout, interval=0.1):
+def wait_each_listed(c, name, want, timeout):
     """Every address of want served for name at some poll, and no other address at any poll."""
-    deadline, seen, allowed = time.monotonic() + timeout, set(), set(want)
-    while time.monotonic() < deadline:
+    allowed, seen = set(want), set()
+
+    def each_seen():
         got = set(c.bind.lookup(name))
         if got - allowed:
             raise ScenarioError(f"{name} serves {sorted(got - allowed)}, which is none of {sorted(allowed)}")
-        seen |= got
-        if seen >= allowed:
-            return
-        time.sleep(interval)
-    raise ScenarioError(f"timed out after {timeout:.0f}s waiting for {name} to list each of {sorted(allowed)} "
-                        f"(seen: {sorted(seen)})")
+        seen.update(got)
+        return seen >= allowed
+    wait_for(f"{name} to list each of {sorted(allowed)}", each_seen, timeout, 0.1)
 
 
 PROBE_ADDR = "198.18.42.60"  # a client of the cluster: its namespace resolves through the test's DNS server
