@@ -145,17 +145,15 @@ class Scenario:
             wait_for(f"etcd-{n} -> {ADDRS[n]}", lambda n=n: dns_is(self.c, f"etcd-{n}.{SUFFIX}", [ADDRS[n]]), 20)
             wait_for(f"etcd-events-{n} -> {ADDRS[n]}",
                      lambda n=n: dns_is(self.c, f"etcd-events-{n}.{SUFFIX}", [ADDRS[n]]), 20)
-        if self.real:
-            # A real master joins the API's names once its apiserver answers, and the self-hosted daemons
-            # start the pivot (a master leaving them for its turn) as soon as all three do: the three need
-            # not be listed at one instant, only each of them at some point, and never another address.
-            wait_each_listed(self.c, f"api.{SUFFIX}", [ADDRS[n] for n in "abc"], 120)
-            wait_each_listed(self.c, f"api.{CLUSTER}", [EXTERNAL[n] for n in "abc"], 120)
-        else:
-            wait_for("api.internal lists a, b, c",
-                     lambda: dns_is(self.c, f"api.{SUFFIX}", [ADDRS[n] for n in "abc"]), 20)
-            wait_for("api (external) lists a, b, c",
-                     lambda: dns_is(self.c, f"api.{CLUSTER}", [EXTERNAL[n] for n in "abc"]), 20)
+        for name, want in ((f"api.{SUFFIX}", [ADDRS[n] for n in "abc"]),
+                           (f"api.{CLUSTER}", [EXTERNAL[n] for n in "abc"])):
+            if self.real:
+                # A real master joins the API's names once its apiserver answers, and the self-hosted daemons
+                # start the pivot (a master leaving them for its turn) as soon as all three do: the three need
+                # not be listed at one instant, only each of them at some point, and never another address.
+                wait_each_listed(self.c, name, want, 120)
+            else:
+                wait_for(f"{name} lists a, b, c", lambda name=name, want=want: dns_is(self.c, name, want), 20)
         if self.c.bind.lookup(f"www.{CLUSTER.split('.', 1)[1]}") != ["198.18.42.200"]:
             raise ScenarioError("a record protokube does not own was changed")
         self.tl.mark("DNS: etcd-{a,b,c}, etcd-events-{a,b,c}, api.internal, api resolve to the right nodes")
