@@ -629,6 +629,7 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
                 .timeout = MAX(MIN(c->exchange_timeout, deadline > t ? deadline - t : 0), USEC_PER_MSEC),
                 .max_response = AWS_RESPONSE_MAX,
                 .ca_file = c->ca_bundle,
+                .via_proxy = true, /* the AWS APIs and S3: outside the cluster */
                 .sensitive = call->sensitive,
         };
         r = http_request(&hr, &resp, &err);

@@ -67,7 +67,6 @@ static int imds_exchange(AwsImds *m, const char *method, const char *path, const
                 .timeout = IMDS_TIMEOUT,
                 .connect_timeout = IMDS_CONNECT_TIMEOUT,
                 .max_response = AWS_IMDS_VALUE_MAX,
-                .no_proxy = true,
                 .sensitive = true, /* the token, and the role credentials */
         };
         return http_request(&req, resp, ret_error);

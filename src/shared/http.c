@@ -582,7 +582,7 @@ static const char *proxy_variable(const HttpUrl *u, const char **ret_value) {
 
 /* The proxy the environment names for this URL, if any and unless no_proxy exempts the URL's host. */
 static int proxy_setup(HttpExchange *x) {
-        const char *value = NULL, *var = x->req->no_proxy ? NULL : proxy_variable(&x->url, &value);
+        const char *value = NULL, *var = !x->req->via_proxy ? NULL : proxy_variable(&x->url, &value);
         if (!var)
                 return 0;
         const char *np = getenv("no_proxy") ?: getenv("NO_PROXY") ?: HTTP_NO_PROXY_DEFAULT;

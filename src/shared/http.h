@@ -23,7 +23,11 @@ typedef struct HttpRequest {
         usec_t timeout;         /* whole exchange; 0 = 30 s */
         usec_t connect_timeout; /* 0 = 5 s */
         size_t max_response;    /* body cap; 0 = HTTP_RESPONSE_MAX_DEFAULT */
-        bool no_proxy;          /* never through a proxy (the instance metadata service) */
+        /* Through the proxy the environment names (https_proxy, no_proxy...), for the cloud's APIs and the
+         * state store only. Everything inside the cluster (etcd, the API server, the instance metadata
+         * service) is dialled directly: a proxy outside the cluster cannot reach it, and must never see
+         * its traffic (snapshots, Secrets). Off by default. */
+        bool via_proxy;
         const char *ca_file;    /* PEM bundle of the CAs to trust for https; NULL: the system's */
         const char *cert_file;  /* PEM client certificate for https (mutual TLS); NULL: none */
         const char *key_file;   /* PEM private key of cert_file (read by OpenSSL, never copied by us) */

@@ -180,6 +180,18 @@ def test_readyz_and_livez(api):
     api.kube("livez", check=0)
 
 
+def test_readyz_never_through_a_proxy(api):
+    """The API server is inside the cluster: with https_proxy set for the cloud's APIs (a proxy that refuses
+    every connection) and a no_proxy that does not name it, the client still dials it directly."""
+    proxy = "http://127.0.0.1:1"
+    argv = ["ip", "netns", "exec", api.ns, "env", f"https_proxy={proxy}", f"HTTPS_PROXY={proxy}",
+            f"all_proxy={proxy}", "no_proxy=example.invalid", "NO_PROXY=example.invalid",
+            protokube_bin(), "kube", "readyz", "--kubeconfig", api.kubeconfig]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stderr
+    assert "ok" in p.stdout
+
+
 def test_apply_twice_is_a_noop_and_get_reads_it_back(api):
     f = api.write("cm.yaml", CM)
     first = api.kube("apply", f, check=0).stdout

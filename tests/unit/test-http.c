@@ -251,9 +251,9 @@ static void test_chunked_interim_and_short(void **state) {
         }
 }
 
-/* The proxy from the environment: a plain request names the whole URL and carries the URL's credentials
- * as Proxy-Authorization; a CONNECT the proxy refuses is an error that names the variable and never the
- * password; no_proxy (and by default loopback) goes direct. */
+/* The proxy from the environment, for a request that asks for it (via_proxy): a plain request names the
+ * whole URL and carries the URL's credentials as Proxy-Authorization; a CONNECT the proxy refuses is an
+ * error that names the variable and never the password; no_proxy (and by default loopback) goes direct. */
 static void test_proxy(void **state) {
         OneShot o;
         const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -265,7 +265,7 @@ static void test_proxy(void **state) {
         snprintf(proxy, sizeof(proxy), "http://us%%65r:s3cr%%40t@127.0.0.1:%.*s", (int)strcspn(port, "/"),
                  port);
         assert_int_equal(setenv("http_proxy", proxy, 1), 0);
-        HttpRequest req = { .method = "GET", .url = "http://target.pk.invalid:81/x?y=1" };
+        HttpRequest req = { .method = "GET", .url = "http://target.pk.invalid:81/x?y=1", .via_proxy = true };
         HttpResponse resp;
         assert_int_equal(http_request(&req, &resp, NULL), 0);
         assert_int_equal(resp.status, 200);
@@ -288,7 +288,7 @@ static void test_proxy(void **state) {
         port = strrchr(o.url + strlen("http://"), ':') + 1;
         snprintf(proxy, sizeof(proxy), "http://user:s3cret@127.0.0.1:%.*s", (int)strcspn(port, "/"), port);
         assert_int_equal(setenv("HTTPS_PROXY", proxy, 1), 0);
-        HttpRequest tls = { .method = "GET", .url = "https://target.pk.invalid/" };
+        HttpRequest tls = { .method = "GET", .url = "https://target.pk.invalid/", .via_proxy = true };
         char *err = NULL;
         assert_int_equal(http_request(&tls, &resp, &err), -EIO);
         assert_non_null(strstr(err, "HTTPS_PROXY"));
@@ -307,13 +307,38 @@ static void test_proxy(void **state) {
         expect_in_request = "GET /path HTTP/1.1\r\n";
         oneshot_start(&o, reply, strlen(reply));
         assert_int_equal(setenv("http_proxy", "http://127.0.0.1:1", 1), 0);
-        HttpRequest direct = { .method = "GET", .url = o.url };
+        HttpRequest direct = { .method = "GET", .url = o.url, .via_proxy = true };
         assert_int_equal(http_request(&direct, &resp, NULL), 0);
         http_response_done(&resp);
         oneshot_stop(&o);
         assert_int_equal(setenv("NO_PROXY", "example.com", 1), 0);
         assert_int_equal(http_request(&direct, &resp, NULL), -ECONNREFUSED); /* to the proxy on port 1 */
         expect_in_request = NULL;
+        unsetenv("http_proxy");
+        unsetenv("HTTPS_PROXY");
+        unsetenv("NO_PROXY");
+}
+
+/* A request that does not ask for the proxy (everything inside the cluster: etcd, the API server) is
+ * dialled directly whatever the environment says, no_proxy included. */
+static void test_proxy_only_when_asked(void **state) {
+        OneShot o;
+        HttpResponse resp;
+        const char *reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        expect_in_request = "GET /path HTTP/1.1\r\n";
+        oneshot_start(&o, reply, strlen(reply));
+        assert_int_equal(setenv("http_proxy", "http://127.0.0.1:1", 1), 0);
+        assert_int_equal(setenv("https_proxy", "http://127.0.0.1:1", 1), 0);
+        assert_int_equal(setenv("all_proxy", "http://127.0.0.1:1", 1), 0);
+        assert_int_equal(setenv("NO_PROXY", "example.com", 1), 0); /* loopback is not exempt */
+        HttpRequest direct = { .method = "GET", .url = o.url };
+        assert_int_equal(http_request(&direct, &resp, NULL), 0);
+        assert_int_equal(resp.status, 200);
+        http_response_done(&resp);
+        oneshot_stop(&o);
+        expect_in_request = NULL;
+        unsetenv("https_proxy");
+        unsetenv("all_proxy");
         unsetenv("http_proxy");
         unsetenv("HTTPS_PROXY");
         unsetenv("NO_PROXY");
@@ -329,6 +354,7 @@ int main(void) {
                 cmocka_unit_test(test_connect_to),
                 cmocka_unit_test(test_chunked_interim_and_short),
                 cmocka_unit_test(test_proxy),
+                cmocka_unit_test(test_proxy_only_when_asked),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
