@@ -150,6 +150,13 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         return beneath_write_file_atomic(dfd, basename(copy_base), data, len, mode, only_if_changed);
 }
 
+int dir_present(const char *path) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return S_ISDIR(st.st_mode) ? 1 : -ENOTDIR;
+}
+
 int mkdir_p(const char *path, mode_t mode) {
         _cleanup_free_ char *p = strdup(path);
         if (!p)

@@ -22,6 +22,10 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 int loop_write(int fd, const void *buf, size_t len);
 int loop_pwrite(int fd, const void *buf, size_t len, size_t offset);
 
+/* Whether path is a directory: 1 yes, 0 absent (ENOENT only), -ENOTDIR when it is something else, -errno
+ * when it cannot be looked at (EIO, ELOOP, EACCES...): an error is never taken for absence. */
+int dir_present(const char *path);
+
 /* mkdir -p with mode for each created component. */
 int mkdir_p(const char *path, mode_t mode);
 

@@ -44,6 +44,7 @@ void pass_etcd_member_done(PassEtcdMember *m) {
         strv_free(m->tagged_peer_urls);
         strv_free(m->other_endpoints);
         free(m->client_message);
+        free(m->data_message);
         *m = (PassEtcdMember){};
 }
 
@@ -228,16 +229,43 @@ static bool is_mounted(const char *path) {
                (a.st_dev != b.st_dev || a.st_ino == b.st_ino);
 }
 
-/* Whether the member's data directory on the mounted volume holds etcd data (its member/ directory). */
-static int member_data_present(const char *mount, const char *cluster, bool *ret) {
+/* Whether the member's data directory on the mounted volume holds etcd data (its member/ directory): 1,
+ * 0 when absent, < 0 when it cannot be looked at (never "absent": dir_present()). */
+static int member_data_present(const char *mount, const char *cluster) {
         _cleanup_free_ char *data = NULL, *member_dir = NULL;
-        struct stat st;
         int r = etcd_data_dir(cluster, &data);
         if (r < 0)
                 return r;
         if (!(member_dir = strjoin(mount, data, "/member")))
                 return -ENOMEM;
-        *ret = stat(member_dir, &st) >= 0 && S_ISDIR(st.st_mode);
+        return dir_present(member_dir);
+}
+
+/* The member's state on its mounted volume: its data, our replacement marker, a restore under way. Only
+ * absence (ENOENT) reads as blank or as no marker; any other error (EIO of a failing volume, ELOOP,
+ * ENOTDIR) makes the member unreadable, held with the path and the cause in data_message. */
+static int observe_volume_state(const char *mount, const char *member_dir, const char *marker,
+                                const char *cluster, PassEtcdMember *m) {
+        const char *what = member_dir;
+        int r = dir_present(member_dir);
+        if (r >= 0) {
+                m->data = r > 0 ? ETCD_DATA_PRESENT : ETCD_DATA_BLANK;
+                what = marker;
+                r = read_marker(marker, &m->change_pending, &m->promote_attempts);
+        }
+        if (r >= 0) {
+                r = pass_restore_in_progress(mount, cluster, &m->data_message);
+                if (r >= 0) {
+                        m->restoring = r > 0;
+                        return 0;
+                }
+        } else if (r != -ENOMEM &&
+                   !(m->data_message = strprintf("cannot read '%s': %s", what, pk_strerror(r))))
+                r = -ENOMEM;
+        if (r == -ENOMEM)
+                return r;
+        m->data = ETCD_DATA_UNREADABLE;
+        m->change_pending = false;
         return 0;
 }
 
@@ -263,19 +291,10 @@ int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const Cluste
                 return 0;
         }
         if (r >= 0) {
-                struct stat st;
                 m.observed = true;
-                m.data =
-                    stat(member_dir, &st) >= 0 && S_ISDIR(st.st_mode) ? ETCD_DATA_PRESENT : ETCD_DATA_BLANK;
-                r = read_marker(marker, &m.change_pending, &m.promote_attempts);
-                if (r < 0 && r != -ENOMEM) {
-                        log_warning_errno(r, "Cannot read '%s', taking it as absent: %m", marker);
-                        r = 0;
-                }
+                /* its data moved aside by a restore is not a blank member to replace (etcd-restore.md) */
+                r = observe_volume_state(mount, member_dir, marker, e.etcd.cluster, &m);
         }
-        /* its data moved aside by a restore is not a blank member to replace (docs/etcd-restore.md) */
-        if (r >= 0 && m.observed)
-                m.restoring = pass_restore_in_progress(mount, e.etcd.cluster);
         if (r >= 0)
                 r = member_urls(p, view, &e.etcd, &m);
         if (r >= 0 && !m.restoring && (m.data == ETCD_DATA_BLANK || m.change_pending))
@@ -483,12 +502,19 @@ static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember 
                 /* The observation is a few seconds old: a blank member whose etcd started since (a cold
                  * start where the others formed the cluster first) has data now and is not to be replaced.
                  * Looked at again right before the change; a pending change is ours, already under way. */
-                bool present = false;
-                if (!m->change_pending && member_data_present(mount, cluster, &present) >= 0 && present) {
+                int present = m->change_pending ? 0 : member_data_present(mount, cluster);
+                if (present > 0) {
                         log_info("etcd %s member %s: its data appeared since the pass observed it (its etcd "
                                  "started): not replaced.",
                                  cluster, e->etcd.member);
                         *d = (MemberPlan){ .decision = MEMBER_KEEP };
+                        break;
+                }
+                if (present < 0) { /* an I/O error is not a blank member */
+                        r = present;
+                        error =
+                            strprintf("cannot read its data directory on '%s': %s", mount, pk_strerror(r));
+                        *d = (MemberPlan){ .decision = MEMBER_HOLD };
                         break;
                 }
                 pass_progress_step("etcd %s: replacing member %s", cluster, e->etcd.member);
@@ -509,8 +535,8 @@ static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember 
         if (r == -ENOMEM)
                 return r;
         if (r < 0 || d->decision == MEMBER_HOLD) {
-                _cleanup_free_ char *why =
-                    strprintf("etcd %s member %s: %s", cluster, e->etcd.member, error ?: d->reason);
+                _cleanup_free_ char *why = strprintf("etcd %s member %s: %s", cluster, e->etcd.member,
+                                                     error ?: m->data_message ?: d->reason);
                 if (r == PK_EWAITING || (r >= 0 && d->decision == MEMBER_HOLD))
                         log_warning("%s; manifest %s.", strna(why),
                                     d->decision == MEMBER_HOLD ? "held back" : "kept");
@@ -592,7 +618,9 @@ void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const Pass
                         fprintf(out, "promote %s %" PRIx64 " (%s)\n", c, d->promote_id, d->reason);
                         break;
                 case MEMBER_HOLD:
-                        fprintf(out, "etcd %s member %s: manifest held back: %s\n", c, mb, d->reason);
+                        fprintf(out, "etcd %s member %s: manifest held back: %s%s%s\n", c, mb, d->reason,
+                                o->etcd_members[i].data_message ? ": " : "",
+                                strempty(o->etcd_members[i].data_message));
                         break;
                 case MEMBER_KEEP:
                         break;

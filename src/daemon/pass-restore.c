@@ -433,12 +433,20 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const 
         return 0;
 }
 
-bool pass_restore_in_progress(const char *mount, const char *cluster) {
-        _cleanup_free_ char *path = strjoin(mount, "/k8s.io/restore-", cluster, ".json"), *text = NULL;
+int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_error) {
+        _cleanup_free_ char *path = strjoin(mount, "/k8s.io/restore-", cluster, ".json"), *text = NULL,
+                            *err = NULL;
         RestoreState st;
         size_t len;
-        if (!path || read_full_file(path, RESTORE_TEXT_MAX, &text, &len) < 0 ||
-            restore_state_parse(text, len, &st, NULL) < 0)
-                return false;
+        if (!path)
+                return -ENOMEM;
+        int r = read_full_file(path, RESTORE_TEXT_MAX, &text, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return error_setf(ret_error, r, "cannot read '%s': %s", path, pk_strerror(r));
+        r = restore_state_parse(text, len, &st, &err);
+        if (r < 0)
+                return error_setf(ret_error, r, "'%s': %s", path, err ?: pk_strerror(r));
         return st.step >= RESTORE_STEP_DOWNLOADED && st.step < RESTORE_STEP_DONE;
 }

@@ -109,6 +109,7 @@ typedef struct PassEtcdMember {
         int client_error;       /* the client could not be set up (no client certificate): why */
         char *client_message;
         bool restoring; /* a restore of its cluster is under way on the volume: no replacement, no backup */
+        char *data_message; /* data == ETCD_DATA_UNREADABLE: what could not be read, and why */
 } PassEtcdMember;
 
 void pass_etcd_member_done(PassEtcdMember *m);
@@ -218,7 +219,9 @@ int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char 
 int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
                        char ***owned, PassReport *rep);
 /* Whether the volume mounted at mount holds a restore of cluster that has begun and is not done. */
-bool pass_restore_in_progress(const char *mount, const char *cluster);
+/* 1 when a restore of cluster is under way on the volume at mount, 0 when not (no restore record, or a
+ * finished one), < 0 when its record cannot be read or parsed (*ret_error: the path and why). */
+int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_error);
 
 /* The pass's state store: the one the certificates' observation opened when it could (opening asks the
  * store once, to name a missing bucket there: one open per pass, not one per stage), else one opened now

@@ -86,6 +86,8 @@ void member_plan_decide(const MemberPlanInput *in, MemberPlan *ret) {
                 return decide_with_data(in, self, ret);
         case ETCD_DATA_BLANK:
                 break;
+        case ETCD_DATA_UNREADABLE:
+                return hold(ret, "its data directory or marker cannot be read: held, never taken as blank");
         default:
                 return hold(ret, "the volume is not mounted yet: its data decides");
         }

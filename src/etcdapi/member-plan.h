@@ -15,6 +15,9 @@ typedef enum EtcdDataState {
         ETCD_DATA_UNKNOWN, /* the volume is not mounted (yet): decided after the mount */
         ETCD_DATA_BLANK,   /* no member/ directory in the data dir (a freshly formatted disk counts) */
         ETCD_DATA_PRESENT,
+        /* the data dir, our replacement marker or a restore record could not be read (EIO of a failing
+         * volume, ELOOP, ENOTDIR): only "absent" is blank, so the member is held, never replaced */
+        ETCD_DATA_UNREADABLE,
         _ETCD_DATA_STATE_MAX,
         _ETCD_DATA_STATE_INVALID = -EINVAL,
 } EtcdDataState;

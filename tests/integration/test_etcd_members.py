@@ -307,6 +307,53 @@ def test_no_replacement_for_a_volume_with_data(cluster):
     assert members(env, "a") == old
 
 
+def fault_shim():
+    """The LD_PRELOAD shim of tests/fault: stat/open of the paths named by PK_FAULT_EIO fail with EIO."""
+    build = os.environ.get("PROTOKUBE_BUILD") or os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(protokube_bin()))))
+    path = os.path.join(build, "tests", "fault", "libpk-fault-eio.so")
+    assert os.path.exists(path), f"{path}: build the tests (meson's tests option)"
+    return path
+
+
+def test_unreadable_data_is_not_blank(cluster, monkeypatch):
+    """Only "absent" is blank: a data directory that cannot be looked at (ELOOP here; EIO of a failing disk
+    through the fault shim) or a replacement marker that cannot be read holds the member, with the path and
+    the cause in the plan and the pass's log. A blank member would be removed and re-added (a and c run)."""
+    env, etcds = cluster
+    old = members(env, "a")
+    etcds["b"].stop()
+    data = os.path.join(env.volume_mount("b"), "var", "etcd", "data")
+    text = env.manifest("b")
+
+    def held(cause):
+        plan = env.plan("b")
+        assert "remove-member" not in plan.stdout and "add-learner" not in plan.stdout, plan.stdout
+        assert "manifest held back" in plan.stdout and cause in plan.stdout, plan.stdout + plan.stderr
+        p = env.once("b")
+        assert "removed member" not in p.stderr and "learner" not in p.stderr, p.stderr
+        assert cause in p.stderr, p.stderr
+        assert members(env, "a") == old
+
+    os.rename(os.path.join(data, "member"), os.path.join(data, "member.kept"))
+    os.symlink("member", os.path.join(data, "member"))  # a loop: ELOOP
+    try:
+        held("Too many levels of symbolic links")
+    finally:
+        os.unlink(os.path.join(data, "member"))
+        os.rename(os.path.join(data, "member.kept"), os.path.join(data, "member"))
+
+    monkeypatch.setenv("LD_PRELOAD", fault_shim())
+    monkeypatch.setenv("PK_FAULT_EIO", "/var/etcd/data/member")
+    held("Input/output error")
+    monkeypatch.setenv("PK_FAULT_EIO", "/k8s.io/member-change-main")
+    held("Input/output error")
+    monkeypatch.delenv("LD_PRELOAD")
+    p = env.once("b")  # readable again: its data, its manifest as before
+    assert p.returncode == 0, p.stderr
+    assert env.manifest("b") == text
+
+
 def test_no_replacement_while_another_master_holds_the_lock(cluster):
     env, etcds = cluster
     old = members(env, "a")

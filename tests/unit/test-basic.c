@@ -227,6 +227,26 @@ static void test_atomic_write(void **state) {
         rmdir(dir);
 }
 
+/* Only ENOENT is absence; a loop or a file in the way is an error, never "absent". */
+static void test_dir_present(void **state) {
+        char dir[] = "/tmp/pk-test-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *sub = strjoin(dir, "/d"), *loop = strjoin(dir, "/loop"),
+                            *file = strjoin(dir, "/f"), *under = strjoin(dir, "/f/x");
+        assert_int_equal(dir_present(sub), 0);
+        assert_int_equal(mkdir(sub, 0755), 0);
+        assert_int_equal(dir_present(sub), 1);
+        assert_int_equal(symlink("loop", loop), 0);
+        assert_int_equal(dir_present(loop), -ELOOP);
+        assert_int_equal(write_file_atomic(file, "x", 1, 0644, 0), 1);
+        assert_int_equal(dir_present(file), -ENOTDIR);
+        assert_int_equal(dir_present(under), -ENOTDIR);
+        unlink(file);
+        unlink(loop);
+        rmdir(sub);
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
@@ -234,6 +254,7 @@ int main(void) {
                 cmocka_unit_test(test_strings),       cmocka_unit_test(test_buf_cap),
                 cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
                 cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
+                cmocka_unit_test(test_dir_present),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,6 +181,21 @@ static void test_not_mounted(void **state) {
         assert_int_equal(decide(&in).decision, MEMBER_HOLD);
 }
 
+/* A data directory that cannot be read (EIO, ELOOP) is not blank: the member is held even where a blank
+ * one would be replaced (the others answer) or would start a new cluster (nobody answers). */
+static void test_unreadable_holds(void **state) {
+        EtcdMemberList l = { .items = members3, .n = 3 };
+        MemberPlanInput in = input(ETCD_DATA_UNREADABLE, &l);
+        MemberPlan p = decide(&in);
+        assert_int_equal(p.decision, MEMBER_HOLD);
+        assert_non_null(strstr(p.reason, "cannot be read"));
+        in = input(ETCD_DATA_UNREADABLE, NULL);
+        in.cluster_error = -ECONNREFUSED;
+        assert_int_equal(decide(&in).decision, MEMBER_HOLD);
+        in.change_pending = true;
+        assert_int_equal(decide(&in).decision, MEMBER_HOLD);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_quorum),
@@ -192,6 +207,7 @@ int main(void) {
                 cmocka_unit_test(test_other_change_in_flight),
                 cmocka_unit_test(test_resume),
                 cmocka_unit_test(test_not_mounted),
+                cmocka_unit_test(test_unreadable_holds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
