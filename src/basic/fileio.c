@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,6 +151,51 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
         if (dfd < 0)
                 return -errno;
         return beneath_write_file_atomic(dfd, basename(copy_base), data, len, mode, only_if_changed);
+}
+
+static int symlink_temp_at(int dfd, const char *target, const char *link, char **ret_tmp) {
+        for (unsigned attempt = 0; attempt < 8; attempt++) {
+                uint8_t rnd[8];
+                char hex[2 * sizeof(rnd) + 1];
+                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                        return -EIO;
+                for (size_t i = 0; i < sizeof(rnd); i++)
+                        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+                _cleanup_free_ char *tmp = strjoin(".", link, ".tmp-", hex);
+                if (!tmp)
+                        return -ENOMEM;
+                if (symlinkat(target, dfd, tmp) >= 0) {
+                        *ret_tmp = TAKE_PTR(tmp);
+                        return 0;
+                }
+                if (errno != EEXIST)
+                        return -errno;
+        }
+        return -EEXIST;
+}
+
+int symlink_replace_at(int dfd, const char *target, const char *link, char **ret_old) {
+        char buf[PATH_MAX];
+        _cleanup_free_ char *tmp = NULL, *old = NULL;
+        ssize_t n = readlinkat(dfd, link, buf, sizeof(buf) - 1);
+        if (n >= 0) {
+                buf[n] = 0;
+                if (streq(buf, target))
+                        return ret_old && !(*ret_old = strdup(buf)) ? -ENOMEM : 0;
+                if (!(old = strdup(buf)))
+                        return -ENOMEM;
+        }
+        int r = symlink_temp_at(dfd, target, link, &tmp);
+        if (r < 0)
+                return r;
+        if (renameat(dfd, tmp, dfd, link) < 0) {
+                r = -errno;
+                (void)unlinkat(dfd, tmp, 0);
+                return r;
+        }
+        if (ret_old)
+                *ret_old = TAKE_PTR(old);
+        return 1;
 }
 
 int dir_present(const char *path) {

@@ -22,6 +22,13 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 int loop_write(int fd, const void *buf, size_t len);
 int loop_pwrite(int fd, const void *buf, size_t len, size_t offset);
 
+/* Points the symlink link (one name in dfd) at target, atomically: a new symlink under a unique temporary
+ * name (".<link>.tmp-<16 hex>", created exclusively, so two writers never share one) renamed over link.
+ * Readers see the old target or the new one, never no link. With ret_old, the target link had before
+ * (NULL when it was absent or not a symlink; caller frees). Returns 1 if link changed, 0 if it already
+ * named target. The directory is not fsynced: the caller does, once for all its changes. */
+int symlink_replace_at(int dfd, const char *target, const char *link, char **ret_old);
+
 /* Whether path is a directory: 1 yes, 0 absent (ENOENT only), -ENOTDIR when it is something else, -errno
  * when it cannot be looked at (EIO, ELOOP, EACCES...): an error is never taken for absence. */
 int dir_present(const char *path);

@@ -14,6 +14,7 @@
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "cli/cli.h"
+#include "daemon/node-lock.h"
 #include "kube/kube-client.h"
 #include "model/pki-layout.h"
 #include "pivot/checkpoint-apply.h"
@@ -122,7 +123,11 @@ static int open_clients(KubeClient **ret_local, KubeClient **ret_internal) {
 
 static int one_step(const CheckpointConfig *c, usec_t deadline, CheckpointStep *ret_step) {
         _cleanup_free_ char *message = NULL, *err = NULL;
-        int r = checkpoint_step(c, deadline, ret_step, &message, &err);
+        _cleanup_close_ int lock = -1;
+        int r = node_lock_take(c->state_dir, NODE_LOCK_WAIT, &lock, &err);
+        if (r < 0)
+                return log_error_errno(r, "checkpoint: %s", err ?: pk_strerror(r));
+        r = checkpoint_step(c, deadline, ret_step, &message, &err);
         if (r < 0)
                 return log_error_errno(r, "checkpoint: %s", err ? err : pk_strerror(r));
         printf("%s: %s\n", checkpoint_step_to_string(*ret_step), strnull(message));

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/errors.h"
 #include "basic/log.h"
 #include "basic/parse-util.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "cli/cli.h"
+#include "daemon/node-lock.h"
 #include "daemon/pass.h"
 #include "model/cluster-view.h"
 #include "model/conventions.h"
@@ -106,7 +108,14 @@ int verb_pivot(CliContext *ctx, char **args) {
         /* Bounded: every round is one step or one wait of PIVOT_WAIT_INTERVAL, and the timeout ends it. */
         for (;;) {
                 PivotDecision d;
-                if (pass_pivot_step(pp, true, &d) < 0) {
+                _cleanup_close_ int lock = -1;
+                _cleanup_free_ char *lock_error = NULL;
+                int r = node_lock_take(ctx->node.state_dir, NODE_LOCK_WAIT, &lock, &lock_error);
+                if (r < 0) /* a pass of the daemon writes the node's state: this step waits for it */
+                        return log_error_errno(r, "%s", lock_error ?: pk_strerror(r)), EXIT_ERROR;
+                r = pass_pivot_step(pp, true, &d);
+                lock = safe_close(lock); /* not held across the wait below */
+                if (r < 0) {
                         if (arg_pivot.once || now(CLOCK_MONOTONIC) >= end)
                                 return EXIT_ERROR;
                         /* a failed step (the API restarting under us) is tried again from a new observation

@@ -405,6 +405,8 @@ int verb_pki_renew(CliContext *ctx, char **args) {
         int r = rep.status;
         if (rep.errors[PASS_STAGE_CERTS] > 0)
                 log_error("Renewal failed: %s.", strna(rep.reason));
+        else if (r < 0 && r != PK_EWAITING) /* the pass did not reach the certificates */
+                log_error("Renewal not done: %s.", strna(rep.reason));
         else
                 log_info("Renewed the node's certificates (%u change(s)).", rep.actions_applied);
         pass_report_done(&rep);

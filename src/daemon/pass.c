@@ -13,6 +13,7 @@
 #include "basic/strv.h"
 #include "basic/trace.h"
 #include "daemon/loop.h"
+#include "daemon/node-lock.h"
 #include "daemon/progress.h"
 #include "dns/dns-provider.h"
 #include "dns/dns-wire.h"
@@ -633,6 +634,13 @@ static bool self_hosted(const Pass *p) {
 }
 
 void pass_run(Pass *p, PassReport *rep) {
+        _cleanup_close_ int lock = -1;
+        _cleanup_free_ char *lock_error = NULL;
+        int l = node_lock_take(p->node.state_dir, NODE_LOCK_WAIT, &lock, &lock_error);
+        if (l < 0) { /* nothing written: another protokube writes the node's state now */
+                pass_report_error(rep, PASS_STAGE_DISCOVER, l, lock_error ?: pk_strerror(l));
+                return;
+        }
         p->cfg.report_userdata = rep;
         for (unsigned round = 0; round < PASS_ROUNDS_MAX; round++) {
                 PassObservation o = {};

@@ -91,8 +91,26 @@ static void remove_generation(int dfd, const char *gen, const char *name) {
         (void)unlinkat(dfd, gen, AT_REMOVEDIR);
 }
 
-/* Removes every generation of name but keep (NULL: all): the previous one, and any left by a crash. */
-static void sweep_generations(int dfd, const char *name, const char *keep) {
+/* A temporary link of one of the pair's links (".NAME.current.tmp-<hex>", ".NAME.crt.tmp-<hex>"...) that a
+ * writer died before renaming. */
+static bool is_temporary_link_of(const char *entry, const char *name) {
+        size_t n = strlen(name);
+        return entry[0] == '.' && strneq(entry + 1, name, n) && entry[n + 1] == '.' &&
+               strstr(entry, ".tmp-");
+}
+
+static bool older_or_same(const struct stat *a, const struct stat *b) {
+        return a->st_mtim.tv_sec < b->st_mtim.tv_sec ||
+               (a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec <= b->st_mtim.tv_nsec);
+}
+
+/* After replaced stopped being current: removes it and every generation (and temporary link) of name that is
+ * not newer than it, by modification time, never keep: a generation newer than the replaced one is another
+ * writer's, made meanwhile, and may be about to become current. NULL replaced (pki_pair_remove): all. */
+static void sweep_generations(int dfd, const char *name, const char *replaced, const char *keep) {
+        struct stat limit;
+        if (replaced && fstatat(dfd, replaced, &limit, AT_SYMLINK_NOFOLLOW) < 0)
+                return; /* gone already: nothing is known to be older */
         int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return;
@@ -103,30 +121,19 @@ static void sweep_generations(int dfd, const char *name, const char *keep) {
         }
         rewinddir(d);
         struct dirent *de;
-        for (unsigned i = 0; i < SWEEP_ENTRIES_MAX && (de = readdir(d)); i++)
-                if (is_generation_of(de->d_name, name) && !(keep && streq(de->d_name, keep)))
+        for (unsigned i = 0; i < SWEEP_ENTRIES_MAX && (de = readdir(d)); i++) {
+                bool gen = is_generation_of(de->d_name, name);
+                struct stat st;
+                if ((!gen && !is_temporary_link_of(de->d_name, name)) || (keep && streq(de->d_name, keep)) ||
+                    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    (replaced && !older_or_same(&st, &limit)))
+                        continue;
+                if (gen)
                         remove_generation(dfd, de->d_name, name);
-        closedir(d);
-}
-
-/* Points link at target, atomically: a new symlink renamed over the old one. */
-static int symlink_atomic_at(int dfd, const char *target, const char *link) {
-        char buf[PATH_MAX];
-        ssize_t n = readlinkat(dfd, link, buf, sizeof(buf) - 1);
-        if (n >= 0 && (size_t)n == strlen(target) && memcmp(buf, target, (size_t)n) == 0)
-                return 0;
-        _cleanup_free_ char *tmp = strjoin(".", link, ".new");
-        if (!tmp)
-                return -ENOMEM;
-        (void)unlinkat(dfd, tmp, 0); /* left by a crash */
-        if (symlinkat(target, dfd, tmp) < 0)
-                return -errno;
-        if (renameat(dfd, tmp, dfd, link) < 0) {
-                int r = -errno;
-                (void)unlinkat(dfd, tmp, 0);
-                return r;
+                else
+                        (void)unlinkat(dfd, de->d_name, 0);
         }
-        return 0;
+        closedir(d);
 }
 
 static int new_generation(int dfd, const char *name, char **ret_gen) {
@@ -190,7 +197,7 @@ static int link_pair_paths(int dfd, const char *name, const char *current) {
                 _cleanup_free_ char *path = strjoin(name, ext), *target = strjoin(current, "/", name, ext);
                 if (!path || !target)
                         return -ENOMEM;
-                int r = symlink_atomic_at(dfd, target, path);
+                int r = symlink_replace_at(dfd, target, path, NULL);
                 if (r < 0)
                         return r;
         }
@@ -199,7 +206,7 @@ static int link_pair_paths(int dfd, const char *name, const char *current) {
 
 int pki_pair_write(const char *dir, const char *name, const char *cert_pem, size_t cert_len,
                    const char *key_pem, size_t key_len) {
-        _cleanup_free_ char *gen = NULL, *current = NULL;
+        _cleanup_free_ char *gen = NULL, *current = NULL, *replaced = NULL;
         if (!pki_pair_name_is_valid(name) || cert_len == 0 || key_len == 0)
                 return -EINVAL;
         _cleanup_close_ int dfd = open_pair_dir(dir, true);
@@ -213,7 +220,7 @@ int pki_pair_write(const char *dir, const char *name, const char *cert_pem, size
                 return r;
         r = fill_generation(dfd, gen, name, cert_pem, cert_len, key_pem, key_len);
         if (r >= 0)
-                r = symlink_atomic_at(dfd, gen, current); /* the switch: both files at once */
+                r = symlink_replace_at(dfd, gen, current, &replaced); /* the switch: both files at once */
         if (r < 0) {
                 remove_generation(dfd, gen, name);
                 return r;
@@ -223,7 +230,8 @@ int pki_pair_write(const char *dir, const char *name, const char *cert_pem, size
                 return r;
         if (fsync(dfd) < 0)
                 return -errno;
-        sweep_generations(dfd, name, gen);
+        if (replaced && is_generation_of(replaced, name))
+                sweep_generations(dfd, name, replaced, gen);
         return 0;
 }
 
@@ -353,7 +361,7 @@ int pki_pair_remove(const char *dir, const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(links); i++)
                 if (unlinkat(dfd, links[i], 0) < 0 && errno != ENOENT)
                         return -errno;
-        sweep_generations(dfd, name, NULL);
+        sweep_generations(dfd, name, NULL, NULL);
         return fsync(dfd) < 0 ? -errno : 0;
 }
 

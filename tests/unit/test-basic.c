@@ -2,11 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/lock-file.h"
 #include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
@@ -247,6 +249,55 @@ static void test_dir_present(void **state) {
         rmdir(dir);
 }
 
+/* One holder at a time: a second taker waits its bounded time, then learns who holds it; once the holder
+ * exits (its fd closes with it) the lock is free. */
+static void test_lock_file(void **state) {
+        char dir[] = "/tmp/pk-test-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        _cleanup_free_ char *path = strjoin(dir, "/lock");
+        int held[2], done[2]; /* child -> parent: the lock is held; parent -> child: let it go */
+        assert_int_equal(pipe(held), 0);
+        assert_int_equal(pipe(done), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int fd = -1;
+                char c;
+                if (lock_file_take(path, 0, &fd, NULL) < 0 || write(held[1], "x", 1) != 1)
+                        _exit(1);
+                (void)!read(done[0], &c, 1);
+                _exit(0);
+        }
+        char c;
+        assert_int_equal(read(held[0], &c, 1), 1);
+        int fd = -1;
+        pid_t holder = 0;
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        assert_int_equal(lock_file_take(path, 100 * USEC_PER_MSEC, &fd, &holder), -EBUSY);
+        assert_true(now(CLOCK_MONOTONIC) - t0 >= 100 * USEC_PER_MSEC);
+        assert_int_equal(holder, pid);
+        assert_int_equal(write(done[1], "x", 1), 1);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(lock_file_take(path, 0, &fd, &holder), 0);
+        struct stat st;
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        close(fd);
+        /* never through a symlink */
+        _cleanup_free_ char *link = strjoin(dir, "/link");
+        assert_int_equal(symlink(path, link), 0);
+        assert_int_equal(lock_file_take(link, 0, &fd, NULL), -ELOOP);
+        unlink(link);
+        unlink(path);
+        for (int i = 0; i < 2; i++) {
+                close(held[i]);
+                close(done[i]);
+        }
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
@@ -254,7 +305,7 @@ int main(void) {
                 cmocka_unit_test(test_strings),       cmocka_unit_test(test_buf_cap),
                 cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
                 cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
-                cmocka_unit_test(test_dir_present),
+                cmocka_unit_test(test_dir_present),   cmocka_unit_test(test_lock_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

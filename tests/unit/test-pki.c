@@ -427,6 +427,59 @@ static void test_pair_race(void **state) {
         assert_true(reads > 1000);
 }
 
+/* Two writers of one pair without the node's lock (which the processes take: this is the files' own
+ * safety): after both are done the current generation exists and holds both files; a generation newer than
+ * the one a write replaced (another writer's, not yet current) is never swept; a leftover older than it is,
+ * and so is a temporary link a writer died before renaming. */
+static void test_pair_two_writers(void **state) {
+        _cleanup_(tmpdir_cleanup) TmpDir t = { "/tmp/pk-pki-XXXXXX" };
+        assert_non_null(mkdtemp(t.path));
+        assert_int_equal(pki_pair_write(t.path, "p", "c0", 2, "k0", 2), 0);
+        pid_t pids[2];
+        for (int w = 0; w < 2; w++) {
+                pids[w] = fork();
+                assert_true(pids[w] >= 0);
+                if (pids[w] == 0) {
+                        for (int i = 1; i <= 150; i++) {
+                                char c[16], k[16];
+                                snprintf(c, sizeof(c), "c%d-%d", w, i);
+                                snprintf(k, sizeof(k), "k%d-%d", w, i);
+                                if (pki_pair_write(t.path, "p", c, strlen(c), k, strlen(k)) < 0)
+                                        _exit(1);
+                        }
+                        _exit(0);
+                }
+        }
+        for (int w = 0; w < 2; w++) {
+                int status = 0;
+                assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+                assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
+        _cleanup_free_ char *c = NULL;
+        char *k = NULL;
+        size_t kl = 0;
+        assert_int_equal(pki_pair_read(t.path, "p", &c, NULL, &k, &kl), 0);
+        assert_string_equal(c + 1, k + 1);
+        erase_and_free(k, kl);
+
+        /* an older leftover and a dead writer's temporary link go; a newer generation stays */
+        _cleanup_free_ char *old_gen = strjoin(t.path, "/.p.00000000000000aa"),
+                            *new_gen = strjoin(t.path, "/.p.00000000000000bb"),
+                            *tmp_link = strjoin(t.path, "/.p.current.tmp-0123456789abcdef");
+        struct timespec past[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
+        assert_int_equal(mkdir(old_gen, 0700), 0);
+        assert_int_equal(utimensat(AT_FDCWD, old_gen, past, 0), 0);
+        assert_int_equal(symlink(".p.00000000000000aa", tmp_link), 0);
+        assert_int_equal(utimensat(AT_FDCWD, tmp_link, past, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(pki_pair_write(t.path, "p", "c-a", 3, "k-a", 3), 0);
+        assert_int_equal(mkdir(new_gen, 0700), 0); /* after the current one: another writer's */
+        assert_int_equal(pki_pair_write(t.path, "p", "c-b", 3, "k-b", 3), 0);
+        assert_int_equal(access(old_gen, F_OK), -1);
+        assert_int_equal(access(tmp_link, F_OK), -1);
+        assert_int_equal(access(new_gen, F_OK), 0);
+        assert_int_equal(count_generations(t.path, ".p."), 2); /* the current one and the newer one */
+}
+
 static usec_t clock_ahead(clockid_t clock, void *userdata) {
         struct timespec ts;
         assert_int_equal(clock_gettime(clock, &ts), 0);
@@ -575,11 +628,17 @@ static void test_kubeconfig(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_keys),           cmocka_unit_test(test_ca),
-                cmocka_unit_test(test_leaf),           cmocka_unit_test(test_other_ca),
-                cmocka_unit_test(test_request_errors), cmocka_unit_test(test_plan_table),
-                cmocka_unit_test(test_pair_files),     cmocka_unit_test(test_pair_race),
-                cmocka_unit_test(test_kubeconfig),     cmocka_unit_test(test_pair_cache),
+                cmocka_unit_test(test_keys),
+                cmocka_unit_test(test_ca),
+                cmocka_unit_test(test_leaf),
+                cmocka_unit_test(test_other_ca),
+                cmocka_unit_test(test_request_errors),
+                cmocka_unit_test(test_plan_table),
+                cmocka_unit_test(test_pair_files),
+                cmocka_unit_test(test_pair_race),
+                cmocka_unit_test(test_pair_two_writers),
+                cmocka_unit_test(test_kubeconfig),
+                cmocka_unit_test(test_pair_cache),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
