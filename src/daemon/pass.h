@@ -218,7 +218,6 @@ int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char 
  * selections where only[k] is true (NULL: every one). */
 int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
                        char ***owned, PassReport *rep);
-/* Whether the volume mounted at mount holds a restore of cluster that has begun and is not done. */
 /* 1 when a restore of cluster is under way on the volume at mount, 0 when not (no restore record, or a
  * finished one), < 0 when its record cannot be read or parsed (*ret_error: the path and why). */
 int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_error);

@@ -51,28 +51,26 @@ int statx(int dfd, const char *path, int flags, unsigned mask, struct statx *st)
                                                                                         mask, st);
 }
 
-int open(const char *path, int flags, ...) {
-        mode_t mode = 0;
-        if (flags & (O_CREAT | O_TMPFILE)) {
-                va_list ap;
-                va_start(ap, flags);
-                mode = va_arg(ap, mode_t);
-                va_end(ap);
-        }
-        if (faulty(path))
-                return errno = EIO, -1;
-        return REAL("open", int (*)(const char *, int, ...))(path, flags, mode);
-}
-
-int openat(int dfd, const char *path, int flags, ...) {
-        mode_t mode = 0;
-        if (flags & (O_CREAT | O_TMPFILE)) {
-                va_list ap;
-                va_start(ap, flags);
-                mode = va_arg(ap, mode_t);
-                va_end(ap);
-        }
+/* open() is openat(AT_FDCWD): one way in, so a path is judged once whichever the program calls. */
+static int open_at(int dfd, const char *path, int flags, va_list ap) {
+        mode_t mode = flags & (O_CREAT | O_TMPFILE) ? va_arg(ap, mode_t) : 0;
         if (faulty(path))
                 return errno = EIO, -1;
         return REAL("openat", int (*)(int, const char *, int, ...))(dfd, path, flags, mode);
+}
+
+int open(const char *path, int flags, ...) {
+        va_list ap;
+        va_start(ap, flags);
+        int r = open_at(AT_FDCWD, path, flags, ap);
+        va_end(ap);
+        return r;
+}
+
+int openat(int dfd, const char *path, int flags, ...) {
+        va_list ap;
+        va_start(ap, flags);
+        int r = open_at(dfd, path, flags, ap);
+        va_end(ap);
+        return r;
 }
