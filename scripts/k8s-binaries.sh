@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes 1.20.2 server binaries (and a matching kubectl) from Debian's `kubernetes` source
+# Builds the Kubernetes 1.20.2 server binaries (and a matching kubectl and kubeadm) from Debian's `kubernetes` source
 # package with Debian's Go, into a cache outside the repository, once: later runs print the directory and
 # exit. The system's apt sources are not touched (a private APT_CONFIG adds deb-src for the download).
 #
@@ -29,7 +29,8 @@ elif (($#)); then
         echo "usage: $0 [--dir]" >&2
         exit 2
 fi
-WHAT=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+# kubeadm: the peer of the benchmarks (bench/), built from the same source and Go as the server binaries
+WHAT=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm)
 
 complete() {
         local w
@@ -92,6 +93,11 @@ fi
 cd "$SRC/kubernetes-$UPSTREAM"
 export GOCACHE=$CACHE/go-cache GOFLAGS=-mod=vendor KUBE_BUILD_PLATFORMS=linux/amd64
 mkdir -p "$BIN.tmp"
+if [[ -d $BIN ]]; then # a cache that lacks only a binary added since: build that one alone
+        for w in "${WHAT[@]}" source-version; do
+                [[ ! -e $BIN/$w || -e $BIN.tmp/$w ]] || cp -a "$BIN/$w" "$BIN.tmp/$w"
+        done
+fi
 for w in "${WHAT[@]}"; do
         if [[ ! -x $BIN.tmp/$w ]]; then
                 echo "k8s-binaries: building $w" >&2
