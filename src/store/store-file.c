@@ -290,6 +290,82 @@ static int file_list(Store *s, const char *prefix, bool versions, char ***ret_ke
         return 0;
 }
 
+/* Whether the directory (takes dfd) holds an object at any depth: a regular file that is no temporary. */
+static int holds_object(int dfd, unsigned depth) {
+        DIR *d = fdopendir(dfd);
+        int r = 0;
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        for (struct dirent *de; r == 0 && (errno = 0, de = readdir(d));) {
+                struct stat st;
+                if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (S_ISREG(st.st_mode) && store_key_valid(de->d_name))
+                        r = 1;
+                else if (S_ISDIR(st.st_mode) && depth < STORE_LIST_DEPTH) {
+                        int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
+                        if (sub >= 0)
+                                r = holds_object(sub, depth + 1);
+                }
+        }
+        if (r == 0 && errno != 0)
+                r = -errno;
+        closedir(d);
+        return r;
+}
+
+/* The subdirectories of dfd (takes it) that hold an object, by name. */
+static int dirs_walk(int dfd, char ***names) {
+        DIR *d = fdopendir(dfd);
+        size_t n = 0;
+        int r = 0;
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        for (struct dirent *de; r >= 0 && (errno = 0, de = readdir(d));) {
+                struct stat st;
+                if (de->d_name[0] == '.' || !store_key_valid(de->d_name) ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
+                if (sub < 0 || (r = holds_object(sub, 1)) <= 0)
+                        continue;
+                r = n >= STORE_LIST_MAX ? -E2BIG : strv_extend(names, de->d_name);
+                n++;
+        }
+        if (r >= 0 && errno != 0)
+                r = -errno;
+        closedir(d);
+        return r < 0 ? r : 0;
+}
+
+static int file_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
+        FileStore *f = s->data;
+        _cleanup_free_ char *dir = strndup(prefix, isempty(prefix) ? 0 : strlen(prefix) - 1);
+        char **names = NULL;
+        if (!dir)
+                return -ENOMEM;
+        int dfd = isempty(dir) ? fcntl(f->fd, F_DUPFD_CLOEXEC, 3) : beneath_open_dir(f->fd, dir, false, 0);
+        if (dfd < 0 && isempty(dir))
+                dfd = -errno;
+        if (dfd == -ENOENT) {
+                *ret_names = NULL;
+                return 0;
+        }
+        int r = dfd < 0 ? dfd : dirs_walk(dfd, &names);
+        if (r < 0) {
+                strv_free(names);
+                *ret_cause = r == -E2BIG ? strprintf("more than %u directories", STORE_LIST_MAX)
+                                         : file_cause(r, isempty(dir) ? "the store's directory" : dir);
+                return r;
+        }
+        *ret_names = names;
+        return 0;
+}
+
 const StoreOps store_file_ops = {
         .scheme = "file://",
         .open = file_open,
@@ -298,4 +374,5 @@ const StoreOps store_file_ops = {
         .put = file_put,
         .list = file_list,
         .delete = file_delete,
+        .list_dirs = file_list_dirs,
 };
