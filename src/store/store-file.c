@@ -219,8 +219,11 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
                 if (de->d_name[0] == '.')
                         continue;
                 struct stat st;
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue; /* gone meanwhile */
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        /* gone meanwhile; any other error fails the listing rather than hide objects */
+                        r = errno == ENOENT ? 0 : -errno;
+                        continue;
+                }
                 _cleanup_free_ char *key = isempty(rel) ? strdup(de->d_name) : strjoin(rel, "/", de->d_name);
                 if (!key) {
                         r = -ENOMEM;
@@ -228,8 +231,7 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
                 }
                 if (S_ISDIR(st.st_mode) && depth < STORE_LIST_DEPTH) {
                         int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
-                        if (sub >= 0)
-                                r = list_walk(w, sub, key, depth + 1);
+                        r = sub >= 0 ? list_walk(w, sub, key, depth + 1) : sub == -ENOENT ? 0 : sub;
                 } else if (S_ISREG(st.st_mode) && store_key_valid(key) && startswith(key, w->prefix)) {
                         if (w->n >= STORE_LIST_MAX)
                                 r = -E2BIG;
@@ -300,14 +302,15 @@ static int holds_object(int dfd, unsigned depth) {
         }
         for (struct dirent *de; r == 0 && (errno = 0, de = readdir(d));) {
                 struct stat st;
-                if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                if (de->d_name[0] == '.')
                         continue;
-                if (S_ISREG(st.st_mode) && store_key_valid(de->d_name))
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        r = errno == ENOENT ? 0 : -errno; /* gone meanwhile, or an error to say */
+                else if (S_ISREG(st.st_mode) && store_key_valid(de->d_name))
                         r = 1;
                 else if (S_ISDIR(st.st_mode) && depth < STORE_LIST_DEPTH) {
                         int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
-                        if (sub >= 0)
-                                r = holds_object(sub, depth + 1);
+                        r = sub >= 0 ? holds_object(sub, depth + 1) : sub == -ENOENT ? 0 : sub;
                 }
         }
         if (r == 0 && errno != 0)
@@ -325,13 +328,21 @@ static int dirs_walk(int dfd, char ***names) {
                 safe_close(dfd);
                 return -errno;
         }
+        /* only "gone meanwhile" is skipped: an entry that cannot be examined fails the listing, which
+         * would otherwise say a directory (a backup) is not there */
         for (struct dirent *de; r >= 0 && (errno = 0, de = readdir(d));) {
                 struct stat st;
-                if (de->d_name[0] == '.' || !store_key_valid(de->d_name) ||
-                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                if (de->d_name[0] == '.' || !store_key_valid(de->d_name))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = errno == ENOENT ? 0 : -errno;
+                        continue;
+                }
+                if (!S_ISDIR(st.st_mode))
                         continue;
                 int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
-                if (sub < 0 || (r = holds_object(sub, 1)) <= 0)
+                r = sub >= 0 ? holds_object(sub, 1) : sub == -ENOENT ? 0 : sub;
+                if (r <= 0)
                         continue;
                 r = n >= STORE_LIST_MAX ? -E2BIG : strv_extend(names, de->d_name);
                 n++;
