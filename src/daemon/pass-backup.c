@@ -204,15 +204,52 @@ static void newest_backup(Pass *p, Store *s, const char *cluster, usec_t interva
         }
 }
 
+/* An error of the stage: logged, and the first one is the report's reason. */
+static void stage_error(PassReport *rep, int r, const char *why) {
+        log_error("%s", why);
+        pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
+}
+
+/* The slot's backup (ts) of the cluster, and after it the retention. Losing the slot to another master or
+ * upload is no error: the slot has its backup. */
+static void take_slot(Pass *p, Store *s, const char *node, const EtcdClusterSpec *e, const char *ts,
+                      const BackupEtcdSource *src, const char *mount, usec_t now_rt, PassReport *rep) {
+        _cleanup_free_ char *err = NULL, *why = NULL;
+        uint64_t size = 0;
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        pass_progress_step("etcd backup");
+        /* on the member's own volume: room for a copy of its database */
+        int r = pass_backup_take(s, e->name, ts, node, p->backup_upload_id, src, mount, &size, &err);
+        if (r == -EEXIST) {
+                log_info("etcd %s: %s", e->name, strna(err));
+                return;
+        }
+        if (r < 0) {
+                why = strprintf("etcd %s: backup %s: %s", e->name, ts, err ?: pk_strerror(r));
+                return stage_error(rep, r, why ?: e->name);
+        }
+        log_info("etcd %s: backup %s taken (%" PRIu64 " bytes, %llu ms).", e->name, ts, size,
+                 (unsigned long long)((now(CLOCK_MONOTONIC) - t0) / USEC_PER_MSEC));
+        rep->actions_applied++;
+        free(err), err = NULL;
+        r = apply_retention(s, e->name, &e->backups, now_rt, &err);
+        if (r > 0)
+                log_info("etcd %s: %d old backup(s) deleted.", e->name, r);
+        if (r < 0) {
+                why = strprintf("etcd %s: retention: %s", e->name, err ?: pk_strerror(r));
+                stage_error(rep, r, why ?: e->name);
+        }
+}
+
 /* One held member's cluster: the slot's backup when this member leads, then what the report says. */
 static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const EtcdClusterSpec *e,
                            const char *mount, usec_t now_rt, PassReport *rep) {
-        _cleanup_free_ char *endpoint = NULL, *err = NULL;
+        _cleanup_free_ char *endpoint = NULL, *err = NULL, *key = NULL, *data = NULL;
         BackupEtcdSource src = {};
         char ts[BACKUP_TIMESTAMP_LEN + 1];
-        uint64_t size = 0;
         usec_t interval = e->backups.interval.value, slot = backup_slot(now_rt, interval);
         bool fresh = false;
+        size_t len;
         int r = pass_backup_source(p->spec, e, node->internal_ips ? node->internal_ips[0] : NULL, &endpoint,
                                    &src);
         if (r < 0 || backup_timestamp_format(slot, ts) < 0)
@@ -227,45 +264,11 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
         if (r < 0)
                 log_debug("etcd %s: no backup this pass: its member here does not answer: %s", e->name,
                           strna(err));
-        if (r > 0) {
-                _cleanup_free_ char *key = strprintf("backups/%s/%s/manifest.json", e->name, ts),
-                                    *data = NULL;
-                size_t len;
-                if (key && store_get(s, key, &data, &len, NULL) == -ENOENT) {
-                        pass_progress_step("etcd backup");
-                        fresh = true; /* taken or lost to another master: the listing shows which */
-                        usec_t t0 = now(CLOCK_MONOTONIC);
-                        free(err), err = NULL;
-                        /* on the member's own volume: room for a copy of its database */
-                        r = pass_backup_take(s, e->name, ts, node->name, p->backup_upload_id, &src, mount,
-                                             &size, &err);
-                        if (r >= 0) {
-                                log_info("etcd %s: backup %s taken (%" PRIu64 " bytes, %llu ms).", e->name,
-                                         ts, size,
-                                         (unsigned long long)((now(CLOCK_MONOTONIC) - t0) / USEC_PER_MSEC));
-                                rep->actions_applied++;
-                                free(err), err = NULL;
-                                r = apply_retention(s, e->name, &e->backups, now_rt, &err);
-                                if (r > 0)
-                                        log_info("etcd %s: %d old backup(s) deleted.", e->name, r);
-                                if (r < 0) {
-                                        _cleanup_free_ char *why = strprintf("etcd %s: retention: %s",
-                                                                             e->name, err ?: pk_strerror(r));
-                                        log_error("%s", strna(why));
-                                        pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
-                                        r = 0; /* the backup itself was taken */
-                                }
-                        }
-                        if (r == -EEXIST)
-                                log_info("etcd %s: %s", e->name,
-                                         strna(err)); /* another master won the slot */
-                        else if (r < 0) {
-                                _cleanup_free_ char *why =
-                                    strprintf("etcd %s: backup %s: %s", e->name, ts, err ?: pk_strerror(r));
-                                log_error("%s", strna(why));
-                                pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
-                        }
-                }
+        /* only an absent manifest means the slot has no backup yet */
+        key = r > 0 ? strprintf("backups/%s/%s/manifest.json", e->name, ts) : NULL;
+        if (key && store_get(s, key, &data, &len, NULL) == -ENOENT) {
+                fresh = true; /* taken or lost to another master: the listing shows which */
+                take_slot(p, s, node->name, e, ts, &src, mount, now_rt, rep);
         }
         newest_backup(p, s, e->name, interval, slot, fresh, rep);
 }
