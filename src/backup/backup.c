@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,8 +27,10 @@
 #define BACKUP_SNAPSHOT_MIN (2U * 4096U + BACKUP_SNAPSHOT_HASH) /* bbolt's two meta pages at least */
 
 void backup_entries_free(BackupEntry *e, size_t n) {
-        for (size_t i = 0; e && i < n; i++)
+        for (size_t i = 0; e && i < n; i++) {
                 free(e[i].node);
+                free(e[i].error_message);
+        }
         free(e);
 }
 
@@ -133,22 +136,46 @@ static char *backup_key(const char *cluster, const char *timestamp, const char *
         return k;
 }
 
-static int claim(Store *s, const char *cluster, const char *timestamp, const char *node, char **ret_error) {
+int backup_upload_id_new(char ret[static BACKUP_UPLOAD_ID_LEN + 1]) {
+        uint64_t rnd;
+        if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                return -errno;
+        snprintf(ret, BACKUP_UPLOAD_ID_LEN + 1, "%016" PRIx64, rnd);
+        return 0;
+}
+
+static bool upload_id_is_valid(const char *id) {
+        return id && strlen(id) == BACKUP_UPLOAD_ID_LEN &&
+               strspn(id, "0123456789abcdef") == BACKUP_UPLOAD_ID_LEN;
+}
+
+/* The claim names the node and the upload: the node alone would let two uploads of one node (the daemon's
+ * and a manual one in the slot's first second, or two daemons) each take the other's claim for its own and
+ * write their parts under one manifest. */
+static int claim(Store *s, const char *cluster, const char *timestamp, const char *node,
+                 const char *upload_id, char **ret_error) {
         _cleanup_free_ char *key = backup_key(cluster, timestamp, BACKUP_CLAIM), *holder = NULL;
+        _cleanup_free_ char *mine = strjoin(node, " ", upload_id), *err = NULL;
         size_t len;
         if (!key)
                 return error_setf(ret_error, -EINVAL, "backup: invalid cluster '%s' or timestamp '%s'",
                                   cluster, timestamp);
-        _cleanup_free_ char *err = NULL;
-        int r = store_put_if_absent(s, key, node, strlen(node), 0, &err);
+        if (!mine)
+                return -ENOMEM;
+        int r = store_put_if_absent(s, key, mine, strlen(mine), STORE_PRIVATE, &err);
         if (r < 0 && r != -EEXIST)
                 return error_setf(ret_error, r, "%s", strna(err));
         if (r >= 0)
                 return 0;
-        if (store_get(s, key, &holder, &len, NULL) >= 0 && streq(holder, node))
-                return 0; /* ours: a retry after a crash goes on */
-        return error_setf(ret_error, -EEXIST, "backup %s/%s is taken by %s", cluster, timestamp,
-                          holder && !string_has_cc(holder) ? holder : "another master");
+        r = store_get(s, key, &holder, &len, NULL);
+        if (r >= 0 && len == strlen(mine) && streq(holder, mine))
+                return 0; /* this upload's own claim: its earlier attempt failed, this one goes on */
+        if (r >= 0)
+                holder[strcspn(holder, " ")] = 0; /* the node; an older claim is the node alone */
+        bool named = r >= 0 && !isempty(holder) && !string_has_cc(holder);
+        return error_setf(ret_error, -EEXIST, "backup %s/%s is taken by %s%s", cluster, timestamp,
+                          named ? holder : "another master",
+                          named && streq(holder, node) ? " (another upload from this node)" : "");
 }
 
 static int upload_parts(Store *s, const char *cluster, const char *timestamp, int fd, uint64_t size,
@@ -167,7 +194,7 @@ static int upload_parts(Store *s, const char *cluster, const char *timestamp, in
                 _cleanup_free_ char *key = backup_key(cluster, timestamp, name);
                 if (!key)
                         return -ENOMEM;
-                int r = store_put(s, key, buf, want, 0, ret_error);
+                int r = store_put(s, key, buf, want, STORE_PRIVATE, ret_error);
                 if (r < 0)
                         return r;
                 off += want;
@@ -176,16 +203,18 @@ static int upload_parts(Store *s, const char *cluster, const char *timestamp, in
         return 0;
 }
 
-int backup_upload(Store *s, const char *cluster, const char *timestamp, const char *node, int fd,
-                  char **ret_error) {
+int backup_upload(Store *s, const char *cluster, const char *timestamp, const char *node,
+                  const char *upload_id, int fd, char **ret_error) {
         char sha[BACKUP_SHA256_HEX];
         uint64_t size;
         unsigned parts = 0;
         usec_t t;
         int r;
 
-        if (backup_timestamp_parse(timestamp, &t) < 0 || isempty(node) || string_has_cc(node))
-                return error_setf(ret_error, -EINVAL, "backup: invalid timestamp '%s' or node name",
+        if (backup_timestamp_parse(timestamp, &t) < 0 || isempty(node) || string_has_cc(node) ||
+            strchr(node, ' ') || !upload_id_is_valid(upload_id))
+                return error_setf(ret_error, -EINVAL,
+                                  "backup: invalid timestamp '%s', node name or upload id",
                                   strna(timestamp));
         r = backup_snapshot_check(fd, &size, sha, ret_error);
         if (r < 0)
@@ -193,7 +222,7 @@ int backup_upload(Store *s, const char *cluster, const char *timestamp, const ch
         if (size / BACKUP_PART_SIZE >= BACKUP_PARTS_MAX)
                 return error_setf(ret_error, PK_ETOOBIG,
                                   "backup: a snapshot of %" PRIu64 " bytes is too large", size);
-        r = claim(s, cluster, timestamp, node, ret_error);
+        r = claim(s, cluster, timestamp, node, upload_id, ret_error);
         if (r < 0)
                 return r;
         r = upload_parts(s, cluster, timestamp, fd, size, &parts, ret_error);
@@ -207,10 +236,11 @@ int backup_upload(Store *s, const char *cluster, const char *timestamp, const ch
         _cleanup_free_ char *key = backup_key(cluster, timestamp, BACKUP_MANIFEST);
         if (!text || !key)
                 return -ENOMEM;
-        return store_put(s, key, text, strlen(text), 0, ret_error);
+        return store_put(s, key, text, strlen(text), STORE_PRIVATE, ret_error);
 }
 
-/* The manifest of one backup into e; -ENOENT when absent, PK_EMALFORMED when unreadable. */
+/* The manifest of one backup into e; -ENOENT when absent, PK_EMALFORMED when not valid, the store's error
+ * when it cannot be read. */
 static int read_manifest(Store *s, const char *cluster, BackupEntry *e, char **ret_error) {
         _cleanup_free_ char *key = backup_key(cluster, e->timestamp, BACKUP_MANIFEST), *text = NULL;
         size_t len;
@@ -237,32 +267,29 @@ static int read_manifest(Store *s, const char *cluster, BackupEntry *e, char **r
         memcpy(e->sha256, sha, BACKUP_SHA256_HEX);
         if (node && !(e->node = strdup(node)))
                 return -ENOMEM;
-        e->complete = true;
+        e->state = BACKUP_COMPLETE;
         return 0;
 }
 
-/* The distinct timestamps under backups/<cluster>/, sorted (oldest first). */
+/* The timestamps under backups/<cluster>/, sorted (oldest first): one entry per backup from the store,
+ * whatever it holds, so that the listing never grows with the parts. */
 static int list_timestamps(Store *s, const char *cluster, char ***ret, char **ret_error) {
         _cleanup_free_ char *prefix = strprintf("backups/%s/", cluster);
-        _cleanup_strv_free_ char **keys = NULL, **out = NULL;
+        _cleanup_strv_free_ char **names = NULL, **out = NULL;
         if (!prefix)
                 return -ENOMEM;
-        int r = store_list(s, prefix, &keys, ret_error);
+        int r = store_list_dirs(s, prefix, &names, ret_error);
         if (r < 0)
                 return r;
         size_t n = 0;
-        if (!(out = new0(char *, strv_length(keys) + 1)))
+        if (!(out = new0(char *, strv_length(names) + 1)))
                 return -ENOMEM;
-        for (char **k = keys; *k; k++) {
-                const char *rest = startswith(*k, prefix);
-                size_t tl = rest ? strcspn(rest, "/") : 0;
+        STRV_FOREACH (name, names) {
                 usec_t t;
-                _cleanup_free_ char *ts = rest ? strndup(rest, tl) : NULL;
-                if (!ts || backup_timestamp_parse(ts, &t) < 0)
+                if (backup_timestamp_parse(*name, &t) < 0)
                         continue; /* not ours: left alone */
-                if (n > 0 && streq(out[n - 1], ts))
-                        continue; /* the keys are sorted: one backup's objects are adjacent */
-                out[n++] = TAKE_PTR(ts);
+                if (!(out[n++] = strdup(*name)))
+                        return -ENOMEM;
         }
         *ret = TAKE_PTR(out);
         return 0;
@@ -282,22 +309,41 @@ int backup_list(Store *s, const char *cluster, BackupEntry **ret, size_t *ret_n,
                 (void)backup_timestamp_parse(stamps[i], &e[i].time);
                 char *err = NULL;
                 r = read_manifest(s, cluster, &e[i], &err);
-                free(err); /* absent or unreadable: an incomplete backup, listed as such */
                 if (r == -ENOMEM) {
+                        free(err);
                         backup_entries_free(e, n);
                         return r;
                 }
+                /* only "absent" means its taker never finished (the entry stays incomplete): anything else
+                 * may be a whole backup that cannot be read just now, never to be taken for an incomplete
+                 * one */
+                if (r < 0 && r != -ENOENT) {
+                        e[i].state = BACKUP_UNREADABLE;
+                        e[i].error = r;
+                        e[i].error_message = err ? TAKE_PTR(err) : strdup(pk_strerror(r));
+                }
+                free(err);
         }
         *ret = e;
         *ret_n = n;
         return 0;
 }
 
-const BackupEntry *backup_newest(const BackupEntry *e, size_t n) {
-        for (size_t i = n; i > 0; i--)
-                if (e[i - 1].complete)
-                        return &e[i - 1];
-        return NULL;
+int backup_newest(const BackupEntry *e, size_t n, const BackupEntry **ret, char **ret_error) {
+        for (size_t i = n; i > 0; i--) {
+                const BackupEntry *b = &e[i - 1];
+                if (b->state == BACKUP_UNREADABLE)
+                        return error_setf(ret_error, b->error,
+                                          "backup %s cannot be read, so the newest complete backup is not "
+                                          "known: %s",
+                                          b->timestamp, strna(b->error_message));
+                if (b->state == BACKUP_COMPLETE) {
+                        *ret = b;
+                        return 0;
+                }
+        }
+        *ret = NULL;
+        return 0;
 }
 
 int backup_download(Store *s, const char *cluster, const char *timestamp, int fd, char **ret_error) {
@@ -360,17 +406,26 @@ int backup_delete(Store *s, const char *cluster, const char *timestamp, char **r
 }
 
 int backup_retention_plan(const BackupEntry *e, size_t n, const BackupRetention *r, usec_t now,
-                          bool **ret_delete) {
+                          bool **ret_delete, char **ret_error) {
         const usec_t day = 86400ULL * USEC_PER_SEC;
+        size_t newest = n; /* the newest complete one: it and everything after it stay */
+        for (size_t i = 0; i < n; i++) {
+                if (e[i].state == BACKUP_UNREADABLE)
+                        return error_setf(ret_error, e[i].error,
+                                          "backup %s cannot be read, so no backup is deleted: %s",
+                                          e[i].timestamp, strna(e[i].error_message));
+                if (e[i].state == BACKUP_COMPLETE)
+                        newest = i;
+        }
         bool *del = new0(bool, n);
         if (!del)
                 return -ENOMEM;
         unsigned kept_last = 0;
         usec_t last_day_kept = USEC_INFINITY;
         /* newest first: the first complete ones are the last N; the first of each day is that day's */
-        for (size_t i = n; i > 0; i--) {
+        for (size_t i = newest < n ? newest + 1 : 0; i > 0; i--) {
                 const BackupEntry *b = &e[i - 1];
-                if (!b->complete) {
+                if (b->state == BACKUP_INCOMPLETE) {
                         del[i - 1] = now > b->time && now - b->time > r->incomplete_grace;
                         continue;
                 }

@@ -107,14 +107,22 @@ static int list_one(Store *s, const char *cluster) {
         int r = backup_list(s, cluster, &e, &n, &err);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
+        r = 0;
         for (size_t i = 0; i < n; i++)
-                if (e[i].complete)
+                if (e[i].state == BACKUP_COMPLETE)
                         printf("%-8s %s %12" PRIu64 " sha256:%.16s %s\n", cluster, e[i].timestamp, e[i].size,
                                e[i].sha256, strna(e[i].node));
                 else
-                        printf("%-8s %s %12s %-23s %s\n", cluster, e[i].timestamp, "-", "incomplete", "-");
+                        printf("%-8s %s %12s %-23s %s\n", cluster, e[i].timestamp, "-",
+                               e[i].state == BACKUP_UNREADABLE ? "unreadable" : "incomplete", "-");
+        fflush(stdout);
+        /* every row is printed; the command fails for those that cannot be read */
+        for (size_t i = 0; i < n; i++)
+                if (e[i].state == BACKUP_UNREADABLE)
+                        r = log_error_errno(e[i].error, "etcd %s: backup %s cannot be read: %s", cluster,
+                                            e[i].timestamp, strna(e[i].error_message));
         backup_entries_free(e, n);
-        return 0;
+        return r;
 }
 
 int verb_etcd_backups(CliContext *ctx, char **args) {
@@ -126,8 +134,11 @@ int verb_etcd_backups(CliContext *ctx, char **args) {
                 return r;
         if (e)
                 return list_one(s, e->name);
-        for (size_t i = 0; i < spec->etcd_clusters.n && r >= 0; i++)
-                r = list_one(s, cluster_spec_etcd(spec, i)->name);
+        for (size_t i = 0; i < spec->etcd_clusters.n; i++) {
+                int k = list_one(s, cluster_spec_etcd(spec, i)->name);
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
         return r;
 }
 
@@ -137,7 +148,7 @@ int verb_etcd_backup(CliContext *ctx, char **args) {
         _cleanup_free_ char *endpoint = NULL, *err = NULL, *node = NULL;
         const EtcdClusterSpec *e = NULL;
         BackupEtcdSource src;
-        char ts[BACKUP_TIMESTAMP_LEN + 1];
+        char ts[BACKUP_TIMESTAMP_LEN + 1], upload_id[BACKUP_UPLOAD_ID_LEN + 1];
         uint64_t size = 0;
         int r = open_cluster(ctx, args[0], &spec, &s, &e);
         if (r < 0)
@@ -145,12 +156,17 @@ int verb_etcd_backup(CliContext *ctx, char **args) {
         r = pass_backup_source(spec, e, ctx->node.internal_ip, &endpoint, &src);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: %m", e->name);
-        /* a backup by hand is named by its second, not by a slot: it never takes the schedule's place */
+        /* a backup by hand is named by its second, not by a slot. In a slot's first second it has the
+         * slot's name: its own upload id keeps it from taking up the daemon's claim (it is refused), and
+         * the daemon from taking up its claim (the slot has this backup). */
         r = backup_timestamp_format(now(CLOCK_REALTIME), ts);
         node = strdup(ctx->node.node_name ?: "protokube-cli");
         if (r < 0 || !node)
                 return log_oom();
-        r = pass_backup_take(s, e->name, ts, node, &src, arg_tmp_dir, &size, &err);
+        r = backup_upload_id_new(upload_id);
+        if (r < 0)
+                return log_error_errno(r, "etcd %s: cannot make an upload id: %m", e->name);
+        r = pass_backup_take(s, e->name, ts, node, upload_id, &src, arg_tmp_dir, &size, &err);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: backup from %s: %s", e->name, endpoint,
                                        err ?: pk_strerror(r));
@@ -163,15 +179,16 @@ static int newest(Store *s, const char *cluster, char ret[static BACKUP_TIMESTAM
         BackupEntry *e = NULL;
         size_t n = 0;
         _cleanup_free_ char *err = NULL;
+        const BackupEntry *b = NULL;
         int r = backup_list(s, cluster, &e, &n, &err);
-        if (r < 0)
-                return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
-        const BackupEntry *b = backup_newest(e, n);
-        r = b ? 0 : -ENOENT;
-        if (b)
+        if (r >= 0)
+                r = backup_newest(e, n, &b, &err);
+        if (r >= 0 && b)
                 memcpy(ret, b->timestamp, BACKUP_TIMESTAMP_LEN + 1);
         backup_entries_free(e, n);
-        return r < 0 ? log_error_errno(r, "etcd %s: no complete backup in the store", cluster) : 0;
+        if (r < 0)
+                return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
+        return b ? 0 : log_error_errno(-ENOENT, "etcd %s: no complete backup in the store", cluster);
 }
 
 int verb_etcd_download(CliContext *ctx, char **args) {
@@ -202,12 +219,14 @@ int verb_etcd_download(CliContext *ctx, char **args) {
         return 0;
 }
 
-/* The backup to restore: the one named, complete, or the newest complete one. */
+/* The backup to restore: the one named, complete, or the newest complete one (an error when a newer one
+ * cannot be read: never an older one in its place). */
 static int restore_snapshot(Store *s, const char *cluster, const char *name,
                             char ret[static BACKUP_TIMESTAMP_LEN + 1]) {
         BackupEntry *e = NULL;
         size_t n = 0;
         _cleanup_free_ char *err = NULL;
+        const BackupEntry *b = NULL;
         usec_t t;
         if (name && backup_timestamp_parse(name, &t) < 0)
                 return log_error_errno(-EINVAL,
@@ -215,15 +234,20 @@ static int restore_snapshot(Store *s, const char *cluster, const char *name,
                                        "20261124T011500Z: see `protokube etcd backups`)",
                                        cluster, name);
         int r = backup_list(s, cluster, &e, &n, &err);
-        if (r < 0)
-                return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
-        const BackupEntry *b = name ? NULL : backup_newest(e, n);
-        for (size_t i = 0; name && i < n; i++)
+        if (r >= 0 && !name)
+                r = backup_newest(e, n, &b, &err);
+        for (size_t i = 0; r >= 0 && name && i < n; i++)
                 if (streq(e[i].timestamp, name))
                         b = &e[i];
-        if (b && b->complete)
+        if (r >= 0 && b && b->state == BACKUP_UNREADABLE) {
+                r = b->error;
+                err = strprintf("backup '%s' cannot be read: %s", b->timestamp, strna(b->error_message));
+        } else if (r >= 0 && b && b->state != BACKUP_COMPLETE)
+                r = PK_EMALFORMED;
+        if (r >= 0 && b)
                 memcpy(ret, b->timestamp, BACKUP_TIMESTAMP_LEN + 1);
-        r = !b ? -ENOENT : !b->complete ? PK_EMALFORMED : 0;
+        else if (r >= 0)
+                r = -ENOENT;
         backup_entries_free(e, n);
         if (r == -ENOENT)
                 return log_error_errno(r,
@@ -231,11 +255,13 @@ static int restore_snapshot(Store *s, const char *cluster, const char *name,
                                             : "etcd %s: no complete "
                                               "backup in the store%s",
                                        cluster, name ?: "");
-        if (r < 0)
+        if (r == PK_EMALFORMED && !err)
                 return log_error_errno(r,
                                        "etcd %s: backup '%s' is incomplete (its taker died): it is never "
                                        "restored",
                                        cluster, name);
+        if (r < 0)
+                return log_error_errno(r, "etcd %s: %s", cluster, err ?: pk_strerror(r));
         return 0;
 }
 
@@ -323,7 +349,7 @@ int verb_etcd_restore(CliContext *ctx, char **args) {
         if (r < 0)
                 return log_error_errno(r, "etcd %s: cannot write the restore request: %s", e->name,
                                        err ?: pk_strerror(r));
-        printf("%s\n", req.id);
+        printf("%s %s\n", req.id, req.snapshot); /* the id first: scripts take the first word */
         fflush(stdout);
         log_info("etcd %s: restore %s of snapshot %s requested; every master holding a member restores it.",
                  e->name, req.id, req.snapshot);

@@ -74,8 +74,8 @@ static int member_is_leader(const BackupEtcdSource *src, char **ret_error) {
 }
 
 int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
-                     const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size,
-                     char **ret_error) {
+                     const char *upload_id, const BackupEtcdSource *src, const char *tmp_dir,
+                     uint64_t *ret_size, char **ret_error) {
         /* unnamed: a crash leaves nothing behind */
         int fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -83,7 +83,7 @@ int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const
         char sha[BACKUP_SHA256_HEX];
         int r = backup_snapshot_fetch(src, fd, ret_size, sha, ret_error);
         if (r >= 0)
-                r = backup_upload(s, cluster, timestamp, node, fd, ret_error);
+                r = backup_upload(s, cluster, timestamp, node, upload_id, fd, ret_error);
         close(fd);
         return r;
 }
@@ -101,7 +101,8 @@ static int apply_retention(Store *s, const char *cluster, const EtcdBackupSpec *
         int r = backup_list(s, cluster, &e, &n, ret_error);
         if (r < 0)
                 return r;
-        r = backup_retention_plan(e, n, &ret, now_rt, &del);
+        /* nothing is deleted while a backup cannot be read: it may be whole, and the newest */
+        r = backup_retention_plan(e, n, &ret, now_rt, &del, ret_error);
         int deleted = 0;
         for (size_t i = 0; r >= 0 && i < n; i++)
                 if (del[i]) {
@@ -127,13 +128,40 @@ static PassBackupSeen *backup_seen(Pass *p, const char *cluster) {
         return NULL;
 }
 
+/* The newest complete backup of a listing that may hold unreadable ones (the age /metrics exports), and how
+ * many are unreadable; the newest of those into *ret_unreadable. */
+static const BackupEntry *newest_readable(const BackupEntry *e, size_t n, unsigned *ret_count,
+                                          const BackupEntry **ret_unreadable) {
+        const BackupEntry *newest = NULL;
+        *ret_count = 0;
+        *ret_unreadable = NULL;
+        for (size_t i = 0; i < n; i++)
+                if (e[i].state == BACKUP_COMPLETE)
+                        newest = &e[i];
+                else if (e[i].state == BACKUP_UNREADABLE) {
+                        (*ret_count)++;
+                        *ret_unreadable = &e[i];
+                }
+        return newest;
+}
+
+/* A listing that failed or found unreadable backups is an error of the stage, every pass until it is
+ * gone: /healthz says why, and nothing of it is kept for the next pass. */
+static void listing_failed(PassReport *rep, PassBackupSeen *seen, int r, const char *why) {
+        log_error("%s", why);
+        pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
+        if (seen)
+                seen->slot = 0; /* never a slot of now: the next pass lists again */
+}
+
 /* The newest backup into the report: listed from the store when pass_backup_list_due() or fresh (this
  * pass tried to take the slot's backup), else what the last listing found. */
 static void newest_backup(Pass *p, Store *s, const char *cluster, usec_t interval, usec_t slot, bool fresh,
                           PassReport *rep) {
         BackupEntry *e = NULL;
         size_t n = 0;
-        char *err = NULL;
+        _cleanup_free_ char *err = NULL, *why = NULL;
+        const BackupEntry *bad;
         if (rep->n_backups >= PASS_BACKUPS_MAX)
                 return;
         PassBackupSeen *seen = backup_seen(p, cluster);
@@ -146,18 +174,28 @@ static void newest_backup(Pass *p, Store *s, const char *cluster, usec_t interva
         PassBackupInfo *info = &rep->backups[rep->n_backups];
         *info = (PassBackupInfo){ .interval = interval };
         snprintf(info->cluster, sizeof(info->cluster), "%s", cluster);
-        if (backup_list(s, cluster, &e, &n, &err) < 0) {
-                log_warning("etcd %s: cannot list its backups: %s", cluster, strna(err));
-                free(err);
+        int r = backup_list(s, cluster, &e, &n, &err);
+        if (r < 0) {
+                why = strprintf("etcd %s: cannot list its backups: %s", cluster, err ?: pk_strerror(r));
+                listing_failed(rep, seen, r, why ?: cluster);
                 return;
         }
-        const BackupEntry *newest = backup_newest(e, n);
+        const BackupEntry *newest = newest_readable(e, n, &info->unreadable, &bad);
         if (newest) {
                 info->newest = newest->time;
                 info->size = newest->size;
         }
+        if (bad)
+                why = strprintf("etcd %s: %u backup(s) cannot be read, so none is deleted until they can "
+                                "(backup %s: %s)",
+                                cluster, info->unreadable, bad->timestamp, strna(bad->error_message));
+        r = bad ? bad->error : 0;
         backup_entries_free(e, n);
         rep->n_backups++;
+        if (r < 0) {
+                listing_failed(rep, seen, r, why ?: cluster);
+                return;
+        }
         if (!seen && p->n_backups_seen < PASS_BACKUPS_MAX)
                 seen = &p->backups_seen[p->n_backups_seen++];
         if (seen) {
@@ -166,15 +204,52 @@ static void newest_backup(Pass *p, Store *s, const char *cluster, usec_t interva
         }
 }
 
+/* An error of the stage: logged, and the first one is the report's reason. */
+static void stage_error(PassReport *rep, int r, const char *why) {
+        log_error("%s", why);
+        pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
+}
+
+/* The slot's backup (ts) of the cluster, and after it the retention. Losing the slot to another master or
+ * upload is no error: the slot has its backup. */
+static void take_slot(Pass *p, Store *s, const char *node, const EtcdClusterSpec *e, const char *ts,
+                      const BackupEtcdSource *src, const char *mount, usec_t now_rt, PassReport *rep) {
+        _cleanup_free_ char *err = NULL, *why = NULL;
+        uint64_t size = 0;
+        usec_t t0 = now(CLOCK_MONOTONIC);
+        pass_progress_step("etcd backup");
+        /* on the member's own volume: room for a copy of its database */
+        int r = pass_backup_take(s, e->name, ts, node, p->backup_upload_id, src, mount, &size, &err);
+        if (r == -EEXIST) {
+                log_info("etcd %s: %s", e->name, strna(err));
+                return;
+        }
+        if (r < 0) {
+                why = strprintf("etcd %s: backup %s: %s", e->name, ts, err ?: pk_strerror(r));
+                return stage_error(rep, r, why ?: e->name);
+        }
+        log_info("etcd %s: backup %s taken (%" PRIu64 " bytes, %llu ms).", e->name, ts, size,
+                 (unsigned long long)((now(CLOCK_MONOTONIC) - t0) / USEC_PER_MSEC));
+        rep->actions_applied++;
+        free(err), err = NULL;
+        r = apply_retention(s, e->name, &e->backups, now_rt, &err);
+        if (r > 0)
+                log_info("etcd %s: %d old backup(s) deleted.", e->name, r);
+        if (r < 0) {
+                why = strprintf("etcd %s: retention: %s", e->name, err ?: pk_strerror(r));
+                stage_error(rep, r, why ?: e->name);
+        }
+}
+
 /* One held member's cluster: the slot's backup when this member leads, then what the report says. */
 static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const EtcdClusterSpec *e,
                            const char *mount, usec_t now_rt, PassReport *rep) {
-        _cleanup_free_ char *endpoint = NULL, *err = NULL;
+        _cleanup_free_ char *endpoint = NULL, *err = NULL, *key = NULL, *data = NULL;
         BackupEtcdSource src = {};
         char ts[BACKUP_TIMESTAMP_LEN + 1];
-        uint64_t size = 0;
         usec_t interval = e->backups.interval.value, slot = backup_slot(now_rt, interval);
         bool fresh = false;
+        size_t len;
         int r = pass_backup_source(p->spec, e, node->internal_ips ? node->internal_ips[0] : NULL, &endpoint,
                                    &src);
         if (r < 0 || backup_timestamp_format(slot, ts) < 0)
@@ -189,37 +264,11 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
         if (r < 0)
                 log_debug("etcd %s: no backup this pass: its member here does not answer: %s", e->name,
                           strna(err));
-        if (r > 0) {
-                _cleanup_free_ char *key = strprintf("backups/%s/%s/manifest.json", e->name, ts),
-                                    *data = NULL;
-                size_t len;
-                if (key && store_get(s, key, &data, &len, NULL) == -ENOENT) {
-                        pass_progress_step("etcd backup");
-                        fresh = true; /* taken or lost to another master: the listing shows which */
-                        usec_t t0 = now(CLOCK_MONOTONIC);
-                        free(err), err = NULL;
-                        /* on the member's own volume: room for a copy of its database */
-                        r = pass_backup_take(s, e->name, ts, node->name, &src, mount, &size, &err);
-                        if (r >= 0) {
-                                log_info("etcd %s: backup %s taken (%" PRIu64 " bytes, %llu ms).", e->name,
-                                         ts, size,
-                                         (unsigned long long)((now(CLOCK_MONOTONIC) - t0) / USEC_PER_MSEC));
-                                rep->actions_applied++;
-                                free(err), err = NULL;
-                                r = apply_retention(s, e->name, &e->backups, now_rt, &err);
-                                if (r > 0)
-                                        log_info("etcd %s: %d old backup(s) deleted.", e->name, r);
-                        }
-                        if (r == -EEXIST)
-                                log_info("etcd %s: %s", e->name,
-                                         strna(err)); /* another master won the slot */
-                        else if (r < 0) {
-                                _cleanup_free_ char *why =
-                                    strprintf("etcd %s: backup %s: %s", e->name, ts, err ?: pk_strerror(r));
-                                log_error("%s", strna(why));
-                                pass_report_error(rep, PASS_STAGE_BACKUP, r, why);
-                        }
-                }
+        /* only an absent manifest means the slot has no backup yet */
+        key = r > 0 ? strprintf("backups/%s/%s/manifest.json", e->name, ts) : NULL;
+        if (key && store_get(s, key, &data, &len, NULL) == -ENOENT) {
+                fresh = true; /* taken or lost to another master: the listing shows which */
+                take_slot(p, s, node->name, e, ts, &src, mount, now_rt, rep);
         }
         newest_backup(p, s, e->name, interval, slot, fresh, rep);
 }
@@ -235,6 +284,10 @@ void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, P
                 return;
         }
         rep->backups_known = true;
+        if (isempty(p->backup_upload_id) && backup_upload_id_new(p->backup_upload_id) < 0) {
+                pass_report_error(rep, PASS_STAGE_BACKUP, -EIO, "etcd backups: no random upload id");
+                return;
+        }
         usec_t now_rt = now(CLOCK_REALTIME);
         for (size_t k = 0; k < plan->volumes.n_selections && !stop_requested(); k++) {
                 const PlanSelection *sel = &plan->volumes.selections[k];

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "backup/backup-snapshot.h"
+#include "backup/backup.h"
 #include "certs/certs.h"
 #include "components/render.h"
 #include "daemon/report.h"
@@ -69,6 +70,9 @@ typedef struct Pass {
         KeystoreCache *keystore_cache; /* the keystore's objects as decoded in earlier passes */
         unsigned n_backups_seen;
         PassBackupSeen backups_seen[PASS_BACKUPS_MAX];
+        /* this process's backup uploads name themselves by it in their claims (made at the first): a
+         * later pass of the same process retries its own failed upload, nobody else takes it up */
+        char backup_upload_id[BACKUP_UPLOAD_ID_LEN + 1];
         /* every master's apiserver pod has been seen Ready in the API since this process started: the
          * passes stop reading them (pass-api.c; docs/dns.md, "While the apiservers come up") */
         bool api_pods_all_seen;
@@ -238,9 +242,11 @@ bool pass_backup_list_due(const PassBackupSeen *seen, usec_t slot, usec_t now_mo
  * the client pair to use. */
 int pass_backup_source(const ClusterSpec *spec, const EtcdClusterSpec *e, const char *address,
                        char **ret_endpoint, BackupEtcdSource *ret);
-/* Takes a snapshot of src into an unnamed file in tmp_dir and stores it as the backup timestamp. */
+/* Takes a snapshot of src into an unnamed file in tmp_dir and stores it as the backup timestamp, upload
+ * upload_id of node (backup_upload). */
 int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
-                     const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size, char **ret_error);
+                     const char *upload_id, const BackupEtcdSource *src, const char *tmp_dir,
+                     uint64_t *ret_size, char **ret_error);
 
 /* Opens the volume provider of spec's cloud with the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -197,6 +197,12 @@ int metrics_format(const Metrics *m, Buf *out) {
                 if (m->backups[i].newest)
                         EMIT("protokube_etcd_backup_size_bytes{cluster=\"%s\"} %llu\n",
                              m->backups[i].cluster, (unsigned long long)m->backups[i].size);
+        EMIT("# HELP protokube_etcd_backups_unreadable Backups of an etcd cluster whose manifest is in the "
+             "state store but cannot be read (retention deletes nothing while there are any).\n"
+             "# TYPE protokube_etcd_backups_unreadable gauge\n");
+        for (unsigned i = 0; i < m->n_backups; i++)
+                EMIT("protokube_etcd_backups_unreadable{cluster=\"%s\"} %u\n", m->backups[i].cluster,
+                     m->backups[i].unreadable);
         if (m->checkpoint_known) {
                 EMIT("# HELP protokube_checkpoint_active 1 while the checkpoint of the self-hosted pods is "
                      "in "

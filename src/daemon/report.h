@@ -47,9 +47,10 @@ typedef struct PassCertExpiry {
 #define PASS_BACKUPS_MAX 16
 typedef struct PassBackupInfo {
         char cluster[64];
-        usec_t newest;   /* CLOCK_REALTIME of its timestamp; 0: no backup yet */
-        uint64_t size;   /* bytes */
-        usec_t interval; /* the spec's: /healthz warns past twice this */
+        usec_t newest;       /* CLOCK_REALTIME of its timestamp; 0: no backup yet */
+        uint64_t size;       /* bytes */
+        usec_t interval;     /* the spec's: /healthz warns past twice this */
+        unsigned unreadable; /* backups whose manifest is there but cannot be read: retention holds */
 } PassBackupInfo;
 
 typedef struct PassReport {

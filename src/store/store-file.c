@@ -219,8 +219,11 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
                 if (de->d_name[0] == '.')
                         continue;
                 struct stat st;
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue; /* gone meanwhile */
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        /* gone meanwhile; any other error fails the listing rather than hide objects */
+                        r = errno == ENOENT ? 0 : -errno;
+                        continue;
+                }
                 _cleanup_free_ char *key = isempty(rel) ? strdup(de->d_name) : strjoin(rel, "/", de->d_name);
                 if (!key) {
                         r = -ENOMEM;
@@ -228,8 +231,7 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
                 }
                 if (S_ISDIR(st.st_mode) && depth < STORE_LIST_DEPTH) {
                         int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
-                        if (sub >= 0)
-                                r = list_walk(w, sub, key, depth + 1);
+                        r = sub >= 0 ? list_walk(w, sub, key, depth + 1) : sub == -ENOENT ? 0 : sub;
                 } else if (S_ISREG(st.st_mode) && store_key_valid(key) && startswith(key, w->prefix)) {
                         if (w->n >= STORE_LIST_MAX)
                                 r = -E2BIG;
@@ -290,6 +292,91 @@ static int file_list(Store *s, const char *prefix, bool versions, char ***ret_ke
         return 0;
 }
 
+/* Whether the directory (takes dfd) holds an object at any depth: a regular file that is no temporary. */
+static int holds_object(int dfd, unsigned depth) {
+        DIR *d = fdopendir(dfd);
+        int r = 0;
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        for (struct dirent *de; r == 0 && (errno = 0, de = readdir(d));) {
+                struct stat st;
+                if (de->d_name[0] == '.')
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        r = errno == ENOENT ? 0 : -errno; /* gone meanwhile, or an error to say */
+                else if (S_ISREG(st.st_mode) && store_key_valid(de->d_name))
+                        r = 1;
+                else if (S_ISDIR(st.st_mode) && depth < STORE_LIST_DEPTH) {
+                        int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
+                        r = sub >= 0 ? holds_object(sub, depth + 1) : sub == -ENOENT ? 0 : sub;
+                }
+        }
+        if (r == 0 && errno != 0)
+                r = -errno;
+        closedir(d);
+        return r;
+}
+
+/* The subdirectories of dfd (takes it) that hold an object, by name. */
+static int dirs_walk(int dfd, char ***names) {
+        DIR *d = fdopendir(dfd);
+        size_t n = 0;
+        int r = 0;
+        if (!d) {
+                safe_close(dfd);
+                return -errno;
+        }
+        /* only "gone meanwhile" is skipped: an entry that cannot be examined fails the listing, which
+         * would otherwise say a directory (a backup) is not there */
+        for (struct dirent *de; r >= 0 && (errno = 0, de = readdir(d));) {
+                struct stat st;
+                if (de->d_name[0] == '.' || !store_key_valid(de->d_name))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = errno == ENOENT ? 0 : -errno;
+                        continue;
+                }
+                if (!S_ISDIR(st.st_mode))
+                        continue;
+                int sub = beneath_open_dir(dirfd(d), de->d_name, false, 0);
+                r = sub >= 0 ? holds_object(sub, 1) : sub == -ENOENT ? 0 : sub;
+                if (r <= 0)
+                        continue;
+                r = n >= STORE_LIST_MAX ? -E2BIG : strv_extend(names, de->d_name);
+                n++;
+        }
+        if (r >= 0 && errno != 0)
+                r = -errno;
+        closedir(d);
+        return r < 0 ? r : 0;
+}
+
+static int file_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
+        FileStore *f = s->data;
+        _cleanup_free_ char *dir = strndup(prefix, isempty(prefix) ? 0 : strlen(prefix) - 1);
+        char **names = NULL;
+        if (!dir)
+                return -ENOMEM;
+        int dfd = isempty(dir) ? fcntl(f->fd, F_DUPFD_CLOEXEC, 3) : beneath_open_dir(f->fd, dir, false, 0);
+        if (dfd < 0 && isempty(dir))
+                dfd = -errno;
+        if (dfd == -ENOENT) {
+                *ret_names = NULL;
+                return 0;
+        }
+        int r = dfd < 0 ? dfd : dirs_walk(dfd, &names);
+        if (r < 0) {
+                strv_free(names);
+                *ret_cause = r == -E2BIG ? strprintf("more than %u directories", STORE_LIST_MAX)
+                                         : file_cause(r, isempty(dir) ? "the store's directory" : dir);
+                return r;
+        }
+        *ret_names = names;
+        return 0;
+}
+
 const StoreOps store_file_ops = {
         .scheme = "file://",
         .open = file_open,
@@ -298,4 +385,5 @@ const StoreOps store_file_ops = {
         .put = file_put,
         .list = file_list,
         .delete = file_delete,
+        .list_dirs = file_list_dirs,
 };

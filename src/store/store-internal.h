@@ -24,6 +24,8 @@ typedef struct StoreOps {
          * identity) */
         int (*list)(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause);
         int (*delete)(Store *s, const char *key, char **ret_cause);
+        /* prefix: "" or valid and ending in '/'; names (one segment each, valid as a key) unsorted */
+        int (*list_dirs)(Store *s, const char *prefix, char ***ret_names, char **ret_cause);
 } StoreOps;
 
 struct Store {

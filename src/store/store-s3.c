@@ -75,14 +75,17 @@ static char *object_path(S3Store *t, const char *key) {
         return r;
 }
 
-static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsigned max_keys, XmlNode **ret,
-                        char **ret_cause) {
+/* delimiter: NULL, or "/" to get the keys' next segments as CommonPrefixes instead of the keys. */
+static int s3_list_call(S3Store *t, const char *prefix, const char *delimiter, const char *token,
+                        unsigned max_keys, XmlNode **ret, char **ret_cause) {
         _cleanup_free_ char *full = strjoin(t->prefix, prefix);
         _cleanup_free_ char *ep = full ? aws_uri_encode(full, false) : NULL;
         _cleanup_free_ char *et = token ? aws_uri_encode(token, false) : NULL;
-        if (!ep || (token && !et))
+        _cleanup_free_ char *ed = delimiter ? aws_uri_encode(delimiter, false) : NULL;
+        if (!ep || (token && !et) || (delimiter && !ed))
                 return -ENOMEM;
-        _cleanup_free_ char *query = strprintf("list-type=2&max-keys=%u&prefix=%s%s%s", max_keys, ep,
+        _cleanup_free_ char *query = strprintf("list-type=2&max-keys=%u&prefix=%s%s%s%s%s", max_keys, ep,
+                                               delimiter ? "&delimiter=" : "", strempty(ed),
                                                token ? "&continuation-token=" : "", strempty(et));
         if (!query)
                 return -ENOMEM;
@@ -95,6 +98,11 @@ static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsig
                 .bucket = t->bucket,
         };
         return aws_client_call(t->client, &call, ret, ret_cause);
+}
+
+static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsigned max_keys, XmlNode **ret,
+                        char **ret_cause) {
+        return s3_list_call(t, prefix, NULL, token, max_keys, ret, ret_cause);
 }
 
 /* The client, and one listed key: a missing bucket or missing rights show at open, naming the store, not at
@@ -286,6 +294,67 @@ static int s3_list(Store *s, const char *prefix, bool versions, char ***ret_keys
         return -E2BIG;
 }
 
+/* Appends the page's CommonPrefixes as names: "<store prefix><prefix>NAME/" -> "NAME". */
+static int dirs_take_page(S3Store *t, const char *prefix, const XmlNode *doc, char ***names, size_t *n) {
+        size_t pl = strlen(t->prefix), ql = strlen(prefix);
+        XML_FOREACH_NAMED(c, doc, "CommonPrefixes") {
+                _cleanup_free_ char *p = NULL;
+                int r = xml_path_text_dup(c, "Prefix", S3_KEY_TEXT_MAX, &p);
+                if (r < 0)
+                        return r;
+                size_t len = p ? strlen(p) : 0;
+                if (len < pl + ql + 2 || strncmp(p, t->prefix, pl) != 0 ||
+                    strncmp(p + pl, prefix, ql) != 0 || p[len - 1] != '/')
+                        return PK_EMALFORMED; /* not what was asked for */
+                p[len - 1] = 0;
+                const char *name = p + pl + ql;
+                if (strchr(name, '/') || !store_key_valid(name))
+                        continue; /* written by something else */
+                if (*n >= STORE_LIST_MAX)
+                        return -E2BIG;
+                if ((r = strv_extend(names, name)) < 0)
+                        return r;
+                (*n)++;
+        }
+        return 0;
+}
+
+static int s3_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
+        S3Store *t = s->data;
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *token = NULL;
+        size_t n = 0;
+        int r;
+
+        for (unsigned page = 0; page < S3_LIST_PAGES; page++) {
+                _cleanup_(xml_node_freep) XmlNode *doc = NULL;
+                r = s3_list_call(t, prefix, "/", token, S3_LIST_PAGE, &doc, ret_cause);
+                if (r < 0)
+                        return r;
+                r = doc ? dirs_take_page(t, prefix, doc, &names, &n) : PK_EMALFORMED;
+                if (r < 0) {
+                        *ret_cause = r == -E2BIG
+                                         ? strprintf("more than %u directories", STORE_LIST_MAX)
+                                         : strprintf("ListObjectsV2: bad answer: %s", pk_strerror(r));
+                        return r;
+                }
+                const char *trunc = xml_path_text(doc, "IsTruncated");
+                free(token);
+                token = NULL;
+                if (!trunc || !streq(trunc, "true")) {
+                        *ret_names = TAKE_PTR(names);
+                        return 0;
+                }
+                r = xml_path_text_dup(doc, "NextContinuationToken", S3_TOKEN_MAX, &token);
+                if (r < 0 || isempty(token)) {
+                        *ret_cause = strdup("ListObjectsV2: truncated answer without a continuation token");
+                        return PK_EMALFORMED;
+                }
+        }
+        *ret_cause = strprintf("ListObjectsV2: more than %u pages", S3_LIST_PAGES);
+        return -E2BIG;
+}
+
 const StoreOps store_s3_ops = {
         .scheme = "s3://",
         .open = s3_open,
@@ -294,4 +363,5 @@ const StoreOps store_s3_ops = {
         .put = s3_put,
         .list = s3_list,
         .delete = s3_delete,
+        .list_dirs = s3_list_dirs,
 };

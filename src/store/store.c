@@ -215,3 +215,18 @@ int store_delete(Store *s, const char *key, char **ret_error) {
                 return store_fail(s->url, "delete", key, r, cause, ret_error);
         return 0;
 }
+
+int store_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_error) {
+        char **names = NULL, *cause = NULL;
+        if (!isempty(prefix) && (!endswith(prefix, "/") || !prefix_valid(prefix)))
+                return store_fail(s->url, "list directories under", strempty(prefix), -EINVAL,
+                                  strdup("invalid prefix (empty or a key ending in '/')"), ret_error);
+        int r = s->ops->list_dirs(s, strempty(prefix), &names, &cause);
+        if (r < 0)
+                return store_fail(s->url, "list directories under", strempty(prefix), r, cause, ret_error);
+        if (!names && !(names = new0(char *, 1)))
+                return -ENOMEM;
+        strv_sort(names);
+        *ret_names = names;
+        return 0;
+}

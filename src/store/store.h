@@ -13,6 +13,7 @@
  *                 and read the winner's object; a half-written object is never visible;
  *   put           replace (atomic: readers see the old or the new object, never a mix);
  *   list          the keys under a prefix, sorted;
+ *   list_dirs     the next segments of the keys under a directory prefix, each once, sorted;
  *   delete        0 whether or not it existed.
  * An object flagged private (STORE_PRIVATE: private keys) is never world-readable: mode 0600 in a
  * directory store, server-side encryption requested on S3.
@@ -50,6 +51,11 @@ int store_list(Store *s, const char *prefix, char ***ret_keys, char **ret_error)
 int store_list_versions(Store *s, const char *prefix, char ***ret_keys, char ***ret_versions,
                         char **ret_error);
 int store_delete(Store *s, const char *key, char **ret_error);
+/* The directories directly under prefix ("" or a key ending in '/'): the next segment of every key below it
+ * that has one more segment, each name once however many objects lie below it, sorted ("backups/main/" ->
+ * "20261123T221500Z", ...). One entry per directory, so the answer does not grow with what the directories
+ * hold (S3: ListObjectsV2 with delimiter '/'). A directory that holds no object is not listed. */
+int store_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_error);
 
 /* A key as above: 1-1024 characters, relative, segments of [A-Za-z0-9._-] that do not start with '.'. */
 bool store_key_valid(const char *key);

@@ -38,9 +38,9 @@ def dns(m):
 class MemberEnv(CertEnv):
     """CertEnv with one etcd cluster (main) on its own ports, and passes that resolve the member names."""
 
-    def __init__(self, store_url):
+    def __init__(self, store_url, store_env=None):
         VolEnv.__init__(self, protokube_bin(), clusters=("main",))
-        self.store_url, self.store_env = store_url, {}
+        self.store_url, self.store_env = store_url, dict(store_env or {})
         text = open(self.spec).read().replace(
             "image: registry.k8s.io/etcd:3.5.16-0\n",
             f"image: registry.k8s.io/etcd:3.5.16-0\n      clientPort: {CLIENT_PORT}\n"
@@ -57,13 +57,24 @@ class MemberEnv(CertEnv):
         return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
                 'mount --bind "$0" /etc/hosts && exec "$@"', self.hosts, *argv]
 
-    def once(self, member, timeout=120):
+    def environ(self):
+        """The test's environment for protokube: the store's (an s3:// store's AWS settings), nothing else of
+        AWS."""
+        e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        e.update(self.store_env)
+        return e
+
+    def node_argv(self, verb, member, *extra):
         node, ip = NODES[member]
-        argv = self.argv("once", node)
+        argv = self.argv(verb, node, *extra)
         argv[2] = self.node_spec(node)
         argv[argv.index("--internal-ip") + 1] = ip
+        return argv
+
+    def once(self, member, timeout=120):
+        argv = self.node_argv("once", member)
         t0 = time.monotonic()
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.environ())
         p.seconds = time.monotonic() - t0
         return p
 
@@ -156,15 +167,17 @@ def destroy(env, member):
             os.unlink(path)
 
 
-def start_cluster(tmp_path, started=tuple(NODES), before=None):
+def start_cluster(tmp_path, started=tuple(NODES), before=None, store=None):
     """Three masters after their cold-start passes; the members in started run (from their manifests).
-    before(env), when given, runs before the first pass (to change the spec)."""
+    before(env), when given, runs before the first pass (to change the spec). store: (URL, environment) of
+    the state store; by default a file:// store in tmp_path."""
     need_root()
     if not shutil.which("etcd") or not shutil.which("etcdctl"):
         pytest.fail("etcd-server and etcd-client are needed (scripts/install-deps.sh)")
-    store = tmp_path / "store"
-    store.mkdir()
-    env = MemberEnv("file://" + str(store))
+    if store is None:
+        (tmp_path / "store").mkdir()
+        store = ("file://" + str(tmp_path / "store"), {})
+    env = MemberEnv(*store)
     if before:
         before(env)
     for m in NODES:  # etcd preallocates a 64 MiB WAL file

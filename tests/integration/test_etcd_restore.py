@@ -152,7 +152,7 @@ def test_whole_cluster_restore(cluster, tmp_path):
     # a request nobody serves: --wait names that nobody reported; a second one is refused without --force
     p = pk(env, "a", "etcd", "restore", "main", "--wait", "1s")
     assert p.returncode != 0 and "no member reported" in p.stderr, p.stderr
-    first = p.stdout.strip()
+    first = p.stdout.split()[0]
     p = pk(env, "a", "etcd", "restore", "main")
     assert p.returncode != 0 and f"restore {first}" in p.stderr and "--force" in p.stderr, p.stderr
     node, _ = NODES["a"]

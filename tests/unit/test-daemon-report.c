@@ -117,7 +117,28 @@ static void test_backups(void **state) {
         const char *text = (const char *)b.data;
         assert_non_null(strstr(text, "protokube_etcd_backup_size_bytes{cluster=\"main\"} 4096\n"));
         assert_non_null(strstr(text, "protokube_etcd_backup_age_seconds{cluster=\"main\"} "));
-        assert_null(strstr(text, "cluster=\"events\""));
+        assert_null(strstr(text, "protokube_etcd_backup_age_seconds{cluster=\"events\""));
+        assert_null(strstr(text, "protokube_etcd_backup_size_bytes{cluster=\"events\""));
+        assert_non_null(strstr(text, "# TYPE protokube_etcd_backups_unreadable gauge\n"));
+        assert_non_null(strstr(text, "protokube_etcd_backups_unreadable{cluster=\"events\"} 0\n"));
+        buf_free(&b);
+
+        /* backups that cannot be read: the gauge counts them, the pass's error says why */
+        PassReport bad = { .backups_known = true, .n_backups = 1 };
+        bad.backups[0] = r.backups[0];
+        bad.backups[0].unreadable = 2;
+        pass_report_error(&bad, PASS_STAGE_BACKUP, -EIO,
+                          "etcd main: 2 backup(s) cannot be read, so none is deleted until they can");
+        metrics_observe(&m, &bad, t);
+        pass_report_done(&bad);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 503);
+        assert_string_equal(
+            body, "error: etcd main: 2 backup(s) cannot be read, so none is deleted until they can\n");
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(
+            strstr((const char *)b.data, "protokube_etcd_backups_unreadable{cluster=\"main\"} 2\n"));
+        assert_non_null(strstr((const char *)b.data, "protokube_errors_total{stage=\"etcd-backups\"} 1\n"));
         buf_free(&b);
 
         r.backups[0].newest = t - 31 * 60 * USEC_PER_SEC;

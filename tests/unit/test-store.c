@@ -236,12 +236,49 @@ static void test_symlink_not_followed(void **state) {
         strv_free(keys);
 }
 
+/* The directories under a prefix, one entry each: not the objects at that level, not a directory without an
+ * object below it, not a symlinked one, not a temporary's. */
+static void test_file_list_dirs(void **state) {
+        Dirs *d = *state;
+        _cleanup_(store_freep) Store *s = NULL;
+        char *err = NULL, **names = NULL;
+        assert_int_equal(store_open(d->url, &s, &err), 0);
+        assert_int_equal(store_list_dirs(s, "b/", &names, &err), 0); /* none yet */
+        assert_null(names[0]);
+        strv_free(names);
+        const char *keys[] = { "b/top", "b/one/o", "b/two/x/deep", "b/two/y", "c/other/o" };
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                assert_int_equal(store_put(s, keys[i], "x", 1, 0, &err), 0);
+        _cleanup_free_ char *empty = strprintf("%s/b/empty/inner", d->root);
+        _cleanup_free_ char *dot = strprintf("%s/b/.tmp", d->root);
+        _cleanup_free_ char *dotfile = strprintf("%s/b/.tmp/o", d->root);
+        _cleanup_free_ char *link = strprintf("%s/b/link", d->root);
+        assert_int_equal(mkdir_p(empty, 0755), 0);
+        assert_int_equal(mkdir(dot, 0755), 0);
+        assert_int_equal(write_file_atomic(dotfile, "x", 1, 0600, false), 1);
+        assert_int_equal(symlink(d->outside, link), 0);
+        assert_int_equal(store_list_dirs(s, "b/", &names, &err), 0);
+        assert_int_equal(strv_length(names), 2);
+        assert_string_equal(names[0], "one");
+        assert_string_equal(names[1], "two");
+        strv_free(names);
+        assert_int_equal(store_list_dirs(s, "", &names, &err), 0);
+        assert_int_equal(strv_length(names), 2);
+        assert_string_equal(names[0], "b");
+        assert_string_equal(names[1], "c");
+        strv_free(names);
+        assert_int_equal(store_list_dirs(s, "b", &names, &err), -EINVAL);
+        assert_non_null(strstr(err, "ending in '/'"));
+        free(err);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_key_valid),
                 cmocka_unit_test_setup_teardown(test_url_parsing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_file_end_to_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_file_list_dirs, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,10 @@
 """A loopback double of the AWS APIs protokube uses: IMDSv2, an EC2 Query subset (DescribeInstances,
 DescribeVolumes, AttachVolume, DetachVolume), a Route 53 REST subset (ListHostedZonesByName, ListResourceRecordSets,
 ChangeResourceRecordSets, GetChange) and an S3 subset, path-style only (GetObject, PutObject with If-None-Match: *,
-ListObjectsV2, DeleteObject; objects in memory, buckets from the config's "buckets").
+ListObjectsV2 with or without a delimiter, DeleteObject; objects in memory, buckets from the config's "buckets").
+The fault s3_get_errors, a list of {"match": fnmatch pattern of the key, "status", "code"}, answers every
+GetObject of a matching key, present or not, with that error (a bucket policy or KMS key that denies reads,
+a failing backend).
 
 Every API request is checked with botocore's SigV4 (an implementation independent of ours); failures answer
 the way AWS does (SignatureDoesNotMatch, AuthFailure, InvalidClientTokenId...). Volumes may be backed by image
@@ -81,7 +84,7 @@ class State:
         self.buckets = {}  # name -> {key: {"data": bytes, "sse": str or None}}
         self.faults = {"throttle": 0, "error500": 0, "slow_seconds": 0, "slow_count": 0, "attach_stuck_polls": 0,
                        "insync_after_polls": 1, "insync_delay_seconds": 0, "throttle_pattern": None,
-                       "garbage": 0}
+                       "garbage": 0, "s3_get_errors": []}
         self.role = {"name": "protokube-master", "ttl": 6 * 3600}
         self.imds_tokens = {}
         self.imds_token_ttl_override = None
@@ -691,6 +694,9 @@ def s3_check_payload(handler, body):
 
 
 def s3_list(bucket, q):
+    """ListObjectsV2, with a delimiter as S3 has it: a key with the delimiter after the prefix is rolled up
+    into the CommonPrefixes entry of its prefix up to that delimiter, listed once, and counted against
+    max-keys like a key; a page that ends on a common prefix continues after every key under it."""
     if q.get("list-type") != "2":
         raise ApiError(400, "InvalidArgument", "only ListObjectsV2 (list-type=2) is implemented")
     mk = q.get("max-keys", "1000")
@@ -698,26 +704,42 @@ def s3_list(bucket, q):
         raise ApiError(400, "InvalidArgument", "Provided max-keys not an integer or within integer range")
     size = min(int(mk), 1000)
     prefix = q.get("prefix", "")
+    delim = q.get("delimiter") or None
     keys = sorted(k for k in bucket if k.startswith(prefix))
     tok = q.get("continuation-token")
     if tok is not None:
         try:
-            after = json.loads(base64.b64decode(tok))["after"]
+            t = json.loads(base64.b64decode(tok))
+            after, skip = t["after"], t.get("skip")
         except Exception:
             raise ApiError(400, "InvalidArgument", "The continuation token provided is incorrect")
-        keys = [k for k in keys if k > after]
-    chunk = keys[:size]
-    truncated = len(keys) > size
+        keys = [k for k in keys if k > after and not (skip and k.startswith(skip))]
+    entries, truncated = [], False  # ("key", k) or ("prefix", common prefix)
+    for k in keys:
+        i = k.find(delim, len(prefix)) if delim else -1
+        entry = ("prefix", k[:i + len(delim)]) if i >= 0 else ("key", k)
+        if entries and entries[-1] == entry:
+            continue
+        if len(entries) == size:
+            truncated = True
+            break
+        entries.append(entry)
     nxt = ""
     if truncated:
+        kind, last = entries[-1]
+        t = {"after": last, "skip": last if kind == "prefix" else None}
         nxt = "<NextContinuationToken>%s</NextContinuationToken>" % esc(
-            base64.b64encode(json.dumps({"after": chunk[-1]}).encode()).decode())
+            base64.b64encode(json.dumps(t).encode()).decode())
     contents = "".join(f"<Contents><Key>{esc(k)}</Key><Size>{len(bucket[k]['data'])}</Size>"
                        f"<ETag>&quot;{hashlib.md5(bucket[k]['data']).hexdigest()}&quot;</ETag></Contents>"
-                       for k in chunk)
+                       for kind, k in entries if kind == "key")
+    common = "".join(f"<CommonPrefixes><Prefix>{esc(p)}</Prefix></CommonPrefixes>"
+                     for kind, p in entries if kind == "prefix")
+    delimiter = f"<Delimiter>{esc(delim)}</Delimiter>" if delim else ""
     return (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"{S3_NS}\">"
-            f"<Prefix>{esc(prefix)}</Prefix><KeyCount>{len(chunk)}</KeyCount><MaxKeys>{size}</MaxKeys>"
-            f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>{nxt}{contents}</ListBucketResult>")
+            f"<Prefix>{esc(prefix)}</Prefix>{delimiter}<KeyCount>{len(entries)}</KeyCount><MaxKeys>{size}</MaxKeys>"
+            f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>{nxt}{contents}{common}"
+            f"</ListBucketResult>")
 
 
 def s3_key(path, query=""):
@@ -752,6 +774,9 @@ def s3_dispatch(handler, method, path, query, body):
                 raise ApiError(405, "MethodNotAllowed", f"{method} on a bucket is not implemented")
             return "ListObjectsV2", 200, "application/xml", s3_list(bucket, q)
         if method == "GET":
+            for e in STATE.faults.get("s3_get_errors") or []:
+                if fnmatch.fnmatchcase(key, e["match"]):
+                    raise ApiError(int(e["status"]), e["code"], "injected: " + e["code"])
             obj = bucket.get(key)
             if obj is None:
                 raise ApiError(404, "NoSuchKey", "The specified key does not exist.")
