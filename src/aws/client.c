@@ -152,10 +152,6 @@ static int copy_endpoint(const char *variable, const char *e, char **ret, char *
         return 0;
 }
 
-static int region_ok(const char *r) {
-        return !isempty(r) && strlen(r) <= 64 && !strpbrk(r, "/ \t\r\n.:@");
-}
-
 int aws_client_new(AwsClient **ret, char **ret_error) {
         _cleanup_(aws_client_freep) AwsClient *c = new0(AwsClient, 1);
         const char *region, *region_var, *common = getenv("AWS_ENDPOINT_URL"),
@@ -178,7 +174,8 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
                 region = getenv(region_var);
         }
         if (!isempty(region)) {
-                if (!region_ok(region))
+                /* it becomes part of host names: "x#" would send the signed call to host ec2.x */
+                if (!aws_region_valid(region))
                         return error_setf(ret_error, -EINVAL, "%s='%s' is not a region name", region_var,
                                           region);
                 c->region = strdup(region);

@@ -81,6 +81,15 @@ static void test_region_and_endpoint_env(void **state) {
         assert_int_equal(aws_client_new(&bad, &err), -EINVAL);
         assert_null(bad);
         assert_string_equal(err, "AWS_REGION='bad/region' is not a region name");
+        /* a region becomes part of host names: "ec2.x#.amazonaws.com" would be host ec2.x */
+        const char *bad_names[] = { "x#", "eu-west-1?", "US-EAST-1", "a.b" };
+        for (size_t i = 0; i < ELEMENTSOF(bad_names); i++) {
+                setenv("AWS_REGION", bad_names[i], 1);
+                free(err);
+                err = NULL;
+                assert_int_equal(aws_client_new(&bad, &err), -EINVAL);
+                assert_null(bad);
+        }
         unsetenv("AWS_REGION");
         unsetenv("AWS_ENDPOINT_URL_EC2");
         unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
@@ -150,6 +159,16 @@ static void test_endpoint_scheme(void **state) {
         assert_null(err);
         c = aws_client_free(c);
         setenv("AWS_ENDPOINT_URL", saved, 1);
+}
+
+/* The instance's region from IMDS goes into host names too: one that is not a region name is refused. */
+static void test_imds_region_checked(void **state) {
+        aws_double_post("/_double/config", "{\"region\": \"evil.example#\"}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *region;
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(aws_client_region(c, &region, &err), PK_EMALFORMED);
+        assert_non_null(strstr(err, "IMDS"));
 }
 
 /* The wrong secret must give AWS's SignatureDoesNotMatch, name the request, never echo the secret, and never
@@ -761,6 +780,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_attach_loop_device, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_route53, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_route53_pagination, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_imds_region_checked, double_start, aws_double_stop),
                 cmocka_unit_test(test_s3_base_url),
                 cmocka_unit_test_setup_teardown(test_s3_bucket_elsewhere, double_start, aws_double_stop),
         };
