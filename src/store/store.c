@@ -154,17 +154,34 @@ static int condition_verdict(Store *s, int verdict, char *cause, char **ret_caus
         return verdict;
 }
 
+/* Creates a new scratch key (named in key) twice, then deletes it: *ret_first and *ret_second are the two
+ * answers (*ret_second is 0 when there was no second create); *ret_cause the reason of a failure. */
+static void probe_scratch_key(Store *s, char key[static 64], int *ret_first, int *ret_second,
+                              char **ret_cause) {
+        uint64_t rnd = 0;
+        char *ignored = NULL;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+                rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+        snprintf(key, 64, "put-if-absent-probe-%016llx", (unsigned long long)rnd);
+        *ret_second = 0;
+        *ret_first = s->ops->put(s, key, "1", 1, 0, true, ret_cause);
+        if (*ret_first < 0)
+                return;
+        *ret_second = s->ops->put(s, key, "2", 1, 0, true, ret_cause);
+        (void)s->ops->delete (s, key, &ignored); /* a scratch key left behind is harmless */
+        free(ignored);
+}
+
 /* Whether the store honours create-if-absent, found once per open, before its first put-if-absent: a
  * scratch key created twice must be refused the second time. An S3-compatible gateway that ignores
  * If-None-Match answers 200 to both, and then every master's first start would make its own cluster CA.
  * A store that is only read (an idle pass, get, list) is never probed: that costs no request and needs no
  * right to write. A failure of the probe itself (a timeout) is returned and the next put-if-absent probes
- * again; the verdict on the store is kept. The scratch key is removed either way. */
+ * again; the verdict on the store is kept. */
 static int condition_probe(Store *s, char **ret_cause) {
         _cleanup_free_ char *cause = NULL;
-        uint64_t rnd = 0;
         char key[64];
-        int r, r2;
+        int first, second;
 
         if (s->condition_verdict > 0)
                 return 0;
@@ -172,29 +189,15 @@ static int condition_probe(Store *s, char **ret_cause) {
                 *ret_cause = strdup(s->condition_cause);
                 return *ret_cause ? s->condition_verdict : -ENOMEM;
         }
-        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-                rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
-        snprintf(key, sizeof(key), "put-if-absent-probe-%016llx", (unsigned long long)rnd);
-        r = s->ops->put(s, key, "1", 1, 0, true, &cause);
-        if (r == -EEXIST)
+        probe_scratch_key(s, key, &first, &second, &cause);
+        if (first == -EEXIST)
                 return condition_verdict(
                     s, -EOPNOTSUPP,
                     strprintf("the store does not honour create-if-absent: it answered 'exists' for a new "
                               "scratch key '%s'",
                               key),
                     ret_cause);
-        if (r < 0) {
-                *ret_cause = strprintf("probing create-if-absent with the scratch key '%s': %s", key,
-                                       cause ?: pk_strerror(r));
-                return r;
-        }
-        free(cause);
-        cause = NULL;
-        r2 = s->ops->put(s, key, "2", 1, 0, true, &cause);
-        char *ignored = NULL; /* a scratch key left behind is harmless */
-        (void)s->ops->delete (s, key, &ignored);
-        free(ignored);
-        if (r2 == 0)
+        if (first >= 0 && second == 0)
                 return condition_verdict(
                     s, -EOPNOTSUPP,
                     strprintf(
@@ -203,12 +206,12 @@ static int condition_probe(Store *s, char **ret_cause) {
                         "each create their own cluster CA; use a store that refuses it",
                         key),
                     ret_cause);
-        if (r2 != -EEXIST) {
-                *ret_cause = strprintf("probing create-if-absent with the scratch key '%s': %s", key,
-                                       cause ?: pk_strerror(r2));
-                return r2;
-        }
-        return condition_verdict(s, 1, NULL, ret_cause);
+        if (first >= 0 && second == -EEXIST)
+                return condition_verdict(s, 1, NULL, ret_cause);
+        int r = first < 0 ? first : second;
+        *ret_cause = strprintf("probing create-if-absent with the scratch key '%s': %s", key,
+                               cause ?: pk_strerror(r));
+        return r;
 }
 
 /* An object this call created, read back, must be the one written: a store that does not honour the
