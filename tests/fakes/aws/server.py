@@ -7,9 +7,10 @@ ListObjectsV2, DeleteObject, HeadBucket; objects in memory, buckets from the con
 "bucket_regions" gives it, else the double's). A call signed for another region than its bucket's is refused as S3
 does, naming the bucket's region in x-amz-bucket-region ("s3_wrong_region": "malformed", 400
 AuthorizationHeaderMalformed as from the bucket's own regional endpoint; "redirect", 301 PermanentRedirect as from
-another region's; "bare", the 400 with the region in its document only, which HeadBucket then tells). "s3_ignore_if_none_match" (true, or a list of key prefixes) makes PutObject overwrite whatever
-If-None-Match says, as a non-conforming S3-compatible gateway does; "s3_replace_after_put" ({"BUCKET/KEY": text},
-each once) stores text over an object right after its PutObject answered, as another writer's put landing then.
+another region's; "bare", the 400 with the region in its document only, which HeadBucket then tells).
+"s3_ignore_if_none_match" (true, or a list of key prefixes) makes PutObject overwrite whatever If-None-Match says,
+as a non-conforming S3-compatible gateway does; "s3_replace_after_put" ({"BUCKET/KEY": text}, each once) stores
+text over an object right after its PutObject answered, as another writer's put landing then.
 
 Every API request is checked with botocore's SigV4 (an implementation independent of ours); failures answer
 the way AWS does (SignatureDoesNotMatch, AuthFailure, InvalidClientTokenId...). Volumes may be backed by image
