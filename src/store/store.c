@@ -155,19 +155,21 @@ static int condition_verdict(Store *s, int verdict, char *cause, char **ret_caus
 }
 
 /* Creates a new scratch key (named in key) twice, then deletes it: *ret_first and *ret_second are the two
- * answers (*ret_second is 0 when there was no second create); *ret_cause the reason of a failure. */
-static void probe_scratch_key(Store *s, char key[static 64], int *ret_first, int *ret_second,
-                              char **ret_cause) {
+ * answers (*ret_second is 0 when there was no second create); *ret_cause the reason of a failure. With the
+ * caller's flags: a bucket policy that wants server-side encryption refuses the probe only when it would
+ * refuse the caller's object too. */
+static void probe_scratch_key(Store *s, StoreFlags flags, char key[static 64], int *ret_first,
+                              int *ret_second, char **ret_cause) {
         uint64_t rnd = 0;
         char *ignored = NULL;
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
                 rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
         snprintf(key, 64, "put-if-absent-probe-%016llx", (unsigned long long)rnd);
         *ret_second = 0;
-        *ret_first = s->ops->put(s, key, "1", 1, 0, true, ret_cause);
+        *ret_first = s->ops->put(s, key, "1", 1, flags, true, ret_cause);
         if (*ret_first < 0)
                 return;
-        *ret_second = s->ops->put(s, key, "2", 1, 0, true, ret_cause);
+        *ret_second = s->ops->put(s, key, "2", 1, flags, true, ret_cause);
         (void)s->ops->delete (s, key, &ignored); /* a scratch key left behind is harmless */
         free(ignored);
 }
@@ -178,7 +180,7 @@ static void probe_scratch_key(Store *s, char key[static 64], int *ret_first, int
  * A store that is only read (an idle pass, get, list) is never probed: that costs no request and needs no
  * right to write. A failure of the probe itself (a timeout) is returned and the next put-if-absent probes
  * again; the verdict on the store is kept. */
-static int condition_probe(Store *s, char **ret_cause) {
+static int condition_probe(Store *s, StoreFlags flags, char **ret_cause) {
         _cleanup_free_ char *cause = NULL;
         char key[64];
         int first, second;
@@ -189,7 +191,7 @@ static int condition_probe(Store *s, char **ret_cause) {
                 *ret_cause = strdup(s->condition_cause);
                 return *ret_cause ? s->condition_verdict : -ENOMEM;
         }
-        probe_scratch_key(s, key, &first, &second, &cause);
+        probe_scratch_key(s, flags, key, &first, &second, &cause);
         if (first == -EEXIST)
                 return condition_verdict(
                     s, -EOPNOTSUPP,
@@ -246,7 +248,7 @@ static int store_put_full(Store *s, const char *key, const void *data, size_t le
                 return store_fail(
                     s->url, "put", key, PK_ETOOBIG,
                     strprintf("%zu bytes: objects hold at most %u bytes", len, STORE_OBJECT_MAX), ret_error);
-        if (if_absent && (r = condition_probe(s, &cause)) < 0)
+        if (if_absent && (r = condition_probe(s, flags, &cause)) < 0)
                 return store_fail(s->url, "put-if-absent", key, r, cause, ret_error);
         r = s->ops->put(s, key, data, len, flags, if_absent, &cause);
         if (r == -EEXIST && if_absent) {

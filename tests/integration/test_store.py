@@ -319,6 +319,23 @@ def test_probe_once_per_open_and_not_for_reads(aws_double):
     assert not [k for k in double_state(aws_double)["s3"][BUCKET] if "put-if-absent-probe-" in k]
 
 
+def test_probe_writes_as_the_caller():
+    """The probe's scratch key is written with the caller's flags: a bucket whose policy denies unencrypted
+    puts refuses the probe only where it would refuse the caller's object (a private object is encrypted)."""
+    with running_double({"buckets": [BUCKET], "s3_require_sse": True}, prefix="pk-store-sse-") as (url, _):
+        s = Provider("s3", f"s3://{BUCKET}/p", s3_env(url), double=url, prefix="p/")
+        assert ok(s.run("put-if-absent", s.url, "k", "--private", input=b"S")) == b"created k\n"
+        p = s.run("put-if-absent", s.url, "plain", input=b"P")
+        assert p.returncode == 1 and b"AccessDenied" in p.stderr and b"'plain'" in p.stderr, p.stderr
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update(s3_env(url))
+        p = subprocess.run([protokube_bin(), "pki", "init", "--store", f"s3://{BUCKET}/ks"], capture_output=True,
+                           env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert sorted(double_state(url)["s3"][BUCKET]) == [
+            "ks/pki/ca/front-proxy-ca.pem", "ks/pki/ca/kubernetes-ca.pem", "ks/pki/keys/service-account.pem", "p/k"]
+
+
 FAR = "pk-far"
 DOTTED = "pk.far.example"
 

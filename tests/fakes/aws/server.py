@@ -10,7 +10,8 @@ AuthorizationHeaderMalformed as from the bucket's own regional endpoint; "redire
 another region's; "bare", the 400 with the region in its document only, which HeadBucket then tells).
 "s3_ignore_if_none_match" (true, or a list of key prefixes) makes PutObject overwrite whatever If-None-Match says,
 as a non-conforming S3-compatible gateway does; "s3_replace_after_put" ({"BUCKET/KEY": text}, each once) stores
-text over an object right after its PutObject answered, as another writer's put landing then.
+text over an object right after its PutObject answered, as another writer's put landing then; "s3_require_sse"
+refuses a PutObject without server-side encryption (AccessDenied), as a bucket policy may.
 
 Every API request is checked with botocore's SigV4 (an implementation independent of ours); failures answer
 the way AWS does (SignatureDoesNotMatch, AuthFailure, InvalidClientTokenId...). Volumes may be backed by image
@@ -92,6 +93,7 @@ class State:
         self.s3_wrong_region = "malformed"  # or "redirect": how a call signed for another region is refused
         self.s3_ignore_if_none_match = False  # True, or a list of key prefixes: PutObject overwrites anyway
         self.s3_replace_after_put = {}  # "bucket/key" -> text stored right after the next PutObject of it
+        self.s3_require_sse = False  # True: PutObject without server-side encryption is AccessDenied
         self.faults = {"throttle": 0, "error500": 0, "slow_seconds": 0, "slow_count": 0, "attach_stuck_polls": 0,
                        "insync_after_polls": 1, "insync_delay_seconds": 0, "throttle_pattern": None,
                        "garbage": 0}
@@ -108,7 +110,7 @@ class State:
     def configure(self, cfg):
         with self.lock:
             for k in ("region", "self_id", "byid_dir", "xvd_dir", "imds_token_ttl_override", "s3_wrong_region",
-                      "s3_ignore_if_none_match"):
+                      "s3_ignore_if_none_match", "s3_require_sse"):
                 if k in cfg:
                     setattr(self, k, cfg[k])
             for k, v in cfg.get("keys", {}).items():
@@ -824,6 +826,8 @@ def s3_dispatch(handler, method, path, query, body):
             sse = handler.headers.get("x-amz-server-side-encryption")
             if sse not in (None, "AES256", "aws:kms"):
                 raise ApiError(400, "InvalidArgument", "The encryption method specified is not supported")
+            if sse is None and STATE.s3_require_sse:  # as a bucket policy that denies unencrypted puts
+                raise ApiError(403, "AccessDenied", "Access Denied")
             # Checked and written under the one lock: create-if-absent is atomic, as S3 promises (unless the
             # double plays a gateway that ignores the condition).
             if inm == "*" and key in bucket:
