@@ -152,10 +152,6 @@ static int copy_endpoint(const char *variable, const char *e, char **ret, char *
         return 0;
 }
 
-static int region_ok(const char *r) {
-        return !isempty(r) && strlen(r) <= 64 && !strpbrk(r, "/ \t\r\n.:@");
-}
-
 int aws_client_new(AwsClient **ret, char **ret_error) {
         _cleanup_(aws_client_freep) AwsClient *c = new0(AwsClient, 1);
         const char *region, *region_var, *common = getenv("AWS_ENDPOINT_URL"),
@@ -178,7 +174,8 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
                 region = getenv(region_var);
         }
         if (!isempty(region)) {
-                if (!region_ok(region))
+                /* it becomes part of host names: "x#" would send the signed call to host ec2.x */
+                if (!aws_region_valid(region))
                         return error_setf(ret_error, -EINVAL, "%s='%s' is not a region name", region_var,
                                           region);
                 c->region = strdup(region);
@@ -255,6 +252,29 @@ int aws_client_region(AwsClient *c, const char **ret, char **ret_error) {
                                           err ?: pk_strerror(r));
         }
         *ret = c->region;
+        return 0;
+}
+
+bool aws_region_valid(const char *region) {
+        size_t l = region ? strlen(region) : 0;
+        if (l == 0 || l > 64 || region[0] == '-' || region[l - 1] == '-')
+                return false;
+        return strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") == l;
+}
+
+int aws_client_set_region(AwsClient *c, const char *region) {
+        if (!aws_region_valid(region))
+                return -EINVAL;
+        char *r = strdup(region);
+        if (!r)
+                return -ENOMEM;
+        free_and_replace(c->region, r);
+        /* the public endpoints were built from the old region; an endpoint from the environment stays */
+        for (size_t i = 0; i < _AWS_SERVICE_MAX; i++)
+                if (!c->endpoint_given[i]) {
+                        free(c->endpoints[i]);
+                        c->endpoints[i] = NULL;
+                }
         return 0;
 }
 
@@ -364,8 +384,17 @@ static void prepared_call_done(PreparedCall *p) {
         *p = (PreparedCall){};
 }
 
-/* The base URL of a call: the service's endpoint, or for S3 the bucket's (path-style below an endpoint
- * given in the environment, since a local or private endpoint rarely has per-bucket DNS names). */
+/* Path-style below an endpoint given in the environment, since a local or private endpoint rarely has
+ * per-bucket DNS names. */
+char *aws_s3_base_url(const char *endpoint, const char *bucket, const char *region) {
+        if (endpoint)
+                return strprintf("%s/%s", endpoint, bucket);
+        if (strchr(bucket, '.'))
+                return strprintf("https://s3.%s.amazonaws.com/%s", region, bucket);
+        return strprintf("https://%s.s3.%s.amazonaws.com", bucket, region);
+}
+
+/* The base URL of a call: the service's endpoint, or for S3 the bucket's. */
 static int call_base_url(AwsClient *c, const AwsCall *call, char **ret, char **ret_error) {
         const char *endpoint, *region;
         int r = aws_client_endpoint(c, call->service, &endpoint, ret_error);
@@ -376,13 +405,12 @@ static int call_base_url(AwsClient *c, const AwsCall *call, char **ret, char **r
         else if (isempty(call->bucket) || strpbrk(call->bucket, "/?#@: "))
                 return error_setf(ret_error, -EINVAL, "s3 %s: invalid bucket name '%s'", call->operation,
                                   strempty(call->bucket));
-        else if (c->endpoint_given[AWS_SERVICE_S3])
-                *ret = strprintf("%s/%s", endpoint, call->bucket);
         else {
                 r = aws_client_region(c, &region, ret_error);
                 if (r < 0)
                         return r;
-                *ret = strprintf("https://%s.s3.%s.amazonaws.com", call->bucket, region);
+                *ret = aws_s3_base_url(c->endpoint_given[AWS_SERVICE_S3] ? endpoint : NULL, call->bucket,
+                                       region);
         }
         return *ret ? 0 : -ENOMEM;
 }
@@ -575,15 +603,20 @@ static bool transport_error_retryable(int r) {
         return r == PK_ETIMEOUT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EIO;
 }
 
-/* Where a 2xx answer goes: parsed (xml) or as received (raw). */
+/* Where a 2xx answer goes: parsed (xml), as received (raw) or nowhere (neither); and a header of every
+ * answer (header_value, when header is set). */
 typedef struct CallOutput {
         XmlNode **xml;
         char **raw;
         size_t *raw_len;
+        const char *header;
+        char **header_value;
 } CallOutput;
 
 static int take_output(const AwsCall *call, HttpResponse *resp, const CallOutput *out, char **ret_error) {
         XmlNode *doc = NULL;
+        if (!out->xml && !out->raw)
+                return 0;
         if (out->raw) {
                 if (!resp->body && !(resp->body = strdup("")))
                         return -ENOMEM;
@@ -639,6 +672,10 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
                 return error_setf(ret_error, r, "%s %s: %s", service_names[call->service], call->operation,
                                   err ?: pk_strerror(r));
         }
+        if (out->header) {
+                free(*out->header_value);
+                *out->header_value = http_response_header(&resp, out->header);
+        }
         *ret_outcome = judge_response(call, &resp, &r, ret_error);
         if (*ret_outcome == OUTCOME_DONE) {
                 r = take_output(call, &resp, out, ret_error);
@@ -693,4 +730,13 @@ int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size
                         char **ret_error) {
         CallOutput out = { .raw = ret_body, .raw_len = ret_len };
         return call_with_retries(c, call, &out, ret_error);
+}
+
+int aws_client_call_header(AwsClient *c, const AwsCall *call, const char *header, char **ret_value,
+                           char **ret_error) {
+        _cleanup_free_ char *value = NULL;
+        CallOutput out = { .header = header, .header_value = &value };
+        int r = call_with_retries(c, call, &out, ret_error);
+        *ret_value = TAKE_PTR(value);
+        return r;
 }

@@ -55,8 +55,15 @@ void aws_client_set_timeouts(AwsClient *c, usec_t call, usec_t exchange);
 /* How many retries the client has made since it was created (for tests and metrics). */
 unsigned aws_client_retries(const AwsClient *c);
 
-/* The region: AWS_REGION / AWS_DEFAULT_REGION, else the instance's region from IMDS. */
+/* The region: the one set by aws_client_set_region(), else AWS_REGION / AWS_DEFAULT_REGION, else the
+ * instance's region from IMDS. */
 int aws_client_region(AwsClient *c, const char **ret, char **ret_error);
+/* Addresses and signs every later call of c for region instead (the public endpoints of EC2 and S3 follow
+ * it; an endpoint from the environment stays): an S3 bucket lives in its own region, whatever the
+ * instance's. -EINVAL unless aws_region_valid(region). */
+int aws_client_set_region(AwsClient *c, const char *region);
+/* A region name fit for a host name: 1-64 of [a-z0-9-], not starting or ending with '-'. */
+bool aws_region_valid(const char *region);
 /* The metadata client (created on first use); -ENXIO when AWS_EC2_METADATA_DISABLED. */
 int aws_client_imds(AwsClient *c, AwsImds **ret);
 /* The credential chain: environment, shared credentials file, instance role; role credentials are renewed 5
@@ -64,6 +71,12 @@ int aws_client_imds(AwsClient *c, AwsImds **ret);
 int aws_client_credentials(AwsClient *c, const AwsCredentials **ret, char **ret_error);
 /* The endpoint base URL for svc, without a trailing slash. */
 int aws_client_endpoint(AwsClient *c, AwsService svc, const char **ret, char **ret_error);
+/* The base URL of an S3 bucket's calls, without a trailing slash (caller frees; NULL on OOM). Below an
+ * endpoint from the environment (endpoint not NULL): path-style, ENDPOINT/BUCKET. Else virtual-hosted,
+ * https://BUCKET.s3.REGION.amazonaws.com, except for a bucket name with a dot: the certificate of that
+ * host, *.s3.REGION.amazonaws.com, covers one label only, so TLS would fail; such a bucket is addressed
+ * path-style, https://s3.REGION.amazonaws.com/BUCKET (S3 User Guide, "Virtual hosting of buckets"). */
+char *aws_s3_base_url(const char *endpoint, const char *bucket, const char *region);
 
 /* An AWS error code that a caller wants back as a return value of its own instead of PK_ECLOUD
  * ("VolumeInUse" -> PK_ECONFLICT): the caller decides on the code, never on the message's wording. With
@@ -86,8 +99,7 @@ typedef struct AwsCall {
         const AwsErrorCode *error_codes; /* terminated by a NULL code; NULL for none */
         const AwsHeader *headers;        /* further headers, sent and signed ("If-None-Match: *") */
         size_t n_headers;
-        /* S3: the bucket. With an endpoint variable set the URL is path-style (ENDPOINT/bucket/path), else
-         * virtual-hosted (https://bucket.s3.REGION.amazonaws.com/path). S3 calls also send and sign
+        /* S3: the bucket, addressed as aws_s3_base_url() says. S3 calls also send and sign
          * x-amz-content-sha256, the body's SHA-256 (S3 refuses a request without it). */
         const char *bucket;
         bool sensitive; /* the answer may hold a secret (a private key): its buffers are erased */
@@ -104,6 +116,13 @@ int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret, char **ret
  * NUL-terminated (caller frees), *ret_len its length. Errors and *ret_error as aws_client_call(). */
 int aws_client_call_raw(AwsClient *c, const AwsCall *call, char **ret_body, size_t *ret_len,
                         char **ret_error);
+
+/* aws_client_call_raw() for an answer whose body does not matter (dropped): *ret_value gets the value of
+ * the last answer's header `header` (caller frees), NULL when it had none, on success and on failure alike.
+ * S3 names a bucket's region in x-amz-bucket-region on 200, 301, 400 and 403 answers. Errors and
+ * *ret_error as aws_client_call(). */
+int aws_client_call_header(AwsClient *c, const AwsCall *call, const char *header, char **ret_value,
+                           char **ret_error);
 
 /* Code, Message and RequestID (EC2) / RequestId (Route 53) of an error document, each sanitized and capped,
  * or NULL when absent. Callers free the three strings. */

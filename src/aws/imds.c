@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "aws/client.h"
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
@@ -141,7 +142,7 @@ int aws_imds_region(AwsImds *m, char **ret, char **ret_error) {
         int r = aws_imds_get(m, "meta-data/placement/region", &region, ret_error);
         if (r < 0)
                 return r;
-        if (isempty(region) || strlen(region) > 64 || strpbrk(region, "/ \t\r\n")) {
+        if (!aws_region_valid(region)) { /* it becomes part of host names */
                 free(region);
                 return PK_EMALFORMED;
         }

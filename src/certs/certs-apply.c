@@ -58,8 +58,16 @@ static int create_entries(const CertsSettings *s, CertsObservation *o, usec_t no
                 return r;
         if (r < 0)
                 return record_error(res, r, "create the keystore's entries", NULL, error);
-        for (size_t i = 0; i < keystore_size(k); i++)
-                res->changes += keystore_entry(k, i)->created;
+        for (size_t i = 0; i < keystore_size(k); i++) {
+                const KeystoreEntry *e = keystore_entry(k, i);
+                res->changes += e->created;
+                /* the stored entry is used, but another master may have taken its own: say so */
+                if (e->store_warning &&
+                    record_error(res, -EEXIST, "create", e->name, e->store_warning) < 0) {
+                        keystore_free(k);
+                        return -ENOMEM;
+                }
+        }
         keystore_free(o->keystore);
         o->keystore = k;
         return 1;

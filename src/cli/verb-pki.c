@@ -290,6 +290,8 @@ int verb_pki_init(CliContext *ctx, char **args) {
         for (size_t i = 0; i < keystore_size(k); i++) {
                 const KeystoreEntry *e = keystore_entry(k, i);
                 char fp[KEYSTORE_FINGERPRINT_TEXT_MAX];
+                if (e->store_warning)
+                        log_warning("%s", e->store_warning);
                 printf("%s %s %s\n", e->name, keystore_fingerprint_text(e, fp),
                        e->created ? "created" : "read");
         }

@@ -109,7 +109,10 @@ static int store_put_verb(char **args, bool if_absent) {
                       : store_put(s, args[1], data, len, flags, &error);
         erase_and_free(data, len + 1);
         if (if_absent && r == -EEXIST) {
-                /* Not a failure: what create-if-absent is for. The caller reads the winner's object. */
+                /* Not a failure: what create-if-absent is for. The caller reads the winner's object. A
+                 * message says the store answered "created" but kept another writer's object. */
+                if (error)
+                        log_warning("%s", error);
                 printf("exists %s\n", args[1]);
                 return EXIT_SUCCESS;
         }

@@ -37,6 +37,8 @@ static void keystore_entry_done(KeystoreEntry *e) {
         e->cert = NULL;
         EVP_PKEY_free(e->key); /* OpenSSL clears the private key's numbers as it frees them */
         e->key = NULL;
+        free(e->store_warning);
+        e->store_warning = NULL;
 }
 
 Keystore *keystore_free(Keystore *k) {
@@ -399,24 +401,28 @@ static int entry_get_or_create(Store *s, KeystoreEntry *e, const KeystoreSpec *s
         if (r < 0)
                 return error_setf(ret_error, r, "keystore in '%s': failed to create '%s': %s", store_url(s),
                                   e->name, pk_strerror(r));
-        r = store_put_if_absent(s, e->store_key, pem, len, STORE_PRIVATE, ret_error);
+        _cleanup_free_ char *err = NULL;
+        r = store_put_if_absent(s, e->store_key, pem, len, STORE_PRIVATE, &err);
         erase_and_free(pem, len + 1);
         if (r == -EEXIST) {
-                /* Another master created it between our get and our put: its object is the one. */
-                if (ret_error) {
-                        free(*ret_error);
-                        *ret_error = NULL;
-                }
+                /* Another master created it between our get and our put: its object is the one. With a
+                 * message, the store answered "created" but kept another writer's object: that one too,
+                 * and the caller says so. */
                 r = entry_read(s, e, is_ca, ret_error);
                 if (r == -ENOENT) /* the winner's object vanished: deleted by hand meanwhile */
                         return error_setf(ret_error, -ENOENT,
                                           "keystore in '%s': '%s' was created and removed "
                                           "while being read",
                                           store_url(s), e->store_key);
+                if (r >= 0)
+                        e->store_warning = TAKE_PTR(err);
                 return r;
         }
-        if (r < 0)
+        if (r < 0) {
+                if (ret_error)
+                        free_and_replace(*ret_error, err);
                 return r;
+        }
         e->key = TAKE_PTR(key);
         e->cert = TAKE_PTR(cert);
         e->created = true;

@@ -56,6 +56,9 @@ typedef struct KeystoreEntry {
         X509 *cert;      /* the CA's certificate; NULL for the service-account key */
         EVP_PKEY *key;   /* the private key */
         bool created;    /* this process won put-if-absent; false: read the stored one */
+        /* set when the store answered "created" but kept another writer's object, which this entry is:
+         * the store did not honour create-if-absent (its message, for the caller to print) */
+        char *store_warning;
         /* SHA-256 of the certificate's DER (of the public key's SubjectPublicKeyInfo DER for the
          * service-account key) */
         uint8_t fingerprint[KEYSTORE_FINGERPRINT_SIZE];

@@ -32,6 +32,14 @@ static bool bucket_valid(const char *b, size_t len) {
         return true;
 }
 
+/* The bucket's region, as the store URL's "?region=" gives it (aws_region_valid(), which the spec cannot
+ * include): 1-64 of [a-z0-9-], not starting or ending with '-'. */
+static bool region_valid(const char *r) {
+        size_t l = r ? strlen(r) : 0;
+        return l > 0 && l <= 64 && r[0] != '-' && r[l - 1] != '-' &&
+               strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-") == l;
+}
+
 /* No ".." segment and no empty one ("a//b"): a directory store refuses both. */
 static bool path_segments_ok(const char *p) {
         return !strstr(p, "//") && !strstr(p, "/../") && !endswith(p, "/..");
@@ -56,7 +64,8 @@ int spec_check_state_store(const void *value, char **ret_message) {
                 return 0;
         }
         if ((rest = startswith(s, "s3://"))) {
-                size_t blen = strcspn(rest, "/");
+                size_t blen = strcspn(rest, "/?");
+                const char *q = strchr(rest, '?'), *region = q ? startswith(q, "?region=") : NULL;
                 if (!bucket_valid(rest, blen))
                         return spec_check_fail(
                             ret_message,
@@ -66,6 +75,11 @@ int spec_check_state_store(const void *value, char **ret_message) {
                 if (rest[blen] == '/' && !path_segments_ok(rest + blen))
                         return spec_check_fail(ret_message,
                                                "%s: the prefix must not contain '..' or empty segments",
+                                               spec_echo(b, s));
+                if (q && !region_valid(region))
+                        return spec_check_fail(ret_message,
+                                               "%s: the only parameter is ?region=REGION, a region name of "
+                                               "1-64 characters of [a-z0-9-] (eu-west-1)",
                                                spec_echo(b, s));
                 return 0;
         }

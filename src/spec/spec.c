@@ -264,7 +264,8 @@ static const Field spec_fields[] = {
           .type = FIELD_STRING,
           .offset = offsetof(ClusterSpec, state_store),
           .validate = spec_check_state_store,
-          .help = "file:///DIR or s3://BUCKET[/PREFIX]; absent = protokube manages no certificates" },
+          .help = "file:///DIR or s3://BUCKET[/PREFIX][?region=REGION]; absent = protokube manages no "
+                  "certificates" },
         { .name = "pki",
           .type = FIELD_STRUCT,
           .offset = offsetof(ClusterSpec, pki),

@@ -32,6 +32,10 @@ struct Store {
         const StoreOps *ops;
         char *url;
         void *data; /* the provider's */
+        /* whether this open of the store honours create-if-absent: 0 not probed yet, 1 yes, < 0 no, with
+         * the cause (store.c) */
+        int condition_verdict;
+        char *condition_cause;
 };
 
 extern const StoreOps store_file_ops;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The S3 store (s3://BUCKET[/PREFIX]): each object is the S3 object PREFIX/KEY, through the SigV4 client of
- * aws/. Create-if-absent is PutObject with If-None-Match: * (S3 answers 412 PreconditionFailed when the key
- * exists: exactly one concurrent writer wins, S3 User Guide "Conditional writes"); PutObject is atomic per
- * object, so readers see the old or the new object. */
+/* The S3 store (s3://BUCKET[/PREFIX][?region=REGION]): each object is the S3 object PREFIX/KEY, through the
+ * SigV4 client of aws/, which addresses and signs every call of the store for the bucket's region (the
+ * URL's, else the one S3 names when the open's first call went to another). Create-if-absent is PutObject
+ * with If-None-Match: * (S3 answers 412 PreconditionFailed when the key exists: exactly one concurrent
+ * writer wins, S3 User Guide "Conditional writes"); PutObject is atomic per object, so readers see the old
+ * or the new object. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +28,8 @@ typedef struct S3Store {
         char *prefix; /* "" or "a/b/": prepended to every key */
 } S3Store;
 
-/* Bucket names as S3 allows them for new buckets (S3 User Guide, "Bucket naming rules"), which also keeps
- * them usable as a DNS label for virtual-hosted addressing. */
+/* Bucket names as S3 allows them for new buckets (S3 User Guide, "Bucket naming rules"). One with a dot
+ * is addressed path-style (aws_s3_base_url). */
 static bool bucket_valid(const char *b, size_t len) {
         if (len < 3 || len > 63 || b[0] == '.' || b[0] == '-' || b[len - 1] == '.' || b[len - 1] == '-')
                 return false;
@@ -75,18 +77,24 @@ static char *object_path(S3Store *t, const char *key) {
         return r;
 }
 
-/* delimiter: NULL, or "/" to get the keys' next segments as CommonPrefixes instead of the keys. */
-static int s3_list_call(S3Store *t, const char *prefix, const char *delimiter, const char *token,
-                        unsigned max_keys, XmlNode **ret, char **ret_cause) {
+/* The ListObjectsV2 query of one page (caller frees). delimiter: NULL, or "/" to get the keys' next
+ * segments as CommonPrefixes instead of the keys. */
+static char *list_query(S3Store *t, const char *prefix, const char *delimiter, const char *token,
+                        unsigned max_keys) {
         _cleanup_free_ char *full = strjoin(t->prefix, prefix);
         _cleanup_free_ char *ep = full ? aws_uri_encode(full, false) : NULL;
         _cleanup_free_ char *et = token ? aws_uri_encode(token, false) : NULL;
         _cleanup_free_ char *ed = delimiter ? aws_uri_encode(delimiter, false) : NULL;
         if (!ep || (token && !et) || (delimiter && !ed))
-                return -ENOMEM;
-        _cleanup_free_ char *query = strprintf("list-type=2&max-keys=%u&prefix=%s%s%s%s%s", max_keys, ep,
-                                               delimiter ? "&delimiter=" : "", strempty(ed),
-                                               token ? "&continuation-token=" : "", strempty(et));
+                return NULL;
+        return strprintf("list-type=2&max-keys=%u&prefix=%s%s%s%s%s", max_keys, ep,
+                         delimiter ? "&delimiter=" : "", strempty(ed), token ? "&continuation-token=" : "",
+                         strempty(et));
+}
+
+static int s3_list_page(S3Store *t, const char *prefix, const char *delimiter, const char *token,
+                        unsigned max_keys, XmlNode **ret, char **ret_cause) {
+        _cleanup_free_ char *query = list_query(t, prefix, delimiter, token, max_keys);
         if (!query)
                 return -ENOMEM;
         AwsCall call = {
@@ -100,38 +108,118 @@ static int s3_list_call(S3Store *t, const char *prefix, const char *delimiter, c
         return aws_client_call(t->client, &call, ret, ret_cause);
 }
 
-static int s3_list_page(S3Store *t, const char *prefix, const char *token, unsigned max_keys, XmlNode **ret,
-                        char **ret_cause) {
-        return s3_list_call(t, prefix, NULL, token, max_keys, ret, ret_cause);
+/* One listed key, and the region S3 names for the bucket in the answer (*ret_region, NULL when none). */
+static int s3_list_probe(S3Store *t, char **ret_region, char **ret_cause) {
+        _cleanup_free_ char *query = list_query(t, "", NULL, NULL, 1);
+        if (!query)
+                return -ENOMEM;
+        AwsCall call = {
+                .service = AWS_SERVICE_S3,
+                .operation = "ListObjectsV2",
+                .method = "GET",
+                .path = "/",
+                .query = query,
+                .bucket = t->bucket,
+        };
+        return aws_client_call_header(t->client, &call, "x-amz-bucket-region", ret_region, ret_cause);
 }
 
-/* The client, and one listed key: a missing bucket or missing rights show at open, naming the store, not at
- * the first key. */
-static int s3_connect(S3Store *t, const char *bucket, size_t blen, const char *prefix, char **ret_cause) {
-        _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-        int r;
+/* The region S3 names for the bucket in a HeadBucket answer, whatever its status (NULL when none). */
+static char *s3_head_bucket_region(S3Store *t) {
+        char *region = NULL;
+        AwsCall call = {
+                .service = AWS_SERVICE_S3,
+                .operation = "HeadBucket",
+                .method = "HEAD",
+                .path = "/",
+                .bucket = t->bucket,
+        };
+        (void)aws_client_call_header(t->client, &call, "x-amz-bucket-region", &region, NULL);
+        return region;
+}
 
-        t->bucket = strndup(bucket, blen);
-        t->prefix = isempty(prefix) ? strdup("") : strjoin(prefix, "/");
-        if (!t->bucket || !t->prefix)
-                return -ENOMEM;
-        r = aws_client_new(&t->client, ret_cause);
+/* One listed key: a missing bucket or missing rights show at open, naming the store, not at the first key.
+ * It also finds the bucket's region when the URL does not give it: S3 refuses a call addressed or signed
+ * for another region (301 PermanentRedirect from another region's endpoint, 400
+ * AuthorizationHeaderMalformed from the bucket's own) and names the bucket's region in
+ * x-amz-bucket-region; when that answer does not, a HeadBucket does (on 200, 301, 400 and 403 alike). The
+ * store then addresses and signs every call for that region. A call in the right region costs nothing
+ * more than before: the HEAD and the second listing happen only after a failed first one. */
+static int s3_probe(S3Store *t, bool region_given, char **ret_cause) {
+        _cleanup_free_ char *found = NULL, *err = NULL, *again = NULL;
+        const char *region = NULL;
+        int r = s3_list_probe(t, &found, &err);
+        if (r == PK_ECLOUD && !aws_region_valid(found)) {
+                free(found);
+                found = s3_head_bucket_region(t);
+        }
+        if (r != PK_ECLOUD || !aws_region_valid(found) || aws_client_region(t->client, &region, NULL) < 0 ||
+            streq(found, region)) {
+                if (r < 0)
+                        *ret_cause = TAKE_PTR(err);
+                return r;
+        }
+        if (region_given) {
+                *ret_cause = strprintf("the bucket is in region '%s', not in the URL's region '%s': %s",
+                                       found, region, strnull(err));
+                return r;
+        }
+        r = aws_client_set_region(t->client, found);
         if (r < 0)
                 return r;
-        return s3_list_page(t, "", NULL, 1, &doc, ret_cause);
+        return s3_list_probe(t, &again, ret_cause);
 }
 
-static int s3_open(Store *s, const char *location, char **ret_cause) {
-        size_t blen = strcspn(location, "/");
-        const char *prefix = location[blen] == '/' ? location + blen + 1 : "";
-        int r;
+/* The client for the bucket's region, then the probe. Without a region in the URL, the first guess is the
+ * client's (AWS_REGION, the instance's), else us-east-1: the probe corrects it. */
+static int s3_connect(S3Store *t, const char *region, char **ret_cause) {
+        const char *guess;
+        int r = aws_client_new(&t->client, ret_cause);
+        if (r < 0)
+                return r;
+        if (region)
+                r = aws_client_set_region(t->client, region);
+        else if (aws_client_region(t->client, &guess, NULL) < 0)
+                r = aws_client_set_region(t->client, "us-east-1");
+        if (r < 0)
+                return r;
+        return s3_probe(t, region != NULL, ret_cause);
+}
 
-        if (!bucket_valid(location, blen)) {
-                *ret_cause = strdup("expected s3://BUCKET[/PREFIX] with a bucket name of 3-63 characters "
-                                    "[a-z0-9.-]");
+/* "?region=REGION", the only parameter of an S3 store's URL: *ret_region (a pointer into query). */
+static int parse_query(const char *query, const char **ret_region, char **ret_cause) {
+        const char *v = startswith(query, "region=");
+        if (!v) {
+                *ret_cause = strprintf("unknown parameter '%s' (the only one is region=REGION)", query);
                 return -EINVAL;
         }
-        _cleanup_free_ char *p = strdup(prefix);
+        if (!aws_region_valid(v)) {
+                *ret_cause =
+                    strprintf("invalid region '%s' (1-64 characters of [a-z0-9-], as eu-west-1)", v);
+                return -EINVAL;
+        }
+        *ret_region = v;
+        return 0;
+}
+
+/* location: BUCKET[/PREFIX][?region=REGION] */
+static int s3_parse(S3Store *t, const char *location, const char **ret_region, char **ret_cause) {
+        size_t blen = strcspn(location, "/?");
+        const char *q = strchr(location, '?');
+        size_t end = q ? (size_t)(q - location) : strlen(location);
+        int r;
+
+        *ret_region = NULL;
+        if (!bucket_valid(location, blen)) {
+                *ret_cause =
+                    strdup("expected s3://BUCKET[/PREFIX][?region=REGION] with a bucket name of 3-63 "
+                           "characters [a-z0-9.-]");
+                return -EINVAL;
+        }
+        if (q && (r = parse_query(q + 1, ret_region, ret_cause)) < 0)
+                return r;
+        _cleanup_free_ char *p =
+            location[blen] == '/' ? strndup(location + blen + 1, end - blen - 1) : strdup("");
         if (!p)
                 return -ENOMEM;
         size_t pl = strlen(p);
@@ -142,11 +230,20 @@ static int s3_open(Store *s, const char *location, char **ret_cause) {
                     strprintf("invalid prefix '%s' (segments of [A-Za-z0-9._-] not starting with '.')", p);
                 return -EINVAL;
         }
+        t->bucket = strndup(location, blen);
+        t->prefix = pl == 0 ? strdup("") : strjoin(p, "/");
+        return t->bucket && t->prefix ? 0 : -ENOMEM;
+}
+
+static int s3_open(Store *s, const char *location, char **ret_cause) {
+        const char *region;
         S3Store *t = new0(S3Store, 1);
         if (!t)
                 return -ENOMEM;
         s->data = t;
-        r = s3_connect(t, location, blen, p, ret_cause);
+        int r = s3_parse(t, location, &region, ret_cause);
+        if (r >= 0)
+                r = s3_connect(t, region, ret_cause);
         if (r < 0) {
                 s3_free(s);
                 s->data = NULL;
@@ -225,78 +322,55 @@ static int s3_delete(Store *s, const char *key, char **ret_cause) {
         return client_result(r, false, err, ret_cause);
 }
 
+/* What a listing gathers, page by page: keys (or, with a delimiter, the names of the directories under
+ * prefix), with their versions when asked. */
+typedef struct S3Listing {
+        const char *prefix;
+        const char *delimiter; /* NULL: keys; "/": directories */
+        bool versions;
+        char **items;
+        size_t n;
+} S3Listing;
+
+static int listing_add(S3Listing *l, const char *item) {
+        if (l->n >= STORE_LIST_MAX)
+                return -E2BIG;
+        int r = strv_extend(&l->items, item);
+        if (r >= 0)
+                l->n++;
+        return r;
+}
+
 /* Appends the page's keys, without the store's prefix; objects that are not valid keys (written by
  * something else) are left out. */
-static int list_take_page(S3Store *t, const XmlNode *doc, bool versions, char ***keys, size_t *n) {
+static int take_keys(S3Store *t, const XmlNode *doc, S3Listing *l) {
         size_t pl = strlen(t->prefix);
         XML_FOREACH_NAMED(c, doc, "Contents") {
-                _cleanup_free_ char *k = NULL;
+                _cleanup_free_ char *k = NULL, *kv = NULL;
                 int r = xml_path_text_dup(c, "Key", S3_KEY_TEXT_MAX, &k);
                 if (r < 0)
                         return r;
                 if (!k || strncmp(k, t->prefix, pl) != 0 || !store_key_valid(k + pl))
                         continue;
-                if (*n >= STORE_LIST_MAX)
-                        return -E2BIG;
-                if (versions) {
+                if (l->versions) {
                         /* the ETag changes with every write of other bytes (MD5 or, encrypted with KMS, an
                          * opaque value); the size with it. Without an ETag (a gateway that leaves it out)
                          * the version is empty: unknown, never equal to an earlier one. */
                         const char *etag = xml_path_text(c, "ETag"), *size = xml_path_text(c, "Size");
-                        _cleanup_free_ char *kv = isempty(etag)
-                                                      ? strprintf("%s\t", k + pl)
-                                                      : strprintf("%s\t%s:%s", k + pl, etag, strempty(size));
+                        kv = isempty(etag) ? strprintf("%s\t", k + pl)
+                                           : strprintf("%s\t%s:%s", k + pl, etag, strempty(size));
                         if (!kv)
                                 return -ENOMEM;
-                        r = strv_extend(keys, kv);
-                } else
-                        r = strv_extend(keys, k + pl);
-                if (r < 0)
+                }
+                if ((r = listing_add(l, kv ?: k + pl)) < 0)
                         return r;
-                (*n)++;
         }
         return 0;
 }
 
-static int s3_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
-        S3Store *t = s->data;
-        _cleanup_strv_free_ char **keys = NULL;
-        _cleanup_free_ char *token = NULL;
-        size_t n = 0;
-        int r;
-
-        for (unsigned page = 0; page < S3_LIST_PAGES; page++) {
-                _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-                r = s3_list_page(t, prefix, token, S3_LIST_PAGE, &doc, ret_cause);
-                if (r < 0)
-                        return r;
-                r = doc ? list_take_page(t, doc, versions, &keys, &n) : PK_EMALFORMED;
-                if (r < 0) {
-                        *ret_cause = r == -E2BIG
-                                         ? strprintf("more than %u objects", STORE_LIST_MAX)
-                                         : strprintf("ListObjectsV2: bad answer: %s", pk_strerror(r));
-                        return r;
-                }
-                const char *trunc = xml_path_text(doc, "IsTruncated");
-                free(token);
-                token = NULL;
-                if (!trunc || !streq(trunc, "true")) {
-                        *ret_keys = TAKE_PTR(keys);
-                        return 0;
-                }
-                r = xml_path_text_dup(doc, "NextContinuationToken", S3_TOKEN_MAX, &token);
-                if (r < 0 || isempty(token)) {
-                        *ret_cause = strdup("ListObjectsV2: truncated answer without a continuation token");
-                        return PK_EMALFORMED;
-                }
-        }
-        *ret_cause = strprintf("ListObjectsV2: more than %u pages", S3_LIST_PAGES);
-        return -E2BIG;
-}
-
 /* Appends the page's CommonPrefixes as names: "<store prefix><prefix>NAME/" -> "NAME". */
-static int dirs_take_page(S3Store *t, const char *prefix, const XmlNode *doc, char ***names, size_t *n) {
-        size_t pl = strlen(t->prefix), ql = strlen(prefix);
+static int take_dirs(S3Store *t, const XmlNode *doc, S3Listing *l) {
+        size_t pl = strlen(t->prefix), ql = strlen(l->prefix);
         XML_FOREACH_NAMED(c, doc, "CommonPrefixes") {
                 _cleanup_free_ char *p = NULL;
                 int r = xml_path_text_dup(c, "Prefix", S3_KEY_TEXT_MAX, &p);
@@ -304,47 +378,39 @@ static int dirs_take_page(S3Store *t, const char *prefix, const XmlNode *doc, ch
                         return r;
                 size_t len = p ? strlen(p) : 0;
                 if (len < pl + ql + 2 || strncmp(p, t->prefix, pl) != 0 ||
-                    strncmp(p + pl, prefix, ql) != 0 || p[len - 1] != '/')
+                    strncmp(p + pl, l->prefix, ql) != 0 || p[len - 1] != '/')
                         return PK_EMALFORMED; /* not what was asked for */
                 p[len - 1] = 0;
                 const char *name = p + pl + ql;
                 if (strchr(name, '/') || !store_key_valid(name))
                         continue; /* written by something else */
-                if (*n >= STORE_LIST_MAX)
-                        return -E2BIG;
-                if ((r = strv_extend(names, name)) < 0)
+                if ((r = listing_add(l, name)) < 0)
                         return r;
-                (*n)++;
         }
         return 0;
 }
 
-static int s3_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
-        S3Store *t = s->data;
-        _cleanup_strv_free_ char **names = NULL;
+/* Every page of a listing, following continuation tokens, at most S3_LIST_PAGES of them. */
+static int s3_list_all(S3Store *t, S3Listing *l, char **ret_cause) {
         _cleanup_free_ char *token = NULL;
-        size_t n = 0;
-        int r;
-
         for (unsigned page = 0; page < S3_LIST_PAGES; page++) {
                 _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-                r = s3_list_call(t, prefix, "/", token, S3_LIST_PAGE, &doc, ret_cause);
+                int r = s3_list_page(t, l->prefix, l->delimiter, token, S3_LIST_PAGE, &doc, ret_cause);
                 if (r < 0)
                         return r;
-                r = doc ? dirs_take_page(t, prefix, doc, &names, &n) : PK_EMALFORMED;
+                r = !doc ? PK_EMALFORMED : l->delimiter ? take_dirs(t, doc, l) : take_keys(t, doc, l);
                 if (r < 0) {
                         *ret_cause = r == -E2BIG
-                                         ? strprintf("more than %u directories", STORE_LIST_MAX)
+                                         ? strprintf("more than %u %s", STORE_LIST_MAX,
+                                                     l->delimiter ? "directories" : "objects")
                                          : strprintf("ListObjectsV2: bad answer: %s", pk_strerror(r));
                         return r;
                 }
                 const char *trunc = xml_path_text(doc, "IsTruncated");
                 free(token);
                 token = NULL;
-                if (!trunc || !streq(trunc, "true")) {
-                        *ret_names = TAKE_PTR(names);
+                if (!trunc || !streq(trunc, "true"))
                         return 0;
-                }
                 r = xml_path_text_dup(doc, "NextContinuationToken", S3_TOKEN_MAX, &token);
                 if (r < 0 || isempty(token)) {
                         *ret_cause = strdup("ListObjectsV2: truncated answer without a continuation token");
@@ -353,6 +419,24 @@ static int s3_list_dirs(Store *s, const char *prefix, char ***ret_names, char **
         }
         *ret_cause = strprintf("ListObjectsV2: more than %u pages", S3_LIST_PAGES);
         return -E2BIG;
+}
+
+static int s3_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
+        S3Listing l = { .prefix = prefix, .versions = versions };
+        int r = s3_list_all(s->data, &l, ret_cause);
+        if (r >= 0)
+                *ret_keys = TAKE_PTR(l.items);
+        strv_free(l.items);
+        return r;
+}
+
+static int s3_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
+        S3Listing l = { .prefix = prefix, .delimiter = "/" };
+        int r = s3_list_all(s->data, &l, ret_cause);
+        if (r >= 0)
+                *ret_names = TAKE_PTR(l.items);
+        strv_free(l.items);
+        return r;
 }
 
 const StoreOps store_s3_ops = {

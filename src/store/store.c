@@ -3,8 +3,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "basic/errors.h"
 #include "basic/string-util.h"
@@ -107,6 +111,7 @@ Store *store_free(Store *s) {
         if (s->ops)
                 s->ops->free(s);
         free(s->url);
+        free(s->condition_cause);
         free(s);
         return NULL;
 }
@@ -136,6 +141,103 @@ int store_get(Store *s, const char *key, char **ret_data, size_t *ret_len, char 
         return 0;
 }
 
+/* The verdict of condition_probe(): kept for the rest of this open. */
+static int condition_verdict(Store *s, int verdict, char *cause, char **ret_cause) {
+        s->condition_verdict = verdict;
+        free(s->condition_cause);
+        s->condition_cause = cause;
+        if (verdict > 0)
+                return 0;
+        if (!cause)
+                return -ENOMEM;
+        *ret_cause = strdup(cause);
+        return verdict;
+}
+
+/* Creates a new scratch key (named in key) twice, then deletes it: *ret_first and *ret_second are the two
+ * answers (*ret_second is 0 when there was no second create); *ret_cause the reason of a failure. With the
+ * caller's flags: a bucket policy that wants server-side encryption refuses the probe only when it would
+ * refuse the caller's object too. */
+static void probe_scratch_key(Store *s, StoreFlags flags, char key[static 64], int *ret_first,
+                              int *ret_second, char **ret_cause) {
+        uint64_t rnd = 0;
+        char *ignored = NULL;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+                rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+        snprintf(key, 64, "put-if-absent-probe-%016llx", (unsigned long long)rnd);
+        *ret_second = 0;
+        *ret_first = s->ops->put(s, key, "1", 1, flags, true, ret_cause);
+        if (*ret_first < 0)
+                return;
+        *ret_second = s->ops->put(s, key, "2", 1, flags, true, ret_cause);
+        (void)s->ops->delete (s, key, &ignored); /* a scratch key left behind is harmless */
+        free(ignored);
+}
+
+/* Whether the store honours create-if-absent, found once per open, before its first put-if-absent: a
+ * scratch key created twice must be refused the second time. An S3-compatible gateway that ignores
+ * If-None-Match answers 200 to both, and then every master's first start would make its own cluster CA.
+ * A store that is only read (an idle pass, get, list) is never probed: that costs no request and needs no
+ * right to write. A failure of the probe itself (a timeout) is returned and the next put-if-absent probes
+ * again; the verdict on the store is kept. */
+static int condition_probe(Store *s, StoreFlags flags, char **ret_cause) {
+        _cleanup_free_ char *cause = NULL;
+        char key[64];
+        int first, second;
+
+        if (s->condition_verdict > 0)
+                return 0;
+        if (s->condition_verdict < 0) {
+                *ret_cause = strdup(s->condition_cause);
+                return *ret_cause ? s->condition_verdict : -ENOMEM;
+        }
+        probe_scratch_key(s, flags, key, &first, &second, &cause);
+        if (first == -EEXIST)
+                return condition_verdict(
+                    s, -EOPNOTSUPP,
+                    strprintf("the store does not honour create-if-absent: it answered 'exists' for a new "
+                              "scratch key '%s'",
+                              key),
+                    ret_cause);
+        if (first >= 0 && second == 0)
+                return condition_verdict(
+                    s, -EOPNOTSUPP,
+                    strprintf(
+                        "the store does not honour create-if-absent (S3: PutObject with If-None-Match: "
+                        "*): a second create of the scratch key '%s' succeeded, so two masters could "
+                        "each create their own cluster CA; use a store that refuses it",
+                        key),
+                    ret_cause);
+        if (first >= 0 && second == -EEXIST)
+                return condition_verdict(s, 1, NULL, ret_cause);
+        int r = first < 0 ? first : second;
+        *ret_cause = strprintf("probing create-if-absent with the scratch key '%s': %s", key,
+                               cause ?: pk_strerror(r));
+        return r;
+}
+
+/* An object this call created, read back, must be the one written: a store that does not honour the
+ * condition may have let another writer replace it. The stored one is then the truth: -EEXIST, as if the
+ * key had existed (the caller reads it), with a message that says so. */
+static int verify_created(Store *s, const char *key, const void *data, size_t len, char **ret_error) {
+        char *back = NULL, *cause = NULL;
+        size_t back_len = 0;
+        int r = s->ops->get(s, key, &back, &back_len, &cause);
+        if (r < 0) {
+                char *why = strprintf("created, but reading it back failed: %s", cause ?: pk_strerror(r));
+                free(cause);
+                return store_fail(s->url, "put-if-absent", key, r, why, ret_error);
+        }
+        bool same = back_len == len && (len == 0 || memcmp(back, data, len) == 0);
+        erase_and_free(back, back_len);
+        if (same)
+                return 0;
+        return store_fail(s->url, "put-if-absent", key, -EEXIST,
+                          strdup("the store did not honour create-if-absent: it answered 'created', but the "
+                                 "object read back is another writer's; that one is kept and used"),
+                          ret_error);
+}
+
 static int store_put_full(Store *s, const char *key, const void *data, size_t len, StoreFlags flags,
                           bool if_absent, char **ret_error) {
         char *cause = NULL;
@@ -146,10 +248,16 @@ static int store_put_full(Store *s, const char *key, const void *data, size_t le
                 return store_fail(
                     s->url, "put", key, PK_ETOOBIG,
                     strprintf("%zu bytes: objects hold at most %u bytes", len, STORE_OBJECT_MAX), ret_error);
+        if (if_absent && (r = condition_probe(s, flags, &cause)) < 0)
+                return store_fail(s->url, "put-if-absent", key, r, cause, ret_error);
         r = s->ops->put(s, key, data, len, flags, if_absent, &cause);
+        if (r == -EEXIST && if_absent) {
+                free(cause); /* the answer create-if-absent is for: no message */
+                return r;
+        }
         if (r < 0)
                 return store_fail(s->url, if_absent ? "put-if-absent" : "put", key, r, cause, ret_error);
-        return 0;
+        return if_absent ? verify_created(s, key, data, len, ret_error) : 0;
 }
 
 int store_put_if_absent(Store *s, const char *key, const void *data, size_t len, StoreFlags flags,

@@ -2,7 +2,8 @@
 #pragma once
 
 /* The state store: a small object store every master can read and write, named by a URL in the spec
- * (`stateStore: file:///srv/protokube` or `s3://bucket/prefix`; kops' "configBase"). It holds the cluster's
+ * (`stateStore: file:///srv/protokube` or `s3://bucket/prefix[?region=REGION]`; kops' "configBase"). It
+ * holds the cluster's
  * keystore (CAs, the service-account key) and, later, etcd backups. Keys are relative paths of
  * [A-Za-z0-9._-] segments ("pki/ca/cluster.crt"), never absolute, no segment starting with '.' (so never
  * "." or ".."; dot names are a directory store's temporary files). docs/store.md.
@@ -10,7 +11,11 @@
  * One interface, two providers (file, s3), the same semantics:
  *   get           the object's bytes; -ENOENT when absent;
  *   put_if_absent create-if-absent: exactly one of N concurrent callers wins (0), the others get -EEXIST
- *                 and read the winner's object; a half-written object is never visible;
+ *                 and read the winner's object; a half-written object is never visible. Checked, not
+ *                 trusted: the first put_if_absent of an open store probes that the store refuses a
+ *                 second create of a scratch key (a store that does not is refused, -EOPNOTSUPP), and a
+ *                 created object is read back: another writer's there gives -EEXIST too, with a message
+ *                 saying the store did not honour the condition (a plain -EEXIST has no message);
  *   put           replace (atomic: readers see the old or the new object, never a mix);
  *   list          the keys under a prefix, sorted;
  *   list_dirs     the next segments of the keys under a directory prefix, each once, sorted;
@@ -32,8 +37,9 @@ typedef enum StoreFlags {
 
 typedef struct Store Store;
 
-/* Opens the store at url ("file:///abs/dir" or "s3://bucket[/prefix]"). A missing or unreadable store is
- * an error with a message naming it (a file store's directory must exist; it is not created). */
+/* Opens the store at url ("file:///abs/dir" or "s3://bucket[/prefix][?region=REGION]"; without a region
+ * S3 names the bucket's). A missing or unreadable store is an error with a message naming it (a file
+ * store's directory must exist; it is not created). */
 int store_open(const char *url, Store **ret, char **ret_error);
 Store *store_free(Store *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Store *, store_free)

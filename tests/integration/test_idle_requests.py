@@ -4,7 +4,10 @@ binary: `protokube run --interval 1s` with `cloud: aws` (image-backed EBS volume
 `dns: route53` and `stateStore: s3://` with the node's certificates, all against the AWS double, which logs
 every request it receives.
 
-- an idle pass opens the state store once (one probe LIST, not one per stage), does not list the etcd
+- an idle pass opens the state store once (one probe LIST, not one per stage; the bucket is in AWS_REGION, so
+  no call is refused for its region and no HeadBucket asks for it), writes nothing to it (the store's check
+  that create-if-absent is honoured, three requests, runs once per open only before the open's first
+  put-if-absent, which an idle pass never makes), does not list the etcd
   backups again while no backup slot can have changed (docs/etcd-backups.md), and reads the keystore with
   one listing of its objects' versions instead of one GET per CA (docs/pki.md), and asks whether a restore
   was requested with one listing, not one GET per etcd cluster: no GET at all;
@@ -132,6 +135,9 @@ def test_idle_pass_requests(env):
         assert restores <= n + 1, (lists, n)
         gets = {k: c for k, c in counts.items() if k[1] == "GetObject"}
         assert not gets, (gets, n)
+        # no write, no create-if-absent probe (PutObject, DeleteObject), no region lookup (HeadBucket)
+        writes = {k: c for k, c in counts.items() if k[0] == "s3" and k[1] not in ("ListObjectsV2",)}
+        assert not writes, (writes, n)
         # and every pass still reads what it must: EC2 (a volume taken by another master is noticed within
         # one pass) and Route 53
         for action in ("DescribeVolumes", "ListResourceRecordSets"):

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import protokube_bin
-from awsdouble import double_state
+from awsdouble import double_state, running_double
 from test_store import BUCKET, aws_double, s3_env  # noqa: F401 (aws_double is a fixture)
 
 RACERS = 5
@@ -134,6 +134,46 @@ def test_race_of_first_starts(new_store):
         again = parse_init(out)
         assert {n: fp for n, (fp, _) in again.items()} == {n: fp for n, (fp, _) in first.items()}
         assert all(how == "read" for _, how in again.values())
+
+
+IGNORING_TRIALS = 5
+
+
+def test_race_of_first_starts_on_a_store_ignoring_the_condition():
+    """The race of first starts against an S3-compatible gateway that ignores If-None-Match (every PutObject
+    overwrites and answers 200): each master either refuses the store with an error naming it, or those that
+    go on agree on every CA, created by exactly one of them, and it is the stored one. (protokube refuses:
+    the store's probe, a scratch key created twice, finds the condition ignored before any CA is written.)"""
+    with running_double({"buckets": [BUCKET], "s3_ignore_if_none_match": True},
+                        prefix="pk-keystore-ignore-") as (url, _):
+        for trial in range(IGNORING_TRIALS):
+            s = Store("s3", f"s3://{BUCKET}/ign{trial}", s3_env(url), double=url, prefix=f"ign{trial}/")
+            procs = [s.popen_init() for _ in range(RACERS)]
+            done = [(p.returncode, out, err) for p in procs for out, err in [p.communicate(timeout=300)]]
+            went_on = [parse_init(out) for rc, out, _ in done if rc == 0]
+            for rc, out, err in done:
+                if rc != 0:
+                    assert rc == 1 and out == b"", (rc, out, err)
+                    assert f"state store '{s.url}'".encode() in err, err
+                    assert b"does not honour create-if-absent" in err, err
+            for name in NAMES:
+                fps = {r[name][0] for r in went_on}
+                assert len(fps) <= 1, (trial, name, went_on)
+                creators = [r for r in went_on if r[name][1] == "created"]
+                assert len(creators) <= 1, (trial, name, went_on)
+                if len(went_on) == RACERS:  # all went on: one of them created it
+                    assert len(creators) == 1, (trial, name, went_on)
+            stored = sorted(k for k in double_state(url)["s3"][BUCKET] if k.startswith(s.prefix))
+            if not went_on:  # refused before anything was written, scratch keys included
+                assert stored == [], stored
+            else:
+                assert stored == sorted(s.prefix + store_key(n) for n in NAMES), stored
+                for name in NAMES:
+                    if name != "service-account":
+                        crt = s.get(store_key(name))
+                        fp = openssl("x509", "-noout", "-fingerprint", "-sha256",
+                                     input=crt[crt.index(CERT_BEGIN):]).split("=", 1)[1].strip()
+                        assert {r[name][0] for r in went_on} == {fp}, (trial, name)
 
 
 def openssl(*args, input=None):

@@ -230,3 +230,165 @@ def test_double_checks_payload_hash(aws_double):
         assert status == want, text
         if want == 400:
             assert b"XAmzContentSHA256Mismatch" in text
+
+
+def double_log(url):
+    with urllib.request.urlopen(url + "/_double/log", timeout=10) as r:
+        return json.load(r)
+
+
+def double_config(url, cfg):
+    req = urllib.request.Request(url + "/_double/config", data=json.dumps(cfg).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 200
+
+
+def probe_requests(log):
+    """The requests of create-if-absent probes (their scratch keys), by action."""
+    out = {}
+    for e in log:
+        if "put-if-absent-probe-" in e.get("key", ""):
+            out[e["action"]] = out.get(e["action"], 0) + 1
+    return out
+
+
+def test_store_ignoring_the_condition_is_refused():
+    """An S3-compatible gateway that ignores If-None-Match: put-if-absent of an existing key would answer 200
+    and replace it (a second cluster CA). The probe of the open store (a scratch key created twice) finds it
+    out: the store is refused with an error naming it, nothing is written, no scratch key is left."""
+    with running_double({"buckets": [BUCKET], "s3_ignore_if_none_match": True,
+                         "objects": [{"bucket": BUCKET, "key": "p/pki/ca.pem", "data": "THE CA"}]},
+                        prefix="pk-store-ignore-") as (url, _):
+        s = Provider("s3", f"s3://{BUCKET}/p", s3_env(url), double=url, prefix="p/")
+        for key in ("pki/ca.pem", "pki/new.pem"):
+            p = s.run("put-if-absent", s.url, key, input=b"MINE")
+            assert p.returncode == 1, (p.stdout, p.stderr)
+            assert p.stdout == b"", p.stdout
+            err = p.stderr.decode()
+            assert f"state store '{s.url}'" in err and f"'{key}'" in err, err
+            assert "does not honour create-if-absent" in err and "If-None-Match" in err, err
+        assert ok(s.run("get", s.url, "pki/ca.pem")) == b"THE CA"
+        assert sorted(double_state(url)["s3"][BUCKET]) == ["p/pki/ca.pem"]  # nothing new, no scratch key
+        # the probe's requests, once per process (open): create, create again (not refused), delete
+        assert probe_requests(double_log(url)) == {"PutObject": 4, "DeleteObject": 2}
+
+
+def test_created_object_read_back(provider):
+    """A created object is read back: when another writer's object is there instead (a store that did not
+    honour the condition for that key, though it did for the probe's), that one is the truth: the binary
+    says `exists` and warns that the store did not honour the condition, and `get` gives the other's bytes."""
+    s = provider
+    assert ok(s.run("put-if-absent", s.url, "pki/ca.pem", input=b"MINE")) == b"created pki/ca.pem\n"
+    assert ok(s.run("get", s.url, "pki/ca.pem")) == b"MINE"
+    if s.kind == "file":  # a directory store honours the condition: nothing more to see
+        assert ok(s.run("list", s.url)).decode().split() == ["pki/ca.pem"]
+        return
+    full = s.prefix + "pki/other.pem"
+    double_config(s.double, {"s3_ignore_if_none_match": [full],
+                             "s3_replace_after_put": {f"{BUCKET}/{full}": "ANOTHER WRITER"}})
+    try:
+        p = s.run("put-if-absent", s.url, "pki/other.pem", input=b"MINE")
+    finally:
+        double_config(s.double, {"s3_ignore_if_none_match": False})
+    assert p.returncode == 0 and p.stdout == b"exists pki/other.pem\n", (p.stdout, p.stderr)
+    assert b"did not honour create-if-absent" in p.stderr and s.url.encode() in p.stderr, p.stderr
+    assert ok(s.run("get", s.url, "pki/other.pem")) == b"ANOTHER WRITER"
+    assert ok(s.run("list", s.url)).decode().split() == ["pki/ca.pem", "pki/other.pem"]
+
+
+def test_probe_once_per_open_and_not_for_reads(aws_double):
+    """The probe costs three requests once per opened store that creates-if-absent (`pki init` creates 3
+    objects through one open: still one probe), and nothing for an open that only reads."""
+    prefix = f"once{os.getpid()}"
+    url = f"s3://{BUCKET}/{prefix}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(s3_env(aws_double))
+    mark = len(double_log(aws_double))
+    p = subprocess.run([protokube_bin(), "pki", "init", "--store", url], capture_output=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    log = double_log(aws_double)[mark:]
+    assert probe_requests(log) == {"PutObject": 2, "DeleteObject": 1}, log
+    created = [e for e in log if e["action"] == "PutObject" and "/pki/" in e["key"] and e["status"] == 200]
+    assert len(created) == 3, log  # kubernetes-ca, front-proxy-ca, service-account
+    mark = len(log) + mark
+    for args in (("list", url), ("get", url, "pki/ca/kubernetes-ca.pem")):
+        ok(Provider("s3", url, s3_env(aws_double)).run(*args))
+    assert probe_requests(double_log(aws_double)[mark:]) == {}
+    assert not [k for k in double_state(aws_double)["s3"][BUCKET] if "put-if-absent-probe-" in k]
+
+
+def test_probe_writes_as_the_caller():
+    """The probe's scratch key is written with the caller's flags: a bucket whose policy denies unencrypted
+    puts refuses the probe only where it would refuse the caller's object (a private object is encrypted)."""
+    with running_double({"buckets": [BUCKET], "s3_require_sse": True}, prefix="pk-store-sse-") as (url, _):
+        s = Provider("s3", f"s3://{BUCKET}/p", s3_env(url), double=url, prefix="p/")
+        assert ok(s.run("put-if-absent", s.url, "k", "--private", input=b"S")) == b"created k\n"
+        p = s.run("put-if-absent", s.url, "plain", input=b"P")
+        assert p.returncode == 1 and b"AccessDenied" in p.stderr and b"'plain'" in p.stderr, p.stderr
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update(s3_env(url))
+        p = subprocess.run([protokube_bin(), "pki", "init", "--store", f"s3://{BUCKET}/ks"], capture_output=True,
+                           env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert sorted(double_state(url)["s3"][BUCKET]) == [
+            "ks/pki/ca/front-proxy-ca.pem", "ks/pki/ca/kubernetes-ca.pem", "ks/pki/keys/service-account.pem", "p/k"]
+
+
+FAR = "pk-far"
+DOTTED = "pk.far.example"
+
+
+@pytest.mark.parametrize("answer", ["malformed", "redirect", "bare"])
+def test_bucket_in_another_region(answer):
+    """Buckets in other regions than AWS_REGION (us-east-1), one of them with dots in its name: the open's
+    first call, signed for us-east-1, is refused as S3 does (400 AuthorizationHeaderMalformed, 301
+    PermanentRedirect, or the 400 without x-amz-bucket-region, when a HeadBucket tells the region); every
+    later call of the store is addressed and signed for the bucket's region, which the double checks."""
+    with running_double({"buckets": [FAR, DOTTED], "bucket_regions": {FAR: "eu-west-1", DOTTED: "ap-south-1"},
+                         "s3_wrong_region": answer}, prefix="pk-store-region-") as (url, _):
+        for bucket in (FAR, DOTTED):
+            s = Provider("s3", f"s3://{bucket}/c", s3_env(url))
+            assert ok(s.run("put-if-absent", s.url, "pki/ca.pem", input=b"CA")) == b"created pki/ca.pem\n"
+            ok(s.run("put", s.url, "pki/sa.pem", "--private", input=b"SA"))
+            assert ok(s.run("get", s.url, "pki/ca.pem")) == b"CA"
+            assert ok(s.run("list", s.url)).decode().split() == ["pki/ca.pem", "pki/sa.pem"]
+            ok(s.run("delete", s.url, "pki/sa.pem"))
+        st = double_state(url)
+        assert sorted(st["s3"][FAR]) == ["c/pki/ca.pem"] and sorted(st["s3"][DOTTED]) == ["c/pki/ca.pem"]
+        log = double_log(url)
+        # one refused call per process (its open's first; with a bare answer also the HeadBucket, which is
+        # refused too but names the region), none after
+        heads = sum(1 for e in log if e["action"] == "HeadBucket")
+        assert heads == (10 if answer == "bare" else 0), log
+        refused = 10 + heads
+        assert st["counters"]["s3_wrong_region"] == refused, st["counters"]
+        assert sum(1 for e in log if e.get("status") in (301, 400)) == refused, log
+
+
+def test_region_in_the_url():
+    """s3://BUCKET/PREFIX?region=REGION: every call in that region from the first on (no refused call), a
+    region S3 contradicts is an error naming both, and a malformed one is refused before any request."""
+    with running_double({"buckets": [FAR], "bucket_regions": {FAR: "eu-west-1"}},
+                        prefix="pk-store-urlregion-") as (url, _):
+        s = Provider("s3", f"s3://{FAR}/c?region=eu-west-1", s3_env(url))
+        assert ok(s.run("put-if-absent", s.url, "k", input=b"V")) == b"created k\n"
+        assert ok(s.run("get", s.url, "k")) == b"V"
+        assert ok(s.run("list", s.url)) == b"k\n"
+        assert double_state(url)["counters"].get("s3_wrong_region", 0) == 0
+        assert sorted(double_state(url)["s3"][FAR]) == ["c/k"]  # the prefix is "c", not "c?region=..."
+        wrong = f"s3://{FAR}/c?region=us-west-2"
+        p = Provider("s3", wrong, s3_env(url)).run("get", wrong, "k")
+        assert p.returncode == 1, p.stdout
+        assert f"state store '{wrong}'".encode() in p.stderr, p.stderr
+        assert b"the bucket is in region 'eu-west-1', not in the URL's region 'us-west-2'" in p.stderr, p.stderr
+        n = double_state(url)["counters"]["requests"]
+        for bad, why in ((f"s3://{FAR}/c?region=EU-WEST-1", b"invalid region 'EU-WEST-1'"),
+                         (f"s3://{FAR}/c?region=", b"invalid region ''"),
+                         (f"s3://{FAR}?region=eu-west-1&x=1", b"invalid region 'eu-west-1&x=1'"),
+                         (f"s3://{FAR}/c?endpoint=x", b"unknown parameter 'endpoint=x'")):
+            p = Provider("s3", bad, s3_env(url)).run("list", bad)
+            assert p.returncode == 1 and f"state store '{bad}'".encode() in p.stderr and why in p.stderr, \
+                (bad, p.stderr)
+        assert double_state(url)["counters"]["requests"] == n

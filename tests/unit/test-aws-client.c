@@ -81,6 +81,15 @@ static void test_region_and_endpoint_env(void **state) {
         assert_int_equal(aws_client_new(&bad, &err), -EINVAL);
         assert_null(bad);
         assert_string_equal(err, "AWS_REGION='bad/region' is not a region name");
+        /* a region becomes part of host names: "ec2.x#.amazonaws.com" would be host ec2.x */
+        const char *bad_names[] = { "x#", "eu-west-1?", "US-EAST-1", "a.b" };
+        for (size_t i = 0; i < ELEMENTSOF(bad_names); i++) {
+                setenv("AWS_REGION", bad_names[i], 1);
+                free(err);
+                err = NULL;
+                assert_int_equal(aws_client_new(&bad, &err), -EINVAL);
+                assert_null(bad);
+        }
         unsetenv("AWS_REGION");
         unsetenv("AWS_ENDPOINT_URL_EC2");
         unsetenv("AWS_ENDPOINT_URL_ROUTE_53");
@@ -150,6 +159,17 @@ static void test_endpoint_scheme(void **state) {
         assert_null(err);
         c = aws_client_free(c);
         setenv("AWS_ENDPOINT_URL", saved, 1);
+}
+
+/* The instance's region from IMDS goes into host names too: one that is not a region name is refused. */
+static void test_imds_region_checked(void **state) {
+        aws_double_post("/_double/config", "{\"region\": \"evil.example#\"}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *region;
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(aws_client_region(c, &region, &err), PK_EMALFORMED);
+        assert_non_null(strstr(err, "IMDS"));
+        aws_double_post("/_double/config", "{\"region\": \"us-east-1\"}"); /* a shared double goes on */
 }
 
 /* The wrong secret must give AWS's SignatureDoesNotMatch, name the request, never echo the secret, and never
@@ -640,6 +660,105 @@ static void test_route53_pagination(void **state) {
         aws_record_sets_free(s, n);
 }
 
+/* The base URL of an S3 bucket: virtual-hosted, except for a dotted name (the wildcard certificate of
+ * s3.REGION.amazonaws.com covers one label) and below an endpoint from the environment: path-style. */
+static void test_s3_base_url(void **state) {
+        static const struct {
+                const char *endpoint, *bucket, *region, *want;
+        } cases[] = {
+                { NULL, "pk-state", "eu-west-1", "https://pk-state.s3.eu-west-1.amazonaws.com" },
+                { NULL, "my.bucket.example", "eu-west-1",
+                  "https://s3.eu-west-1.amazonaws.com/my.bucket.example" },
+                { NULL, "a.b", "ap-south-1", "https://s3.ap-south-1.amazonaws.com/a.b" },
+                { "http://127.0.0.1:9000", "pk-state", "eu-west-1", "http://127.0.0.1:9000/pk-state" },
+                { "https://gw.example:9000/s3", "my.bucket", "us-east-1",
+                  "https://gw.example:9000/s3/my.bucket" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *url =
+                    aws_s3_base_url(cases[i].endpoint, cases[i].bucket, cases[i].region);
+                assert_string_equal(url, cases[i].want);
+        }
+        const char *good[] = { "eu-west-1", "us-gov-west-1", "cn-north-1", "x" };
+        const char *bad[] = {
+                "", "EU-WEST-1", "eu_west_1", "-eu", "eu-", "eu.west", "eu/west", "a b", NULL
+        };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                assert_true(aws_region_valid(good[i]));
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (aws_region_valid(bad[i]))
+                        fail_msg("region '%s' accepted", strnull(bad[i]));
+        char long_region[70];
+        memset(long_region, 'a', 65);
+        long_region[65] = 0;
+        assert_false(aws_region_valid(long_region));
+        long_region[64] = 0;
+        assert_true(aws_region_valid(long_region));
+}
+
+static int s3_head_bucket(AwsClient *c, const char *bucket, char **ret_region, char **ret_error) {
+        AwsCall call = { .service = AWS_SERVICE_S3,
+                         .operation = "HeadBucket",
+                         .method = "HEAD",
+                         .path = "/",
+                         .bucket = bucket };
+        return aws_client_call_header(c, &call, "x-amz-bucket-region", ret_region, ret_error);
+}
+
+/* A bucket in another region than the client's: a call signed for the client's is refused and names the
+ * bucket's region (x-amz-bucket-region, read off a refused HEAD with no body); once the client is set to it,
+ * calls are signed for it (the double checks) and the public endpoints follow it. */
+static void test_s3_bucket_elsewhere(void **state) {
+        aws_double_post("/_double/config",
+                        "{\"buckets\": [\"pk-far\", \"pk.far.example\"], \"bucket_regions\": "
+                        "{\"pk-far\": \"eu-west-1\", \"pk.far.example\": \"ap-south-1\"}}");
+        _cleanup_(aws_client_freep) AwsClient *c = client_new();
+        const char *buckets[] = { "pk-far", "pk.far.example" }, *regions[] = { "eu-west-1", "ap-south-1" };
+        for (size_t i = 0; i < ELEMENTSOF(buckets); i++) {
+                _cleanup_free_ char *found = NULL, *again = NULL, *err = NULL;
+                const char *region;
+                assert_int_equal(aws_client_set_region(c, "us-east-1"), 0);
+                assert_int_equal(s3_head_bucket(c, buckets[i], &found, &err), PK_ECLOUD);
+                assert_non_null(strstr(err, "HTTP 400"));
+                assert_string_equal(found, regions[i]);
+                assert_int_equal(aws_client_set_region(c, "EU-WEST-1"), -EINVAL);
+                assert_int_equal(aws_client_region(c, &region, NULL), 0);
+                assert_string_equal(region, "us-east-1");
+                assert_int_equal(aws_client_set_region(c, found), 0);
+                assert_int_equal(aws_client_region(c, &region, NULL), 0);
+                assert_string_equal(region, regions[i]);
+                free(err);
+                err = NULL;
+                if (s3_head_bucket(c, buckets[i], &again, &err) < 0)
+                        fail_msg("%s", strna(err));
+                assert_string_equal(again, regions[i]);
+                XmlNode *doc = NULL;
+                AwsCall list = { .service = AWS_SERVICE_S3,
+                                 .operation = "ListObjectsV2",
+                                 .method = "GET",
+                                 .path = "/",
+                                 .query = "list-type=2",
+                                 .bucket = buckets[i] };
+                if (aws_client_call(c, &list, &doc, &err) < 0)
+                        fail_msg("%s", strna(err));
+                xml_node_free(doc);
+        }
+        /* the public endpoints follow the region; one from the environment stays */
+        unsetenv("AWS_ENDPOINT_URL");
+        setenv("AWS_ENDPOINT_URL_S3", aws_double.url, 1);
+        _cleanup_(aws_client_freep) AwsClient *pub = client_new();
+        const char *ep;
+        assert_int_equal(aws_client_endpoint(pub, AWS_SERVICE_EC2, &ep, NULL), 0);
+        assert_string_equal(ep, "https://ec2.us-east-1.amazonaws.com");
+        assert_int_equal(aws_client_set_region(pub, "eu-west-1"), 0);
+        assert_int_equal(aws_client_endpoint(pub, AWS_SERVICE_EC2, &ep, NULL), 0);
+        assert_string_equal(ep, "https://ec2.eu-west-1.amazonaws.com");
+        assert_int_equal(aws_client_endpoint(pub, AWS_SERVICE_S3, &ep, NULL), 0);
+        assert_string_equal(ep, aws_double.url);
+        unsetenv("AWS_ENDPOINT_URL_S3");
+        setenv("AWS_ENDPOINT_URL", aws_double.url, 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_describe_self_region_from_imds, double_start,
@@ -662,6 +781,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_attach_loop_device, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_route53, double_start, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_route53_pagination, double_start, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_imds_region_checked, double_start, aws_double_stop),
+                cmocka_unit_test(test_s3_base_url),
+                cmocka_unit_test_setup_teardown(test_s3_bucket_elsewhere, double_start, aws_double_stop),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -509,6 +509,13 @@ static void test_pki_valid(void **state) {
         s = cluster_spec_free(s);
         s = load_ok(MINIMAL "  stateStore: s3://abc\n  pki: ~\n");
         assert_string_equal(s->pki.dir, "/srv/kubernetes");
+        /* the bucket's region in the URL, with or without a prefix */
+        s = cluster_spec_free(s);
+        s = load_ok(MINIMAL "  stateStore: s3://my.bucket.example/c?region=eu-west-1\n");
+        assert_string_equal(s->state_store, "s3://my.bucket.example/c?region=eu-west-1");
+        s = cluster_spec_free(s);
+        s = load_ok(MINIMAL "  stateStore: s3://abc?region=us-gov-west-1\n");
+        assert_string_equal(s->state_store, "s3://abc?region=us-gov-west-1");
 }
 
 static void test_pki_errors(void **state) {
@@ -539,6 +546,15 @@ static void test_pki_errors(void **state) {
                 { "  stateStore: s3://My_Bucket\n",
                   "t.yaml:8:15: spec.stateStore: 's3://My_Bucket': the bucket name must be 3 to 63 "
                   "characters of [a-z0-9.-] (s3://BUCKET[/PREFIX])" },
+                { "  stateStore: s3://bucket/p?region=EU-WEST-1\n",
+                  "t.yaml:8:15: spec.stateStore: 's3://bucket/p?region=EU-WEST-1': the only parameter is "
+                  "?region=REGION, a region name of 1-64 characters of [a-z0-9-] (eu-west-1)" },
+                { "  stateStore: s3://bucket?endpoint=x\n",
+                  "t.yaml:8:15: spec.stateStore: 's3://bucket?endpoint=x': the only parameter is "
+                  "?region=REGION, a region name of 1-64 characters of [a-z0-9-] (eu-west-1)" },
+                { "  stateStore: s3://bucket/p?region=eu-west-1&x=y\n",
+                  "t.yaml:8:15: spec.stateStore: 's3://bucket/p?region=eu-west-1&x=y': the only parameter "
+                  "is ?region=REGION, a region name of 1-64 characters of [a-z0-9-] (eu-west-1)" },
                 { "  stateStore: s3://bucket/a/../b\n",
                   "t.yaml:8:15: spec.stateStore: 's3://bucket/a/../b': the prefix must not contain '..' or "
                   "empty segments" },

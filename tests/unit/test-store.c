@@ -103,6 +103,14 @@ static void test_url_parsing(void **state) {
         expect_open_error("s3://bucket_x/p", -EINVAL, "bucket name");
         expect_open_error("s3://bucket/../p", -EINVAL, "invalid prefix");
         expect_open_error("s3://bucket/a//b", -EINVAL, "invalid prefix");
+        /* the bucket's region: ?region=REGION only, checked before any request */
+        expect_open_error("s3://bucket/p?region=EU-WEST-1", -EINVAL, "invalid region 'EU-WEST-1'");
+        expect_open_error("s3://bucket?region=", -EINVAL, "invalid region ''");
+        expect_open_error("s3://bucket/p?region=eu-west-1&x=y", -EINVAL, "invalid region 'eu-west-1&x=y'");
+        expect_open_error("s3://bucket/p?endpoint=x", -EINVAL, "unknown parameter 'endpoint=x'");
+        expect_open_error("s3://bucket/p?", -EINVAL, "unknown parameter ''");
+        expect_open_error("s3://bucket?region=eu-west-1/p", -EINVAL, "invalid region 'eu-west-1/p'");
+        expect_open_error("s3://b?region=eu-west-1", -EINVAL, "bucket name");
 
         Store *s = NULL;
         char *err = NULL;
@@ -130,11 +138,12 @@ static void test_file_end_to_end(void **state) {
         assert_non_null(strstr(err, "pki/ca/cluster.crt"));
         err = mfree(err);
 
-        /* put-if-absent: the first wins, the second gets -EEXIST and the first object stays */
+        /* put-if-absent: the first wins, the second gets -EEXIST and the first object stays; a plain
+         * -EEXIST has no message (one says the store did not honour the condition) */
         assert_int_equal(store_put_if_absent(s, "pki/ca/cluster.key", "KEY1", 4, STORE_PRIVATE, &err), 0);
         assert_int_equal(store_put_if_absent(s, "pki/ca/cluster.key", "KEY2", 4, STORE_PRIVATE, &err),
                          -EEXIST);
-        err = mfree(err);
+        assert_null(err);
         assert_int_equal(store_get(s, "pki/ca/cluster.key", &data, &len, &err), 0);
         assert_int_equal(len, 4);
         assert_memory_equal(data, "KEY1", 4);
@@ -157,7 +166,8 @@ static void test_file_end_to_end(void **state) {
         assert_int_equal(len, 0);
         data = mfree(data);
 
-        /* list: sorted, below the prefix, no temporaries or other files' names */
+        /* list: sorted, below the prefix, no temporaries or other files' names, nor the scratch key of the
+         * open's create-if-absent probe (deleted, and its directory is the store's own) */
         _cleanup_free_ char *tmp = strprintf("%s/pki/.cluster.key.0123456789abcdef", d->root);
         assert_int_equal(write_file_atomic(tmp, "half", 4, 0600, false), 1);
         char **keys = NULL;

@@ -3,10 +3,17 @@
 """A loopback double of the AWS APIs protokube uses: IMDSv2, an EC2 Query subset (DescribeInstances,
 DescribeVolumes, AttachVolume, DetachVolume), a Route 53 REST subset (ListHostedZonesByName, ListResourceRecordSets,
 ChangeResourceRecordSets, GetChange) and an S3 subset, path-style only (GetObject, PutObject with If-None-Match: *,
-ListObjectsV2 with or without a delimiter, DeleteObject; objects in memory, buckets from the config's "buckets").
-The fault s3_get_errors, a list of {"match": fnmatch pattern of the key, "status", "code"}, answers every
-GetObject of a matching key, present or not, with that error (a bucket policy or KMS key that denies reads,
-a failing backend).
+ListObjectsV2 with or without a delimiter, DeleteObject, HeadBucket; objects in memory, buckets from the config's
+"buckets", each in the region "bucket_regions" gives it, else the double's). A call signed for another region than
+its bucket's is refused as S3 does, naming the bucket's region in x-amz-bucket-region ("s3_wrong_region":
+"malformed", 400 AuthorizationHeaderMalformed as from the bucket's own regional endpoint; "redirect", 301
+PermanentRedirect as from another region's; "bare", the 400 with the region in its document only, which HeadBucket
+then tells). "s3_ignore_if_none_match" (true, or a list of key prefixes) makes PutObject overwrite whatever
+If-None-Match says, as a non-conforming S3-compatible gateway does; "s3_replace_after_put" ({"BUCKET/KEY": text},
+each once) stores text over an object right after its PutObject answered, as another writer's put landing then;
+"s3_require_sse" refuses a PutObject without server-side encryption (AccessDenied), as a bucket policy may. The
+fault s3_get_errors, a list of {"match": fnmatch pattern of the key, "status", "code"}, answers every GetObject of a
+matching key, present or not, with that error (a bucket policy or KMS key that denies reads, a failing backend).
 
 Every API request is checked with botocore's SigV4 (an implementation independent of ours); failures answer
 the way AWS does (SignatureDoesNotMatch, AuthFailure, InvalidClientTokenId...). Volumes may be backed by image
@@ -62,9 +69,11 @@ def norm_name(name):
 
 
 class ApiError(Exception):
-    def __init__(self, status, code, message):
+    def __init__(self, status, code, message, headers=None, extra=None):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.headers = headers or {}  # further response headers (x-amz-bucket-region)
+        self.extra = extra or {}  # further elements of an S3 error document (Region, Endpoint, Bucket)
 
 
 class State:
@@ -82,6 +91,11 @@ class State:
         self.zones = {}
         self.changes = {}
         self.buckets = {}  # name -> {key: {"data": bytes, "sse": str or None}}
+        self.bucket_regions = {}  # name -> region (absent: self.region)
+        self.s3_wrong_region = "malformed"  # or "redirect": how a call signed for another region is refused
+        self.s3_ignore_if_none_match = False  # True, or a list of key prefixes: PutObject overwrites anyway
+        self.s3_replace_after_put = {}  # "bucket/key" -> text stored right after the next PutObject of it
+        self.s3_require_sse = False  # True: PutObject without server-side encryption is AccessDenied
         self.faults = {"throttle": 0, "error500": 0, "slow_seconds": 0, "slow_count": 0, "attach_stuck_polls": 0,
                        "insync_after_polls": 1, "insync_delay_seconds": 0, "throttle_pattern": None,
                        "garbage": 0, "s3_get_errors": []}
@@ -97,7 +111,8 @@ class State:
 
     def configure(self, cfg):
         with self.lock:
-            for k in ("region", "self_id", "byid_dir", "xvd_dir", "imds_token_ttl_override"):
+            for k in ("region", "self_id", "byid_dir", "xvd_dir", "imds_token_ttl_override", "s3_wrong_region",
+                      "s3_ignore_if_none_match", "s3_require_sse"):
                 if k in cfg:
                     setattr(self, k, cfg[k])
             for k, v in cfg.get("keys", {}).items():
@@ -121,6 +136,8 @@ class State:
                                      "size": 1, "tags": tags})
             for b in cfg.get("buckets", []):
                 self.buckets.setdefault(b, {})
+            self.bucket_regions.update(cfg.get("bucket_regions", {}))
+            self.s3_replace_after_put.update(cfg.get("s3_replace_after_put", {}))
             for o in cfg.get("objects", []):  # seeded objects: {"bucket", "key", "data"}
                 self.buckets.setdefault(o["bucket"], {})[o["key"]] = {"data": o["data"].encode(), "sse": None}
             for z in cfg.get("zones", []):
@@ -742,6 +759,49 @@ def s3_list(bucket, q):
             f"</ListBucketResult>")
 
 
+def s3_bucket_region(bname):
+    """The bucket's region, or None for a bucket that does not exist."""
+    with STATE.lock:
+        if bname not in STATE.buckets:
+            return None
+        return STATE.bucket_regions.get(bname, STATE.region)
+
+
+def s3_check_region(handler, bname):
+    """S3 refuses a call signed for another region than its bucket's before it looks at the signature, and
+    names the bucket's region: 400 AuthorizationHeaderMalformed from the bucket's own regional endpoint, 301
+    PermanentRedirect from another region's (the double has one address: "s3_wrong_region" says which it
+    plays). Returns the region to verify the signature for."""
+    region = s3_bucket_region(bname)
+    if region is None:
+        return STATE.region
+    m = AUTH_RE.match(handler.headers.get("Authorization", ""))
+    if not m or m.group(3) == region:
+        return region
+    with STATE.lock:
+        STATE.counters["s3_wrong_region"] = STATE.counters.get("s3_wrong_region", 0) + 1
+        mode = STATE.s3_wrong_region
+    # "bare": the region only in the error document, as some answers have it; HeadBucket still names it
+    hdr = {} if mode == "bare" else {"x-amz-bucket-region": region}
+    if mode == "redirect":
+        raise ApiError(301, "PermanentRedirect", "The bucket you are attempting to access must be addressed using "
+                       "the specified endpoint. Please send all future requests to this endpoint.", hdr,
+                       {"Bucket": bname, "Endpoint": f"s3.{region}.amazonaws.com"})
+    raise ApiError(400, "AuthorizationHeaderMalformed", f"The authorization header is malformed; the region "
+                   f"'{m.group(3)}' is wrong; expecting '{region}'", hdr, {"Region": region})
+
+
+def s3_condition_ignored(key):
+    with STATE.lock:
+        ign = STATE.s3_ignore_if_none_match
+    return ign is True or (isinstance(ign, list) and any(key.startswith(p) for p in ign))
+
+
+def s3_is_bucket_call(path):
+    """/bucket or /bucket/: a call on the bucket (ListObjectsV2, HeadBucket), not on an object."""
+    return not path[1:].partition("/")[2]
+
+
 def s3_key(path, query=""):
     """The object's key, or for a list the prefix asked for ("prefix=..."): what the log says was read."""
     key = urllib.parse.unquote(path[1:].partition("/")[2])
@@ -754,8 +814,8 @@ def s3_action(method, path, action="?"):
     """The S3 action a request asked for, for the log (also when it failed)."""
     if action != "?":
         return action
-    if not s3_key(path):
-        return "ListObjectsV2" if method == "GET" else action
+    if s3_is_bucket_call(path):
+        return {"GET": "ListObjectsV2", "HEAD": "HeadBucket"}.get(method, action)
     return {"GET": "GetObject", "HEAD": "HeadObject", "PUT": "PutObject", "DELETE": "DeleteObject"}.get(method,
                                                                                                        action)
 
@@ -770,6 +830,8 @@ def s3_dispatch(handler, method, path, query, body):
         if bucket is None:
             raise ApiError(404, "NoSuchBucket", "The specified bucket does not exist")
         if not key:
+            if method == "HEAD":
+                return "HeadBucket", 200, "application/xml", b""
             if method != "GET":
                 raise ApiError(405, "MethodNotAllowed", f"{method} on a bucket is not implemented")
             return "ListObjectsV2", 200, "application/xml", s3_list(bucket, q)
@@ -788,12 +850,21 @@ def s3_dispatch(handler, method, path, query, body):
             sse = handler.headers.get("x-amz-server-side-encryption")
             if sse not in (None, "AES256", "aws:kms"):
                 raise ApiError(400, "InvalidArgument", "The encryption method specified is not supported")
-            # Checked and written under the one lock: create-if-absent is atomic, as S3 promises.
+            if sse is None and STATE.s3_require_sse:  # as a bucket policy that denies unencrypted puts
+                raise ApiError(403, "AccessDenied", "Access Denied")
+            # Checked and written under the one lock: create-if-absent is atomic, as S3 promises (unless the
+            # double plays a gateway that ignores the condition).
             if inm == "*" and key in bucket:
-                STATE.counters["s3_precondition_failed"] = STATE.counters.get("s3_precondition_failed", 0) + 1
-                raise ApiError(412, "PreconditionFailed",
-                               "At least one of the pre-conditions you specified did not hold")
+                if s3_condition_ignored(key):
+                    STATE.counters["s3_condition_ignored"] = STATE.counters.get("s3_condition_ignored", 0) + 1
+                else:
+                    STATE.counters["s3_precondition_failed"] = STATE.counters.get("s3_precondition_failed", 0) + 1
+                    raise ApiError(412, "PreconditionFailed",
+                                   "At least one of the pre-conditions you specified did not hold")
             bucket[key] = {"data": bytes(body), "sse": sse}
+            other = STATE.s3_replace_after_put.pop(f"{bname}/{key}", None)
+            if other is not None:
+                bucket[key] = {"data": other.encode(), "sse": sse}
             return "PutObject", 200, "application/xml", b""
         if method == "DELETE":
             bucket.pop(key, None)
@@ -866,8 +937,9 @@ def imds(handler, method, path, as_instance=None):
 
 def error_xml(service, e, request_id):
     if service == "s3":
+        extra = "".join(f"<{k}>{esc(v)}</{k}>" for k, v in e.extra.items())
         return f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{esc(e.code)}</Code>" \
-               f"<Message>{esc(e.message)}</Message><RequestId>{request_id}</RequestId></Error>"
+               f"<Message>{esc(e.message)}</Message>{extra}<RequestId>{request_id}</RequestId></Error>"
     if service == "ec2":
         return f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{esc(e.code)}</Code>" \
                f"<Message>{esc(e.message)}</Message></Error></Errors><RequestID>{request_id}</RequestID></Response>"
@@ -924,15 +996,18 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass  # the request log is kept in STATE, without headers
 
-    def send(self, status, ctype, body, request_id=None):
+    def send(self, status, ctype, body, request_id=None, headers=None):
         data = body.encode() if isinstance(body, str) else body
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         if request_id:
             self.send_header("x-amzn-RequestId", request_id)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":  # a HEAD answer has the head of a GET's, never its body
+            self.wfile.write(data)
 
     def read_body(self, cap):
         n = int(self.headers.get("Content-Length", "0") or "0")
@@ -962,9 +1037,16 @@ class Handler(BaseHTTPRequestHandler):
         with STATE.lock:
             STATE.counters["requests"] += 1
             region = "us-east-1" if service == "route53" else STATE.region
+        bname = path[1:].partition("/")[0] if service == "s3" else None
+        # HeadBucket names the bucket's region whatever it answers (200, 301, 400, 403), as S3 does.
+        head_bucket = service == "s3" and self.command == "HEAD" and s3_is_bucket_call(path)
+        region_hdr = {"x-amz-bucket-region": s3_bucket_region(bname)} \
+            if head_bucket and s3_bucket_region(bname) else {}
         try:
             if service == "ec2" and (self.command != "POST" or path != "/"):
                 raise ApiError(400, "InvalidAction", "EC2 takes form POSTs on /")
+            if service == "s3":
+                region = s3_check_region(self, bname)
             verify_sigv4(self, body, service, region)
             if service == "s3":
                 s3_check_payload(self, body)
@@ -975,7 +1057,7 @@ class Handler(BaseHTTPRequestHandler):
                 action, status, ctype, data = s3_dispatch(self, self.command, path, parts.query, body)
                 STATE.record({"service": service, "action": action, "status": status,
                               "key": s3_key(path, parts.query)})
-                return self.send(status, ctype, data, request_id)
+                return self.send(status, ctype, data, request_id, region_hdr)
             if service == "ec2":
                 action, text = ec2_dispatch(body)
             else:
@@ -993,7 +1075,8 @@ class Handler(BaseHTTPRequestHandler):
                 entry.update({"action": s3_action(self.command, path, action),
                               "key": s3_key(path, parts.query)})
             STATE.record(entry)
-            return self.send(e.status, "text/xml;charset=UTF-8", error_xml(service, e, request_id), request_id)
+            return self.send(e.status, "text/xml;charset=UTF-8", error_xml(service, e, request_id), request_id,
+                             {**region_hdr, **e.headers})
 
     def control(self, path, body):
         if path == "/_double/config" and self.command == "POST":
@@ -1036,7 +1119,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, "application/json", "{}")
         return self.send(404, "text/plain", "")
 
-    do_GET = do_POST = do_PUT = do_DELETE = handle_any
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = handle_any
 
 
 def cleanup():
