@@ -483,8 +483,9 @@ static void test_probe(void **state) {
         free_vectors(v, 3);
 }
 
-/* connect_to through kube_client_override: the server URL names api.internal of a cluster nobody resolves,
- * the connection goes to the replay server and the request names the URL's host. A bad value is refused. */
+/* connect_to through kube_client_override: the server URL names one host, the connection goes to the
+ * replay server and the request names the URL's host. A bad value is refused, and so is plain http to an
+ * address that is not loopback. */
 static void test_connect_to(void **state) {
         const char *names[] = { "kube/readyz-200.http" };
         char *v[1];
@@ -493,21 +494,56 @@ static void test_connect_to(void **state) {
         start_vectors(&o, names, 1, false, v, lens);
         KubeClient *c = NULL;
         char *err = NULL, to[256];
-        KubeClientConfig cfg = { .server = "http://api.internal.pk.invalid:443" };
+        KubeClientConfig cfg = { .server = "http://localhost:443" };
         assert_int_equal(kube_client_new(&cfg, &c, NULL), 0);
-        snprintf(to, sizeof(to), "api.internal.pk.invalid:443:%s", o.server + strlen("http://"));
+        snprintf(to, sizeof(to), "localhost:443:%s", o.server + strlen("http://"));
         assert_int_equal(kube_client_override(c, &(KubeClientConfig){ .connect_to = to }, &err), 0);
         assert_int_equal(kube_probe(c, "readyz", 0, &err), 0);
         size_t n;
         _cleanup_free_ char *log = replay_stop(&o, &n);
         assert_int_equal(n, 1);
-        assert_non_null(strstr(log, "Host: api.internal.pk.invalid:443\r\n"));
+        assert_non_null(strstr(log, "Host: localhost:443\r\n"));
         assert_int_equal(kube_client_override(c, &(KubeClientConfig){ .connect_to = "a b:1:c:2" }, &err),
                          -EINVAL);
         assert_string_equal(err, "invalid connect-to 'a b:1:c:2': want HOST:PORT:ADDRESS:PORT");
         free(err);
+        err = NULL;
+        assert_int_equal(
+            kube_client_override(c, &(KubeClientConfig){ .connect_to = "localhost:443:10.0.0.1:443" }, &err),
+            -EINVAL);
+        assert_non_null(strstr(err, "plain http is allowed only to a loopback address"));
+        free(err);
         kube_client_free(c);
         free_vectors(v, 1);
+}
+
+/* Plain http carries the API's answers (Secrets) readable: only to this machine, as the AWS client. */
+static void test_plain_http_only_on_loopback(void **state) {
+        static const struct {
+                const char *server;
+                bool ok;
+        } cases[] = {
+                { "http://127.0.0.1:8080", true },
+                { "http://[::1]:8080", true },
+                { "http://localhost", true },
+                { "https://api.internal.example.com", true },
+                { "https://10.0.0.1:443", true },
+                { "http://10.0.0.1:8080", false },
+                { "http://api.internal.example.com", false },
+                { "http://127.0.0.1.example.com", false },
+                { "ftp://127.0.0.1", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                KubeClient *c = NULL;
+                char *err = NULL;
+                int r = kube_client_new(&(KubeClientConfig){ .server = cases[i].server }, &c, &err);
+                if ((r >= 0) != cases[i].ok)
+                        fail_msg("'%s': %d %s", cases[i].server, r, strnull(err));
+                if (!cases[i].ok && startswith(cases[i].server, "http://"))
+                        assert_non_null(strstr(err, "plain http is allowed only for a loopback host"));
+                free(err);
+                kube_client_free(c);
+        }
 }
 
 static int pred_exists(const json_t *obj, void *userdata, char **why) {
@@ -700,6 +736,7 @@ int main(void) {
                 cmocka_unit_test(test_stop_ends_wait),
                 cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_connect_to),
+                cmocka_unit_test(test_plain_http_only_on_loopback),
                 cmocka_unit_test(test_poll_and_list),
                 cmocka_unit_test(test_wait_probe),
                 cmocka_unit_test(test_resources),
