@@ -64,8 +64,24 @@ void kube_json_erase(json_t *j);
  * data: the caller keeps it from logs. */
 int kube_get(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
              usec_t deadline, json_t **ret, char **ret_error);
-/* The list object (its "items"); ns NULL or "" for a namespaced kind: every namespace. label_selector may be
- * NULL. */
+#define KUBE_LIST_PAGE_SIZE 500U /* objects per page: ~2 MB of pods, far below KUBE_RESPONSE_MAX */
+#define KUBE_LIST_PAGES_MAX 100U /* pages of one list: a list that can grow without bound is an error */
+
+typedef struct KubeListOptions {
+        const char
+            *label_selector; /* "app.kubernetes.io/managed-by=protokube,k8s-app in (a,b)"; NULL: none */
+        const char *field_selector; /* "spec.nodeName=m1"; NULL: none */
+        unsigned page_size;         /* the limit of each request; 0: KUBE_LIST_PAGE_SIZE */
+        unsigned max_pages;         /* 0: KUBE_LIST_PAGES_MAX; more is PK_ETOOBIG */
+} KubeListOptions;
+
+/* The list object (its "items") of every page: GET of the collection with limit, the selectors and, while
+ * the server returns one, its continue token. One deadline bounds every page; a continue token that
+ * expired (410) starts the list again once. ns NULL or "" for a namespaced kind: every namespace. o may be
+ * NULL (no selectors). A list of Secrets has each page's body erased. */
+int kube_list_with(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+                   const KubeListOptions *o, usec_t deadline, json_t **ret, char **ret_error);
+/* kube_list_with() with a label selector only (may be NULL). */
 int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
               const char *label_selector, usec_t deadline, json_t **ret, char **ret_error);
 

@@ -68,9 +68,98 @@ int kube_get(KubeClient *c, const char *api_version, const char *kind, const cha
         return get_json(c, path, &ref, is_secret(res), deadline, ret, ret_error);
 }
 
-int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
-              const char *label_selector, usec_t deadline, json_t **ret, char **ret_error) {
-        _cleanup_free_ char *path = NULL, *sel = NULL;
+/* The collection's query: limit, the selectors and the continue token, each escaped. */
+static int list_query(const KubeListOptions *o, unsigned limit, const char *cont, char **path) {
+        const struct {
+                const char *key, *value;
+        } q[] = {
+                { "labelSelector", o->label_selector },
+                { "fieldSelector", o->field_selector },
+                { "continue", cont },
+        };
+        if (strextend_printf(path, "?limit=%u", limit) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(q); i++) {
+                if (!q[i].value)
+                        continue;
+                _cleanup_free_ char *e = kube_query_escape(q[i].value);
+                if (!e || strextend_printf(path, "&%s=%s", q[i].key, e) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* One page: its object, the items checked to be an array; *ret_continue points into it (NULL: the last). */
+static int list_page(KubeClient *c, const char *base, const KubeListOptions *o, unsigned limit,
+                     const char *cont, const KubeObjectRef *ref, bool secret, usec_t deadline, json_t **ret,
+                     const char **ret_continue, char **ret_error) {
+        _cleanup_free_ char *path = strdup(base);
+        json_t *page = NULL;
+        if (!path || list_query(o, limit, cont, &path) < 0)
+                return -ENOMEM;
+        int r = get_json(c, path, ref, secret, deadline, &page, ret_error);
+        if (r < 0)
+                return r;
+        const json_t *next = json_object_get(json_object_get(page, "metadata"), "continue");
+        if (!json_is_array(json_object_get(page, "items")) || (next && !json_is_string(next))) {
+                if (secret)
+                        kube_json_erase(page);
+                json_decref(page);
+                return error_setf(ret_error, PK_EMALFORMED, "%s: a page without an items array",
+                                  strnull(ref->what));
+        }
+        *ret = page;
+        *ret_continue = isempty(json_string_value(next)) ? NULL : json_string_value(next);
+        return 0;
+}
+
+static void list_drop(json_t *list, bool secret) {
+        if (secret)
+                kube_json_erase(list);
+        json_decref(list);
+}
+
+/* Every page, limit objects each, at most max_pages: the first page's object with every page's items. */
+static int list_pages(KubeClient *c, const char *base, const KubeListOptions *o, const KubeObjectRef *ref,
+                      bool secret, usec_t deadline, json_t **ret, char **ret_error) {
+        unsigned limit = o->page_size ?: KUBE_LIST_PAGE_SIZE,
+                 max_pages = o->max_pages ?: KUBE_LIST_PAGES_MAX;
+        json_t *all = NULL, *page = NULL;
+        const char *cont = NULL;
+        int r = list_page(c, base, o, limit, NULL, ref, secret, deadline, &all, &cont, ret_error);
+        if (r < 0)
+                return r;
+        for (unsigned n = 1; cont; n++) {
+                if (n >= max_pages) {
+                        list_drop(all, secret);
+                        return error_setf(ret_error, PK_ETOOBIG, "%s: more than %u pages of %u objects",
+                                          strnull(ref->what), max_pages, limit);
+                }
+                /* cont points into the previous page: kept until the next one is read */
+                json_t *prev = page;
+                r = list_page(c, base, o, limit, cont, ref, secret, deadline, &page, &cont, ret_error);
+                if (prev)
+                        list_drop(prev, secret);
+                if (r >= 0 &&
+                    json_array_extend(json_object_get(all, "items"), json_object_get(page, "items")) < 0)
+                        r = -ENOMEM;
+                if (r < 0) {
+                        list_drop(all, secret);
+                        return r;
+                }
+        }
+        if (page)
+                list_drop(page, secret);
+        json_t *meta = json_object_get(all, "metadata");
+        json_object_del(meta, "continue");
+        json_object_del(meta, "remainingItemCount");
+        *ret = all;
+        return 0;
+}
+
+int kube_list_with(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+                   const KubeListOptions *o, usec_t deadline, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
         const KubeResource *res;
         int r = kube_resource_find(api_version, kind, &res, ret_error);
         if (r < 0)
@@ -82,14 +171,28 @@ int kube_list(KubeClient *c, const char *api_version, const char *kind, const ch
         r = kube_resource_path(&all, isempty(ns) ? NULL : ns, NULL, &path, ret_error);
         if (r < 0)
                 return r;
-        if (label_selector) {
-                sel = kube_query_escape(label_selector);
-                if (!sel || strextend_printf(&path, "?labelSelector=%s", sel) < 0)
-                        return -ENOMEM;
-        }
         _cleanup_free_ char *what = strprintf("%s list%s%s", kind, isempty(ns) ? "" : " in ", strempty(ns));
+        if (!what)
+                return -ENOMEM;
         KubeObjectRef ref = { .what = what };
-        return get_json(c, path, &ref, is_secret(res), deadline, ret, ret_error);
+        /* one deadline for every page; a continue token the server let expire (410) starts the list again,
+         * once */
+        deadline = deadline ?: now(CLOCK_MONOTONIC) + c->retry.call_timeout;
+        r = list_pages(c, path, o ?: &(KubeListOptions){}, &ref, is_secret(res), deadline, ret, ret_error);
+        if (r == -ESTALE) {
+                free(*ret_error);
+                *ret_error = NULL;
+                r = list_pages(c, path, o ?: &(KubeListOptions){}, &ref, is_secret(res), deadline, ret,
+                               ret_error);
+        }
+        return r;
+}
+
+int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+              const char *label_selector, usec_t deadline, json_t **ret, char **ret_error) {
+        return kube_list_with(c, api_version, kind, ns,
+                              &(KubeListOptions){ .label_selector = label_selector }, deadline, ret,
+                              ret_error);
 }
 
 static int delete_body(const KubePreconditions *pre, char **ret) {
