@@ -11,6 +11,7 @@
 #include "basic/string-util.h"
 #include "kube/kube-internal.h"
 #include "shared/http-wire.h"
+#include "shared/json-secret.h"
 
 #define RETRY_AFTER_MAX (60 * USEC_PER_SEC)
 
@@ -268,9 +269,13 @@ int kube_call(KubeClient *c, const KubeCall *k, HttpResponse *ret, char **ret_er
 
 int kube_response_json(const HttpResponse *resp, const KubeObjectRef *ref, json_t **ret, char **ret_error) {
         json_error_t e;
-        json_t *j = json_loadb(resp->body, resp->body_len, 0, &e);
+        /* a Secret's body (the request said so): parsed without leaving copies in freed memory */
+        json_t *j = resp->sensitive ? json_loadb_secret(resp->body, resp->body_len, 0, &e)
+                                    : json_loadb(resp->body, resp->body_len, 0, &e);
         if (!json_is_object(j)) {
                 _cleanup_free_ char *who = kube_object_ref_to_string(ref);
+                if (resp->sensitive)
+                        json_erase_values(j);
                 json_decref(j);
                 /* e.text may quote the body: only the position is given */
                 return error_setf(ret_error, PK_EMALFORMED,

@@ -56,12 +56,9 @@ void kube_client_set_retry(KubeClient *c, const KubeRetryPolicy *p);
 int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error);
 const char *kube_client_server(const KubeClient *c);
 
-/* Overwrites every string in j (values, recursively; keys stay) before the caller drops it: for a Secret's
- * object, whose data jansson would otherwise free as it is. NULL is fine. */
-void kube_json_erase(json_t *j);
-
 /* The object, or -ENOENT (and a message) when it does not exist. Caller decrefs *ret; a Secret's holds its
- * data: the caller keeps it from logs. */
+ * data: the caller keeps it from logs and erases it before the decref (json_erase_values()). A Secret's
+ * body is parsed without leaving copies (shared/json-secret.h). */
 int kube_get(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
              usec_t deadline, json_t **ret, char **ret_error);
 #define KUBE_LIST_PAGE_SIZE 500U /* objects per page: ~2 MB of pods, far below KUBE_RESPONSE_MAX */

@@ -9,26 +9,10 @@
 #include "basic/string-util.h"
 #include "kube/kube-internal.h"
 #include "kube/kube-resource.h"
+#include "shared/json-secret.h"
 
 #define APPLY_CONTENT_TYPE "application/apply-patch+yaml"
 #define PROBE_TEXT_MAX     (64U * 1024U)
-
-void kube_json_erase(json_t *j) {
-        const char *key;
-        json_t *v;
-        size_t i;
-        if (json_is_string(j))
-                explicit_bzero((char *)json_string_value(j), json_string_length(j));
-        else if (json_is_object(j)) {
-                json_object_foreach(j, key, v) {
-                        kube_json_erase(v);
-                }
-        } else if (json_is_array(j)) {
-                json_array_foreach(j, i, v) {
-                        kube_json_erase(v);
-                }
-        }
-}
 
 static bool is_secret(const KubeResource *res) {
         return streq(res->api_version, "v1") && streq(res->kind, "Secret");
@@ -103,7 +87,7 @@ static int list_page(KubeClient *c, const char *base, const KubeListOptions *o, 
         const json_t *next = json_object_get(json_object_get(page, "metadata"), "continue");
         if (!json_is_array(json_object_get(page, "items")) || (next && !json_is_string(next))) {
                 if (secret)
-                        kube_json_erase(page);
+                        json_erase_values(page);
                 json_decref(page);
                 return error_setf(ret_error, PK_EMALFORMED, "%s: a page without an items array",
                                   strnull(ref->what));
@@ -115,7 +99,7 @@ static int list_page(KubeClient *c, const char *base, const KubeListOptions *o, 
 
 static void list_drop(json_t *list, bool secret) {
         if (secret)
-                kube_json_erase(list);
+                json_erase_values(list);
         json_decref(list);
 }
 
@@ -280,8 +264,8 @@ int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t dead
         if (r < 0)
                 return r;
         if (k.secret) {
-                kube_json_erase(json_object_get(obj, "data"));
-                kube_json_erase(json_object_get(obj, "stringData"));
+                json_erase_values(json_object_get(obj, "data"));
+                json_erase_values(json_object_get(obj, "stringData"));
                 json_object_del(obj, "data");
                 json_object_del(obj, "stringData");
         }

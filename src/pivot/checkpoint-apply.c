@@ -19,6 +19,7 @@
 #include "basic/strv.h"
 #include "pivot/checkpoint.h"
 #include "shared/crypto.h"
+#include "shared/json-secret.h"
 
 #define GEN_PREFIX   ".checkpoint."
 #define LINK_TMP     ".checkpoint-link.tmp"
@@ -205,7 +206,7 @@ static int fetch_volume(KubeClient *api, const char *ns, const CheckpointVolume 
         if (r >= 0 && !secret)
                 r = add_data(g, json_object_get(obj, "binaryData"), true, false, rel_dir, what, ret_error);
         if (secret)
-                kube_json_erase(obj);
+                json_erase_values(obj);
         json_decref(obj);
         return r;
 }

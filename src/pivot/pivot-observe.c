@@ -16,6 +16,7 @@
 #include "pivot/checkpoint.h"
 #include "pivot/pivot.h"
 #include "shared/crypto.h"
+#include "shared/json-secret.h"
 
 #define MASTERS_MAX 64
 
@@ -293,7 +294,7 @@ static int get_live(Pivot *p, const SelfHostedObject *o, json_t **ret, char **re
 
 static void live_free(const SelfHostedObject *o, json_t *live) {
         if (o->secret)
-                kube_json_erase(live);
+                json_erase_values(live);
         json_decref(live);
 }
 

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "kube/kube-resource.h"
 #include "kube/kube-status.h"
 #include "pki/pki-kubeconfig.h"
+#include "shared/json-secret.h"
 #include "vectors.h"
 
 #define MAX_REPLIES 32
@@ -712,6 +714,95 @@ static void test_list_selectors_and_bounds(void **state) {
         kube_fake_stop(&f);
 }
 
+/* A jansson allocator that looks at every block handed back: how many still hold the marker. */
+#define SECRET_MARKER "c2VjcmV0LW1hcmtlci0" /* base64 of "secret-marker-" */
+static unsigned freed_blocks, marked_blocks;
+
+static void *hook_malloc(size_t n) {
+        return malloc(n);
+}
+
+static void hook_free(void *p) {
+        if (!p)
+                return;
+        freed_blocks++;
+        if (memmem(p, malloc_usable_size(p), SECRET_MARKER, strlen(SECRET_MARKER)))
+                marked_blocks++;
+        free(p);
+}
+
+static void hook_begin(void) {
+        freed_blocks = marked_blocks = 0;
+        json_set_alloc_funcs(hook_malloc, hook_free);
+}
+
+static void hook_end(void) {
+        json_set_alloc_funcs(malloc, free);
+}
+
+/* A Secret's value, long enough that jansson's lexer grows its buffer (copy and free) many times. */
+static char *secret_value(void) {
+        char *v = malloc(4096);
+        assert_non_null(v);
+        strcpy(v, SECRET_MARKER);
+        for (size_t i = strlen(v); i < 4000; i++)
+                v[i] = (char)('A' + i % 26);
+        v[4000] = 0;
+        return v;
+}
+
+/* A Secret got from the API (a checkpoint's, the pivot's certificates) leaves no copy of its data in the
+ * memory jansson hands back: not while parsing, not when the caller erases and drops it. The same text
+ * parsed as any JSON does leave copies (the hook sees them): what the test looks for is there to find. */
+static void test_secret_parse_leaves_no_copies(void **state) {
+        _cleanup_free_ char *value = secret_value(), *text = NULL;
+        text = strprintf("[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"pki\", "
+                         "\"namespace\": \"kube-system\"}, \"data\": {\"tls.key\": \"%s\"}}]",
+                         value);
+        assert_non_null(text);
+
+        hook_begin();
+        json_t *plain = json_loads(text, 0, NULL);
+        json_erase_values(plain);
+        json_decref(plain);
+        hook_end();
+        assert_true(marked_blocks > 0); /* jansson's own lexer leaves them */
+
+        KubeFake f;
+        kube_fake_start(&f);
+        kube_fake_objects(&f, text);
+        KubeClient *c = NULL;
+        char *err = NULL;
+        json_t *obj = NULL;
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
+
+        hook_begin();
+        int r = kube_get(c, "v1", "Secret", "kube-system", "pki", 0, &obj, &err);
+        assert_int_equal(r, 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "data"), "tls.key")),
+                            value);
+        json_erase_values(obj);
+        json_decref(obj);
+        r = kube_list(c, "v1", "Secret", "kube-system", NULL, 0, &obj, &err);
+        assert_int_equal(r, 0);
+        assert_int_equal(json_array_size(json_object_get(obj, "items")), 1);
+        json_erase_values(obj);
+        json_decref(obj);
+        hook_end();
+        assert_true(freed_blocks > 0);
+        if (marked_blocks > 0)
+                fail_msg("%u of %u blocks jansson freed still held the Secret's value", marked_blocks,
+                         freed_blocks);
+
+        /* the erasing free is jansson's only while a secret is parsed */
+        json_malloc_t m;
+        json_free_t fr;
+        json_get_alloc_funcs(&m, &fr);
+        assert_true(fr == free);
+        kube_client_free(c);
+        kube_fake_stop(&f);
+}
+
 /* Not ready (etcd down, recorded), then ready; and never ready: the deadline, with the failing check. */
 static void test_wait_probe(void **state) {
         const char *names[] = { "kube/readyz-500.http", "kube/readyz-200.http" };
@@ -850,6 +941,7 @@ int main(void) {
                 cmocka_unit_test(test_poll_and_list),
                 cmocka_unit_test(test_list_pages_past_the_response_cap),
                 cmocka_unit_test(test_list_selectors_and_bounds),
+                cmocka_unit_test(test_secret_parse_leaves_no_copies),
                 cmocka_unit_test(test_wait_probe),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_documents),
