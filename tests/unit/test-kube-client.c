@@ -744,8 +744,8 @@ static void hook_end(void) {
 static char *secret_value(void) {
         char *v = malloc(4096);
         assert_non_null(v);
-        strcpy(v, SECRET_MARKER);
-        for (size_t i = strlen(v); i < 4000; i++)
+        memcpy(v, SECRET_MARKER, strlen(SECRET_MARKER));
+        for (size_t i = strlen(SECRET_MARKER); i < 4000; i++)
                 v[i] = (char)('A' + i % 26);
         v[4000] = 0;
         return v;

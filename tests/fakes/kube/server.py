@@ -21,8 +21,9 @@ Control (for the tests): POST /_fake/objects (a JSON array of objects, stored by
 name; uid and resourceVersion filled in when absent), POST /_fake/pods (generate pods: {"count", "namespace",
 "name", "labels", "node", "pad"}: name and node may hold "{i}"), POST /_fake/delete ({"apiVersion", "kind",
 "namespace", "name"}), POST /_fake/config (faults, merged: {"expire_continue": true} once; {"down": true}
-answers /readyz 500), GET /_fake/requests (every API request so far: method, path, query), POST
-/_fake/requests/clear. Run: server.py --port-file F [--listen ADDR]."""
+answers /readyz 500; {"rotate": "NS/NAME"}: each GET of that Secret has a new key "serial"), GET
+/_fake/requests (every API request so far: method, path, query), POST /_fake/requests/clear. Run: server.py
+--port-file F [--listen ADDR]."""
 import argparse
 import base64
 import json
@@ -30,6 +31,7 @@ import os
 import re
 import signal
 import threading
+import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -143,6 +145,7 @@ class State:
         self.rv = 1
         self.requests = []
         self.faults = {}
+        self.rotations = 0
 
     def put(self, obj):
         av, kind = obj.get("apiVersion"), obj.get("kind")
@@ -298,6 +301,11 @@ class Handler(BaseHTTPRequestHandler):
                 obj = STATE.objects.get((av, kind), {}).get((ns, name))
             if obj is None:
                 raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
+            if kind == "Secret" and STATE.faults.get("rotate") == f"{ns}/{name}":
+                with STATE.lock:
+                    STATE.rotations += 1
+                    obj = json.loads(json.dumps(obj))
+                    obj.setdefault("data", {})["serial"] = base64.b64encode(str(STATE.rotations).encode()).decode()
             return self.reply(200, obj)
         except ApiError as e:
             return self.reply(e.code, status(e.code, e.reason, e.message))
@@ -350,6 +358,16 @@ def main():
         threading.Thread(target=srv.shutdown, daemon=True).start()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    parent = os.getppid()
+
+    def orphaned():
+        # a test that failed before it stopped the double: it goes with its parent, bounded by the poll
+        for _ in range(4 * 3600 * 2):  # at most 4 hours
+            if os.getppid() != parent:
+                break
+            time.sleep(0.5)
+        stop()
+    threading.Thread(target=orphaned, daemon=True).start()
     tmp = args.port_file + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(str(srv.server_address[1]))
