@@ -115,6 +115,8 @@ static int list_pages(KubeClient *c, const char *base, const KubeListOptions *o,
                 return r;
         for (unsigned n = 1; cont; n++) {
                 if (n >= max_pages) {
+                        if (page)
+                                list_drop(page, secret);
                         list_drop(all, secret);
                         return error_setf(ret_error, PK_ETOOBIG, "%s: more than %u pages of %u objects",
                                           strnull(ref->what), max_pages, limit);
