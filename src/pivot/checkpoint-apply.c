@@ -254,9 +254,12 @@ static int component_missing(const CheckpointConfig *c, KubeClient *api, const j
         json_t *manifests = NULL;
         size_t i, j;
         const json_t *m, *pod;
-        int r = checkpoint_manifests(c, &manifests, ret_error);
-        if (r < 0)
+        _cleanup_free_ char *unreadable = NULL;
+        int r = checkpoint_manifests(c, &manifests, &unreadable);
+        if (r == -ENOMEM)
                 return r;
+        if (r < 0) /* nothing to keep of a checkpoint that cannot be read, nor activated: it is replaced */
+                return 0;
         json_array_foreach(manifests, i, m) {
                 const char *app = checkpoint_manifest_app(m),
                            *of = meta_str(m, "annotations", CHECKPOINT_OF);

@@ -383,6 +383,20 @@ static void test_deployment_moved(void **state) {
         assert_false(exists(f->state, "checkpoint/manifests/kube-scheduler-checkpoint.json"));
 }
 
+/* A current checkpoint that cannot be read (a manifest that is no JSON) keeps nothing: it does not hold
+ * back the refresh that replaces it (the Secret changed). */
+static void test_unreadable_checkpoint_replaced(void **state) {
+        Fixture *f = *state;
+        refresh_ok(f, "checkpoint of 2 pods written");
+        _cleanup_free_ char *m = path_of(f->state, "checkpoint/manifests/kube-apiserver-checkpoint.json");
+        assert_true(write_file_atomic(m, "{not json", 9, 0644, 0) >= 0);
+        kube_fake_post(&f->fake, "/_fake/config", "{\"rotate\": \"kube-system/kube-apiserver\"}");
+        refresh_ok(f, "checkpoint of 2 pods written");
+        _cleanup_free_ char *text = NULL;
+        assert_int_equal(read_full_file(m, 1 << 20, &text, NULL), 0);
+        assert_non_null(strstr(text, "\"kube-apiserver-checkpoint\""));
+}
+
 /* A stamp left by an earlier activation (its deactivation stopped between the manifests and the stamp) is
  * not this activation's: the pods' status from before it (Ready, started after the old stamp) does not
  * count as back, and the checkpoint stays active. */
@@ -416,6 +430,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_key_that_climbs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_failed_pod_keeps_its_component, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_deployment_moved, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unreadable_checkpoint_replaced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stale_activation_stamp, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
