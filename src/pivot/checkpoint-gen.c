@@ -237,9 +237,10 @@ static int sweep(int state_fd, const char *state_dir, const char *own, const cha
 }
 
 /* Points <state>/checkpoint at the generation: a symlink under a temporary name of its own, renamed over
- * the old one; *replaced gets what it named before. */
+ * the old one; *replaced gets what it named before, *ret_linked whether the link names the generation now
+ * (also when what follows the rename failed). */
 static int swap_link(int state_fd, const char *state_dir, const char *gen_name,
-                     char replaced[static GEN_NAME_MAX + 1], char **ret_error) {
+                     char replaced[static GEN_NAME_MAX + 1], bool *ret_linked, char **ret_error) {
         struct stat st;
         if (fstatat(state_fd, CHECKPOINT_LINK, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode))
                 return error_setf(ret_error, -EEXIST, "'%s/%s' is not a symlink to a generation: left alone",
@@ -258,6 +259,7 @@ static int swap_link(int state_fd, const char *state_dir, const char *gen_name,
                 r = -errno;
                 (void)unlinkat(state_fd, tmp, 0);
         }
+        *ret_linked = r >= 0;
         if (r >= 0 && fsync(state_fd) < 0)
                 r = -errno;
         if (r < 0)
@@ -276,13 +278,18 @@ int gen_commit(const Gen *g, const char *state_dir, const char *digest, char **r
                 return error_setf(ret_error, gen_fd, "cannot create a generation in '%s': %s", state_dir,
                                   pk_strerror(gen_fd));
         _cleanup_free_ char *dir = strprintf("%s/%s", state_dir, name);
-        if (!dir)
+        if (!dir) {
+                (void)rm_tree(state_dir, name);
                 return -ENOMEM;
+        }
+        bool linked = false;
         int r = write_gen(g, gen_fd, dir, digest, ret_error);
         if (r >= 0)
-                r = swap_link(state_fd, state_dir, name, replaced, ret_error);
+                r = swap_link(state_fd, state_dir, name, replaced, &linked, ret_error);
         if (r < 0) {
-                (void)rm_tree(state_dir, name); /* never a half checkpoint: the previous one stays current */
+                /* never a half checkpoint: the previous one stays current; one the link names stays */
+                if (!linked)
+                        (void)rm_tree(state_dir, name);
                 return r;
         }
         /* the new generation is current: a failed sweep leaves garbage, which the next one removes */
