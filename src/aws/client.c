@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "aws/client.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 
 #include "aws/sigv4.h"
 #include "basic/errors.h"
+#include "basic/in-addr-util.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
@@ -64,28 +64,6 @@ AwsClient *aws_client_free(AwsClient *c) {
         return NULL;
 }
 
-/* host is loopback: "localhost", an IPv4 address in 127.0.0.0/8, or "[::1]" (any spelling). Anything else,
- * "127.0.0.1.example.com" included, is a name some resolver could send elsewhere. */
-static bool host_is_loopback(const char *host, size_t len) {
-        char h[INET6_ADDRSTRLEN + 2];
-        struct in_addr a4;
-        struct in6_addr a6;
-
-        if (len == 0 || len >= sizeof(h))
-                return false;
-        memcpy(h, host, len);
-        h[len] = 0;
-        if (strcasecmp(h, "localhost") == 0)
-                return true;
-        if (inet_pton(AF_INET, h, &a4) == 1)
-                return (ntohl(a4.s_addr) >> 24) == 127;
-        if (h[0] == '[' && h[len - 1] == ']') {
-                h[len - 1] = 0;
-                return inet_pton(AF_INET6, h + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
-        }
-        return false;
-}
-
 /* Finds the host in the authority of an http(s) URL; refuses a port that is not a number, so that what we
  * judge is what shared/http.c connects to. */
 static int endpoint_authority(const char *authority, size_t len, size_t *ret_host_len) {
@@ -130,7 +108,7 @@ int aws_endpoint_check(const char *variable, const char *url, char **ret_error) 
                 why = "must be http(s)://HOST[:PORT][/PATH]";
         /* The signature and the session token travel in the headers: only TLS may carry them off this
          * machine. Plain http is for local doubles and proxies on loopback. */
-        else if (!https && !host_is_loopback(rest, host_len))
+        else if (!https && !in_addr_host_is_loopback(rest, host_len))
                 why = "plain http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost): use "
                       "https";
         if (!why)

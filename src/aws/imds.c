@@ -2,7 +2,6 @@
 #include "aws/imds.h"
 
 #include <jansson.h>
-#include <malloc.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,6 +9,7 @@
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
+#include "shared/json-secret.h"
 
 /* The metadata service answers in milliseconds; a host without one must not stall a pass. */
 #define IMDS_TIMEOUT         (2 * USEC_PER_SEC)
@@ -174,7 +174,7 @@ int aws_parse_iso8601(const char *s, usec_t *ret) {
 }
 
 static int parse_role_json(const char *text, AwsCredentials **ret) {
-        json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+        json_t *j = json_loadb_secret(text, strlen(text), JSON_REJECT_DUPLICATES, NULL);
         const char *code, *id, *secret, *token, *exp;
         usec_t expiration;
         int r = PK_EMALFORMED;
@@ -198,25 +198,8 @@ static int parse_role_json(const char *text, AwsCredentials **ret) {
                 } else if (r == -EINVAL)
                         r = PK_EMALFORMED;
         }
-        json_decref(j); /* erased: see parse_role_document() */
-        return r;
-}
-
-/* jansson copies the document into its lexer buffers and string values and frees them as they are. While a
- * credential document is parsed, its allocations are erased on free (malloc_usable_size: jansson's free
- * hook is given no size). The daemon is single-threaded, so the swap is seen by this parse only. */
-static void free_erase_usable(void *p) {
-        if (p)
-                erase_and_free(p, malloc_usable_size(p));
-}
-
-static int parse_role_document(const char *text, AwsCredentials **ret) {
-        json_malloc_t saved_malloc;
-        json_free_t saved_free;
-        json_get_alloc_funcs(&saved_malloc, &saved_free);
-        json_set_alloc_funcs(malloc, free_erase_usable);
-        int r = parse_role_json(text, ret);
-        json_set_alloc_funcs(saved_malloc, saved_free);
+        json_erase_values(j);
+        json_decref(j);
         return r;
 }
 
@@ -236,7 +219,7 @@ int aws_imds_role_credentials(AwsImds *m, AwsCredentials **ret, char **ret_error
         r = aws_imds_get(m, path, &doc, ret_error);
         if (r < 0)
                 return r;
-        r = parse_role_document(doc, ret);
+        r = parse_role_json(doc, ret);
         string_free_erase(doc);
         if (r < 0 && ret_error && !*ret_error)
                 *ret_error = strprintf("instance role '%s' credentials: %s", roles,

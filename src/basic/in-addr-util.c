@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int in_addr_literal_parse(const char *s, char **ret_canonical) {
         unsigned char buf[sizeof(struct in6_addr)];
@@ -34,4 +35,25 @@ int in_addr_literal_parse(const char *s, char **ret_canonical) {
 
 bool in_addr_literal_valid(const char *s) {
         return in_addr_literal_parse(s, NULL) > 0;
+}
+
+bool in_addr_host_is_loopback(const char *host, size_t len) {
+        char h[INET6_ADDRSTRLEN + 2];
+        struct in_addr a4;
+        struct in6_addr a6;
+
+        if (!host || len == 0 || len >= sizeof(h))
+                return false;
+        memcpy(h, host, len);
+        h[len] = 0;
+        if (strcasecmp(h, "localhost") == 0)
+                return true;
+        if (inet_pton(AF_INET, h, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) == 127;
+        const char *v6 = h;
+        if (h[0] == '[' && h[len - 1] == ']') {
+                h[len - 1] = 0;
+                v6 = h + 1;
+        }
+        return inet_pton(AF_INET6, v6, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }

@@ -4,6 +4,7 @@
 /* IP address literals as they enter from outside (options, environment, detection, pool records). */
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Longest literal accepted: INET6_ADDRSTRLEN - 1 (an IPv4-mapped IPv6 address in full). */
 #define IN_ADDR_LITERAL_MAX 45
@@ -14,3 +15,9 @@
  * not one. */
 int in_addr_literal_parse(const char *s, char **ret_canonical);
 bool in_addr_literal_valid(const char *s);
+
+/* Whether host names this machine for certain: "localhost" (any case), an IPv4 address in 127.0.0.0/8, or
+ * the IPv6 loopback address (any spelling, with or without brackets). Anything else, "127.0.0.1.example.com"
+ * included, is a name some resolver could send elsewhere. len: host's length (it need not end there). Plain
+ * http is allowed only to such a host: what travels in the clear never leaves the machine. */
+bool in_addr_host_is_loopback(const char *host, size_t len);

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "kube/kube-client.h"
 #include "model/pki-layout.h"
+#include "shared/json-secret.h"
 
 #define KUBE_INPUT_MAX (4U * 1024U * 1024U)
 
@@ -175,7 +176,7 @@ int verb_kube_get(CliContext *ctx, char **args) {
                 return log_error_errno(r, "%s", strnull(err)), EXIT_ERROR;
         json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
         putchar('\n');
-        kube_json_erase(obj); /* a Secret's data: printed as asked, not left in freed memory */
+        json_erase_values(obj); /* a Secret's data: printed as asked, not left in freed memory */
         json_decref(obj);
         return EXIT_SUCCESS;
 }

@@ -5,10 +5,13 @@
 #include <string.h>
 
 #include "basic/errors.h"
+#include "basic/in-addr-util.h"
 #include "basic/parse-util.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "kube/kube-internal.h"
+#include "shared/http-wire.h"
+#include "shared/json-secret.h"
 
 #define RETRY_AFTER_MAX (60 * USEC_PER_SEC)
 
@@ -33,10 +36,19 @@ KubeClient *kube_client_free(KubeClient *c) {
 }
 
 static int set_server(KubeClient *c, const char *server, char **ret_error) {
+        HttpUrl u;
         if (isempty(server) || string_has_cc(server) || strlen(server) > 2048 || strpbrk(server, " ?#") ||
-            (!startswith(server, "https://") && !startswith(server, "http://")))
+            http_url_parse(server, &u) < 0)
                 return error_setf(ret_error, -EINVAL,
                                   "invalid API server URL '%s': want https://HOST[:PORT]", strnull(server));
+        /* Client certificates prove who we are, but on plain http the API's answers (Secrets) and our
+         * requests travel readable and unauthenticated: only a server on this machine may be spoken to so
+         * (a test's double). */
+        if (!u.tls && !in_addr_host_is_loopback(u.host, strlen(u.host)))
+                return error_setf(ret_error, -EINVAL,
+                                  "API server URL '%s': plain http is allowed only for a loopback host "
+                                  "(127.0.0.0/8, ::1, localhost): use https",
+                                  server);
         char *s = strdup(server);
         if (!s)
                 return -ENOMEM;
@@ -46,6 +58,17 @@ static int set_server(KubeClient *c, const char *server, char **ret_error) {
         free(c->server);
         c->server = s;
         return 0;
+}
+
+/* The address of "HOST:PORT:ADDR:PORT" (HOST and ADDR may be bracketed IPv6 literals) is loopback. */
+static bool connect_to_is_loopback(const char *to) {
+        const char *p = to;
+        if (*p == '[' && !(p = strchr(p, ']')))
+                return false;
+        if (!(p = strchr(p, ':')) || !(p = strchr(p + 1, ':')))
+                return false;
+        const char *addr = p + 1, *end = strrchr(addr, ':');
+        return end && in_addr_host_is_loopback(addr, (size_t)(end - addr));
 }
 
 int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error) {
@@ -65,6 +88,12 @@ int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_
                 if (free_and_strdup(&c->connect_to, cfg->connect_to) < 0)
                         return -ENOMEM;
         }
+        if (c->connect_to && c->server && startswith(c->server, "http://") &&
+            !connect_to_is_loopback(c->connect_to))
+                return error_setf(ret_error, -EINVAL,
+                                  "connect-to '%s' with the plain http server '%s': plain http is allowed "
+                                  "only to a loopback address",
+                                  c->connect_to, c->server);
         if (!c->cert_file != !c->key_file)
                 return error_setf(ret_error, -EINVAL,
                                   "a client certificate needs its key (and the other "
@@ -240,9 +269,13 @@ int kube_call(KubeClient *c, const KubeCall *k, HttpResponse *ret, char **ret_er
 
 int kube_response_json(const HttpResponse *resp, const KubeObjectRef *ref, json_t **ret, char **ret_error) {
         json_error_t e;
-        json_t *j = json_loadb(resp->body, resp->body_len, 0, &e);
+        /* a Secret's body (the request said so): parsed without leaving copies in freed memory */
+        json_t *j = resp->sensitive ? json_loadb_secret(resp->body, resp->body_len, 0, &e)
+                                    : json_loadb(resp->body, resp->body_len, 0, &e);
         if (!json_is_object(j)) {
                 _cleanup_free_ char *who = kube_object_ref_to_string(ref);
+                if (resp->sensitive)
+                        json_erase_values(j);
                 json_decref(j);
                 /* e.text may quote the body: only the position is given */
                 return error_setf(ret_error, PK_EMALFORMED,

@@ -56,16 +56,29 @@ void kube_client_set_retry(KubeClient *c, const KubeRetryPolicy *p);
 int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error);
 const char *kube_client_server(const KubeClient *c);
 
-/* Overwrites every string in j (values, recursively; keys stay) before the caller drops it: for a Secret's
- * object, whose data jansson would otherwise free as it is. NULL is fine. */
-void kube_json_erase(json_t *j);
-
 /* The object, or -ENOENT (and a message) when it does not exist. Caller decrefs *ret; a Secret's holds its
- * data: the caller keeps it from logs. */
+ * data: the caller keeps it from logs and erases it before the decref (json_erase_values()). A Secret's
+ * body is parsed without leaving copies (shared/json-secret.h). */
 int kube_get(KubeClient *c, const char *api_version, const char *kind, const char *ns, const char *name,
              usec_t deadline, json_t **ret, char **ret_error);
-/* The list object (its "items"); ns NULL or "" for a namespaced kind: every namespace. label_selector may be
- * NULL. */
+#define KUBE_LIST_PAGE_SIZE 500U /* objects per page: ~2 MB of pods, far below KUBE_RESPONSE_MAX */
+#define KUBE_LIST_PAGES_MAX 100U /* pages of one list: a list that can grow without bound is an error */
+
+typedef struct KubeListOptions {
+        const char
+            *label_selector; /* "app.kubernetes.io/managed-by=protokube,k8s-app in (a,b)"; NULL: none */
+        const char *field_selector; /* "spec.nodeName=m1"; NULL: none */
+        unsigned page_size;         /* the limit of each request; 0: KUBE_LIST_PAGE_SIZE */
+        unsigned max_pages;         /* 0: KUBE_LIST_PAGES_MAX; more is PK_ETOOBIG */
+} KubeListOptions;
+
+/* The list object (its "items") of every page: GET of the collection with limit, the selectors and, while
+ * the server returns one, its continue token. One deadline bounds every page; a continue token that
+ * expired (410) starts the list again once. ns NULL or "" for a namespaced kind: every namespace. o may be
+ * NULL (no selectors). A list of Secrets has each page's body erased. */
+int kube_list_with(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+                   const KubeListOptions *o, usec_t deadline, json_t **ret, char **ret_error);
+/* kube_list_with() with a label selector only (may be NULL). */
 int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
               const char *label_selector, usec_t deadline, json_t **ret, char **ret_error);
 

@@ -9,26 +9,10 @@
 #include "basic/string-util.h"
 #include "kube/kube-internal.h"
 #include "kube/kube-resource.h"
+#include "shared/json-secret.h"
 
 #define APPLY_CONTENT_TYPE "application/apply-patch+yaml"
 #define PROBE_TEXT_MAX     (64U * 1024U)
-
-void kube_json_erase(json_t *j) {
-        const char *key;
-        json_t *v;
-        size_t i;
-        if (json_is_string(j))
-                explicit_bzero((char *)json_string_value(j), json_string_length(j));
-        else if (json_is_object(j)) {
-                json_object_foreach(j, key, v) {
-                        kube_json_erase(v);
-                }
-        } else if (json_is_array(j)) {
-                json_array_foreach(j, i, v) {
-                        kube_json_erase(v);
-                }
-        }
-}
 
 static bool is_secret(const KubeResource *res) {
         return streq(res->api_version, "v1") && streq(res->kind, "Secret");
@@ -68,9 +52,100 @@ int kube_get(KubeClient *c, const char *api_version, const char *kind, const cha
         return get_json(c, path, &ref, is_secret(res), deadline, ret, ret_error);
 }
 
-int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
-              const char *label_selector, usec_t deadline, json_t **ret, char **ret_error) {
-        _cleanup_free_ char *path = NULL, *sel = NULL;
+/* The collection's query: limit, the selectors and the continue token, each escaped. */
+static int list_query(const KubeListOptions *o, unsigned limit, const char *cont, char **path) {
+        const struct {
+                const char *key, *value;
+        } q[] = {
+                { "labelSelector", o->label_selector },
+                { "fieldSelector", o->field_selector },
+                { "continue", cont },
+        };
+        if (strextend_printf(path, "?limit=%u", limit) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(q); i++) {
+                if (!q[i].value)
+                        continue;
+                _cleanup_free_ char *e = kube_query_escape(q[i].value);
+                if (!e || strextend_printf(path, "&%s=%s", q[i].key, e) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* One page: its object, the items checked to be an array; *ret_continue points into it (NULL: the last). */
+static int list_page(KubeClient *c, const char *base, const KubeListOptions *o, unsigned limit,
+                     const char *cont, const KubeObjectRef *ref, bool secret, usec_t deadline, json_t **ret,
+                     const char **ret_continue, char **ret_error) {
+        _cleanup_free_ char *path = strdup(base);
+        json_t *page = NULL;
+        if (!path || list_query(o, limit, cont, &path) < 0)
+                return -ENOMEM;
+        int r = get_json(c, path, ref, secret, deadline, &page, ret_error);
+        if (r < 0)
+                return r;
+        const json_t *next = json_object_get(json_object_get(page, "metadata"), "continue");
+        if (!json_is_array(json_object_get(page, "items")) || (next && !json_is_string(next))) {
+                if (secret)
+                        json_erase_values(page);
+                json_decref(page);
+                return error_setf(ret_error, PK_EMALFORMED, "%s: a page without an items array",
+                                  strnull(ref->what));
+        }
+        *ret = page;
+        *ret_continue = isempty(json_string_value(next)) ? NULL : json_string_value(next);
+        return 0;
+}
+
+static void list_drop(json_t *list, bool secret) {
+        if (secret)
+                json_erase_values(list);
+        json_decref(list);
+}
+
+/* Every page, limit objects each, at most max_pages: the first page's object with every page's items. */
+static int list_pages(KubeClient *c, const char *base, const KubeListOptions *o, const KubeObjectRef *ref,
+                      bool secret, usec_t deadline, json_t **ret, char **ret_error) {
+        unsigned limit = o->page_size ?: KUBE_LIST_PAGE_SIZE,
+                 max_pages = o->max_pages ?: KUBE_LIST_PAGES_MAX;
+        json_t *all = NULL, *page = NULL;
+        const char *cont = NULL;
+        int r = list_page(c, base, o, limit, NULL, ref, secret, deadline, &all, &cont, ret_error);
+        if (r < 0)
+                return r;
+        for (unsigned n = 1; cont; n++) {
+                if (n >= max_pages) {
+                        if (page)
+                                list_drop(page, secret);
+                        list_drop(all, secret);
+                        return error_setf(ret_error, PK_ETOOBIG, "%s: more than %u pages of %u objects",
+                                          strnull(ref->what), max_pages, limit);
+                }
+                /* cont points into the previous page: kept until the next one is read */
+                json_t *prev = page;
+                r = list_page(c, base, o, limit, cont, ref, secret, deadline, &page, &cont, ret_error);
+                if (prev)
+                        list_drop(prev, secret);
+                if (r >= 0 &&
+                    json_array_extend(json_object_get(all, "items"), json_object_get(page, "items")) < 0)
+                        r = -ENOMEM;
+                if (r < 0) {
+                        list_drop(all, secret);
+                        return r;
+                }
+        }
+        if (page)
+                list_drop(page, secret);
+        json_t *meta = json_object_get(all, "metadata");
+        json_object_del(meta, "continue");
+        json_object_del(meta, "remainingItemCount");
+        *ret = all;
+        return 0;
+}
+
+int kube_list_with(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+                   const KubeListOptions *o, usec_t deadline, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
         const KubeResource *res;
         int r = kube_resource_find(api_version, kind, &res, ret_error);
         if (r < 0)
@@ -82,14 +157,28 @@ int kube_list(KubeClient *c, const char *api_version, const char *kind, const ch
         r = kube_resource_path(&all, isempty(ns) ? NULL : ns, NULL, &path, ret_error);
         if (r < 0)
                 return r;
-        if (label_selector) {
-                sel = kube_query_escape(label_selector);
-                if (!sel || strextend_printf(&path, "?labelSelector=%s", sel) < 0)
-                        return -ENOMEM;
-        }
         _cleanup_free_ char *what = strprintf("%s list%s%s", kind, isempty(ns) ? "" : " in ", strempty(ns));
+        if (!what)
+                return -ENOMEM;
         KubeObjectRef ref = { .what = what };
-        return get_json(c, path, &ref, is_secret(res), deadline, ret, ret_error);
+        /* one deadline for every page; a continue token the server let expire (410) starts the list again,
+         * once */
+        deadline = deadline ?: now(CLOCK_MONOTONIC) + c->retry.call_timeout;
+        r = list_pages(c, path, o ?: &(KubeListOptions){}, &ref, is_secret(res), deadline, ret, ret_error);
+        if (r == -ESTALE) {
+                free(*ret_error);
+                *ret_error = NULL;
+                r = list_pages(c, path, o ?: &(KubeListOptions){}, &ref, is_secret(res), deadline, ret,
+                               ret_error);
+        }
+        return r;
+}
+
+int kube_list(KubeClient *c, const char *api_version, const char *kind, const char *ns,
+              const char *label_selector, usec_t deadline, json_t **ret, char **ret_error) {
+        return kube_list_with(c, api_version, kind, ns,
+                              &(KubeListOptions){ .label_selector = label_selector }, deadline, ret,
+                              ret_error);
 }
 
 static int delete_body(const KubePreconditions *pre, char **ret) {
@@ -177,8 +266,8 @@ int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t dead
         if (r < 0)
                 return r;
         if (k.secret) {
-                kube_json_erase(json_object_get(obj, "data"));
-                kube_json_erase(json_object_get(obj, "stringData"));
+                json_erase_values(json_object_get(obj, "data"));
+                json_erase_values(json_object_get(obj, "stringData"));
                 json_object_del(obj, "data");
                 json_object_del(obj, "stringData");
         }

@@ -8,19 +8,21 @@
 #include "basic/string-util.h"
 
 static const KubeResource resources[] = {
-        { "v1", "Namespace", "namespaces", false },
-        { "v1", "ConfigMap", "configmaps", true },
-        { "v1", "Secret", "secrets", true },
-        { "v1", "ServiceAccount", "serviceaccounts", true },
-        { "v1", "Service", "services", true },
-        { "v1", "Pod", "pods", true },
-        { "v1", "Node", "nodes", false },
-        { "apps/v1", "DaemonSet", "daemonsets", true },
-        { "apps/v1", "Deployment", "deployments", true },
-        { "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false },
-        { "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false },
-        { "rbac.authorization.k8s.io/v1", "Role", "roles", true },
-        { "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true },
+        { "v1", "Namespace", "namespaces", false, KUBE_NAME_DNS_LABEL },
+        { "v1", "ConfigMap", "configmaps", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "v1", "Secret", "secrets", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "v1", "ServiceAccount", "serviceaccounts", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "v1", "Service", "services", true, KUBE_NAME_DNS1035_LABEL },
+        { "v1", "Pod", "pods", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "v1", "Node", "nodes", false, KUBE_NAME_DNS_SUBDOMAIN },
+        { "apps/v1", "DaemonSet", "daemonsets", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "apps/v1", "Deployment", "deployments", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "apps/v1", "ReplicaSet", "replicasets", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false, KUBE_NAME_RBAC },
+        { "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false,
+          KUBE_NAME_RBAC },
+        { "rbac.authorization.k8s.io/v1", "Role", "roles", true, KUBE_NAME_RBAC },
+        { "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true, KUBE_NAME_RBAC },
 };
 
 int kube_resource_find(const char *api_version, const char *kind, const KubeResource **ret,
@@ -39,30 +41,21 @@ int kube_resource_find(const char *api_version, const char *kind, const KubeReso
                 return error_setf(ret_error, -EINVAL, "kind '%s' is not served as apiVersion '%s' here",
                                   kind, strnull(api_version));
         return error_setf(ret_error, -EINVAL,
-                          "unknown kind '%s' (apiVersion '%s'): protokube writes only Namespace, ConfigMap, "
-                          "Secret, ServiceAccount, Service, Pod, Node, DaemonSet, Deployment, ClusterRole, "
-                          "ClusterRoleBinding, Role, RoleBinding",
+                          "unknown kind '%s' (apiVersion '%s'): protokube knows only Namespace, ConfigMap, "
+                          "Secret, ServiceAccount, Service, Pod, Node, DaemonSet, Deployment, ReplicaSet, "
+                          "ClusterRole, ClusterRoleBinding, Role, RoleBinding",
                           strnull(kind), strnull(api_version));
-}
-
-bool kube_name_is_valid(const char *name) {
-        size_t n = name ? strlen(name) : 0;
-        if (n == 0 || n > 253 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789.:-") != n)
-                return false;
-        /* ".." would climb the path; a name starting with '.' is not a DNS subdomain either */
-        return name[0] != '.' && name[0] != '-' && !strstr(name, "..");
 }
 
 int kube_resource_path(const KubeResource *res, const char *ns, const char *name, char **ret,
                        char **ret_error) {
-        if (res->namespaced &&
-            (isempty(ns) || !kube_name_is_valid(ns) || strchr(ns, ':') || strchr(ns, '.')))
+        if (res->namespaced && !kube_name_valid(KUBE_NAME_DNS_LABEL, ns))
                 return error_setf(ret_error, -EINVAL, "%s: invalid namespace '%s'", res->kind, strnull(ns));
         if (!res->namespaced && !isempty(ns))
                 return error_setf(ret_error, -EINVAL, "%s is cluster-scoped: no namespace ('%s') allowed",
                                   res->kind, ns);
-        if (name && !kube_name_is_valid(name))
-                return error_setf(ret_error, -EINVAL, "%s: invalid name '%s'", res->kind, name);
+        if (name && !kube_name_valid(res->name_rule, name))
+                return kube_name_check(res->name_rule, res->kind, name, ret_error);
         const char *slash = strchr(res->api_version, '/');
         _cleanup_free_ char *base =
             slash ? strjoin("/apis/", res->api_version) : strjoin("/api/", res->api_version);

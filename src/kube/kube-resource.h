@@ -7,11 +7,14 @@
 
 #include <stdbool.h>
 
+#include "kube/kube-name.h"
+
 typedef struct KubeResource {
         const char *api_version; /* "v1", "apps/v1", "rbac.authorization.k8s.io/v1" */
         const char *kind;        /* "ConfigMap" */
         const char *plural;      /* "configmaps" */
         bool namespaced;
+        KubeNameRule name_rule; /* Kubernetes' rule for the kind's names */
 } KubeResource;
 
 /* The table's row, or -EINVAL with *ret_error naming the apiVersion and kind. */
@@ -20,10 +23,7 @@ int kube_resource_find(const char *api_version, const char *kind, const KubeReso
 
 /* "/api/v1/namespaces/NS/configmaps[/NAME]" or "/apis/GROUP/VERSION/..." (name NULL: the collection).
  * For a namespaced kind ns is required ("" or NULL: -EINVAL), for a cluster-scoped one it must be NULL or
- * "". Names and namespaces are checked as DNS subdomains (RFC 1123, at most 253 characters; also ':' for
- * RBAC names like "system:masters"), so nothing from outside can change the path. Caller frees *ret. */
+ * "". Names are checked by their kind's rule (kube-name.h), namespaces as DNS-1123 labels, so nothing from
+ * outside can change the path. Caller frees *ret. */
 int kube_resource_path(const KubeResource *res, const char *ns, const char *name, char **ret,
                        char **ret_error);
-
-/* True when name may appear in a path: 1-253 characters of [a-z0-9.:-] (RBAC names add ':'). */
-bool kube_name_is_valid(const char *name);

@@ -9,6 +9,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "kube/kube-client.h"
+#include "shared/json-secret.h"
 
 #define STATUS_TEXT_MAX   512U /* a message or a cause, as quoted */
 #define STATUS_CAUSES_MAX 8U
@@ -86,11 +87,15 @@ static int append_causes(char **s, const json_t *causes, bool secret) {
 }
 
 /* The Status in body, or NULL when it is none (not JSON, not an object of kind Status, too big). */
-static json_t *status_parse(const char *body, size_t len) {
+static json_t *status_parse(const char *body, size_t len, bool secret) {
         if (!body || len == 0 || len > KUBE_STATUS_MAX)
                 return NULL;
-        json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+        /* a Secret's answer that is no Status is the Secret: parsed without leaving copies */
+        json_t *j = secret ? json_loadb_secret(body, len, JSON_REJECT_DUPLICATES, NULL)
+                           : json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
         if (!json_is_object(j) || !streq(strempty(json_str(j, "kind")), "Status")) {
+                if (secret)
+                        json_erase_values(j);
                 json_decref(j);
                 return NULL;
         }
@@ -125,7 +130,7 @@ static int status_format(long http_status, const json_t *st, size_t len, const K
 
 int kube_status_error(long http_status, const char *body, size_t len, const KubeObjectRef *ref, bool secret,
                       char **ret_error) {
-        json_t *st = status_parse(body, len);
+        json_t *st = status_parse(body, len, secret);
         /* A Status' own code wins only when it agrees in class: the HTTP status is what happened. */
         int r = kube_status_to_errno(http_status, json_str(st, "reason"));
         if (r == 0)
@@ -138,7 +143,7 @@ int kube_status_error(long http_status, const char *body, size_t len, const Kube
                 }
         }
         if (secret)
-                kube_json_erase(st); /* its message may quote the value */
+                json_erase_values(st); /* its message may quote the value */
         json_decref(st);
         return r;
 }

@@ -17,14 +17,18 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "kube/kube-name.h"
+#include "pivot/checkpoint-internal.h"
 #include "pivot/checkpoint.h"
 #include "shared/crypto.h"
+#include "shared/json-secret.h"
 
-#define GEN_PREFIX   ".checkpoint."
-#define LINK_TMP     ".checkpoint-link.tmp"
 #define PROC_MAX     (1U << 20) /* entries of /proc looked at: bounded */
-#define SELECTOR     "app.kubernetes.io/managed-by=protokube"
 #define MIRROR_ANNOT "kubernetes.io/config.mirror"
+/* this node's pods of the components, not one of the cluster's other pods */
+#define SELECTOR                                                                                     \
+        "app.kubernetes.io/managed-by=protokube,k8s-app in (kube-apiserver,kube-controller-manager," \
+        "kube-scheduler)"
 
 static const char *const step_names[_CHECKPOINT_STEP_MAX] = {
         [CHECKPOINT_STEP_REFRESH] = "refresh",
@@ -37,33 +41,24 @@ const char *checkpoint_step_to_string(CheckpointStep s) {
         return s >= 0 && s < _CHECKPOINT_STEP_MAX ? step_names[s] : NULL;
 }
 
-/* The self-hosted control plane: what a master needs to serve the API again (kube-proxy is not). */
-static const char *const components[] = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" };
-
+/* metadata.<map>.<key>, or metadata.<key> when map is NULL. */
 static const char *meta_str(const json_t *obj, const char *map, const char *key) {
-        return json_string_value(
-            json_object_get(json_object_get(json_object_get(obj, "metadata"), map), key));
+        const json_t *meta = json_object_get(obj, "metadata");
+        return json_string_value(json_object_get(map ? json_object_get(meta, map) : meta, key));
 }
 
-static bool is_component(const char *app) {
-        for (size_t i = 0; app && i < ELEMENTSOF(components); i++)
-                if (streq(app, components[i]))
-                        return true;
-        return false;
-}
-
-/* A self-hosted control-plane pod the API placed on this node: not a mirror pod (a static pod's, the
- * checkpoint's own included) and not a checkpoint. */
-/* A self-hosted control-plane pod on node that may still run. A pod in a terminal phase (Failed,
- * Succeeded) never runs again: kubelet 1.20 fails a pod it admits before its view of the Node has the master
- * label (NodeAffinity), the ReplicaSet replaces it and the failed object stays until the pod GC, which would
- * keep every refresh waiting. */
+/* A self-hosted control-plane pod the API placed on node that may still run: not a mirror pod (a static
+ * pod's, the checkpoint's own included) and not a checkpoint. A pod in a terminal phase (Failed, Succeeded)
+ * never runs again: kubelet 1.20 fails a pod it admits before its view of the Node has the master label
+ * (NodeAffinity), the ReplicaSet replaces it and the failed object stays until the pod GC, which would keep
+ * every refresh waiting. Until its replacement is here, its component stays in the checkpoint
+ * (component_missing()). */
 static bool is_self_hosted_here(const json_t *pod, const char *node) {
         const char *on = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
         const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
         if (phase && (streq(phase, "Failed") || streq(phase, "Succeeded")))
                 return false;
-        return on && streq(on, node) && is_component(meta_str(pod, "labels", "k8s-app")) &&
+        return on && streq(on, node) && checkpoint_is_component(meta_str(pod, "labels", "k8s-app")) &&
                !meta_str(pod, "labels", CHECKPOINT_LABEL) && !meta_str(pod, "annotations", MIRROR_ANNOT);
 }
 
@@ -81,67 +76,6 @@ static bool pod_ready(const json_t *pod) {
         return false;
 }
 
-/* A file (data != NULL) or a directory (data NULL) of a generation, held in memory until all is fetched:
- * nothing is written before every object was read. */
-typedef struct GenFile {
-        char *rel;
-        uint8_t *data;
-        size_t len;
-        mode_t mode;
-        bool secret;
-} GenFile;
-
-typedef struct Gen {
-        GenFile *files;
-        size_t n;
-} Gen;
-
-static void gen_done(Gen *g) {
-        for (size_t i = 0; i < g->n; i++) {
-                if (g->files[i].secret)
-                        erase_and_free(g->files[i].data, g->files[i].len);
-                else
-                        free(g->files[i].data);
-                free(g->files[i].rel);
-        }
-        free(g->files);
-        *g = (Gen){};
-}
-
-/* Takes rel and data, also on failure. */
-static int gen_add(Gen *g, char *rel, uint8_t *data, size_t len, mode_t mode, bool secret) {
-        GenFile *f = g->n < CHECKPOINT_FILES_MAX ? reallocarray(g->files, g->n + 1, sizeof(*f)) : NULL;
-        if (!f || !rel) {
-                if (secret && data)
-                        erase_and_free(data, len);
-                else
-                        free(data);
-                free(rel);
-                return g->n >= CHECKPOINT_FILES_MAX ? -E2BIG : -ENOMEM;
-        }
-        g->files = f;
-        g->files[g->n++] = (GenFile){ .rel = rel, .data = data, .len = len, .mode = mode, .secret = secret };
-        return 0;
-}
-
-static bool gen_has(const Gen *g, const char *rel) {
-        for (size_t i = 0; i < g->n; i++)
-                if (streq(g->files[i].rel, rel))
-                        return true;
-        return false;
-}
-
-/* A key of a Secret or ConfigMap becomes a file name: the API's own rule ([-._a-zA-Z0-9]+), no dot names. */
-static bool key_ok(const char *k) {
-        if (isempty(k) || streq(k, ".") || streq(k, "..") || strlen(k) > 253)
-                return false;
-        for (const char *s = k; *s; s++)
-                if (!strchr("-._", *s) && !(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
-                    !(*s >= '0' && *s <= '9'))
-                        return false;
-        return true;
-}
-
 /* The values of one data map ("data" or "binaryData") as files under rel_dir. */
 static int add_data(Gen *g, const json_t *map, bool base64, bool secret, const char *rel_dir,
                     const char *what, char **ret_error) {
@@ -152,8 +86,9 @@ static int add_data(Gen *g, const json_t *map, bool base64, bool secret, const c
                 uint8_t *data = NULL;
                 size_t len;
                 int r;
-                if (!key_ok(key))
-                        return error_setf(ret_error, PK_EMALFORMED, "%s: a key cannot be a file name", what);
+                _cleanup_free_ char *err = NULL;
+                if (kube_name_check(KUBE_NAME_DATA_KEY, "key", key, &err) < 0)
+                        return error_setf(ret_error, PK_EMALFORMED, "%s: %s", what, strnull(err));
                 if (!s)
                         return error_setf(ret_error, PK_EMALFORMED, "%s: key '%s' is not a string", what,
                                           key);
@@ -172,11 +107,13 @@ static int add_data(Gen *g, const json_t *map, bool base64, bool secret, const c
                                           what, key, CHECKPOINT_FILE_MAX);
                 }
                 r = gen_add(g, strprintf("%s/%s", rel_dir, key), data, len, secret ? 0600 : 0644, secret);
+                if (r == -E2BIG)
+                        return error_setf(ret_error, r, "%s: more than %u files in the checkpoint", what,
+                                          CHECKPOINT_FILES_MAX);
+                if (r == -EEXIST) /* data and binaryData with one key: the API refuses it */
+                        return error_setf(ret_error, PK_EMALFORMED, "%s: key '%s' twice", what, key);
                 if (r < 0)
-                        return r == -E2BIG
-                                   ? error_setf(ret_error, r, "%s: more than %u files in the checkpoint",
-                                                what, CHECKPOINT_FILES_MAX)
-                                   : r;
+                        return r;
         }
         return 0;
 }
@@ -205,19 +142,20 @@ static int fetch_volume(KubeClient *api, const char *ns, const CheckpointVolume 
         if (r >= 0 && !secret)
                 r = add_data(g, json_object_get(obj, "binaryData"), true, false, rel_dir, what, ret_error);
         if (secret)
-                kube_json_erase(obj);
+                json_erase_values(obj);
         json_decref(obj);
         return r;
 }
 
-/* One Running pod: its static pod (with the pod's uid, by which a running container is recognised) and the
- * data of what it mounts. */
-static int add_pod(KubeClient *api, const json_t *pod, const char *link, Gen *g, usec_t deadline,
-                   char **ret_error) {
-        const char *ns = json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
-        const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+/* One Running pod of protokube's own workloads: its static pod (with the pod's uid, by which a running
+ * container is recognised) and the data of what it mounts. */
+static int add_pod(const CheckpointConfig *c, KubeClient *api, const json_t *pod, const char *link, Gen *g,
+                   usec_t deadline, char **ret_error) {
+        const char *ns = meta_str(pod, NULL, "namespace"), *uid = meta_str(pod, NULL, "uid");
         _cleanup_(checkpoint_pod_done) CheckpointPod p = {};
         int r = checkpoint_pod_from_api(pod, link, &p, ret_error);
+        if (r >= 0)
+                r = checkpoint_owner_check(api, pod, &p, deadline, ret_error);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < p.n_volumes; i++) {
@@ -232,118 +170,24 @@ static int add_pod(KubeClient *api, const json_t *pod, const char *link, Gen *g,
         if (!text)
                 return -ENOMEM;
         size_t len = strlen(text);
-        return gen_add(g, strprintf("manifests/%s.json", p.name), (uint8_t *)text, len, 0644, false);
+        r = gen_add(g, strprintf("manifests/%s.json", p.name), (uint8_t *)text, len, 0644, false);
+        if (r ==
+            -EEXIST) /* one checkpoint per workload: which of the two would come back is not ours to pick */
+                return error_setf(ret_error, PK_EMALFORMED,
+                                  "two pods of %s on node %s (one is %s): the checkpoint stays as it is",
+                                  p.workload, c->node_name, strnull(meta_str(pod, NULL, "name")));
+        return r;
 }
 
-static int cmp_files(const void *a, const void *b) {
-        return strcmp(((const GenFile *)a)->rel, ((const GenFile *)b)->rel);
-}
-
-/* SHA-256 over every path, mode and content, in path order: equal digests, equal checkpoints. */
-static int gen_digest(Gen *g, char ret[static 65]) {
-        _cleanup_(crypto_sha256_freep) CryptoSha256 *s = NULL;
-        uint8_t md[32];
-        int r = crypto_sha256_new(&s);
-        if (r < 0)
-                return r;
-        qsort_safe(g->files, g->n, sizeof(*g->files), cmp_files);
-        for (size_t i = 0; i < g->n && r >= 0; i++) {
-                char head[64];
-                int n = snprintf(head, sizeof(head), "%c%o %zu\n", 0, (unsigned)g->files[i].mode,
-                                 g->files[i].len);
-                if ((r = crypto_sha256_update(s, g->files[i].rel, strlen(g->files[i].rel) + 1)) >= 0 &&
-                    (r = crypto_sha256_update(s, head, (size_t)n)) >= 0 && g->files[i].len > 0)
-                        r = crypto_sha256_update(s, g->files[i].data, g->files[i].len);
-        }
-        if (r >= 0)
-                r = crypto_sha256_final(s, md);
-        if (r < 0)
-                return r;
-        crypto_hex(md, sizeof(md), ret);
-        return 0;
-}
-
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* Removes a generation (ours: under the state directory, not followed through symlinks). */
-static int rm_tree(const char *path) {
-        if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
-static int write_gen(const Gen *g, const char *dir, const char *digest, char **ret_error) {
-        int r;
-        for (size_t i = 0; i < g->n; i++) {
-                const GenFile *f = &g->files[i];
-                _cleanup_free_ char *path = strprintf("%s/%s", dir, f->rel);
-                if (!path)
-                        return -ENOMEM;
-                char *slash = strrchr(path, '/');
-                *slash = 0;
-                r = mkdir_p(path, f->secret || f->mode == 0700 ? 0700 : 0755);
-                *slash = '/';
-                if (r >= 0)
-                        r = f->data ? write_file_atomic(path, f->data, f->len, f->mode, 0)
-                                    : mkdir_p(path, f->mode);
-                if (r < 0)
-                        return error_setf(ret_error, r, "cannot write '%s': %s", path, pk_strerror(r));
-        }
-        _cleanup_free_ char *dp = strprintf("%s/digest", dir);
-        if (!dp)
-                return -ENOMEM;
-        r = write_file_atomic(dp, digest, strlen(digest), 0644, 0);
-        return r < 0 ? error_setf(ret_error, r, "cannot write '%s': %s", dp, pk_strerror(r)) : 0;
-}
-
-/* Points <state>/checkpoint at the generation (a symlink renamed over the old one), then removes every other
- * generation. */
-static int swap_gen(const char *state_dir, const char *gen_name, char **ret_error) {
-        _cleanup_free_ char *link = strprintf("%s/%s", state_dir, CHECKPOINT_LINK),
-                            *tmp = strprintf("%s/%s", state_dir, LINK_TMP);
-        struct stat st;
-        if (!link || !tmp)
-                return -ENOMEM;
-        if (lstat(link, &st) == 0 && !S_ISLNK(st.st_mode))
-                return error_setf(ret_error, -EEXIST, "'%s' is not a symlink to a generation: left alone",
-                                  link);
-        if ((unlink(tmp) < 0 && errno != ENOENT) || symlink(gen_name, tmp) < 0 || rename(tmp, link) < 0)
-                return error_setf(ret_error, -errno, "cannot point '%s' at '%s': %m", link, gen_name);
-        int r = fsync_parent_dir(link);
-        if (r < 0)
-                return error_setf(ret_error, r, "cannot fsync '%s': %s", state_dir, pk_strerror(r));
-        _cleanup_(closedirp) DIR *d = opendir(state_dir);
-        if (!d)
-                return error_setf(ret_error, -errno, "cannot read '%s': %m", state_dir);
-        for (struct dirent *de; (de = readdir(d));) {
-                if (!startswith(de->d_name, GEN_PREFIX) || streq(de->d_name, gen_name))
-                        continue;
-                _cleanup_free_ char *old = strprintf("%s/%s", state_dir, de->d_name);
-                if (!old)
-                        return -ENOMEM;
-                if ((r = rm_tree(old)) < 0)
-                        return error_setf(ret_error, r, "cannot remove the old generation '%s': %s", old,
-                                          pk_strerror(r));
-        }
-        return 0;
-}
-
-/* Whether the current generation's digest is this one. */
-static bool gen_unchanged(const char *state_dir, const char *digest) {
-        _cleanup_free_ char *path = strprintf("%s/%s/digest", state_dir, CHECKPOINT_LINK), *text = NULL;
-        return path && read_full_file(path, 128, &text, NULL) >= 0 && streq(text, digest);
-}
-
+/* This node's pods of the components, and only those: the list does not grow with the cluster. */
 static int list_here(const CheckpointConfig *c, KubeClient *api, usec_t deadline, json_t **ret,
                      char **ret_error) {
-        return kube_list(api, "v1", "Pod", "kube-system", SELECTOR, deadline, ret, ret_error);
+        _cleanup_free_ char *field = strprintf("spec.nodeName=%s", c->node_name);
+        if (!field)
+                return -ENOMEM;
+        return kube_list_with(api, "v1", "Pod", "kube-system",
+                              &(KubeListOptions){ .label_selector = SELECTOR, .field_selector = field },
+                              deadline, ret, ret_error);
 }
 
 /* Builds the whole generation in memory, then writes it only if it differs from the current one. */
@@ -362,7 +206,7 @@ static int refresh_gen(const CheckpointConfig *c, KubeClient *api, const json_t 
                 if (++n > CHECKPOINT_PODS_MAX)
                         return error_setf(ret_error, -E2BIG, "more than %d self-hosted pods on node %s",
                                           CHECKPOINT_PODS_MAX, c->node_name);
-                if ((r = add_pod(api, pod, link, g, deadline, ret_error)) < 0)
+                if ((r = add_pod(c, api, pod, link, g, deadline, ret_error)) < 0)
                         return r;
         }
         if ((r = gen_digest(g, digest)) < 0)
@@ -371,30 +215,86 @@ static int refresh_gen(const CheckpointConfig *c, KubeClient *api, const json_t 
                 return ret_message && !(*ret_message = strprintf("checkpoint of %zu pods unchanged", n))
                            ? -ENOMEM
                            : 1;
-        char name[64];
-        snprintf(name, sizeof(name), GEN_PREFIX "%016llx", (unsigned long long)now(CLOCK_REALTIME));
-        if (!(dir = strprintf("%s/%s", c->state_dir, name)))
-                return -ENOMEM;
-        if (mkdir(dir, 0700) < 0)
-                return error_setf(ret_error, -errno, "cannot create '%s': %m", dir);
-        r = write_gen(g, dir, digest, ret_error);
-        if (r >= 0)
-                r = swap_gen(c->state_dir, name, ret_error);
-        if (r < 0) {
-                (void)rm_tree(dir); /* never a half checkpoint: the previous one stays current */
+        if ((r = gen_commit(g, c->state_dir, digest, &dir, ret_error)) < 0)
                 return r;
-        }
         return ret_message && !(*ret_message = strprintf("checkpoint of %zu pods written to '%s'", n, dir))
                    ? -ENOMEM
                    : 1;
 }
 
+/* Why a pod here keeps the checkpoint as it is (NULL: none does): a pod being replaced (an update rolling,
+ * a pod pending) or not Ready (a bad upgrade crash-looping); a reboot then brings back the last pods that
+ * served. */
+static int pod_not_settled(const CheckpointConfig *c, const json_t *items, char **ret_why) {
+        size_t i;
+        const json_t *pod;
+        json_array_foreach(items, i, pod) {
+                const char *phase = strempty(pod_phase(pod));
+                if (!is_self_hosted_here(pod, c->node_name) || (streq(phase, "Running") && pod_ready(pod)))
+                        continue;
+                if (streq(phase, "Running"))
+                        phase = "Running but not Ready";
+                return (*ret_why = strprintf("pod %s is %s: the checkpoint stays as it is",
+                                             strnull(meta_str(pod, NULL, "name")),
+                                             isempty(phase) ? "without a phase" : phase))
+                           ? 1
+                           : -ENOMEM;
+        }
+        return 0;
+}
+
+static int checkpoint_manifests(const CheckpointConfig *c, json_t **ret, char **ret_error);
+
+/* Whether a component the current checkpoint has is missing here while its workload still wants a pod on
+ * this node: between a pod that failed and its replacement (a terminal pod is no pod here), a refresh
+ * would drop it, and a reboot then would not bring it back. 1 and why: the checkpoint stays as it is. A
+ * component whose workload went away, or settled with its pods elsewhere, drops out. */
+static int component_missing(const CheckpointConfig *c, KubeClient *api, const json_t *items,
+                             usec_t deadline, char **ret_why, char **ret_error) {
+        json_t *manifests = NULL;
+        size_t i, j;
+        const json_t *m, *pod;
+        _cleanup_free_ char *unreadable = NULL;
+        int r = checkpoint_manifests(c, &manifests, &unreadable);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) /* nothing to keep of a checkpoint that cannot be read, nor activated: it is replaced */
+                return 0;
+        json_array_foreach(manifests, i, m) {
+                const char *app = checkpoint_manifest_app(m),
+                           *of = meta_str(m, "annotations", CHECKPOINT_OF);
+                bool here = false;
+                json_array_foreach(items, j, pod) here =
+                    here || (is_self_hosted_here(pod, c->node_name) &&
+                             streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)));
+                if (here || !checkpoint_is_component(app))
+                        continue;
+                _cleanup_free_ char *why = NULL;
+                const char *kind = startswith(strempty(of), "DaemonSet/") ? "DaemonSet" : "Deployment";
+                r = checkpoint_workload_wants(api, kind, app, c->node_name, deadline, &why, ret_error);
+                if (r > 0 && !(*ret_why = strprintf("the checkpointed %s has no pod on %s now, and %s: the "
+                                                    "checkpoint stays as it is",
+                                                    app, c->node_name, why)))
+                        r = -ENOMEM;
+                if (r != 0)
+                        break;
+        }
+        json_decref(manifests);
+        return r;
+}
+
+static int set_message(char **ret, char *s) {
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadline, char **ret_message,
                        char **ret_error) {
         _cleanup_(gen_done) Gen g = {};
-        json_t *list = NULL;
-        size_t i;
-        const json_t *pod;
+        _cleanup_(json_decrefp) json_t *list = NULL;
+        _cleanup_free_ char *why = NULL;
         int r;
 
         if (mkdir_p(c->state_dir, 0700) < 0)
@@ -402,32 +302,18 @@ int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadli
         r = list_here(c, api, deadline, &list, ret_error);
         if (r < 0)
                 return r;
-        /* A pod being replaced (an update rolling, a pod pending) or not Ready (a bad upgrade crash-looping)
-         * keeps the previous checkpoint whole: a reboot then brings back the last pods that served. */
-        json_array_foreach(json_object_get(list, "items"), i, pod) {
-                const char *phase = strempty(pod_phase(pod));
-                if (!is_self_hosted_here(pod, c->node_name) || (streq(phase, "Running") && pod_ready(pod)))
-                        continue;
-                if (streq(phase, "Running"))
-                        phase = "Running but not Ready";
-                const char *name =
-                    json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
-                /* name and phase point into the list: the message first, then the list goes */
-                char *m = strprintf("pod %s is %s: the checkpoint stays as it is", strnull(name),
-                                    isempty(phase) ? "without a phase" : phase);
-                json_decref(list);
-                if (!m)
-                        return -ENOMEM;
-                if (ret_message)
-                        *ret_message = m;
-                else
-                        free(m);
-                return 0;
-        }
-        r = refresh_gen(c, api, json_object_get(list, "items"), &g, deadline, ret_message, ret_error);
-        json_decref(list);
-        return r;
+        const json_t *items = json_object_get(list, "items");
+        r = pod_not_settled(c, items, &why);
+        if (r == 0)
+                r = component_missing(c, api, items, deadline, &why, ret_error);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return ret_message ? set_message(ret_message, TAKE_PTR(why)) : 0;
+        return refresh_gen(c, api, items, &g, deadline, ret_message, ret_error);
 }
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
 
 static int each_manifest(const char *dir, bool ours_only,
                          int (*fn)(const char *dir, const char *name, void *u), void *userdata,
@@ -490,8 +376,14 @@ static int activate_except(const CheckpointConfig *c, char **skip, size_t *ret_n
         int r;
         if (!at || !src)
                 return -ENOMEM;
-        /* The time first: the pods that come back must have started after it (checkpoint_step()). */
-        if (access(at, F_OK) < 0) {
+        /* The time first: the pods that come back must have started after it (checkpoint_step()). A stamp
+         * is this activation's only while its manifests are in kubelet's directory: one left by an earlier
+         * activation (a deactivation that stopped between its manifests and its stamp, an activation that
+         * stopped before its first manifest) would count the pods' status from before this one as back. */
+        r = checkpoint_is_active(c, ret_error);
+        if (r < 0)
+                return r;
+        if (r == 0 || access(at, F_OK) < 0) {
                 strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
                 r = write_file_atomic(at, stamp, strlen(stamp), 0644, 0);
                 if (r < 0)
@@ -626,13 +518,6 @@ static int manifest_pod_runs(const CheckpointConfig *c, const json_t *m) {
         return r;
 }
 
-/* The component a checkpoint manifest stands for: "DaemonSet/kube-apiserver" -> "kube-apiserver" (the
- * workloads are named after their components, the pods' k8s-app). */
-static const char *manifest_app(const json_t *m) {
-        const char *of = meta_str(m, "annotations", CHECKPOINT_OF);
-        return of && strchr(of, '/') ? strchr(of, '/') + 1 : NULL;
-}
-
 /* Ready, and every container started at or after the activation (RFC 3339 strings in UTC compare as
  * times): the API keeps a pod's status from before the reboot until kubelet writes a new one. A pod other
  * than the checkpointed one (a rolling update's new pod, started before the activation) counts when kubelet
@@ -676,7 +561,7 @@ static int pods_back(const CheckpointConfig *c, KubeClient *api, const json_t *m
                 return r;
         r = 1;
         json_array_foreach(manifests, i, m) {
-                const char *app = manifest_app(m);
+                const char *app = checkpoint_manifest_app(m);
                 bool back = false;
                 json_array_foreach(json_object_get(list, "items"), j, pod) {
                         if (is_self_hosted_here(pod, c->node_name) &&
@@ -714,13 +599,6 @@ static KubeClient *api_answering(const CheckpointConfig *c, usec_t deadline, cha
         return NULL;
 }
 
-static int set_message(char **ret, char *s) {
-        if (!s)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
 /* The checkpoint manifests kubelet has now (the active ones), as parsed objects. */
 static int active_manifests(const CheckpointConfig *c, json_t **ret, char **ret_error) {
         json_t *arr = json_array();
@@ -755,7 +633,7 @@ static int running_here(const CheckpointConfig *c, const json_t *manifests, char
                 _cleanup_free_ char *file = strprintf("%s.json", strnull(name));
                 if (!file || strv_extend(skip, file) < 0)
                         return -ENOMEM;
-                if (streq(strempty(manifest_app(m)), "kube-apiserver"))
+                if (streq(strempty(checkpoint_manifest_app(m)), "kube-apiserver"))
                         return (*ret_name = strdup(strnull(name))) ? 1 : -ENOMEM;
         }
         return 0;

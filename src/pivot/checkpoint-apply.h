@@ -5,15 +5,15 @@
  * transformation.
  *
  * On disk, under the state directory:
- *   checkpoint -> .checkpoint.<16 hex>          the current generation (a symlink, swapped atomically)
+ *   checkpoint -> .checkpoint.<16 hex>.<8 hex>  the current generation (a symlink, swapped atomically)
  *   .checkpoint.<gen>/manifests/<owner>-checkpoint.json   the static pods (0644)
  *   .checkpoint.<gen>/secrets/<name>/<key>      a Secret's data (files 0600, directories 0700)
  *   .checkpoint.<gen>/configmaps/<name>/<key>   a ConfigMap's data (0644)
- *   .checkpoint.<gen>/digest                    SHA-256 of all of the above: an unchanged refresh writes
- * nothing checkpoint-activated                        when the manifests went to kubelet (RFC 3339, UTC) The
- * manifests' host paths name "<state>/checkpoint/...", so they follow the symlink to the generation that is
- * current when kubelet starts the pod. A generation is complete before the symlink names it: a failed
- * refresh leaves the previous checkpoint as it was. */
+ *   .checkpoint.<gen>/digest                    SHA-256 of all of the above (unchanged: nothing written)
+ *   checkpoint-activated                        when the manifests went to kubelet (RFC 3339, UTC)
+ * The manifests' host paths name "<state>/checkpoint/...", so they follow the symlink to the generation
+ * that is current when kubelet starts the pod. A generation is complete before the symlink names it: a
+ * failed refresh leaves the previous checkpoint as it was (checkpoint-gen.c: also with a second writer). */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,6 +8,7 @@
 #include "basic/errors.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "kube/kube-name.h"
 
 static bool same(const char *a, const char *b) {
         return a && b && streq(a, b);
@@ -32,6 +33,10 @@ void checkpoint_pod_done(CheckpointPod *p) {
         }
         free(p->volumes);
         free(p->name);
+        free(p->workload);
+        free(p->owner.kind);
+        free(p->owner.name);
+        free(p->owner.uid);
         json_decref(p->manifest);
         *p = (CheckpointPod){};
 }
@@ -40,36 +45,50 @@ static int bad(char **ret_error, const char *pod, const char *what) {
         return error_setf(ret_error, PK_EMALFORMED, "pod %s cannot be checkpointed: %s", strna(pod), what);
 }
 
-/* The controlling owner: "DaemonSet/x" or the Deployment behind "ReplicaSet/x-<hash>". */
-static int owner_of(const json_t *meta, char **ret_kind_name, char **ret_base) {
-        const json_t *labels = json_object_get(meta, "labels");
-        const char *hash = json_string_value(json_object_get(labels, "pod-template-hash"));
+/* The controlling ownerReference (controller: true), or NULL. */
+static const json_t *controller_of(const json_t *meta) {
         size_t i;
         const json_t *o;
-        json_array_foreach(json_object_get(meta, "ownerReferences"), i, o) {
-                const char *kind = json_string_value(json_object_get(o, "kind"));
-                const char *name = json_string_value(json_object_get(o, "name"));
-                if (!json_is_true(json_object_get(o, "controller")) || !kind || isempty(name))
-                        continue;
-                char *base;
-                if (streq(kind, "DaemonSet"))
-                        base = strdup(name);
-                else if (streq(kind, "ReplicaSet") && hash && endswith(name, hash) &&
-                         strlen(name) > strlen(hash) + 1 && name[strlen(name) - strlen(hash) - 1] == '-')
-                        base = strndup(name, strlen(name) - strlen(hash) - 1);
-                else
-                        return -EINVAL;
-                char *kn = strprintf("%s/%s", streq(kind, "DaemonSet") ? "DaemonSet" : "Deployment", base);
-                if (!base || !kn) {
-                        free(base);
-                        free(kn);
-                        return -ENOMEM;
-                }
-                *ret_kind_name = kn;
-                *ret_base = base;
-                return 0;
-        }
-        return -ENOENT;
+        json_array_foreach(json_object_get(meta, "ownerReferences"), i,
+                           o) if (json_is_true(json_object_get(o, "controller"))) return o;
+        return NULL;
+}
+
+/* The controlling owner: a DaemonSet, or a ReplicaSet named "<deployment>-<pod-template-hash>", its name
+ * checked by its kind's rule: the API checks an ownerReference's name only for being non-empty, and the
+ * workload's name becomes the checkpoint's file name. p->owner, p->workload and p->name. */
+static int owner_of(CheckpointPod *p, const json_t *meta, const char *pod, char **ret_error) {
+        const char *hash =
+            json_string_value(json_object_get(json_object_get(meta, "labels"), "pod-template-hash"));
+        const json_t *o = controller_of(meta);
+        const char *kind = json_string_value(json_object_get(o, "kind")),
+                   *name = json_string_value(json_object_get(o, "name")),
+                   *uid = json_string_value(json_object_get(o, "uid"));
+        _cleanup_free_ char *err = NULL, *base = NULL;
+        if (!o || !kind || (!streq(kind, "DaemonSet") && !streq(kind, "ReplicaSet")))
+                return bad(ret_error, pod, "not controlled by a DaemonSet or a Deployment's ReplicaSet");
+        if (kube_name_check(KUBE_NAME_DNS_SUBDOMAIN, kind, name, &err) < 0)
+                return error_setf(ret_error, PK_EMALFORMED,
+                                  "pod %s cannot be checkpointed: its controlling owner %s", pod,
+                                  strnull(err));
+        bool ds = streq(kind, "DaemonSet");
+        size_t cut = ds ? 0 : (hash ? strlen(hash) + 1 : 0);
+        if (!ds &&
+            (cut == 0 || strlen(name) <= cut || !endswith(name, hash) || name[strlen(name) - cut] != '-'))
+                return bad(ret_error, pod, "its ReplicaSet's name is not <deployment>-<pod-template-hash>");
+        if (!(base = strndup(name, strlen(name) - cut)))
+                return -ENOMEM;
+        p->owner =
+            (CheckpointOwner){ .kind = strdup(kind), .name = strdup(name), .uid = uid ? strdup(uid) : NULL };
+        p->workload = strprintf("%s/%s", ds ? "DaemonSet" : "Deployment", base);
+        p->name = strprintf("%s-checkpoint", base);
+        if (!p->owner.kind || !p->owner.name || (uid && !p->owner.uid) || !p->workload || !p->name)
+                return -ENOMEM;
+        /* "<name>-checkpoint" is the static pod's name and, with ".json", a file name */
+        if (kube_name_check(KUBE_NAME_DNS_SUBDOMAIN, "the checkpoint's name", p->name, &err) < 0)
+                return error_setf(ret_error, PK_EMALFORMED, "pod %s cannot be checkpointed: %s", pod,
+                                  strnull(err));
+        return 0;
 }
 
 /* Whether the volume named name is mounted at the service-account path in some container. */
@@ -139,12 +158,17 @@ static int convert_volume(CheckpointPod *p, json_t *spec, json_t *vols, size_t i
                                   pod, name);
         const json_t *src = secret ?: cm;
         const char *obj = json_string_value(json_object_get(src, secret ? "secretName" : "name"));
-        if (isempty(obj) || strchr(obj, '/') || json_object_get(src, "items"))
+        _cleanup_free_ char *err = NULL;
+        if (isempty(obj) || json_object_get(src, "items"))
                 return error_setf(
                     ret_error, PK_EMALFORMED,
                     "pod %s cannot be checkpointed: volume %s: a whole %s by name is needed (no "
                     "items)",
                     pod, name, secret ? "Secret" : "ConfigMap");
+        /* its name becomes a directory of the checkpoint */
+        if (kube_name_check(KUBE_NAME_DNS_SUBDOMAIN, secret ? "Secret" : "ConfigMap", obj, &err) < 0)
+                return error_setf(ret_error, PK_EMALFORMED, "pod %s cannot be checkpointed: volume %s: %s",
+                                  pod, name, strnull(err));
         _cleanup_free_ char *dir =
             strprintf("%s/%s/%s", checkpoint_dir, secret ? "secrets" : "configmaps", obj);
         if (!dir)
@@ -223,26 +247,26 @@ int checkpoint_pod_from_api(const json_t *pod, const char *checkpoint_dir, Check
                             char **ret_error) {
         const json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
         const char *pod_name = json_string_value(json_object_get(meta, "name"));
-        _cleanup_free_ char *owner = NULL, *base = NULL;
+        _cleanup_free_ char *err = NULL;
         CheckpointPod p = {};
         int r;
 
         if (!json_is_object(meta) || !json_is_object(spec) || isempty(pod_name))
                 return bad(ret_error, pod_name, "no metadata.name or spec");
-        r = owner_of(meta, &owner, &base);
-        if (r == -ENOMEM)
+        if (kube_name_check(KUBE_NAME_DNS_SUBDOMAIN, "pod", pod_name, &err) < 0)
+                return error_setf(ret_error, PK_EMALFORMED, "a pod cannot be checkpointed: %s",
+                                  strnull(err));
+        r = owner_of(&p, meta, pod_name, ret_error);
+        if (r < 0) {
+                checkpoint_pod_done(&p);
                 return r;
-        if (r < 0)
-                return bad(ret_error, pod_name,
-                           "not controlled by a DaemonSet or a Deployment's ReplicaSet");
-        if (!(p.name = strprintf("%s-checkpoint", base)))
-                return -ENOMEM;
+        }
         json_t *out_spec = json_deep_copy(spec), *out_meta = json_object();
         p.manifest = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
                                out_meta, "spec", out_spec);
         if (!p.manifest)
                 r = -ENOMEM;
-        else if ((r = convert_meta(out_meta, meta, p.name, owner)) >= 0)
+        else if ((r = convert_meta(out_meta, meta, p.name, p.workload)) >= 0)
                 r = convert_spec(&p, out_spec, checkpoint_dir, pod_name, ret_error);
         if (r < 0) {
                 checkpoint_pod_done(&p);

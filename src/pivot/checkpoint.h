@@ -33,8 +33,18 @@ typedef struct CheckpointVolume {
         char *dir;
 } CheckpointVolume;
 
+/* The pod's controlling ownerReference, as the pod names it (the API checks only that the name is not
+ * empty: checkpoint_pod_from_api() has checked it as a DaemonSet's or ReplicaSet's name). */
+typedef struct CheckpointOwner {
+        char *kind; /* "DaemonSet" or "ReplicaSet" */
+        char *name;
+        char *uid; /* NULL when the reference has none */
+} CheckpointOwner;
+
 typedef struct CheckpointPod {
-        char *name;       /* the static pod's name: the owner's name (kubelet appends "-<node>") */
+        char *name; /* the static pod's name: "<workload's name>-checkpoint" (kubelet appends "-<node>") */
+        char *workload; /* "DaemonSet/x" or "Deployment/x" (the ReplicaSet's name without its hash) */
+        CheckpointOwner owner;
         json_t *manifest; /* the static pod */
         CheckpointVolume *volumes;
         size_t n_volumes;
@@ -46,6 +56,9 @@ void checkpoint_pod_done(CheckpointPod *p);
  * a ReplicaSet (a Deployment's) can be checkpointed; everything that ties a pod to the API or to the
  * scheduler goes (status, uid, nodeName, owner references, service account, the service-account token
  * volume, tolerations, affinity), Secret and ConfigMap volumes become host directories under
- * checkpoint_dir. PK_EMALFORMED with a message naming the field when the pod is not one we can take. */
+ * checkpoint_dir. Every name that becomes a path (the pod's, its owner's, a Secret's or ConfigMap's) is
+ * checked by Kubernetes' rule for its kind (kube/kube-name.h). PK_EMALFORMED with a message naming the
+ * field and the value when the pod is not one we can take. Whether the owner is one of protokube's own
+ * workloads is the caller's to check (it needs the API): p->owner says which it names. */
 int checkpoint_pod_from_api(const json_t *pod, const char *checkpoint_dir, CheckpointPod *ret,
                             char **ret_error);

@@ -16,6 +16,7 @@
 #include "pivot/checkpoint.h"
 #include "pivot/pivot.h"
 #include "shared/crypto.h"
+#include "shared/json-secret.h"
 
 #define MASTERS_MAX 64
 
@@ -232,9 +233,13 @@ static int observe_pod(Pivot *p, const json_t *pod) {
         return 0;
 }
 
+/* The components' pods only (their bootstrap mirrors carry the same k8s-app): kube-system also holds a
+ * pod of every node (kube-proxy, the network's), which a list of all would read in full every pass. */
+#define COMPONENT_PODS "k8s-app in (kube-apiserver,kube-controller-manager,kube-scheduler)"
+
 static int observe_pods(Pivot *p, char **ret_error) {
         _cleanup_(json_decrefp) json_t *list = NULL;
-        int r = kube_list(p->api, "v1", "Pod", "kube-system", NULL, 0, &list, ret_error);
+        int r = kube_list(p->api, "v1", "Pod", "kube-system", COMPONENT_PODS, 0, &list, ret_error);
         if (r < 0)
                 return r;
         json_t *pod;
@@ -293,7 +298,7 @@ static int get_live(Pivot *p, const SelfHostedObject *o, json_t **ret, char **re
 
 static void live_free(const SelfHostedObject *o, json_t *live) {
         if (o->secret)
-                kube_json_erase(live);
+                json_erase_values(live);
         json_decref(live);
 }
 

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,11 +21,13 @@
 #include "basic/fileio.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
+#include "kube-fake.h"
 #include "kube/kube-client.h"
 #include "kube/kube-internal.h"
 #include "kube/kube-resource.h"
 #include "kube/kube-status.h"
 #include "pki/pki-kubeconfig.h"
+#include "shared/json-secret.h"
 #include "vectors.h"
 
 #define MAX_REPLIES 32
@@ -483,8 +486,9 @@ static void test_probe(void **state) {
         free_vectors(v, 3);
 }
 
-/* connect_to through kube_client_override: the server URL names api.internal of a cluster nobody resolves,
- * the connection goes to the replay server and the request names the URL's host. A bad value is refused. */
+/* connect_to through kube_client_override: the server URL names one host, the connection goes to the
+ * replay server and the request names the URL's host. A bad value is refused, and so is plain http to an
+ * address that is not loopback. */
 static void test_connect_to(void **state) {
         const char *names[] = { "kube/readyz-200.http" };
         char *v[1];
@@ -493,21 +497,56 @@ static void test_connect_to(void **state) {
         start_vectors(&o, names, 1, false, v, lens);
         KubeClient *c = NULL;
         char *err = NULL, to[256];
-        KubeClientConfig cfg = { .server = "http://api.internal.pk.invalid:443" };
+        KubeClientConfig cfg = { .server = "http://localhost:443" };
         assert_int_equal(kube_client_new(&cfg, &c, NULL), 0);
-        snprintf(to, sizeof(to), "api.internal.pk.invalid:443:%s", o.server + strlen("http://"));
+        snprintf(to, sizeof(to), "localhost:443:%s", o.server + strlen("http://"));
         assert_int_equal(kube_client_override(c, &(KubeClientConfig){ .connect_to = to }, &err), 0);
         assert_int_equal(kube_probe(c, "readyz", 0, &err), 0);
         size_t n;
         _cleanup_free_ char *log = replay_stop(&o, &n);
         assert_int_equal(n, 1);
-        assert_non_null(strstr(log, "Host: api.internal.pk.invalid:443\r\n"));
+        assert_non_null(strstr(log, "Host: localhost:443\r\n"));
         assert_int_equal(kube_client_override(c, &(KubeClientConfig){ .connect_to = "a b:1:c:2" }, &err),
                          -EINVAL);
         assert_string_equal(err, "invalid connect-to 'a b:1:c:2': want HOST:PORT:ADDRESS:PORT");
         free(err);
+        err = NULL;
+        assert_int_equal(
+            kube_client_override(c, &(KubeClientConfig){ .connect_to = "localhost:443:10.0.0.1:443" }, &err),
+            -EINVAL);
+        assert_non_null(strstr(err, "plain http is allowed only to a loopback address"));
+        free(err);
         kube_client_free(c);
         free_vectors(v, 1);
+}
+
+/* Plain http carries the API's answers (Secrets) readable: only to this machine, as the AWS client. */
+static void test_plain_http_only_on_loopback(void **state) {
+        static const struct {
+                const char *server;
+                bool ok;
+        } cases[] = {
+                { "http://127.0.0.1:8080", true },
+                { "http://[::1]:8080", true },
+                { "http://localhost", true },
+                { "https://api.internal.example.com", true },
+                { "https://10.0.0.1:443", true },
+                { "http://10.0.0.1:8080", false },
+                { "http://api.internal.example.com", false },
+                { "http://127.0.0.1.example.com", false },
+                { "ftp://127.0.0.1", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                KubeClient *c = NULL;
+                char *err = NULL;
+                int r = kube_client_new(&(KubeClientConfig){ .server = cases[i].server }, &c, &err);
+                if ((r >= 0) != cases[i].ok)
+                        fail_msg("'%s': %d %s", cases[i].server, r, strnull(err));
+                if (!cases[i].ok && startswith(cases[i].server, "http://"))
+                        assert_non_null(strstr(err, "plain http is allowed only for a loopback host"));
+                free(err);
+                kube_client_free(c);
+        }
 }
 
 static int pred_exists(const json_t *obj, void *userdata, char **why) {
@@ -561,9 +600,207 @@ static void test_poll_and_list(void **state) {
         assert_int_equal(kube_list(c, "v1", "ConfigMap", NULL, "a=b", 0, &obj, &err), -ENOENT);
         free(err);
         _cleanup_free_ char *log = replay_stop(&o, &n);
-        assert_non_null(strstr(log, "GET /api/v1/configmaps?labelSelector=a%3Db HTTP/1.1\r\n"));
+        assert_non_null(strstr(log, "GET /api/v1/configmaps?limit=500&labelSelector=a%3Db HTTP/1.1\r\n"));
         kube_client_free(c);
         free_vectors(v, 1);
+}
+
+static unsigned list_requests(const KubeFake *f, const char *path, const char *must_have,
+                              unsigned *ret_continued) {
+        json_t *reqs = kube_fake_requests(f), *r;
+        size_t i;
+        unsigned n = 0, continued = 0;
+        json_array_foreach(reqs, i, r) {
+                const char *q = json_string_value(json_object_get(r, "query"));
+                if (!streq(json_string_value(json_object_get(r, "path")), path))
+                        continue;
+                n++;
+                if (must_have && !strstr(q, must_have))
+                        fail_msg("a page's query '%s' lacks '%s'", q, must_have);
+                continued += !!strstr(q, "continue=");
+        }
+        json_decref(reqs);
+        *ret_continued = continued;
+        return n;
+}
+
+/* 5,000 pods of ~4 KiB: one answer would pass the 16 MiB response cap. kube_list() reads them in pages
+ * (limit and continue, as kube-apiserver serves them) and returns them all, each once. */
+static void test_list_pages_past_the_response_cap(void **state) {
+        KubeFake f;
+        kube_fake_start(&f);
+        kube_fake_post(&f, "/_fake/pods",
+                       "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
+                       "\"labels\": {\"k8s-app\": \"kube-proxy\"}}");
+        KubeClient *c = NULL;
+        char *err = NULL;
+        json_t *list = NULL;
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
+        int r = kube_list(c, "v1", "Pod", "kube-system", NULL, 0, &list, &err);
+        if (r < 0)
+                fail_msg("kube_list: %d %s", r, strnull(err));
+        json_t *items = json_object_get(list, "items"), *pod;
+        assert_int_equal(json_array_size(items), 5000);
+        size_t i;
+        /* each pod once: the names are distinct */
+        json_t *seen = json_object();
+        json_array_foreach(items, i, pod) json_object_set_new(
+            seen, json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")), json_true());
+        assert_int_equal(json_object_size(seen), 5000);
+        json_decref(seen);
+        assert_null(json_object_get(json_object_get(list, "metadata"), "continue"));
+        json_decref(list);
+        unsigned continued,
+            pages = list_requests(&f, "/api/v1/namespaces/kube-system/pods", "limit=500", &continued);
+        assert_int_equal(pages, 10);
+        assert_int_equal(continued, 9);
+        kube_client_free(c);
+        kube_fake_stop(&f);
+}
+
+/* The selectors go with every page (the double refuses a continue token of another query), a token the
+ * server let expire (410) starts the list again once, and the pages are bounded. */
+static void test_list_selectors_and_bounds(void **state) {
+        KubeFake f;
+        kube_fake_start(&f);
+        kube_fake_post(&f, "/_fake/pods",
+                       "{\"count\": 250, \"name\": \"cni-{i}\", \"node\": \"w{i}\", "
+                       "\"labels\": {\"k8s-app\": \"cni\"}}");
+        kube_fake_post(&f, "/_fake/pods",
+                       "{\"count\": 3, \"name\": \"kube-apiserver-{i}\", \"node\": \"m1\", "
+                       "\"labels\": {\"k8s-app\": \"kube-apiserver\", \"tier\": \"control-plane\"}}");
+        KubeClient *c = NULL;
+        char *err = NULL;
+        json_t *list = NULL;
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
+        KubeListOptions o = { .label_selector = "k8s-app in (cni,kube-apiserver),tier!=control-plane",
+                              .field_selector = "spec.nodeName!=w7",
+                              .page_size = 20 };
+        int r = kube_list_with(c, "v1", "Pod", "kube-system", &o, 0, &list, &err);
+        if (r < 0)
+                fail_msg("kube_list_with: %d %s", r, strnull(err));
+        assert_int_equal(json_array_size(json_object_get(list, "items")), 249);
+        json_decref(list);
+        unsigned continued;
+        assert_int_equal(list_requests(&f, "/api/v1/namespaces/kube-system/pods",
+                                       "fieldSelector=spec.nodeName%21%3Dw7", &continued),
+                         13);
+        assert_int_equal(continued, 12);
+
+        /* an expired token: the list starts again, and still has each pod once */
+        kube_fake_post(&f, "/_fake/config", "{\"expire_continue\": true}");
+        o = (KubeListOptions){ .label_selector = "k8s-app=cni", .page_size = 100 };
+        r = kube_list_with(c, "v1", "Pod", "kube-system", &o, 0, &list, &err);
+        if (r < 0)
+                fail_msg("kube_list_with after 410: %d %s", r, strnull(err));
+        assert_int_equal(json_array_size(json_object_get(list, "items")), 250);
+        json_decref(list);
+
+        /* more pages than allowed: an error that says so, no partial list */
+        o = (KubeListOptions){ .label_selector = "k8s-app=cni", .page_size = 10, .max_pages = 5 };
+        list = NULL;
+        assert_int_equal(kube_list_with(c, "v1", "Pod", "kube-system", &o, 0, &list, &err), PK_ETOOBIG);
+        assert_null(list);
+        assert_string_equal(err, "Pod list in kube-system: more than 5 pages of 10 objects");
+        free(err);
+        err = NULL;
+
+        /* a selector the server cannot parse: its 400, not retried */
+        o = (KubeListOptions){ .label_selector = "k8s-app in (cni" };
+        assert_int_equal(kube_list_with(c, "v1", "Pod", "kube-system", &o, 0, &list, &err), -EINVAL);
+        assert_non_null(strstr(err, "400 BadRequest"));
+        free(err);
+        kube_client_free(c);
+        kube_fake_stop(&f);
+}
+
+/* A jansson allocator that looks at every block handed back: how many still hold the marker. */
+#define SECRET_MARKER "c2VjcmV0LW1hcmtlci0" /* base64 of "secret-marker-" */
+static unsigned freed_blocks, marked_blocks;
+
+static void *hook_malloc(size_t n) {
+        return malloc(n);
+}
+
+static void hook_free(void *p) {
+        if (!p)
+                return;
+        freed_blocks++;
+        if (memmem(p, malloc_usable_size(p), SECRET_MARKER, strlen(SECRET_MARKER)))
+                marked_blocks++;
+        free(p);
+}
+
+static void hook_begin(void) {
+        freed_blocks = marked_blocks = 0;
+        json_set_alloc_funcs(hook_malloc, hook_free);
+}
+
+static void hook_end(void) {
+        json_set_alloc_funcs(malloc, free);
+}
+
+/* A Secret's value, long enough that jansson's lexer grows its buffer (copy and free) many times. */
+static char *secret_value(void) {
+        char *v = malloc(4096);
+        assert_non_null(v);
+        memcpy(v, SECRET_MARKER, strlen(SECRET_MARKER));
+        for (size_t i = strlen(SECRET_MARKER); i < 4000; i++)
+                v[i] = (char)('A' + i % 26);
+        v[4000] = 0;
+        return v;
+}
+
+/* A Secret got from the API (a checkpoint's, the pivot's certificates) leaves no copy of its data in the
+ * memory jansson hands back: not while parsing, not when the caller erases and drops it. The same text
+ * parsed as any JSON does leave copies (the hook sees them): what the test looks for is there to find. */
+static void test_secret_parse_leaves_no_copies(void **state) {
+        _cleanup_free_ char *value = secret_value(), *text = NULL;
+        text = strprintf("[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"pki\", "
+                         "\"namespace\": \"kube-system\"}, \"data\": {\"tls.key\": \"%s\"}}]",
+                         value);
+        assert_non_null(text);
+
+        hook_begin();
+        json_t *plain = json_loads(text, 0, NULL);
+        json_erase_values(plain);
+        json_decref(plain);
+        hook_end();
+        assert_true(marked_blocks > 0); /* jansson's own lexer leaves them */
+
+        KubeFake f;
+        kube_fake_start(&f);
+        kube_fake_objects(&f, text);
+        KubeClient *c = NULL;
+        char *err = NULL;
+        json_t *obj = NULL;
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
+
+        hook_begin();
+        int r = kube_get(c, "v1", "Secret", "kube-system", "pki", 0, &obj, &err);
+        assert_int_equal(r, 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(obj, "data"), "tls.key")),
+                            value);
+        json_erase_values(obj);
+        json_decref(obj);
+        r = kube_list(c, "v1", "Secret", "kube-system", NULL, 0, &obj, &err);
+        assert_int_equal(r, 0);
+        assert_int_equal(json_array_size(json_object_get(obj, "items")), 1);
+        json_erase_values(obj);
+        json_decref(obj);
+        hook_end();
+        assert_true(freed_blocks > 0);
+        if (marked_blocks > 0)
+                fail_msg("%u of %u blocks jansson freed still held the Secret's value", marked_blocks,
+                         freed_blocks);
+
+        /* the erasing free is jansson's only while a secret is parsed */
+        json_malloc_t m;
+        json_free_t fr;
+        json_get_alloc_funcs(&m, &fr);
+        assert_true(fr == free);
+        kube_client_free(c);
+        kube_fake_stop(&f);
 }
 
 /* Not ready (etcd down, recorded), then ready; and never ready: the deadline, with the failing check. */
@@ -609,7 +846,7 @@ static void test_resources(void **state) {
         assert_string_equal(p, "/apis/apps/v1/namespaces/kube-system/daemonsets");
         free(p);
         assert_int_equal(kube_resource_path(res, "kube-system", "../../x", &p, &err), -EINVAL);
-        assert_string_equal(err, "DaemonSet: invalid name '../../x'");
+        assert_non_null(strstr(err, "DaemonSet '../../x' is not valid: want a DNS-1123 subdomain"));
         free(err);
         err = NULL;
         assert_int_equal(kube_resource_path(res, NULL, "x", &p, &err), -EINVAL);
@@ -700,7 +937,11 @@ int main(void) {
                 cmocka_unit_test(test_stop_ends_wait),
                 cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_connect_to),
+                cmocka_unit_test(test_plain_http_only_on_loopback),
                 cmocka_unit_test(test_poll_and_list),
+                cmocka_unit_test(test_list_pages_past_the_response_cap),
+                cmocka_unit_test(test_list_selectors_and_bounds),
+                cmocka_unit_test(test_secret_parse_leaves_no_copies),
                 cmocka_unit_test(test_wait_probe),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_documents),

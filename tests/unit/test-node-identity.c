@@ -67,6 +67,37 @@ static void test_in_addr_literal(void **state) {
         assert_false(in_addr_literal_valid(NULL));
 }
 
+/* The one loopback rule (plain http is allowed only there: the AWS endpoints, the API server). */
+static void test_host_is_loopback(void **state) {
+        static const struct {
+                const char *host;
+                bool loopback;
+        } cases[] = {
+                { "localhost", true },
+                { "LocalHost", true },
+                { "127.0.0.1", true },
+                { "127.255.0.9", true },
+                { "[::1]", true },
+                { "::1", true },
+                { "[0:0::1]", true },
+                { "128.0.0.1", false },
+                { "127.0.0.1.example.com", false },
+                { "localhost.", false },
+                { "example.com", false },
+                { "[::2]", false },
+                { "10.0.0.1", false },
+                { "", false },
+                { "0x7f.0.0.1", false },
+                { "[::ffff:127.0.0.1]", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (in_addr_host_is_loopback(cases[i].host, strlen(cases[i].host)) != cases[i].loopback)
+                        fail_msg("'%s': wanted %s", cases[i].host, cases[i].loopback ? "loopback" : "not");
+        /* len bounds the host: the port after it is not read */
+        assert_true(in_addr_host_is_loopback("127.0.0.1:8080", 9));
+        assert_false(in_addr_host_is_loopback(NULL, 0));
+}
+
 #define UP (IFF_UP | IFF_RUNNING)
 
 static NodeInterfaceAddr ifa(const char *name, unsigned flags, const char *address) {
@@ -252,11 +283,9 @@ static void test_holder_comparison(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_in_addr_literal),
-                cmocka_unit_test(test_interface_filter),
-                cmocka_unit_test(test_interface_filter_bound),
-                cmocka_unit_test(test_detect_on_this_machine),
-                cmocka_unit_test(test_machine_id),
+                cmocka_unit_test(test_in_addr_literal),        cmocka_unit_test(test_host_is_loopback),
+                cmocka_unit_test(test_interface_filter),       cmocka_unit_test(test_interface_filter_bound),
+                cmocka_unit_test(test_detect_on_this_machine), cmocka_unit_test(test_machine_id),
                 cmocka_unit_test(test_holder_comparison),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -146,11 +146,80 @@ static void test_refused(void **state) {
         json_decref(empty);
 }
 
+static void set_owner(json_t *pod, const char *kind, const char *name) {
+        json_t *owner =
+            json_array_get(json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), 0);
+        json_object_set_new(owner, "kind", json_string(kind));
+        json_object_set_new(owner, "name", json_string(name));
+}
+
+/* The owner's name becomes the checkpoint's file name and the API checks it only for being non-empty: a
+ * name that is not a DaemonSet's or ReplicaSet's by Kubernetes' rule is refused, the message naming it. So
+ * are a pod, Secret or ConfigMap whose name could not be the API's. */
+static void test_names_that_climb(void **state) {
+        static const struct {
+                const char *kind, *name, *want;
+        } owners[] = {
+                { "DaemonSet", "../../../manifests/evil",
+                  "DaemonSet '../../../manifests/evil' is not valid" },
+                { "DaemonSet", "a/b", "DaemonSet 'a/b' is not valid" },
+                { "DaemonSet", "..", "DaemonSet '..' is not valid" },
+                { "DaemonSet", "", "DaemonSet '' is not valid" },
+                { "DaemonSet", "Kube-APIServer", "DaemonSet 'Kube-APIServer' is not valid" },
+                { "ReplicaSet", "../x-5d9f7c8b6", "ReplicaSet '../x-5d9f7c8b6' is not valid" },
+                { "ReplicaSet", "kube-scheduler", "is not <deployment>-<pod-template-hash>" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(owners); i++) {
+                json_t *pod = load_pod();
+                json_object_set_new(json_object_get(json_object_get(pod, "metadata"), "labels"),
+                                    "pod-template-hash", json_string("5d9f7c8b6"));
+                set_owner(pod, owners[i].kind, owners[i].name);
+                CheckpointPod p = {};
+                char *err = NULL;
+                assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, &err), PK_EMALFORMED);
+                if (!strstr(err, owners[i].want) || !strstr(err, "kube-apiserver-x7k2p"))
+                        fail_msg("%s '%s': '%s'", owners[i].kind, owners[i].name, err);
+                free(err);
+                json_decref(pod);
+        }
+
+        json_t *pod = load_pod();
+        json_t *pki = json_array_get(json_object_get(json_object_get(pod, "spec"), "volumes"), 1);
+        json_object_set_new(json_object_get(pki, "secret"), "secretName", json_string("../../etc"));
+        CheckpointPod p = {};
+        char *err = NULL;
+        assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, &err), PK_EMALFORMED);
+        assert_non_null(strstr(err, "Secret '../../etc' is not valid"));
+        free(err);
+        err = NULL;
+        json_decref(pod);
+
+        pod = load_pod();
+        json_object_set_new(json_object_get(pod, "metadata"), "name", json_string("x/../../y"));
+        assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, &err), PK_EMALFORMED);
+        assert_non_null(strstr(err, "pod 'x/../../y' is not valid"));
+        free(err);
+        json_decref(pod);
+}
+
+/* The owner as the pod names it, for the caller to check against protokube's own workloads. */
+static void test_owner_recorded(void **state) {
+        json_t *pod = load_pod();
+        CheckpointPod p;
+        assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, NULL), 0);
+        assert_string_equal(p.owner.kind, "DaemonSet");
+        assert_string_equal(p.owner.name, "kube-apiserver");
+        assert_string_equal(p.owner.uid, "0d6f2b7e-2a55-4c1b-8a3e-6c1f0b9d2e44");
+        assert_string_equal(p.workload, "DaemonSet/kube-apiserver");
+        checkpoint_pod_done(&p);
+        json_decref(pod);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_daemonset_pod),
-                cmocka_unit_test(test_deployment_pod),
-                cmocka_unit_test(test_refused),
+                cmocka_unit_test(test_daemonset_pod),  cmocka_unit_test(test_deployment_pod),
+                cmocka_unit_test(test_refused),        cmocka_unit_test(test_names_that_climb),
+                cmocka_unit_test(test_owner_recorded),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the pivot and the DNS pass read from the API's objects (pivot/pivot.h): whether a Node asks to be out
  * of the API's names for its turn, and on which master a pod says an apiserver serves (the bootstrap
- * mirror, the self-hosted DaemonSet's pod, its checkpoint; Ready, bound, not being deleted). */
+ * mirror, the self-hosted DaemonSet's pod, its checkpoint; Ready, bound, not being deleted). And the
+ * observation itself against the API double (tests/fakes/kube/server.py) of a cluster with 5,000 nodes. */
 #include "unit-test.h"
 
+#include <ftw.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "basic/string-util.h"
+#include "kube-fake.h"
 #include "pivot/pivot.h"
 
 static json_t *parse(const char *text) {
@@ -94,10 +99,93 @@ static void test_node_names_out(void **state) {
         json_decref(none);
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+/* A cluster of 5,000 nodes: kube-system holds a kube-proxy pod of each (about 4 KiB of JSON apiece, 20 MB,
+ * past the client's 16 MiB response cap). The pivot's observation reads the masters and the components'
+ * pods only, in pages, and sees the API ready and m1's self-hosted apiserver Ready. */
+static void test_observe_5000_pods(void **state) {
+        char base[] = "/tmp/pk-pivot-observe-XXXXXX";
+        assert_non_null(mkdtemp(base));
+        _cleanup_free_ char *kc = strjoin(base, "/kubeconfig"), *mdir = strjoin(base, "/manifests"),
+                            *sdir = strjoin(base, "/state");
+        const char kubeconfig[] =
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  "
+            "context: {cluster: k, user: u}\nclusters:\n- name: k\n  cluster: {server: "
+            "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {}\n";
+        assert_true(write_file_atomic(kc, kubeconfig, strlen(kubeconfig), 0600, false) >= 0);
+        assert_int_equal(mkdir(mdir, 0755), 0);
+        KubeFake f;
+        kube_fake_start(&f);
+        kube_fake_objects(
+            &f,
+            "[{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"m1\", \"labels\": "
+            "{\"" PIVOT_MASTER_LABEL "\": \"\"}}},"
+            " {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": "
+            "\"kube-apiserver-x7k2p\", "
+            "\"namespace\": \"kube-system\", \"labels\": {\"k8s-app\": \"kube-apiserver\"}, "
+            "\"ownerReferences\": [{\"kind\": \"DaemonSet\", \"name\": \"kube-apiserver\", \"controller\": "
+            "true}]}, \"spec\": {\"nodeName\": \"m1\"}, \"status\": {\"phase\": \"Running\", "
+            "\"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"}]}}]");
+        kube_fake_post(
+            &f, "/_fake/pods",
+            "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
+            "\"labels\": {\"k8s-app\": \"kube-proxy\", \"app.kubernetes.io/managed-by\": \"protokube\"}}");
+        char cm_text[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n";
+        SelfHostedObject obj = { .kind = SELF_HOSTED_CONFIG_MAP,
+                                 .api_version = "v1",
+                                 .kind_name = "ConfigMap",
+                                 .namespace = (char *)"kube-system",
+                                 .name = (char *)"x",
+                                 .text = cm_text,
+                                 .text_len = strlen(cm_text) };
+        SelfHostedAssets assets = { .items = &obj, .n = 1 };
+        PivotSettings s = { .kubeconfig = kc,
+                            .api_host = "127.0.0.1",
+                            .api_port = 1,
+                            .node_name = "m1",
+                            .internal_ip = "127.0.0.1",
+                            .manifest_dir = mdir,
+                            .state_dir = sdir,
+                            .assets = &assets,
+                            .call_timeout = 60 * USEC_PER_SEC };
+        _cleanup_(pivot_freep) Pivot *p = NULL;
+        char *err = NULL;
+        assert_int_equal(pivot_new(&s, &p, &err), 0);
+        /* the double speaks plain http on loopback: both clients go to it */
+        kube_client_free(p->api);
+        kube_client_free(p->local);
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &p->api, NULL), 0);
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &p->local, NULL), 0);
+        assert_int_equal(pivot_observe(p, &err), 0);
+        if (!p->obs.api_ready)
+                fail_msg("the API counts as not ready: %s", strnull(p->api_error));
+        assert_int_equal(p->obs.n_masters, 1);
+        assert_true(p->obs.masters[0].self_hosted_ready[PIVOT_APISERVER]);
+        json_t *reqs = kube_fake_requests(&f), *r;
+        size_t i;
+        unsigned lists = 0;
+        json_array_foreach(reqs, i, r) {
+                if (!streq(json_string_value(json_object_get(r, "path")),
+                           "/api/v1/namespaces/kube-system/pods"))
+                        continue;
+                lists++;
+                assert_non_null(
+                    strstr(json_string_value(json_object_get(r, "query")), "labelSelector=k8s-app"));
+        }
+        assert_int_equal(lists, 1);
+        json_decref(reqs);
+        kube_fake_stop(&f);
+        assert_int_equal(nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_apiserver_pod_ready_on),
                 cmocka_unit_test(test_node_names_out),
+                cmocka_unit_test(test_observe_5000_pods),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
