@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -196,6 +197,45 @@ int symlink_replace_at(int dfd, const char *target, const char *link, char **ret
         if (ret_old)
                 *ret_old = TAKE_PTR(old);
         return 1;
+}
+
+#define RM_RF_DEPTH_MAX   32
+#define RM_RF_ENTRIES_MAX 65536U
+
+static int rm_rf_level(int dfd, const char *name, unsigned depth, unsigned *budget) {
+        if (unlinkat(dfd, name, 0) >= 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM) /* EPERM: Linux's answer for a directory */
+                return -errno;
+        if (depth >= RM_RF_DEPTH_MAX)
+                return -E2BIG;
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        int r = 0;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if ((*budget)-- == 0)
+                        r = -E2BIG;
+                else
+                        r = rm_rf_level(dirfd(d), de->d_name, depth + 1, budget);
+        }
+        closedir(d);
+        if (r >= 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                r = -errno;
+        return r;
+}
+
+int rm_rf_at(int dfd, const char *name) {
+        unsigned budget = RM_RF_ENTRIES_MAX;
+        return rm_rf_level(dfd, name, 0, &budget);
 }
 
 int dir_present(const char *path) {

@@ -29,6 +29,11 @@ int loop_pwrite(int fd, const void *buf, size_t len, size_t offset);
  * named target. The directory is not fsynced: the caller does, once for all its changes. */
 int symlink_replace_at(int dfd, const char *target, const char *link, char **ret_old);
 
+/* Removes name in dfd and, if it is a directory, everything below it (rm -rf), never following a symlink
+ * (a symlink is removed, not its target). Bounded: at most 32 levels and 65536 entries; past that -E2BIG
+ * and what was removed stays removed. 0 when name was absent. */
+int rm_rf_at(int dfd, const char *name);
+
 /* Whether path is a directory: 1 yes, 0 absent (ENOENT only), -ENOTDIR when it is something else, -errno
  * when it cannot be looked at (EIO, ELOOP, EACCES...): an error is never taken for absence. */
 int dir_present(const char *path);

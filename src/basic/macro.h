@@ -83,6 +83,9 @@ static inline int safe_close(int fd) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
+#include <dirent.h>
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+
 /* Return the negative errno of the last failed libc call, never 0. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;

@@ -32,8 +32,6 @@ struct loop_config {
 };
 #endif
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
-
 /* "7:3\n" from /sys/block/loopN/dev. */
 static int sysfs_devnum(const char *name, dev_t *ret) {
         _cleanup_free_ char *path = strjoin("/sys/block/", name, "/dev"), *text = NULL;

@@ -24,8 +24,6 @@
 #include "cloud/volume-tags.h"
 #include "shared/blockdev.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
-
 static void pool_volume_donep(PoolVolume *v) {
         pool_volume_done(v);
 }

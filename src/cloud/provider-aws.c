@@ -512,9 +512,6 @@ static int stat_block(const char *path, char **ret_path, dev_t *ret_devnum) {
         return 1;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
-#define _cleanup_closedir_ _cleanup_(closedirp)
-
 /* The first line of a small sysfs file, without its newline. */
 static int read_one_line(const char *path, char *buf, size_t size) {
         _cleanup_free_ char *s = NULL;
@@ -563,7 +560,7 @@ static int sysfs_size(dev_t devnum, uint64_t *ret) {
 
 /* Another volume's NVMe identity (a by-id link other than id's own) naming devnum: its name, or NULL. */
 static int byid_other_volume(const char *dir, const char *own, dev_t devnum, char **ret) {
-        _cleanup_closedir_ DIR *d = opendir(dir);
+        _cleanup_(closedirp) DIR *d = opendir(dir);
         if (!d)
                 return errno == ENOENT ? 0 : -errno;
         for (struct dirent *de; (de = readdir(d));) {
@@ -584,7 +581,7 @@ static int byid_other_volume(const char *dir, const char *own, dev_t devnum, cha
 /* A /dev/xvd* disk that no attachment of this instance explains (root included): the kernel's names are
  * not EC2's here (old kernels showed sdf as xvdj), so no name can be trusted. Returns its name or NULL. */
 static int xvd_unexplained(const char *dev_dir, char **mapping, char **ret) {
-        _cleanup_closedir_ DIR *d = opendir(dev_dir);
+        _cleanup_(closedirp) DIR *d = opendir(dev_dir);
         if (!d)
                 return -errno;
         for (struct dirent *de; (de = readdir(d));) {

@@ -313,8 +313,6 @@ int checkpoint_refresh(const CheckpointConfig *c, KubeClient *api, usec_t deadli
         return refresh_gen(c, api, items, &g, deadline, ret_message, ret_error);
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
-
 static int each_manifest(const char *dir, bool ours_only,
                          int (*fn)(const char *dir, const char *name, void *u), void *userdata,
                          char **ret_error) {

@@ -5,32 +5,24 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/beneath.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/generation.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "pivot/checkpoint-apply.h"
 #include "pivot/checkpoint-internal.h"
 #include "shared/crypto.h"
 
-#define GEN_PREFIX   ".checkpoint."      /* a named generation: GEN_PREFIX<16 hex of the time>.<8 hex> */
-#define GEN_NEW      ".checkpoint-new."  /* a generation its writer is still writing */
-#define LINK_TMP     ".checkpoint-link." /* the link before it is renamed over CHECKPOINT_LINK */
-#define NAME_TRIES   16
-#define SWEEP_MAX    4096 /* entries of the state directory looked at: bounded */
-#define GEN_NAME_MAX 64
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+#define GEN_PREFIX ".checkpoint."     /* a named generation: GEN_PREFIX<16 hex of the time>.<8 hex> */
+#define GEN_NEW    ".checkpoint-new." /* a generation its writer is still writing */
 
 void gen_done(Gen *g) {
         for (size_t i = 0; i < g->n; i++) {
@@ -99,61 +91,6 @@ bool gen_unchanged(const char *state_dir, const char *digest) {
         return path && read_full_file(path, 128, &text, NULL) >= 0 && streq(text, digest);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* Removes a generation (ours: under the state directory, not followed through symlinks). */
-static int rm_tree(const char *state_dir, const char *name) {
-        _cleanup_free_ char *path = strprintf("%s/%s", state_dir, name);
-        if (!path)
-                return -ENOMEM;
-        if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
-static uint32_t random_u32(unsigned attempt) {
-        uint32_t rnd = 0;
-        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) < 0)
-                rnd = ((uint32_t)getpid() << 8) ^ attempt ^ (uint32_t)now(CLOCK_MONOTONIC);
-        return rnd;
-}
-
-/* A new generation's directory, held (flock) before it has a name a sweep looks at: created under a
- * GEN_NEW name, locked, then renamed to GEN_PREFIX<time>.<random>. A sweep that took a GEN_NEW directory
- * between its creation and its lock (its writer died, as far as the sweep could tell) removed it: the
- * writer sees it unlinked and makes another. Returns the fd; *name gets the final name. */
-static int gen_create(int state_fd, char name[static GEN_NAME_MAX]) {
-        for (unsigned attempt = 0; attempt < NAME_TRIES; attempt++) {
-                char tmp[GEN_NAME_MAX];
-                struct stat st;
-                snprintf(tmp, sizeof(tmp), GEN_NEW "%08x", random_u32(attempt));
-                if (mkdirat(state_fd, tmp, 0700) < 0) {
-                        if (errno == EEXIST)
-                                continue;
-                        return -errno;
-                }
-                _cleanup_close_ int fd =
-                    openat(state_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0)
-                        continue; /* removed meanwhile */
-                if (st.st_nlink == 0)
-                        continue;
-                snprintf(name, GEN_NAME_MAX, GEN_PREFIX "%016llx.%08x",
-                         (unsigned long long)now(CLOCK_REALTIME), random_u32(attempt));
-                if (renameat2(state_fd, tmp, state_fd, name, RENAME_NOREPLACE) < 0) {
-                        int r = -errno;
-                        (void)unlinkat(state_fd, tmp, AT_REMOVEDIR);
-                        if (r == -EEXIST)
-                                continue;
-                        return r;
-                }
-                return TAKE_FD(fd);
-        }
-        return -EEXIST;
-}
-
 /* One file or directory of the generation, opened below gen_fd one component at a time. */
 static int write_one(int gen_fd, const GenFile *f) {
         if (!f->data) {
@@ -190,96 +127,39 @@ static int write_gen(const Gen *g, int gen_fd, const char *dir, const char *dige
         return r < 0 ? error_setf(ret_error, r, "cannot write '%s/digest': %s", dir, pk_strerror(r)) : 0;
 }
 
-/* The link's target now ("" when there is none). */
-static int link_target(int state_fd, char buf[static GEN_NAME_MAX + 1]) {
-        ssize_t n = readlinkat(state_fd, CHECKPOINT_LINK, buf, GEN_NAME_MAX);
-        if (n < 0) {
-                buf[0] = 0;
-                return errno == ENOENT ? 0 : -errno;
-        }
-        buf[n] = 0;
-        return 0;
-}
-
-/* The generations the swap replaced: named no later than replaced (generation names sort by time), not
- * held by a writer (its lock), not the current one. A generation becomes current only through its writer,
- * which holds it until then: one found unheld and not current never becomes current again. */
-static int sweep(int state_fd, const char *state_dir, const char *own, const char *replaced,
-                 char **ret_error) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        int fd = fcntl(state_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                safe_close(fd);
-                return error_setf(ret_error, -errno, "cannot read '%s': %m", state_dir);
-        }
-        unsigned seen = 0;
-        for (struct dirent *de; (de = readdir(d)) && seen < SWEEP_MAX; seen++) {
-                bool gen = startswith(de->d_name, GEN_PREFIX), fresh = startswith(de->d_name, GEN_NEW);
-                if ((!gen && !fresh) || streq(de->d_name, own) ||
-                    (gen && (!*replaced || strcmp(de->d_name, replaced) > 0)))
-                        continue;
-                _cleanup_close_ int g =
-                    openat(state_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                char cur[GEN_NAME_MAX + 1];
-                if (g < 0 || flock(g, LOCK_EX | LOCK_NB) < 0)
-                        continue; /* gone, not ours, or a writer's */
-                int r = link_target(state_fd, cur);
-                if (r < 0)
-                        return error_setf(ret_error, r, "cannot read '%s/%s': %s", state_dir,
-                                          CHECKPOINT_LINK, pk_strerror(r));
-                if (streq(cur, de->d_name))
-                        continue;
-                if ((r = rm_tree(state_dir, de->d_name)) < 0)
-                        return error_setf(ret_error, r, "cannot remove the old generation '%s/%s': %s",
-                                          state_dir, de->d_name, pk_strerror(r));
-        }
-        return 0;
-}
-
-/* Points <state>/checkpoint at the generation: a symlink under a temporary name of its own, renamed over
- * the old one; *replaced gets what it named before, *ret_linked whether the link names the generation now
- * (also when what follows the rename failed). */
+/* Points <state>/checkpoint at the generation (basic/fileio.h's symlink_replace_at: a temporary link of its
+ * own renamed over the old one); *replaced gets what it named before ("" when nothing), *ret_linked whether
+ * the link names the generation now (also when the fsync after it failed). */
 static int swap_link(int state_fd, const char *state_dir, const char *gen_name,
-                     char replaced[static GEN_NAME_MAX + 1], bool *ret_linked, char **ret_error) {
+                     char replaced[static GENERATION_NAME_MAX], bool *ret_linked, char **ret_error) {
+        _cleanup_free_ char *old = NULL;
         struct stat st;
         if (fstatat(state_fd, CHECKPOINT_LINK, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode))
                 return error_setf(ret_error, -EEXIST, "'%s/%s' is not a symlink to a generation: left alone",
                                   state_dir, CHECKPOINT_LINK);
-        int r = link_target(state_fd, replaced);
-        if (r < 0)
-                return error_setf(ret_error, r, "cannot read '%s/%s': %s", state_dir, CHECKPOINT_LINK,
-                                  pk_strerror(r));
-        char tmp[GEN_NAME_MAX];
-        r = -EEXIST;
-        for (unsigned attempt = 0; attempt < NAME_TRIES && r == -EEXIST; attempt++) {
-                snprintf(tmp, sizeof(tmp), LINK_TMP "%08x", random_u32(attempt));
-                r = symlinkat(gen_name, state_fd, tmp) < 0 ? -errno : 0;
-        }
-        if (r >= 0 && renameat(state_fd, tmp, state_fd, CHECKPOINT_LINK) < 0) {
-                r = -errno;
-                (void)unlinkat(state_fd, tmp, 0);
-        }
+        int r = symlink_replace_at(state_fd, gen_name, CHECKPOINT_LINK, &old);
         *ret_linked = r >= 0;
         if (r >= 0 && fsync(state_fd) < 0)
                 r = -errno;
         if (r < 0)
                 return error_setf(ret_error, r, "cannot point '%s/%s' at '%s': %s", state_dir,
                                   CHECKPOINT_LINK, gen_name, pk_strerror(r));
+        snprintf(replaced, GENERATION_NAME_MAX, "%s", strempty(old));
         return 0;
 }
 
 int gen_commit(const Gen *g, const char *state_dir, const char *digest, char **ret_dir, char **ret_error) {
         _cleanup_close_ int state_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), gen_fd = -EBADF;
-        char name[GEN_NAME_MAX], replaced[GEN_NAME_MAX + 1];
+        char name[GENERATION_NAME_MAX], replaced[GENERATION_NAME_MAX];
         if (state_fd < 0)
                 return error_setf(ret_error, -errno, "cannot open '%s': %m", state_dir);
-        gen_fd = gen_create(state_fd, name);
+        gen_fd = generation_create(state_fd, GEN_PREFIX, GEN_NEW, 0700, name);
         if (gen_fd < 0)
                 return error_setf(ret_error, gen_fd, "cannot create a generation in '%s': %s", state_dir,
                                   pk_strerror(gen_fd));
         _cleanup_free_ char *dir = strprintf("%s/%s", state_dir, name);
         if (!dir) {
-                (void)rm_tree(state_dir, name);
+                (void)rm_rf_at(state_fd, name);
                 return -ENOMEM;
         }
         bool linked = false;
@@ -289,13 +169,15 @@ int gen_commit(const Gen *g, const char *state_dir, const char *digest, char **r
         if (r < 0) {
                 /* never a half checkpoint: the previous one stays current; one the link names stays */
                 if (!linked)
-                        (void)rm_tree(state_dir, name);
+                        (void)rm_rf_at(state_fd, name);
                 return r;
         }
+        gen_fd = safe_close(gen_fd);
         /* the new generation is current: a failed sweep leaves garbage, which the next one removes */
-        r = sweep(state_fd, state_dir, name, replaced, ret_error);
+        r = generation_sweep(state_fd, CHECKPOINT_LINK, GEN_PREFIX, GEN_NEW, name, replaced);
         if (r < 0)
-                return r;
+                return error_setf(ret_error, r, "cannot remove the old generations in '%s': %s", state_dir,
+                                  pk_strerror(r));
         if (ret_dir)
                 *ret_dir = TAKE_PTR(dir);
         return 0;

@@ -17,6 +17,7 @@
 
 #include "basic/errors.h"
 #include "basic/fileio.h"
+#include "basic/generation.h"
 #include "basic/string-util.h"
 #include "pki/pki-cert.h"
 #include "pki/pki-files.h"
@@ -24,10 +25,8 @@
 #include "shared/crypto.h"
 #include "shared/openssl-util.h"
 
-#define PAIR_FILE_MAX     (64U * 1024U)
-#define GEN_HEX           16 /* 64 random bits per generation name */
-#define READ_ATTEMPTS     3  /* a generation can vanish under a reader only if a writer swaps meanwhile */
-#define SWEEP_ENTRIES_MAX 4096
+#define PAIR_FILE_MAX (64U * 1024U)
+#define READ_ATTEMPTS 3 /* a generation can vanish under a reader only if a writer swaps meanwhile */
 
 bool pki_pair_name_is_valid(const char *name) {
         if (isempty(name) || strlen(name) > PKI_PAIR_NAME_MAX || name[0] == '-')
@@ -69,102 +68,38 @@ static int write_file_at(int dfd, const char *fname, const char *data, size_t le
         return fsync(fd) < 0 ? -errno : 0;
 }
 
+/* ".NAME." and ".NAME.new-": the prefixes of the pair's generations (basic/generation.h) and of one being
+ * named (no pair name has a dot, so no pair's names are another's). */
+static int pair_prefixes(const char *name, char prefix[static PKI_PAIR_NAME_MAX + 3],
+                         char fresh[static PKI_PAIR_NAME_MAX + 7]) {
+        snprintf(prefix, PKI_PAIR_NAME_MAX + 3, ".%s.", name);
+        snprintf(fresh, PKI_PAIR_NAME_MAX + 7, ".%s.new-", name);
+        return 0;
+}
+
 static bool is_generation_of(const char *entry, const char *name) {
-        size_t n = strlen(name);
-        if (entry[0] != '.' || !strneq(entry + 1, name, n) || entry[n + 1] != '.')
-                return false;
-        const char *hex = entry + n + 2;
-        if (strlen(hex) != GEN_HEX)
-                return false;
-        return strspn(hex, "0123456789abcdef") == GEN_HEX;
+        char prefix[PKI_PAIR_NAME_MAX + 3], fresh[PKI_PAIR_NAME_MAX + 7];
+        pair_prefixes(name, prefix, fresh);
+        return generation_name_is_valid(entry, prefix);
 }
 
-/* Removes a generation directory: the two files it may hold, then itself. */
-static void remove_generation(int dfd, const char *gen, const char *name) {
-        _cleanup_close_ int gfd = openat(dfd, gen, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (gfd >= 0)
-                for (const char *ext = ".crt"; ext; ext = streq(ext, ".crt") ? ".key" : NULL) {
-                        _cleanup_free_ char *f = strjoin(name, ext);
-                        if (f)
-                                (void)unlinkat(gfd, f, 0);
-                }
-        (void)unlinkat(dfd, gen, AT_REMOVEDIR);
+/* Removes what replaced was current before: it and the older generations no writer holds. replaced NULL
+ * (pki_pair_remove, after the links): every generation. */
+static int sweep_generations(int dfd, const char *name, const char *replaced, const char *own) {
+        char prefix[PKI_PAIR_NAME_MAX + 3], fresh[PKI_PAIR_NAME_MAX + 7], all[GENERATION_NAME_MAX];
+        _cleanup_free_ char *current = strjoin(".", name, ".current");
+        if (!current)
+                return -ENOMEM;
+        pair_prefixes(name, prefix, fresh);
+        snprintf(all, sizeof(all), "%sffffffffffffffff", prefix);
+        return generation_sweep(dfd, current, prefix, fresh, own, replaced ?: all);
 }
 
-/* A temporary link of one of the pair's links (".NAME.current.tmp-<hex>", ".NAME.crt.tmp-<hex>"...) that a
- * writer died before renaming. */
-static bool is_temporary_link_of(const char *entry, const char *name) {
-        size_t n = strlen(name);
-        return entry[0] == '.' && strneq(entry + 1, name, n) && entry[n + 1] == '.' &&
-               strstr(entry, ".tmp-");
-}
-
-static bool older_or_same(const struct stat *a, const struct stat *b) {
-        return a->st_mtim.tv_sec < b->st_mtim.tv_sec ||
-               (a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec <= b->st_mtim.tv_nsec);
-}
-
-/* After replaced stopped being current: removes it and every generation (and temporary link) of name that is
- * not newer than it, by modification time, never keep: a generation newer than the replaced one is another
- * writer's, made meanwhile, and may be about to become current. NULL replaced (pki_pair_remove): all. */
-static void sweep_generations(int dfd, const char *name, const char *replaced, const char *keep) {
-        struct stat limit;
-        if (replaced && fstatat(dfd, replaced, &limit, AT_SYMLINK_NOFOLLOW) < 0)
-                return; /* gone already: nothing is known to be older */
-        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return;
-        DIR *d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return;
-        }
-        rewinddir(d);
-        struct dirent *de;
-        for (unsigned i = 0; i < SWEEP_ENTRIES_MAX && (de = readdir(d)); i++) {
-                bool gen = is_generation_of(de->d_name, name);
-                struct stat st;
-                if ((!gen && !is_temporary_link_of(de->d_name, name)) || (keep && streq(de->d_name, keep)) ||
-                    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                    (replaced && !older_or_same(&st, &limit)))
-                        continue;
-                if (gen)
-                        remove_generation(dfd, de->d_name, name);
-                else
-                        (void)unlinkat(dfd, de->d_name, 0);
-        }
-        closedir(d);
-}
-
-static int new_generation(int dfd, const char *name, char **ret_gen) {
-        for (unsigned attempt = 0; attempt < 5; attempt++) {
-                unsigned char rnd[GEN_HEX / 2];
-                if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-                        return -EIO;
-                char hex[GEN_HEX + 1];
-                for (size_t i = 0; i < sizeof(rnd); i++)
-                        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-                _cleanup_free_ char *gen = strjoin(".", name, ".", hex);
-                if (!gen)
-                        return -ENOMEM;
-                if (mkdirat(dfd, gen, 0700) >= 0) {
-                        *ret_gen = TAKE_PTR(gen);
-                        return 0;
-                }
-                if (errno != EEXIST)
-                        return -errno;
-        }
-        return -EEXIST;
-}
-
-static int fill_generation(int dfd, const char *gen, const char *name, const char *cert_pem, size_t cert_len,
+static int fill_generation(int gfd, const char *name, const char *cert_pem, size_t cert_len,
                            const char *key_pem, size_t key_len) {
         _cleanup_free_ char *crt = strjoin(name, ".crt"), *key = strjoin(name, ".key");
         if (!crt || !key)
                 return -ENOMEM;
-        _cleanup_close_ int gfd = openat(dfd, gen, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (gfd < 0)
-                return -errno;
         int r = write_file_at(gfd, key, key_pem, key_len, 0600);
         if (r >= 0)
                 r = write_file_at(gfd, crt, cert_pem, cert_len, 0644);
@@ -206,7 +141,8 @@ static int link_pair_paths(int dfd, const char *name, const char *current) {
 
 int pki_pair_write(const char *dir, const char *name, const char *cert_pem, size_t cert_len,
                    const char *key_pem, size_t key_len) {
-        _cleanup_free_ char *gen = NULL, *current = NULL, *replaced = NULL;
+        _cleanup_free_ char *current = NULL, *replaced = NULL;
+        char gen[GENERATION_NAME_MAX], prefix[PKI_PAIR_NAME_MAX + 3], fresh[PKI_PAIR_NAME_MAX + 7];
         if (!pki_pair_name_is_valid(name) || cert_len == 0 || key_len == 0)
                 return -EINVAL;
         _cleanup_close_ int dfd = open_pair_dir(dir, true);
@@ -215,23 +151,27 @@ int pki_pair_write(const char *dir, const char *name, const char *cert_pem, size
         current = strjoin(".", name, ".current");
         if (!current)
                 return -ENOMEM;
-        int r = new_generation(dfd, name, &gen);
-        if (r < 0)
-                return r;
-        r = fill_generation(dfd, gen, name, cert_pem, cert_len, key_pem, key_len);
+        pair_prefixes(name, prefix, fresh);
+        /* held (flock) by this writer until .NAME.current names it: no sweep removes it meanwhile */
+        _cleanup_close_ int gfd = generation_create(dfd, prefix, fresh, 0700, gen);
+        if (gfd < 0)
+                return gfd;
+        int r = fill_generation(gfd, name, cert_pem, cert_len, key_pem, key_len);
         if (r >= 0)
                 r = symlink_replace_at(dfd, gen, current, &replaced); /* the switch: both files at once */
         if (r < 0) {
-                remove_generation(dfd, gen, name);
+                (void)rm_rf_at(dfd, gen);
                 return r;
         }
+        gfd = safe_close(gfd);
         r = link_pair_paths(dfd, name, current);
         if (r < 0)
                 return r;
         if (fsync(dfd) < 0)
                 return -errno;
+        /* the new pair is current: a failed sweep leaves garbage, which the next write's removes */
         if (replaced && is_generation_of(replaced, name))
-                sweep_generations(dfd, name, replaced, gen);
+                (void)sweep_generations(dfd, name, replaced, gen);
         return 0;
 }
 
@@ -361,7 +301,9 @@ int pki_pair_remove(const char *dir, const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(links); i++)
                 if (unlinkat(dfd, links[i], 0) < 0 && errno != ENOENT)
                         return -errno;
-        sweep_generations(dfd, name, NULL, NULL);
+        int r = sweep_generations(dfd, name, NULL, NULL);
+        if (r < 0)
+                return r;
         return fsync(dfd) < 0 ? -errno : 0;
 }
 
@@ -377,7 +319,7 @@ typedef struct FileIdentity {
 #define PAIR_DIGEST_LEN 32
 
 typedef struct PairIdentity {
-        char gen[PKI_PAIR_NAME_MAX + GEN_HEX + 3]; /* ".NAME.<hex>" */
+        char gen[GENERATION_NAME_MAX]; /* ".NAME.<hex>.<hex>" */
         FileIdentity crt, key;
 } PairIdentity;
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -444,8 +445,11 @@ static void test_pair_two_writers(void **state) {
                                 char c[16], k[16];
                                 snprintf(c, sizeof(c), "c%d-%d", w, i);
                                 snprintf(k, sizeof(k), "k%d-%d", w, i);
-                                if (pki_pair_write(t.path, "p", c, strlen(c), k, strlen(k)) < 0)
+                                int wr = pki_pair_write(t.path, "p", c, strlen(c), k, strlen(k));
+                                if (wr < 0) {
+                                        fprintf(stderr, "writer %d, write %d: %s\n", w, i, strerror(-wr));
                                         _exit(1);
+                                }
                         }
                         _exit(0);
                 }
@@ -462,21 +466,28 @@ static void test_pair_two_writers(void **state) {
         assert_string_equal(c + 1, k + 1);
         erase_and_free(k, kl);
 
-        /* an older leftover and a dead writer's temporary link go; a newer generation stays */
-        _cleanup_free_ char *old_gen = strjoin(t.path, "/.p.00000000000000aa"),
-                            *new_gen = strjoin(t.path, "/.p.00000000000000bb"),
-                            *tmp_link = strjoin(t.path, "/.p.current.tmp-0123456789abcdef");
-        struct timespec past[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
+        /* an older leftover goes, also one a dead writer left unnamed; a newer generation stays, and so
+         * does an older one a writer still holds */
+        _cleanup_free_ char *old_gen = strjoin(t.path, "/.p.0000000000000001.000000aa"),
+                            *held_gen = strjoin(t.path, "/.p.0000000000000002.000000aa"),
+                            *fresh = strjoin(t.path, "/.p.new-000000aa"),
+                            *new_gen = strjoin(t.path, "/.p.ffffffffffffff00.000000bb");
         assert_int_equal(mkdir(old_gen, 0700), 0);
-        assert_int_equal(utimensat(AT_FDCWD, old_gen, past, 0), 0);
-        assert_int_equal(symlink(".p.00000000000000aa", tmp_link), 0);
-        assert_int_equal(utimensat(AT_FDCWD, tmp_link, past, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(mkdir(held_gen, 0700), 0);
+        assert_int_equal(mkdir(fresh, 0700), 0);
+        int held = open(held_gen, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(held >= 0);
+        assert_int_equal(flock(held, LOCK_EX), 0);
         assert_int_equal(pki_pair_write(t.path, "p", "c-a", 3, "k-a", 3), 0);
-        assert_int_equal(mkdir(new_gen, 0700), 0); /* after the current one: another writer's */
+        assert_int_equal(mkdir(new_gen, 0700), 0); /* named after the current one: another writer's */
         assert_int_equal(pki_pair_write(t.path, "p", "c-b", 3, "k-b", 3), 0);
         assert_int_equal(access(old_gen, F_OK), -1);
-        assert_int_equal(access(tmp_link, F_OK), -1);
+        assert_int_equal(access(fresh, F_OK), -1);
+        assert_int_equal(access(held_gen, F_OK), 0);
         assert_int_equal(access(new_gen, F_OK), 0);
+        close(held);
+        assert_int_equal(pki_pair_write(t.path, "p", "c-c", 3, "k-c", 3), 0);
+        assert_int_equal(access(held_gen, F_OK), -1);          /* released: swept by the next write */
         assert_int_equal(count_generations(t.path, ".p."), 2); /* the current one and the newer one */
 }
 
