@@ -262,26 +262,36 @@ static int list_walk(ListWalk *w, int dfd, const char *rel, unsigned depth) {
         return r;
 }
 
-static int file_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
-        FileStore *f = s->data;
-        ListWalk w = { .prefix = prefix, .versions = versions };
-        const char *slash = strrchr(prefix, '/');
-        _cleanup_free_ char *dir = slash ? strndup(prefix, (size_t)(slash - prefix)) : strdup("");
-        if (!dir)
-                return -ENOMEM;
-        /* Only the directory the prefix names is walked, not the whole store. */
+/* The directory dir of the store ("": the store's own), for a listing: its fd, 0 when it is absent (an
+ * empty listing), < 0 with *ret_cause naming it. */
+static int open_list_dir(FileStore *f, const char *dir, int *ret_fd, char **ret_cause) {
         int dfd = isempty(dir) ? fcntl(f->fd, F_DUPFD_CLOEXEC, 3) : beneath_open_dir(f->fd, dir, false, 0);
         if (dfd < 0 && isempty(dir))
                 dfd = -errno;
-        if (dfd == -ENOENT) {
-                *ret_keys = NULL;
+        if (dfd == -ENOENT)
                 return 0;
-        }
         if (dfd < 0) {
                 *ret_cause = file_cause(dfd, isempty(dir) ? "the store's directory" : dir);
                 return dfd;
         }
-        int r = list_walk(&w, dfd, dir, 0);
+        *ret_fd = dfd;
+        return 1;
+}
+
+static int file_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
+        ListWalk w = { .prefix = prefix, .versions = versions };
+        const char *slash = strrchr(prefix, '/');
+        _cleanup_free_ char *dir = slash ? strndup(prefix, (size_t)(slash - prefix)) : strdup("");
+        int dfd = -1;
+        if (!dir)
+                return -ENOMEM;
+        /* Only the directory the prefix names is walked, not the whole store. */
+        int r = open_list_dir(s->data, dir, &dfd, ret_cause);
+        if (r <= 0) {
+                *ret_keys = NULL;
+                return r;
+        }
+        r = list_walk(&w, dfd, dir, 0);
         if (r < 0) {
                 strv_free(w.keys);
                 *ret_cause = r == -E2BIG ? strprintf("more than %u objects", STORE_LIST_MAX)
@@ -354,19 +364,17 @@ static int dirs_walk(int dfd, char ***names) {
 }
 
 static int file_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
-        FileStore *f = s->data;
         _cleanup_free_ char *dir = strndup(prefix, isempty(prefix) ? 0 : strlen(prefix) - 1);
         char **names = NULL;
+        int dfd = -1;
         if (!dir)
                 return -ENOMEM;
-        int dfd = isempty(dir) ? fcntl(f->fd, F_DUPFD_CLOEXEC, 3) : beneath_open_dir(f->fd, dir, false, 0);
-        if (dfd < 0 && isempty(dir))
-                dfd = -errno;
-        if (dfd == -ENOENT) {
+        int r = open_list_dir(s->data, dir, &dfd, ret_cause);
+        if (r <= 0) {
                 *ret_names = NULL;
-                return 0;
+                return r;
         }
-        int r = dfd < 0 ? dfd : dirs_walk(dfd, &names);
+        r = dirs_walk(dfd, &names);
         if (r < 0) {
                 strv_free(names);
                 *ret_cause = r == -E2BIG ? strprintf("more than %u directories", STORE_LIST_MAX)

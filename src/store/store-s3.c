@@ -92,8 +92,10 @@ static char *list_query(S3Store *t, const char *prefix, const char *delimiter, c
                          strempty(et));
 }
 
+/* One ListObjectsV2 page. With ret_region (the open's probe), the answer's document is not kept, and the
+ * region S3 names for the bucket in it goes to *ret_region (NULL when none). */
 static int s3_list_page(S3Store *t, const char *prefix, const char *delimiter, const char *token,
-                        unsigned max_keys, XmlNode **ret, char **ret_cause) {
+                        unsigned max_keys, XmlNode **ret, char **ret_region, char **ret_cause) {
         _cleanup_free_ char *query = list_query(t, prefix, delimiter, token, max_keys);
         if (!query)
                 return -ENOMEM;
@@ -105,23 +107,15 @@ static int s3_list_page(S3Store *t, const char *prefix, const char *delimiter, c
                 .query = query,
                 .bucket = t->bucket,
         };
+        if (ret_region)
+                return aws_client_call_header(t->client, &call, "x-amz-bucket-region", ret_region,
+                                              ret_cause);
         return aws_client_call(t->client, &call, ret, ret_cause);
 }
 
 /* One listed key, and the region S3 names for the bucket in the answer (*ret_region, NULL when none). */
 static int s3_list_probe(S3Store *t, char **ret_region, char **ret_cause) {
-        _cleanup_free_ char *query = list_query(t, "", NULL, NULL, 1);
-        if (!query)
-                return -ENOMEM;
-        AwsCall call = {
-                .service = AWS_SERVICE_S3,
-                .operation = "ListObjectsV2",
-                .method = "GET",
-                .path = "/",
-                .query = query,
-                .bucket = t->bucket,
-        };
-        return aws_client_call_header(t->client, &call, "x-amz-bucket-region", ret_region, ret_cause);
+        return s3_list_page(t, "", NULL, NULL, 1, NULL, ret_region, ret_cause);
 }
 
 /* The region S3 names for the bucket in a HeadBucket answer, whatever its status (NULL when none). */
@@ -395,7 +389,7 @@ static int s3_list_all(S3Store *t, S3Listing *l, char **ret_cause) {
         _cleanup_free_ char *token = NULL;
         for (unsigned page = 0; page < S3_LIST_PAGES; page++) {
                 _cleanup_(xml_node_freep) XmlNode *doc = NULL;
-                int r = s3_list_page(t, l->prefix, l->delimiter, token, S3_LIST_PAGE, &doc, ret_cause);
+                int r = s3_list_page(t, l->prefix, l->delimiter, token, S3_LIST_PAGE, &doc, NULL, ret_cause);
                 if (r < 0)
                         return r;
                 r = !doc ? PK_EMALFORMED : l->delimiter ? take_dirs(t, doc, l) : take_keys(t, doc, l);
