@@ -73,6 +73,9 @@ static inline int safe_close(int fd) {
         return -1;
 }
 
+/* A compile-time check (a table that must have one entry per value of an enum). */
+#define assert_cc(expr) _Static_assert(expr, #expr)
+
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
         static inline void func##p(type *p) {   \
                 if (*p)                         \

@@ -4,6 +4,7 @@
  * identity (the NVMe serial's by-id link on Nitro; on Xen the xvd name EC2 recorded, only when size and the
  * instance's other devices confirm it). */
 #include "cloud/provider-aws.h"
+#include "cloud/providers.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,5 +11,3 @@
 /* ... and the Xen fallback's /dev/xvdX names at a directory of their own. */
 #define AWS_DEV_DIR_ENV     "PROTOKUBE_AWS_DEV_DIR"
 #define AWS_DEV_DIR_DEFAULT "/dev"
-
-extern const VolumeProviderVTable volume_provider_aws;

@@ -13,6 +13,7 @@
 #include "basic/strv.h"
 #include "cloud/node-addrs.h"
 #include "cloud/pool.h"
+#include "cloud/providers.h"
 #include "cloud/volume-tags.h"
 #include "cloud/volume.h"
 

@@ -163,18 +163,6 @@ void volume_list_sort(VolumeList *l) {
                 qsort_safe(l->items, l->n, sizeof(Volume), cmp_volume);
 }
 
-static const VolumeProviderVTable *const providers[] = {
-        &volume_provider_local,
-        &volume_provider_aws,
-};
-
-const VolumeProviderVTable *volume_provider_find(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(providers); i++)
-                if (streq(providers[i]->name, name))
-                        return providers[i];
-        return NULL;
-}
-
 int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret) {
         VolumeProvider *p = new0(VolumeProvider, 1);
         if (!p)
@@ -183,21 +171,6 @@ int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvi
         p->state = state;
         *ret = p;
         return 0;
-}
-
-int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret,
-                         char **ret_error) {
-        const VolumeProviderVTable *vt = volume_provider_find(name);
-        void *state = NULL;
-        if (!vt)
-                return -EOPNOTSUPP;
-        int r = vt->open(cfg, &state, ret_error);
-        if (r < 0)
-                return r;
-        r = volume_provider_new(vt, state, ret);
-        if (r < 0)
-                vt->close(state);
-        return r;
 }
 
 VolumeProvider *volume_provider_free(VolumeProvider *p) {

@@ -129,12 +129,6 @@ typedef struct VolumeProvider {
         void *state;
 } VolumeProvider;
 
-extern const VolumeProviderVTable volume_provider_local;
-
-const VolumeProviderVTable *volume_provider_find(const char *name);
-/* Opens the named provider (-EOPNOTSUPP: no such provider); caller frees with volume_provider_free(). */
-int volume_provider_open(const char *name, const VolumeProviderConfig *cfg, VolumeProvider **ret,
-                         char **ret_error);
 /* Wraps an existing vtable + state (tests); takes state. */
 int volume_provider_new(const VolumeProviderVTable *vt, void *state, VolumeProvider **ret);
 VolumeProvider *volume_provider_free(VolumeProvider *p);

@@ -12,6 +12,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "basic/trace.h"
+#include "cloud/providers.h"
 #include "daemon/loop.h"
 #include "daemon/node-lock.h"
 #include "daemon/progress.h"

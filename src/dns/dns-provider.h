@@ -2,7 +2,8 @@
 #pragma once
 
 /* A DNS provider: reads the current RRsets of owned names and applies a batch of replacements. Providers
- * are static const tables found by name (ARCHITECTURE.md); their state is opaque outside their file.
+ * are static const tables in a registry indexed by the spec's DnsProviderKind (ARCHITECTURE.md); their
+ * state is opaque outside their file.
  * Errors come back as codes plus a message (caller frees) naming what failed; providers never log. */
 
 #include <stdbool.h>
@@ -11,8 +12,8 @@
 
 #include "dns/dns-pending.h"
 #include "dns/dns-records.h"
+#include "spec/spec.h"
 
-typedef struct ClusterSpec ClusterSpec;
 typedef struct DnsProviderState DnsProviderState;
 
 typedef struct DnsProvider {
@@ -42,10 +43,16 @@ typedef struct DnsProvider {
         char *(*take_note)(DnsProviderState *s);
 } DnsProvider;
 
-extern const DnsProvider dns_provider_hosts;
-extern const DnsProvider dns_provider_rfc2136;
+/* The providers, one per value of the spec's DnsProviderKind but "none" (spec/spec.h), registered in
+ * dns-provider.c indexed by that enum. To add a DNS provider: its value and name in the spec (with its
+ * settings' table, spec/spec-dns.c), its file with this vtable, its line below and in the registry. */
+extern const DnsProvider dns_provider_hosts;   /* dns-hosts.c */
+extern const DnsProvider dns_provider_rfc2136; /* dns-rfc2136.c */
+extern const DnsProvider dns_provider_route53; /* dns-route53.c */
 
-/* NULL for an unknown name (or "none"). */
+/* The provider of a spec's dns.provider; NULL for "none" and for a value outside the enum. */
+const DnsProvider *dns_provider_for(DnsProviderKind kind);
+/* The same by the spec's word for it; NULL for an unknown name (or "none"). */
 const DnsProvider *dns_provider_find(const char *name);
 
 /* One publication: read the owned names' current RRsets, replace those that differ from desired in one

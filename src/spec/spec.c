@@ -12,14 +12,14 @@
 #include "shared/yaml-tree.h"
 #include "spec/field-load.h"
 #include "spec/spec-check.h"
+#include "spec/spec-dns.h"
 
 static const char *const cloud_provider_table[_CLOUD_MAX + 1] = {
         [CLOUD_LOCAL] = "local",
         [CLOUD_AWS] = "aws",
-        [CLOUD_GCE] = "gce",
 };
 
-static const char *const dns_provider_kind_table[_DNS_PROVIDER_MAX + 1] = {
+const char *const dns_provider_kind_table[_DNS_PROVIDER_MAX + 1] = {
         [DNS_PROVIDER_NONE] = "none",
         [DNS_PROVIDER_HOSTS] = "hosts",
         [DNS_PROVIDER_RFC2136] = "rfc2136",
@@ -63,72 +63,6 @@ SpecKeyType spec_key_type_from_string(const char *s) {
 }
 
 /* ---- the tables ---- */
-
-static const Field rfc2136_fields[] = {
-        { .name = "server",
-          .type = FIELD_STRING,
-          .offset = offsetof(Rfc2136Spec, server),
-          .validate = spec_check_server,
-          .help = "DNS server for UPDATEs: address, address:port or [v6]:port (port 53 by default)" },
-        { .name = "tsigKeyFile",
-          .type = FIELD_STRING,
-          .offset = offsetof(Rfc2136Spec, tsig_key_file),
-          .validate = spec_check_absolute_path,
-          .help = "TSIG key in BIND key-file syntax (tsig-keygen output)" },
-        { .name = "timeout",
-          .type = FIELD_DURATION,
-          .offset = offsetof(Rfc2136Spec, timeout),
-          .default_value = "2s",
-          .validate = spec_check_timeout,
-          .help = "per query" },
-        {},
-};
-
-static const Field hosts_fields[] = {
-        { .name = "file",
-          .type = FIELD_STRING,
-          .offset = offsetof(HostsSpec, file),
-          .validate = spec_check_absolute_path,
-          .help = "hosts file to keep the records in (default /etc/hosts)" },
-        {},
-};
-
-static const Field dns_fields[] = {
-        { .name = "provider",
-          .type = FIELD_ENUM,
-          .offset = offsetof(DnsSpec, provider),
-          .default_value = "none",
-          .enum_values = dns_provider_kind_table,
-          .help = "where discovery records are published" },
-        { .name = "zone",
-          .type = FIELD_STRING,
-          .offset = offsetof(DnsSpec, zone),
-          .validate = spec_check_zone,
-          .help = "absolute zone name (trailing dot); found by SOA lookup when absent" },
-        { .name = "internalSuffix",
-          .type = FIELD_STRING,
-          .offset = offsetof(DnsSpec, internal_suffix),
-          .validate = spec_check_dns_name,
-          .help = "suffix of the internal names (default internal.<metadata.name>)" },
-        { .name = "ttl",
-          .type = FIELD_INT,
-          .offset = offsetof(DnsSpec, ttl),
-          .default_value = "60",
-          .min = 1,
-          .max = 86400,
-          .help = "TTL of published records, seconds" },
-        { .name = "rfc2136",
-          .type = FIELD_STRUCT,
-          .offset = offsetof(DnsSpec, rfc2136),
-          .sub = rfc2136_fields,
-          .help = "settings of the rfc2136 provider" },
-        { .name = "hosts",
-          .type = FIELD_STRUCT,
-          .offset = offsetof(DnsSpec, hosts),
-          .sub = hosts_fields,
-          .help = "settings of the hosts provider" },
-        {},
-};
 
 static int spec_check_backup_interval(const void *value, char **ret_message) {
         const OptDuration *d = value;
@@ -245,7 +179,7 @@ static const Field spec_fields[] = {
         { .name = "dns",
           .type = FIELD_STRUCT,
           .offset = offsetof(ClusterSpec, dns),
-          .sub = dns_fields,
+          .sub = spec_dns_fields,
           .help = "discovery records" },
         { .name = "etcdClusters",
           .type = FIELD_STRUCT_LIST,

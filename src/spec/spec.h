@@ -12,10 +12,12 @@
 #include "spec/component-config.h"
 #include "spec/field.h"
 
+/* The providers that exist: the spec accepts exactly these, and each has its table in a registry indexed by
+ * this enum (cloud/providers.h, dns/dns-provider.h; a static assertion there ties each registry to its
+ * enum). A new one is a value here, its name in spec.c, and its table. */
 typedef enum CloudProvider {
         CLOUD_LOCAL,
         CLOUD_AWS,
-        CLOUD_GCE,
         _CLOUD_MAX,
         _CLOUD_INVALID = -EINVAL,
 } CloudProvider;
@@ -29,24 +31,7 @@ typedef enum DnsProviderKind {
         _DNS_PROVIDER_INVALID = -EINVAL,
 } DnsProviderKind;
 
-typedef struct Rfc2136Spec {
-        char *server;        /* "host:port" or "host" (port 53); IPv6 as "[::1]:53" */
-        char *tsig_key_file; /* BIND key-file syntax; must not be group/world readable */
-        OptDuration timeout; /* per query, default 2s */
-} Rfc2136Spec;
-
-typedef struct HostsSpec {
-        char *file; /* default /etc/hosts */
-} HostsSpec;
-
-typedef struct DnsSpec {
-        OptEnum provider;      /* DnsProviderKind */
-        char *zone;            /* absolute, e.g. "k8s.test."; NULL = found by SOA lookup */
-        char *internal_suffix; /* default internal.<metadata.name> */
-        OptInt ttl;            /* default 60 */
-        Rfc2136Spec rfc2136;
-        HostsSpec hosts;
-} DnsSpec;
+#include "spec/spec-dns.h"
 
 /* The key types of spec.pki: the same two values, in the same order and with the same names, as pki's
  * PkiKeyType (pki/pki-key.h), which the spec cannot include (layers); the pass maps one onto the other. */

@@ -12,6 +12,7 @@
 #include "basic/errors.h"
 #include "basic/strv.h"
 #include "cloud/provider-aws.h"
+#include "cloud/providers.h"
 #include "cloud/volume.h"
 
 #define CLUSTER "c1.k8s.test"
