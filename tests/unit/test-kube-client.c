@@ -632,10 +632,9 @@ static void test_list_pages_past_the_response_cap(void **state) {
         kube_fake_post(&f, "/_fake/pods",
                        "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
                        "\"labels\": {\"k8s-app\": \"kube-proxy\"}}");
-        KubeClient *c = NULL;
+        KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *list = NULL;
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
         int r = kube_list(c, "v1", "Pod", "kube-system", NULL, 0, &list, &err);
         if (r < 0)
                 fail_msg("kube_list: %d %s", r, strnull(err));
@@ -669,10 +668,9 @@ static void test_list_selectors_and_bounds(void **state) {
         kube_fake_post(&f, "/_fake/pods",
                        "{\"count\": 3, \"name\": \"kube-apiserver-{i}\", \"node\": \"m1\", "
                        "\"labels\": {\"k8s-app\": \"kube-apiserver\", \"tier\": \"control-plane\"}}");
-        KubeClient *c = NULL;
+        KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *list = NULL;
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
         KubeListOptions o = { .label_selector = "k8s-app in (cni,kube-apiserver),tier!=control-plane",
                               .field_selector = "spec.nodeName!=w7",
                               .page_size = 20 };
@@ -771,10 +769,9 @@ static void test_secret_parse_leaves_no_copies(void **state) {
         KubeFake f;
         kube_fake_start(&f);
         kube_fake_objects(&f, text);
-        KubeClient *c = NULL;
+        KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *obj = NULL;
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
 
         hook_begin();
         int r = kube_get(c, "v1", "Secret", "kube-system", "pki", 0, &obj, &err);
