@@ -53,6 +53,17 @@ static inline void kube_fake_objects_json(const KubeFake *f, json_t *array) {
         json_decref(array);
 }
 
+/* count pods in kube-system, made by the double: name and node may hold "{i}" (the pod's index), labels is a
+ * JSON object, pad the bytes of an annotation each carries (0: none). */
+static inline void kube_fake_pods(const KubeFake *f, unsigned count, const char *name, const char *node,
+                                  unsigned pad, const char *labels) {
+        _cleanup_free_ char *spec =
+            strprintf("{\"count\": %u, \"name\": \"%s\", \"node\": \"%s\", \"pad\": %u, \"labels\": %s}",
+                      count, name, node, pad, labels);
+        assert_non_null(spec);
+        kube_fake_post(f, "/_fake/pods", spec);
+}
+
 /* Every API request the double saw: an array of {method, path, query}; caller json_decref()s. */
 static inline json_t *kube_fake_requests(const KubeFake *f) {
         return fake_server_get_json(f, "/_fake/requests");

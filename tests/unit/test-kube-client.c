@@ -629,9 +629,7 @@ static unsigned list_requests(const KubeFake *f, const char *path, const char *m
 static void test_list_pages_past_the_response_cap(void **state) {
         KubeFake f;
         kube_fake_start(&f);
-        kube_fake_post(&f, "/_fake/pods",
-                       "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
-                       "\"labels\": {\"k8s-app\": \"kube-proxy\"}}");
+        kube_fake_pods(&f, 5000, "kube-proxy-{i}", "w{i}", 4000, "{\"k8s-app\": \"kube-proxy\"}");
         KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *list = NULL;
@@ -662,12 +660,9 @@ static void test_list_pages_past_the_response_cap(void **state) {
 static void test_list_selectors_and_bounds(void **state) {
         KubeFake f;
         kube_fake_start(&f);
-        kube_fake_post(&f, "/_fake/pods",
-                       "{\"count\": 250, \"name\": \"cni-{i}\", \"node\": \"w{i}\", "
-                       "\"labels\": {\"k8s-app\": \"cni\"}}");
-        kube_fake_post(&f, "/_fake/pods",
-                       "{\"count\": 3, \"name\": \"kube-apiserver-{i}\", \"node\": \"m1\", "
-                       "\"labels\": {\"k8s-app\": \"kube-apiserver\", \"tier\": \"control-plane\"}}");
+        kube_fake_pods(&f, 250, "cni-{i}", "w{i}", 0, "{\"k8s-app\": \"cni\"}");
+        kube_fake_pods(&f, 3, "kube-apiserver-{i}", "m1", 0,
+                       "{\"k8s-app\": \"kube-apiserver\", \"tier\": \"control-plane\"}");
         KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *list = NULL;

@@ -131,10 +131,8 @@ static void test_observe_5000_pods(void **state) {
             "\"ownerReferences\": [{\"kind\": \"DaemonSet\", \"name\": \"kube-apiserver\", \"controller\": "
             "true}]}, \"spec\": {\"nodeName\": \"m1\"}, \"status\": {\"phase\": \"Running\", "
             "\"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"}]}}]");
-        kube_fake_post(
-            &f, "/_fake/pods",
-            "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
-            "\"labels\": {\"k8s-app\": \"kube-proxy\", \"app.kubernetes.io/managed-by\": \"protokube\"}}");
+        kube_fake_pods(&f, 5000, "kube-proxy-{i}", "w{i}", 4000,
+                       "{\"k8s-app\": \"kube-proxy\", \"app.kubernetes.io/managed-by\": \"protokube\"}");
         _cleanup_(pivot_freep) Pivot *p = NULL;
         char *err = NULL;
         assert_int_equal(pivot_new(&t.settings, &p, &err), 0);
