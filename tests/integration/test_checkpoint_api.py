@@ -14,16 +14,15 @@ import copy
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 
 import pytest
 
 from conftest import ROOT, protokube_bin
+from fakeserver import running_fake_server
 
 FAKE = os.path.join(ROOT, "tests", "fakes", "kube", "server.py")
 MANAGED = {"app.kubernetes.io/managed-by": "protokube"}
@@ -53,25 +52,8 @@ class Fake:
 
 @contextlib.contextmanager
 def running_fake():
-    d = tempfile.mkdtemp(prefix="pk-kubefake-")
-    port_file = os.path.join(d, "port")
-    proc = subprocess.Popen(["/usr/bin/python3", FAKE, "--port-file", port_file])
-    try:
-        deadline = time.monotonic() + 15
-        while not os.path.exists(port_file):
-            assert proc.poll() is None, "the API double exited"
-            assert time.monotonic() < deadline, "the API double did not start"
-            time.sleep(0.05)
-        with open(port_file, encoding="utf-8") as f:
-            yield Fake("http://127.0.0.1:" + f.read().strip())
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        shutil.rmtree(d, ignore_errors=True)
+    with running_fake_server(FAKE, "the API double", "pk-kubefake-") as (url, _):
+        yield Fake(url)
 
 
 def pod(name, uid, app, owner_kind, owner_name, owner_uid, volumes=(), labels=None):

@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
@@ -32,6 +31,7 @@ import pytest
 
 from awsdouble import double_state
 from conftest import protokube_bin
+from test_daemon import free_port, get as http_get
 from test_etcd_members import (NODES, EtcdProc, MemberEnv, destroy, etcdctl, start_cluster, stop_cluster,
                                wait_for)
 from test_store import BUCKET, aws_double, s3_env  # noqa: F401 (the module's AWS double)
@@ -300,22 +300,14 @@ def stamp(t):
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def todays_slot():
+    """The daily backups' slot that now falls in: midnight UTC."""
+    return stamp(time.time() // 86400 * 86400)
 
 
-def http_get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=3) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError as e:
-        return 0, str(e)
+def file_store(env):
+    """The cluster's file store, read and written directly."""
+    return StoreView("file", env.store_url, {}, root=env.store_url[len("file://"):])
 
 
 def test_unreadable_backups_are_never_deleted(store, tmp_path):
@@ -368,7 +360,7 @@ def test_unreadable_backups_are_never_deleted(store, tmp_path):
 
         after = set(st.keys("backups/main/"))
         assert before <= after, sorted(before - after)  # nothing deleted
-        slot = stamp(time.time() // 86400 * 86400)
+        slot = todays_slot()
         taken = [k for k in after if k.startswith(f"backups/main/{slot}/")]
         assert f"backups/main/{slot}/manifest.json" in taken or stamp(time.time())[:8] != slot[:8], after
         for k in taken + [k for k in after if f"/{manual}/" in k]:  # written by protokube: private
@@ -471,49 +463,39 @@ def test_listing_is_one_entry_per_backup(store, tmp_path):
         env.cleanup()
 
 
-def test_daemon_never_takes_up_a_manual_backups_claim(tmp_path):
+def test_daemon_never_takes_up_a_manual_backups_claim(daily):
     """A manual `etcd backup` of the master that leads holds the claim of the slot's second (its upload under
     way): the daemon's pass of that slot does not take it up (220da71 took a claim naming its own node for its
     own and wrote its parts under it)."""
-    env, etcds = start_cluster(tmp_path, before=lambda e: with_backups(e, "24h"))
-    try:
-        st = StoreView("file", env.store_url, {}, root=env.store_url[len("file://"):])
-        lead = leader(env)
-        node = NODES[lead][0]
-        slot = stamp(time.time() // 86400 * 86400)
-        st.put(f"backups/main/{slot}/claim", node.encode())  # as an upload of this node wrote it
-        p = env.once(lead)
-        assert p.returncode == 0, p.stderr
-        assert st.keys(f"backups/main/{slot}/") == [f"backups/main/{slot}/claim"], p.stderr
-        assert f"is taken by {node} (another upload from this node)" in p.stderr, p.stderr
-    finally:
-        stop_cluster(env, etcds)
+    env, _ = daily
+    st, lead, slot = file_store(env), leader(env), todays_slot()
+    node = NODES[lead][0]
+    st.put(f"backups/main/{slot}/claim", node.encode())  # as an upload of this node wrote it
+    p = env.once(lead)
+    assert p.returncode == 0, p.stderr
+    assert st.keys(f"backups/main/{slot}/") == [f"backups/main/{slot}/claim"], p.stderr
+    assert f"is taken by {node} (another upload from this node)" in p.stderr, p.stderr
 
 
-def test_manual_backup_never_takes_up_the_daemons_claim(tmp_path):
+def test_manual_backup_never_takes_up_the_daemons_claim(daily, tmp_path):
     """The daemon's backup of the slot, then copies of it (its claim too) under every second of the next two
     minutes: a manual `etcd backup` on the same master now is named by one of those seconds and must not take
     up that claim (220da71 did, and overwrote the backup's parts and manifest)."""
-    env, etcds = start_cluster(tmp_path, before=lambda e: with_backups(e, "24h"))
-    try:
-        st = StoreView("file", env.store_url, {}, root=env.store_url[len("file://"):])
-        lead = leader(env)
-        node = NODES[lead][0]
-        slot = stamp(time.time() // 86400 * 86400)
-        p = env.once(lead)
-        assert p.returncode == 0, p.stderr
-        assert f"backups/main/{slot}/manifest.json" in st.keys(f"backups/main/{slot}/"), p.stderr
-        t0 = int(time.time())
-        window = [stamp(t) for t in range(t0, t0 + 120)]
-        for ts in window:
-            copy_backup(st, slot, ts)
-        before = file_objects(st.root)
-        p = pk(env, lead, "etcd", "backup", "main", "--node-name", node, "--internal-ip", NODES[lead][1],
-               "--tmp-dir", str(tmp_path))
-        assert p.returncode != 0, f"the manual backup went on under the daemon's claim: {p.stdout}"
-        taken = re.search(r"backup main/(\d{8}T\d{6}Z) is taken by", p.stderr)
-        assert taken and taken.group(1) in window, p.stderr
-        assert f"is taken by {node} (another upload from this node)" in p.stderr, p.stderr
-        assert file_objects(st.root) == before  # nothing overwritten
-    finally:
-        stop_cluster(env, etcds)
+    env, _ = daily
+    st, lead, slot = file_store(env), leader(env), todays_slot()
+    node = NODES[lead][0]
+    p = env.once(lead)
+    assert p.returncode == 0, p.stderr
+    assert f"backups/main/{slot}/manifest.json" in st.keys(f"backups/main/{slot}/"), p.stderr
+    t0 = int(time.time())
+    window = [stamp(t) for t in range(t0, t0 + 120)]
+    for ts in window:
+        copy_backup(st, slot, ts)
+    before = file_objects(st.root)
+    p = pk(env, lead, "etcd", "backup", "main", "--node-name", node, "--internal-ip", NODES[lead][1],
+           "--tmp-dir", str(tmp_path))
+    assert p.returncode != 0, f"the manual backup went on under the daemon's claim: {p.stdout}"
+    taken = re.search(r"backup main/(\d{8}T\d{6}Z) is taken by", p.stderr)
+    assert taken and taken.group(1) in window, p.stderr
+    assert f"is taken by {node} (another upload from this node)" in p.stderr, p.stderr
+    assert file_objects(st.root) == before  # nothing overwritten

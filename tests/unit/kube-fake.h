@@ -6,82 +6,37 @@
  * kube-apiserver does (limit and continue, label and field selectors, a 400 for a query it cannot use). */
 
 #include <jansson.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
+#include <stdlib.h>
 #include <unistd.h>
 
-#include "basic/fileio.h"
-#include "basic/string-util.h"
-#include "shared/http.h"
+#include "fake-server.h"
+#include "kube/kube-client.h"
 
-#define KUBE_FAKE_PYTHON "/usr/bin/python3"
 #define KUBE_FAKE_SCRIPT SRCDIR "/tests/fakes/kube/server.py"
 
-extern char **environ;
-
-typedef struct KubeFake {
-        pid_t pid;
-        char dir[64];
-        char url[64];
-} KubeFake;
-
-static inline void kube_fake_msleep(unsigned ms) {
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
-}
+typedef FakeServer KubeFake;
 
 static inline void kube_fake_start(KubeFake *f) {
         snprintf(f->dir, sizeof(f->dir), "/tmp/pk-kubefake-XXXXXX");
         assert_non_null(mkdtemp(f->dir));
-        _cleanup_free_ char *port_file = strjoin(f->dir, "/port"), *port = NULL;
-        char *argv[] = { (char *)KUBE_FAKE_PYTHON, (char *)KUBE_FAKE_SCRIPT, (char *)"--port-file",
-                         port_file, NULL };
-        assert_int_equal(posix_spawn(&f->pid, KUBE_FAKE_PYTHON, NULL, NULL, argv, environ), 0);
-        /* it binds port 0 and writes the port once it listens: up to 15 s */
-        for (unsigned i = 0; i < 300 && read_full_file(port_file, 64, &port, NULL) < 0; i++)
-                kube_fake_msleep(50);
-        assert_non_null(port);
-        snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%s", port);
+        fake_server_spawn(f, KUBE_FAKE_SCRIPT);
 }
 
 static inline void kube_fake_stop(KubeFake *f) {
-        int status;
-        if (f->pid > 0) {
-                kill(f->pid, SIGTERM);
-                /* bounded: 5 s for a clean exit, then SIGKILL */
-                for (unsigned i = 0; i < 100 && waitpid(f->pid, &status, WNOHANG) == 0; i++)
-                        kube_fake_msleep(50);
-                if (waitpid(f->pid, &status, WNOHANG) == 0) {
-                        kill(f->pid, SIGKILL);
-                        waitpid(f->pid, &status, 0);
-                }
-        }
-        f->pid = 0;
-        _cleanup_free_ char *pf = strjoin(f->dir, "/port");
-        (void)unlink(pf);
+        fake_server_stop(f);
         (void)rmdir(f->dir);
 }
 
 static inline void kube_fake_post(const KubeFake *f, const char *path, const char *json) {
-        _cleanup_free_ char *url = strjoin(f->url, path);
-        const char *hdr[] = { "Content-Type: application/json" };
-        HttpRequest req = { .method = "POST",
-                            .url = url,
-                            .headers = hdr,
-                            .n_headers = 1,
-                            .body = json,
-                            .body_len = strlen(json),
-                            .timeout = 60 * USEC_PER_SEC };
-        HttpResponse resp;
-        assert_int_equal(http_request(&req, &resp, NULL), 0);
-        if (resp.status != 200)
-                fail_msg("POST %s: %ld %s", path, resp.status, resp.body);
-        http_response_done(&resp);
+        fake_server_post(f, path, json, 60 * USEC_PER_SEC);
+}
+
+/* A client of the double (plain http on loopback); caller kube_client_free()s. */
+static inline KubeClient *kube_fake_client(const KubeFake *f) {
+        KubeClient *c = NULL;
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f->url }, &c, NULL), 0);
+        return c;
 }
 
 /* Objects given as JSON text: an array of API objects. */
@@ -98,16 +53,18 @@ static inline void kube_fake_objects_json(const KubeFake *f, json_t *array) {
         json_decref(array);
 }
 
+/* count pods in kube-system, made by the double: name and node may hold "{i}" (the pod's index), labels is a
+ * JSON object, pad the bytes of an annotation each carries (0: none). */
+static inline void kube_fake_pods(const KubeFake *f, unsigned count, const char *name, const char *node,
+                                  unsigned pad, const char *labels) {
+        _cleanup_free_ char *spec =
+            strprintf("{\"count\": %u, \"name\": \"%s\", \"node\": \"%s\", \"pad\": %u, \"labels\": %s}",
+                      count, name, node, pad, labels);
+        assert_non_null(spec);
+        kube_fake_post(f, "/_fake/pods", spec);
+}
+
 /* Every API request the double saw: an array of {method, path, query}; caller json_decref()s. */
 static inline json_t *kube_fake_requests(const KubeFake *f) {
-        _cleanup_free_ char *url = strjoin(f->url, "/_fake/requests");
-        HttpRequest req = {
-                .method = "GET", .url = url, .timeout = 10 * USEC_PER_SEC, .max_response = 64U * 1024 * 1024
-        };
-        HttpResponse resp;
-        assert_int_equal(http_request(&req, &resp, NULL), 0);
-        json_t *j = json_loads(resp.body, 0, NULL);
-        assert_non_null(j);
-        http_response_done(&resp);
-        return j;
+        return fake_server_get_json(f, "/_fake/requests");
 }

@@ -290,7 +290,7 @@ static void test_imds_role_credentials(void **state) {
         assert_int_equal(aws_imds_new(NULL, &m), 0);
         assert_int_equal(aws_imds_get(m, "meta-data/instance-id", &id, NULL), 0);
         free(id);
-        aws_double_msleep(1200);
+        fake_server_msleep(1200);
         puts = aws_double_counter("imds_token_puts");
         assert_int_equal(aws_imds_get(m, "meta-data/instance-id", &id, NULL), 0);
         assert_string_equal(id, AWS_DOUBLE_SELF_ID);

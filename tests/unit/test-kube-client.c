@@ -629,13 +629,10 @@ static unsigned list_requests(const KubeFake *f, const char *path, const char *m
 static void test_list_pages_past_the_response_cap(void **state) {
         KubeFake f;
         kube_fake_start(&f);
-        kube_fake_post(&f, "/_fake/pods",
-                       "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
-                       "\"labels\": {\"k8s-app\": \"kube-proxy\"}}");
-        KubeClient *c = NULL;
+        kube_fake_pods(&f, 5000, "kube-proxy-{i}", "w{i}", 4000, "{\"k8s-app\": \"kube-proxy\"}");
+        KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *list = NULL;
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
         int r = kube_list(c, "v1", "Pod", "kube-system", NULL, 0, &list, &err);
         if (r < 0)
                 fail_msg("kube_list: %d %s", r, strnull(err));
@@ -663,16 +660,12 @@ static void test_list_pages_past_the_response_cap(void **state) {
 static void test_list_selectors_and_bounds(void **state) {
         KubeFake f;
         kube_fake_start(&f);
-        kube_fake_post(&f, "/_fake/pods",
-                       "{\"count\": 250, \"name\": \"cni-{i}\", \"node\": \"w{i}\", "
-                       "\"labels\": {\"k8s-app\": \"cni\"}}");
-        kube_fake_post(&f, "/_fake/pods",
-                       "{\"count\": 3, \"name\": \"kube-apiserver-{i}\", \"node\": \"m1\", "
-                       "\"labels\": {\"k8s-app\": \"kube-apiserver\", \"tier\": \"control-plane\"}}");
-        KubeClient *c = NULL;
+        kube_fake_pods(&f, 250, "cni-{i}", "w{i}", 0, "{\"k8s-app\": \"cni\"}");
+        kube_fake_pods(&f, 3, "kube-apiserver-{i}", "m1", 0,
+                       "{\"k8s-app\": \"kube-apiserver\", \"tier\": \"control-plane\"}");
+        KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *list = NULL;
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
         KubeListOptions o = { .label_selector = "k8s-app in (cni,kube-apiserver),tier!=control-plane",
                               .field_selector = "spec.nodeName!=w7",
                               .page_size = 20 };
@@ -771,10 +764,9 @@ static void test_secret_parse_leaves_no_copies(void **state) {
         KubeFake f;
         kube_fake_start(&f);
         kube_fake_objects(&f, text);
-        KubeClient *c = NULL;
+        KubeClient *c = kube_fake_client(&f);
         char *err = NULL;
         json_t *obj = NULL;
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &c, NULL), 0);
 
         hook_begin();
         int r = kube_get(c, "v1", "Secret", "kube-system", "pki", 0, &obj, &err);

@@ -19,20 +19,37 @@ static char *repeat(char c, size_t n) {
         return s;
 }
 
-static void check(KubeNameRule rule, const char *const *good, size_t n_good, const char *const *bad,
-                  size_t n_bad) {
+/* Names that would make a path climb, or be no file name at all: refused by every rule. */
+static const char *const climbing[] = {
+        "", ".", "..", "../x", "../../../manifests/evil", "a/b", "/etc", "a/../b", "x\n", "a\\b",
+};
+
+/* The rule takes each of good and refuses each of bad and of climbing; with max_len, it takes a name of
+ * max_len characters and refuses one of max_len + 1. */
+static void check_rule(KubeNameRule rule, const char *const *good, size_t n_good, const char *const *bad,
+                       size_t n_bad, size_t max_len) {
         for (size_t i = 0; i < n_good; i++)
                 if (!kube_name_valid(rule, good[i]))
                         fail_msg("rule %d refused '%s'", rule, good[i]);
         for (size_t i = 0; i < n_bad; i++)
                 if (kube_name_valid(rule, bad[i]))
                         fail_msg("rule %d accepted '%s'", rule, bad[i]);
+        for (size_t i = 0; i < ELEMENTSOF(climbing); i++)
+                if (kube_name_valid(rule, climbing[i]))
+                        fail_msg("rule %d accepted '%s'", rule, climbing[i]);
+        if (max_len == 0)
+                return;
+        char *max = repeat('a', max_len), *over = repeat('a', max_len + 1);
+        bool max_ok = kube_name_valid(rule, max), over_ok = kube_name_valid(rule, over);
+        free(max);
+        free(over);
+        if (!max_ok || over_ok)
+                fail_msg("rule %d: %zu characters %s, %zu %s", rule, max_len, max_ok ? "taken" : "refused",
+                         max_len + 1, over_ok ? "taken" : "refused");
 }
 
-/* Names that would make a path climb, or be no file name at all: refused by every rule. */
-static const char *const climbing[] = {
-        "", ".", "..", "../x", "../../../manifests/evil", "a/b", "/etc", "a/../b", "x\n", "a\\b",
-};
+#define CHECK_RULE(rule, good, bad, max_len) \
+        check_rule(rule, good, ELEMENTSOF(good), bad, ELEMENTSOF(bad), max_len)
 
 static void test_dns1123_label(void **state) {
         static const char *const good[] = { "a", "ab", "abc", "a1", "a-1", "a--1--2--b",
@@ -41,13 +58,7 @@ static void test_dns1123_label(void **state) {
                                            "-a",  "1-",  "-1",  "_",  "a_",  "_a",  "a_b", "1_",
                                            "_1",  "1_2", ".",   "a.", ".a",  "a.b", "1.",  ".1",
                                            "1.2", " ",   "a ",  " a", "a b", "1 ",  " 1",  "1 2" };
-        check(KUBE_NAME_DNS_LABEL, good, ELEMENTSOF(good), bad, ELEMENTSOF(bad));
-        check(KUBE_NAME_DNS_LABEL, NULL, 0, climbing, ELEMENTSOF(climbing));
-        char *max = repeat('a', 63), *over = repeat('a', 64);
-        assert_true(kube_name_valid(KUBE_NAME_DNS_LABEL, max));
-        assert_false(kube_name_valid(KUBE_NAME_DNS_LABEL, over));
-        free(max);
-        free(over);
+        CHECK_RULE(KUBE_NAME_DNS_LABEL, good, bad, 63);
 }
 
 static void test_dns1123_subdomain(void **state) {
@@ -100,13 +111,7 @@ static void test_dns1123_subdomain(void **state) {
                 "ab.A", "A1.a", "a1.A", "A.1", "aB.1", "A1.1", "1A.1", "0.A", "01.A", "012.A", "1A.a",
                 "1a.A", "a@b",  "a,b",  "a;b", "a:b",  "a%b",  "a?b",  "a$b", "a.-b", "a-.b",
         };
-        check(KUBE_NAME_DNS_SUBDOMAIN, good, ELEMENTSOF(good), bad, ELEMENTSOF(bad));
-        check(KUBE_NAME_DNS_SUBDOMAIN, NULL, 0, climbing, ELEMENTSOF(climbing));
-        char *max = repeat('a', 253), *over = repeat('a', 254);
-        assert_true(kube_name_valid(KUBE_NAME_DNS_SUBDOMAIN, max));
-        assert_false(kube_name_valid(KUBE_NAME_DNS_SUBDOMAIN, over));
-        free(max);
-        free(over);
+        CHECK_RULE(KUBE_NAME_DNS_SUBDOMAIN, good, bad, 253);
 }
 
 static void test_dns1035_label(void **state) {
@@ -114,13 +119,7 @@ static void test_dns1035_label(void **state) {
         static const char *const bad[] = { "0",   "01", "012", "1a",  "1-a", "1--a--b--2", "A",  "ABC",
                                            "aBc", "A1", "A-1", "1-A", "-",   "a-",         "-a", "1-",
                                            "-1",  "_",  "a_",  "_a",  "a_b", ".",          "a.", "a.b" };
-        check(KUBE_NAME_DNS1035_LABEL, good, ELEMENTSOF(good), bad, ELEMENTSOF(bad));
-        check(KUBE_NAME_DNS1035_LABEL, NULL, 0, climbing, ELEMENTSOF(climbing));
-        char *max = repeat('a', 63), *over = repeat('a', 64);
-        assert_true(kube_name_valid(KUBE_NAME_DNS1035_LABEL, max));
-        assert_false(kube_name_valid(KUBE_NAME_DNS1035_LABEL, over));
-        free(max);
-        free(over);
+        CHECK_RULE(KUBE_NAME_DNS1035_LABEL, good, bad, 63);
 }
 
 static void test_data_key(void **state) {
@@ -130,20 +129,13 @@ static void test_data_key(void **state) {
                 "AB", "aB",  "Ab",  "A1",  "A-1", "A_1", "A.1", "a--1--2--B", "tls.key", "ca.crt",
         };
         static const char *const bad[] = { "a b", "a:b", "a/b", "a%b", "a@b", "..data" };
-        check(KUBE_NAME_DATA_KEY, good, ELEMENTSOF(good), bad, ELEMENTSOF(bad));
-        check(KUBE_NAME_DATA_KEY, NULL, 0, climbing, ELEMENTSOF(climbing));
-        char *max = repeat('a', 253), *over = repeat('a', 254);
-        assert_true(kube_name_valid(KUBE_NAME_DATA_KEY, max));
-        assert_false(kube_name_valid(KUBE_NAME_DATA_KEY, over));
-        free(max);
-        free(over);
+        CHECK_RULE(KUBE_NAME_DATA_KEY, good, bad, 253);
 }
 
 static void test_rbac(void **state) {
         static const char *const good[] = { "system:node-proxier", "system:masters", "Admin_1", "a@b" };
         static const char *const bad[] = { "a b", "a%20b", "a?b", "a#b" };
-        check(KUBE_NAME_RBAC, good, ELEMENTSOF(good), bad, ELEMENTSOF(bad));
-        check(KUBE_NAME_RBAC, NULL, 0, climbing, ELEMENTSOF(climbing));
+        CHECK_RULE(KUBE_NAME_RBAC, good, bad, 0);
 }
 
 /* The message names what was refused, shows the value printable and short, and says the rule. */

@@ -13,6 +13,7 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
+#include "pivot-fixture.h"
 #include "pivot/pivot.h"
 
 static const char *const manifests[] = { "kube-apiserver.manifest", "kube-controller-manager.manifest",
@@ -49,9 +50,12 @@ static PivotStep decide_now(Pivot *p, char **ret_why) {
 static void test_steps_on_disk(void **state) {
         char base[] = "/tmp/pk-pivot-apply-XXXXXX";
         assert_non_null(mkdtemp(base));
-        _cleanup_free_ char *mdir = path_in(base, "manifests"), *sdir = path_in(base, "state"),
-                            *kc = path_in(base, "kubeconfig"),
-                            *backup = path_in(sdir, PIVOT_BOOTSTRAP_SUBDIR);
+        char cm_text[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n"
+                         "data:\n  a: b\n";
+        _cleanup_(pivot_fixture_done) PivotFixture t;
+        pivot_fixture_init(&t, base, "a", 2 * USEC_PER_SEC, cm_text);
+        const char *mdir = t.manifest_dir, *sdir = t.state_dir;
+        _cleanup_free_ char *backup = path_in(sdir, PIVOT_BOOTSTRAP_SUBDIR);
         assert_int_equal(mkdir(mdir, 0755), 0);
         for (size_t i = 0; i < ELEMENTSOF(manifests); i++) {
                 _cleanup_free_ char *text = strprintf("# %s\nkind: Pod\n", manifests[i]);
@@ -63,28 +67,9 @@ static void test_steps_on_disk(void **state) {
             "user: u}\nclusters:\n- name: k\n  cluster: {server: 'https://127.0.0.1:1', "
             "certificate-authority: ca.crt}\nusers:\n- name: u\n  user: {client-certificate: c.crt, "
             "client-key: c.key}\n");
-        char cm_text[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n"
-                         "data:\n  a: b\n";
-        SelfHostedObject obj = { .kind = SELF_HOSTED_CONFIG_MAP,
-                                 .api_version = "v1",
-                                 .kind_name = "ConfigMap",
-                                 .namespace = (char *)"kube-system",
-                                 .name = (char *)"x",
-                                 .text = cm_text,
-                                 .text_len = strlen(cm_text) };
-        SelfHostedAssets assets = { .items = &obj, .n = 1 };
-        PivotSettings s = { .kubeconfig = kc,
-                            .api_host = "127.0.0.1",
-                            .api_port = 1,
-                            .node_name = "a",
-                            .internal_ip = "127.0.0.1",
-                            .manifest_dir = mdir,
-                            .state_dir = sdir,
-                            .assets = &assets,
-                            .call_timeout = 2 * USEC_PER_SEC };
         _cleanup_(pivot_freep) Pivot *p = NULL;
         char *err = NULL, *why = NULL;
-        assert_int_equal(pivot_new(&s, &p, &err), 0);
+        assert_int_equal(pivot_new(&t.settings, &p, &err), 0);
 
         /* the digest annotation goes into the object's own metadata, quoted (hex may look like a number) */
         assert_non_null(
@@ -147,7 +132,7 @@ static void test_steps_on_disk(void **state) {
         }
         _cleanup_free_ char *rf = path_in(sdir, PIVOT_RECORD_FILE);
         unlink(rf);
-        unlink(kc);
+        unlink(t.kubeconfig);
         rmdir(backup);
         rmdir(sdir);
         rmdir(mdir);

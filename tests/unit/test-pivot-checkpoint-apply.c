@@ -5,7 +5,6 @@
  * tests/integration/test_checkpoint.py. */
 #include "unit-test.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +13,14 @@
 
 #include "basic/fileio.h"
 #include "basic/string-util.h"
+#include "checkpoint-fixture.h"
 #include "kube/kube-client.h"
 #include "pivot/checkpoint-apply.h"
 #include "pivot/checkpoint.h"
 
 #define UID "0f5c3e42-1b7a-4d2c-9a51-1f0c2d3e4b5a"
 
-typedef struct Fixture {
-        char base[64];
-        char *state, *manifests, *proc;
-        KubeClient *api;
-        CheckpointConfig c;
-} Fixture;
-
-static char *path_of(const char *a, const char *b) {
-        char *p = strprintf("%s/%s", a, b);
-        assert_non_null(p);
-        return p;
-}
+typedef CheckpointFixture Fixture;
 
 static void put(const char *dir, const char *name, const char *text) {
         char *p = path_of(dir, name);
@@ -41,15 +30,7 @@ static void put(const char *dir, const char *name, const char *text) {
 }
 
 static int setup(void **state) {
-        Fixture *f = calloc(1, sizeof(*f));
-        assert_non_null(f);
-        snprintf(f->base, sizeof(f->base), "/tmp/pk-ckpt-XXXXXX");
-        assert_non_null(mkdtemp(f->base));
-        f->state = path_of(f->base, "state");
-        f->manifests = path_of(f->base, "manifests");
-        f->proc = path_of(f->base, "proc");
-        assert_int_equal(mkdir(f->manifests, 0755), 0);
-        assert_int_equal(mkdir(f->proc, 0755), 0);
+        Fixture *f = checkpoint_fixture_new("/tmp/pk-ckpt-XXXXXX");
         /* a generation as a refresh leaves it */
         char *gen = path_of(f->base, "state/.checkpoint.0000000000000001"),
              *mdir = path_of(gen, "manifests"), *link = path_of(f->state, CHECKPOINT_LINK);
@@ -64,37 +45,17 @@ static int setup(void **state) {
         free(mdir);
         free(link);
         /* nobody serves port 1 on loopback: the API does not answer */
-        assert_int_equal(
-            kube_client_new(&(KubeClientConfig){ .server = "http://127.0.0.1:1" }, &f->api, NULL), 0);
-        f->c = (CheckpointConfig){ .state_dir = f->state,
-                                   .manifest_dir = f->manifests,
-                                   .node_name = "a",
-                                   .local = f->api,
-                                   .proc_dir = f->proc };
+        KubeClient *api = NULL;
+        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = "http://127.0.0.1:1" }, &api, NULL),
+                         0);
+        checkpoint_fixture_config(f, "a", api);
         *state = f;
         return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static int teardown(void **state) {
-        Fixture *f = *state;
-        assert_int_equal(nftw(f->base, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-        kube_client_free(f->api);
-        free(f->state);
-        free(f->manifests);
-        free(f->proc);
-        free(f);
+        checkpoint_fixture_free(*state);
         return 0;
-}
-
-static bool exists(const char *dir, const char *name) {
-        char *p = path_of(dir, name);
-        bool r = access(p, F_OK) == 0;
-        free(p);
-        return r;
 }
 
 static void test_activate_deactivate(void **state) {

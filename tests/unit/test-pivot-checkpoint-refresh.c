@@ -18,6 +18,7 @@
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/string-util.h"
+#include "checkpoint-fixture.h"
 #include "kube-fake.h"
 #include "kube/kube-client.h"
 #include "pivot/checkpoint-apply.h"
@@ -33,19 +34,10 @@
 #define MANAGED    "\"app.kubernetes.io/managed-by\": \"protokube\""
 #define SECRET_B64 "c2VjcmV0LWtleS1tYXRlcmlhbA==" /* "secret-key-material" */
 
-typedef struct Fixture {
-        char base[64];
-        char *state, *manifests, *proc;
-        KubeFake fake;
-        KubeClient *api;
-        CheckpointConfig c;
-} Fixture;
+typedef CheckpointFixture Fixture;
 
-static char *path_of(const char *a, const char *b) {
-        char *p = strprintf("%s/%s", a, b);
-        assert_non_null(p);
-        return p;
-}
+/* The API double of the test running (one at a time). */
+static KubeFake fake;
 
 /* The workloads, the Node and what the apiserver mounts. */
 static const char *const cluster =
@@ -81,13 +73,7 @@ static void set_status(json_t *pod, const char *phase, bool ready, const char *s
 /* The apiserver's pod as kube-apiserver 1.20 returns it, on m1, owned by (kind, name, uid). */
 static json_t *apiserver_pod(const char *name, const char *uid, const char *owner_kind,
                              const char *owner_name, const char *owner_uid) {
-        const char *names[] = { "kube/pod-apiserver-daemonset.json" };
-        char *text;
-        size_t len;
-        vectors_read(names, 1, &text, &len);
-        json_t *pod = json_loadb(text, len, 0, NULL);
-        free(text);
-        assert_non_null(pod);
+        json_t *pod = checkpoint_fixture_apiserver_pod();
         json_t *meta = json_object_get(pod, "metadata");
         json_object_set_new(meta, "name", json_string(name));
         json_object_set_new(meta, "uid", json_string(uid));
@@ -117,66 +103,38 @@ static json_t *scheduler_pod(void) {
         return pod;
 }
 
-static void put_pods(Fixture *f, json_t *a, json_t *b) {
+static void put_pods(json_t *a, json_t *b) {
         json_t *arr = json_array();
         json_array_append_new(arr, a);
         if (b)
                 json_array_append_new(arr, b);
-        kube_fake_objects_json(&f->fake, arr);
+        kube_fake_objects_json(&fake, arr);
 }
 
-static void delete_pod(Fixture *f, const char *name) {
+static void delete_pod(const char *name) {
         _cleanup_free_ char *d = strprintf(
             "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"namespace\": \"kube-system\", \"name\": \"%s\"}",
             name);
-        kube_fake_post(&f->fake, "/_fake/delete", d);
+        kube_fake_post(&fake, "/_fake/delete", d);
 }
 
 static int setup(void **state) {
-        Fixture *f = calloc(1, sizeof(*f));
-        assert_non_null(f);
-        snprintf(f->base, sizeof(f->base), "/tmp/pk-ckref-XXXXXX");
-        assert_non_null(mkdtemp(f->base));
-        f->state = path_of(f->base, "state");
-        f->manifests = path_of(f->base, "manifests");
-        f->proc = path_of(f->base, "proc");
-        assert_int_equal(mkdir(f->manifests, 0755), 0);
-        assert_int_equal(mkdir(f->proc, 0755), 0);
-        kube_fake_start(&f->fake);
-        kube_fake_objects(&f->fake, cluster);
-        put_pods(f, apiserver_pod("kube-apiserver-x7k2p", API_UID, "DaemonSet", "kube-apiserver", DS_UID),
+        Fixture *f = checkpoint_fixture_new("/tmp/pk-ckref-XXXXXX");
+        kube_fake_start(&fake);
+        kube_fake_objects(&fake, cluster);
+        put_pods(apiserver_pod("kube-apiserver-x7k2p", API_UID, "DaemonSet", "kube-apiserver", DS_UID),
                  scheduler_pod());
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f->fake.url }, &f->api, NULL), 0);
+        checkpoint_fixture_config(f, "m1", kube_fake_client(&fake));
         kube_client_set_retry(f->api,
                               &(KubeRetryPolicy){ .max_tries = 1, .call_timeout = 10 * USEC_PER_SEC });
-        f->c = (CheckpointConfig){ .state_dir = f->state,
-                                   .manifest_dir = f->manifests,
-                                   .node_name = "m1",
-                                   .local = f->api,
-                                   .proc_dir = f->proc };
         *state = f;
         return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static int teardown(void **state) {
-        Fixture *f = *state;
-        kube_fake_stop(&f->fake);
-        assert_int_equal(nftw(f->base, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
-        kube_client_free(f->api);
-        free(f->state);
-        free(f->manifests);
-        free(f->proc);
-        free(f);
+        kube_fake_stop(&fake);
+        checkpoint_fixture_free(*state);
         return 0;
-}
-
-static bool exists(const char *dir, const char *name) {
-        _cleanup_free_ char *p = path_of(dir, name);
-        return access(p, F_OK) == 0;
 }
 
 /* Files and directories below dir, symlinks not followed. */
@@ -241,7 +199,7 @@ static void test_refresh(void **state) {
         refresh_ok(f, "checkpoint of 2 pods unchanged");
         assert_int_equal(generations(f), 1);
         /* the list asked for this node's pods of the components only */
-        json_t *reqs = kube_fake_requests(&f->fake), *r;
+        json_t *reqs = kube_fake_requests(&fake), *r;
         size_t i;
         bool listed = false;
         json_array_foreach(reqs, i, r) {
@@ -266,9 +224,9 @@ static void test_owner_name_that_climbs(void **state) {
         Fixture *f = *state;
         refresh_ok(f, "checkpoint of 2 pods written");
         size_t before = count_tree(f->base);
-        delete_pod(f, "kube-apiserver-x7k2p");
+        delete_pod("kube-apiserver-x7k2p");
         put_pods(
-            f, apiserver_pod("kube-apiserver-evil", API_UID, "DaemonSet", "../../../manifests/evil", DS_UID),
+            apiserver_pod("kube-apiserver-evil", API_UID, "DaemonSet", "../../../manifests/evil", DS_UID),
             NULL);
         refresh_fails(f, "DaemonSet '../../../manifests/evil' is not valid");
         assert_int_equal(count_tree(f->base), before);
@@ -280,23 +238,21 @@ static void test_owner_name_that_climbs(void **state) {
  * whose it is. */
 static void test_owner_not_ours(void **state) {
         Fixture *f = *state;
-        delete_pod(f, "kube-apiserver-x7k2p");
-        put_pods(f,
-                 apiserver_pod("kube-apiserver-a", API_UID, "DaemonSet", "kube-apiserver",
+        delete_pod("kube-apiserver-x7k2p");
+        put_pods(apiserver_pod("kube-apiserver-a", API_UID, "DaemonSet", "kube-apiserver",
                                "11111111-2222-3333-4444-555555555555"),
                  NULL);
         refresh_fails(f, "its owner DaemonSet kube-apiserver has uid 11111111-2222-3333-4444-555555555555, "
                          "protokube's " DS_UID);
-        delete_pod(f, "kube-apiserver-a");
-        put_pods(f, apiserver_pod("kube-apiserver-b", API_UID, "DaemonSet", "other", DS_UID), NULL);
+        delete_pod("kube-apiserver-a");
+        put_pods(apiserver_pod("kube-apiserver-b", API_UID, "DaemonSet", "other", DS_UID), NULL);
         refresh_fails(f, "its k8s-app is 'kube-apiserver' but it is controlled by DaemonSet/other");
         /* protokube's name, but a DaemonSet someone else made in its place (not managed by protokube) */
-        delete_pod(f, "kube-apiserver-b");
-        kube_fake_objects(&f->fake,
-                          "[{\"apiVersion\": \"apps/v1\", \"kind\": \"DaemonSet\", \"metadata\": "
-                          "{\"name\": \"kube-apiserver\", \"namespace\": \"kube-system\", \"uid\": "
-                          "\"" DS_UID "\"}}]");
-        put_pods(f, apiserver_pod("kube-apiserver-c", API_UID, "DaemonSet", "kube-apiserver", DS_UID), NULL);
+        delete_pod("kube-apiserver-b");
+        kube_fake_objects(&fake, "[{\"apiVersion\": \"apps/v1\", \"kind\": \"DaemonSet\", \"metadata\": "
+                                 "{\"name\": \"kube-apiserver\", \"namespace\": \"kube-system\", \"uid\": "
+                                 "\"" DS_UID "\"}}]");
+        put_pods(apiserver_pod("kube-apiserver-c", API_UID, "DaemonSet", "kube-apiserver", DS_UID), NULL);
         refresh_fails(f, "protokube's workload of it (managed-by protokube, kube-system) does not exist");
         assert_false(exists(f->state, CHECKPOINT_LINK));
 }
@@ -305,12 +261,11 @@ static void test_owner_not_ours(void **state) {
 static void test_replicaset_not_ours(void **state) {
         Fixture *f = *state;
         kube_fake_objects(
-            &f->fake,
-            "[{\"apiVersion\": \"apps/v1\", \"kind\": \"ReplicaSet\", \"metadata\": {\"name\": "
-            "\"" RS_NAME "\", \"namespace\": \"kube-system\", \"uid\": \"" RS_UID "\", \"labels\": "
-            "{" MANAGED "}, \"ownerReferences\": [{\"kind\": \"Deployment\", \"name\": "
-            "\"kube-scheduler\", \"uid\": \"99999999-2222-3333-4444-555555555555\", "
-            "\"controller\": true}]}}]");
+            &fake, "[{\"apiVersion\": \"apps/v1\", \"kind\": \"ReplicaSet\", \"metadata\": {\"name\": "
+                   "\"" RS_NAME "\", \"namespace\": \"kube-system\", \"uid\": \"" RS_UID "\", \"labels\": "
+                   "{" MANAGED "}, \"ownerReferences\": [{\"kind\": \"Deployment\", \"name\": "
+                   "\"kube-scheduler\", \"uid\": \"99999999-2222-3333-4444-555555555555\", "
+                   "\"controller\": true}]}}]");
         refresh_fails(f, "its ReplicaSet " RS_NAME
                          " is not controlled by protokube's Deployment kube-scheduler");
 }
@@ -318,8 +273,7 @@ static void test_replicaset_not_ours(void **state) {
 /* Two pods of one workload on the node would be one checkpoint file: an error, never the last one. */
 static void test_two_pods_one_path(void **state) {
         Fixture *f = *state;
-        put_pods(f,
-                 apiserver_pod("kube-apiserver-zzzzz", "22222222-2222-3333-4444-555555555555", "DaemonSet",
+        put_pods(apiserver_pod("kube-apiserver-zzzzz", "22222222-2222-3333-4444-555555555555", "DaemonSet",
                                "kube-apiserver", DS_UID),
                  NULL);
         refresh_fails(f, "two pods of DaemonSet/kube-apiserver on node m1");
@@ -329,10 +283,9 @@ static void test_two_pods_one_path(void **state) {
 /* A key of a Secret that kubelet would not make a file of ("..data" is its own). */
 static void test_key_that_climbs(void **state) {
         Fixture *f = *state;
-        kube_fake_objects(&f->fake,
-                          "[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": "
-                          "\"kube-apiserver\", \"namespace\": \"kube-system\"}, \"data\": "
-                          "{\"..data\": \"" SECRET_B64 "\"}}]");
+        kube_fake_objects(&fake, "[{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": "
+                                 "\"kube-apiserver\", \"namespace\": \"kube-system\"}, \"data\": "
+                                 "{\"..data\": \"" SECRET_B64 "\"}}]");
         refresh_fails(f, "Secret kube-system/kube-apiserver: key '..data' is not valid");
 }
 
@@ -345,15 +298,15 @@ static void test_failed_pod_keeps_its_component(void **state) {
         json_t *failed =
             apiserver_pod("kube-apiserver-x7k2p", API_UID, "DaemonSet", "kube-apiserver", DS_UID);
         set_status(failed, "Failed", false, "2026-11-23T22:20:30Z");
-        put_pods(f, failed, NULL);
+        put_pods(failed, NULL);
         refresh_ok(
             f, "the checkpointed kube-apiserver has no pod on m1 now, and its DaemonSet wants a pod on m1");
         assert_true(exists(f->state, "checkpoint/manifests/kube-apiserver-checkpoint.json"));
-        delete_pod(f, "kube-apiserver-x7k2p"); /* the DaemonSet controller removes it */
+        delete_pod("kube-apiserver-x7k2p"); /* the DaemonSet controller removes it */
         refresh_ok(f, "its DaemonSet wants a pod on m1");
         assert_true(exists(f->state, "checkpoint/manifests/kube-apiserver-checkpoint.json"));
-        kube_fake_objects(&f->fake, "[{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": "
-                                    "\"m1\", \"labels\": {\"node-role.kubernetes.io/master\": \"\"}}}]");
+        kube_fake_objects(&fake, "[{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": "
+                                 "\"m1\", \"labels\": {\"node-role.kubernetes.io/master\": \"\"}}}]");
         refresh_ok(f, "checkpoint of 1 pods written");
         assert_false(exists(f->state, "checkpoint/manifests/kube-apiserver-checkpoint.json"));
         assert_true(exists(f->state, "checkpoint/manifests/kube-scheduler-checkpoint.json"));
@@ -364,21 +317,21 @@ static void test_failed_pod_keeps_its_component(void **state) {
 static void test_deployment_moved(void **state) {
         Fixture *f = *state;
         refresh_ok(f, "checkpoint of 2 pods written");
-        delete_pod(f, RS_NAME "-x2x9q");
+        delete_pod(RS_NAME "-x2x9q");
         kube_fake_objects(
-            &f->fake, "[{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {\"name\": "
-                      "\"kube-scheduler\", \"namespace\": \"kube-system\", \"uid\": \"" DEP_UID "\", "
-                      "\"generation\": 1, \"labels\": {" MANAGED "}}, \"spec\": {\"replicas\": 1}, "
-                      "\"status\": {\"observedGeneration\": 1, \"replicas\": 1, \"updatedReplicas\": 1, "
-                      "\"readyReplicas\": 0, \"availableReplicas\": 0, \"unavailableReplicas\": 1}}]");
+            &fake, "[{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {\"name\": "
+                   "\"kube-scheduler\", \"namespace\": \"kube-system\", \"uid\": \"" DEP_UID "\", "
+                   "\"generation\": 1, \"labels\": {" MANAGED "}}, \"spec\": {\"replicas\": 1}, "
+                   "\"status\": {\"observedGeneration\": 1, \"replicas\": 1, \"updatedReplicas\": 1, "
+                   "\"readyReplicas\": 0, \"availableReplicas\": 0, \"unavailableReplicas\": 1}}]");
         refresh_ok(f, "its Deployment has not settled");
         assert_true(exists(f->state, "checkpoint/manifests/kube-scheduler-checkpoint.json"));
         kube_fake_objects(
-            &f->fake, "[{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {\"name\": "
-                      "\"kube-scheduler\", \"namespace\": \"kube-system\", \"uid\": \"" DEP_UID "\", "
-                      "\"generation\": 1, \"labels\": {" MANAGED "}}, \"spec\": {\"replicas\": 1}, "
-                      "\"status\": {\"observedGeneration\": 1, \"replicas\": 1, \"updatedReplicas\": 1, "
-                      "\"readyReplicas\": 1, \"availableReplicas\": 1}}]");
+            &fake, "[{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"metadata\": {\"name\": "
+                   "\"kube-scheduler\", \"namespace\": \"kube-system\", \"uid\": \"" DEP_UID "\", "
+                   "\"generation\": 1, \"labels\": {" MANAGED "}}, \"spec\": {\"replicas\": 1}, "
+                   "\"status\": {\"observedGeneration\": 1, \"replicas\": 1, \"updatedReplicas\": 1, "
+                   "\"readyReplicas\": 1, \"availableReplicas\": 1}}]");
         refresh_ok(f, "checkpoint of 1 pods written");
         assert_false(exists(f->state, "checkpoint/manifests/kube-scheduler-checkpoint.json"));
 }
@@ -390,7 +343,7 @@ static void test_unreadable_checkpoint_replaced(void **state) {
         refresh_ok(f, "checkpoint of 2 pods written");
         _cleanup_free_ char *m = path_of(f->state, "checkpoint/manifests/kube-apiserver-checkpoint.json");
         assert_true(write_file_atomic(m, "{not json", 9, 0644, 0) >= 0);
-        kube_fake_post(&f->fake, "/_fake/config", "{\"rotate\": \"kube-system/kube-apiserver\"}");
+        kube_fake_post(&fake, "/_fake/config", "{\"rotate\": \"kube-system/kube-apiserver\"}");
         refresh_ok(f, "checkpoint of 2 pods written");
         _cleanup_free_ char *text = NULL;
         assert_int_equal(read_full_file(m, 1 << 20, &text, NULL), 0);
@@ -405,7 +358,7 @@ static void test_stale_activation_stamp(void **state) {
         refresh_ok(f, "checkpoint of 2 pods written");
         _cleanup_free_ char *at = path_of(f->state, CHECKPOINT_ACTIVATED_FILE), *stamp = NULL;
         assert_true(write_file_atomic(at, "2020-01-01T00:00:00Z", 20, 0644, 0) >= 0);
-        kube_fake_post(&f->fake, "/_fake/config", "{\"down\": true}");
+        kube_fake_post(&fake, "/_fake/config", "{\"down\": true}");
         CheckpointStep s;
         _cleanup_free_ char *msg = NULL, *msg2 = NULL, *err = NULL;
         assert_int_equal(checkpoint_step(&f->c, 0, &s, &msg, &err), 0);
@@ -413,7 +366,7 @@ static void test_stale_activation_stamp(void **state) {
         assert_int_equal(read_full_file(at, 64, &stamp, NULL), 0);
         assert_true(strcmp(stamp, "2026-01-01T00:00:00Z") > 0); /* now, not 2020 */
         /* the API is back; the pods' status is still the one from before the reboot */
-        kube_fake_post(&f->fake, "/_fake/config", "{\"down\": false}");
+        kube_fake_post(&fake, "/_fake/config", "{\"down\": false}");
         assert_int_equal(checkpoint_step(&f->c, 0, &s, &msg2, &err), 0);
         if (s != CHECKPOINT_STEP_WAIT)
                 fail_msg("step %s: %s", checkpoint_step_to_string(s), strnull(msg2));

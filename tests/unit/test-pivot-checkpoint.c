@@ -7,19 +7,9 @@
 
 #include "basic/errors.h"
 #include "basic/macro.h"
+#include "checkpoint-fixture.h"
 #include "pivot/checkpoint.h"
 #include "vectors.h"
-
-static json_t *load_pod(void) {
-        const char *names[] = { "kube/pod-apiserver-daemonset.json" };
-        char *text;
-        size_t len;
-        vectors_read(names, 1, &text, &len);
-        json_t *pod = json_loadb(text, len, 0, NULL);
-        free(text);
-        assert_non_null(pod);
-        return pod;
-}
 
 static const json_t *volume(const json_t *spec, const char *name) {
         size_t i;
@@ -30,7 +20,7 @@ static const json_t *volume(const json_t *spec, const char *name) {
 }
 
 static void test_daemonset_pod(void **state) {
-        json_t *pod = load_pod();
+        json_t *pod = checkpoint_fixture_apiserver_pod();
         /* as the API returns a hostNetwork pod's port: hostPort defaulted to containerPort */
         json_t *ports = json_pack("[{s:s, s:i, s:i, s:s}]", "name", "https", "containerPort", 443,
                                   "hostPort", 443, "protocol", "TCP");
@@ -93,7 +83,7 @@ static void test_daemonset_pod(void **state) {
 }
 
 static void test_deployment_pod(void **state) {
-        json_t *pod = load_pod();
+        json_t *pod = checkpoint_fixture_apiserver_pod();
         json_t *meta = json_object_get(pod, "metadata");
         json_object_set_new(json_object_get(meta, "labels"), "pod-template-hash", json_string("5d9f7c8b6"));
         json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
@@ -114,7 +104,7 @@ static void test_deployment_pod(void **state) {
 static void test_refused(void **state) {
         char *err = NULL;
         CheckpointPod p;
-        json_t *pod = load_pod();
+        json_t *pod = checkpoint_fixture_apiserver_pod();
         /* a pod of nobody's */
         json_object_del(json_object_get(pod, "metadata"), "ownerReferences");
         assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, &err), PK_EMALFORMED);
@@ -123,7 +113,7 @@ static void test_refused(void **state) {
         json_decref(pod);
 
         /* a volume of a kind a static pod cannot have */
-        pod = load_pod();
+        pod = checkpoint_fixture_apiserver_pod();
         json_array_append_new(
             json_object_get(json_object_get(pod, "spec"), "volumes"),
             json_pack("{s:s, s:{s:s}}", "name", "claim", "persistentVolumeClaim", "claimName", "x"));
@@ -133,7 +123,7 @@ static void test_refused(void **state) {
         json_decref(pod);
 
         /* a Secret volume with items */
-        pod = load_pod();
+        pod = checkpoint_fixture_apiserver_pod();
         json_t *pki = json_array_get(json_object_get(json_object_get(pod, "spec"), "volumes"), 1);
         json_object_set_new(json_object_get(pki, "secret"), "items", json_array());
         assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, &err), PK_EMALFORMED);
@@ -170,7 +160,7 @@ static void test_names_that_climb(void **state) {
                 { "ReplicaSet", "kube-scheduler", "is not <deployment>-<pod-template-hash>" },
         };
         for (size_t i = 0; i < ELEMENTSOF(owners); i++) {
-                json_t *pod = load_pod();
+                json_t *pod = checkpoint_fixture_apiserver_pod();
                 json_object_set_new(json_object_get(json_object_get(pod, "metadata"), "labels"),
                                     "pod-template-hash", json_string("5d9f7c8b6"));
                 set_owner(pod, owners[i].kind, owners[i].name);
@@ -183,7 +173,7 @@ static void test_names_that_climb(void **state) {
                 json_decref(pod);
         }
 
-        json_t *pod = load_pod();
+        json_t *pod = checkpoint_fixture_apiserver_pod();
         json_t *pki = json_array_get(json_object_get(json_object_get(pod, "spec"), "volumes"), 1);
         json_object_set_new(json_object_get(pki, "secret"), "secretName", json_string("../../etc"));
         CheckpointPod p = {};
@@ -194,7 +184,7 @@ static void test_names_that_climb(void **state) {
         err = NULL;
         json_decref(pod);
 
-        pod = load_pod();
+        pod = checkpoint_fixture_apiserver_pod();
         json_object_set_new(json_object_get(pod, "metadata"), "name", json_string("x/../../y"));
         assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, &err), PK_EMALFORMED);
         assert_non_null(strstr(err, "pod 'x/../../y' is not valid"));
@@ -204,7 +194,7 @@ static void test_names_that_climb(void **state) {
 
 /* The owner as the pod names it, for the caller to check against protokube's own workloads. */
 static void test_owner_recorded(void **state) {
-        json_t *pod = load_pod();
+        json_t *pod = checkpoint_fixture_apiserver_pod();
         CheckpointPod p;
         assert_int_equal(checkpoint_pod_from_api(pod, "/c", &p, NULL), 0);
         assert_string_equal(p.owner.kind, "DaemonSet");

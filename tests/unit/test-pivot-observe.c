@@ -13,6 +13,7 @@
 
 #include "basic/string-util.h"
 #include "kube-fake.h"
+#include "pivot-fixture.h"
 #include "pivot/pivot.h"
 
 static json_t *parse(const char *text) {
@@ -109,14 +110,15 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 static void test_observe_5000_pods(void **state) {
         char base[] = "/tmp/pk-pivot-observe-XXXXXX";
         assert_non_null(mkdtemp(base));
-        _cleanup_free_ char *kc = strjoin(base, "/kubeconfig"), *mdir = strjoin(base, "/manifests"),
-                            *sdir = strjoin(base, "/state");
+        char cm_text[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n";
+        _cleanup_(pivot_fixture_done) PivotFixture t;
+        pivot_fixture_init(&t, base, "m1", 60 * USEC_PER_SEC, cm_text);
         const char kubeconfig[] =
             "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  "
             "context: {cluster: k, user: u}\nclusters:\n- name: k\n  cluster: {server: "
             "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {}\n";
-        assert_true(write_file_atomic(kc, kubeconfig, strlen(kubeconfig), 0600, false) >= 0);
-        assert_int_equal(mkdir(mdir, 0755), 0);
+        assert_true(write_file_atomic(t.kubeconfig, kubeconfig, strlen(kubeconfig), 0600, false) >= 0);
+        assert_int_equal(mkdir(t.manifest_dir, 0755), 0);
         KubeFake f;
         kube_fake_start(&f);
         kube_fake_objects(
@@ -129,36 +131,16 @@ static void test_observe_5000_pods(void **state) {
             "\"ownerReferences\": [{\"kind\": \"DaemonSet\", \"name\": \"kube-apiserver\", \"controller\": "
             "true}]}, \"spec\": {\"nodeName\": \"m1\"}, \"status\": {\"phase\": \"Running\", "
             "\"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"}]}}]");
-        kube_fake_post(
-            &f, "/_fake/pods",
-            "{\"count\": 5000, \"name\": \"kube-proxy-{i}\", \"node\": \"w{i}\", \"pad\": 4000, "
-            "\"labels\": {\"k8s-app\": \"kube-proxy\", \"app.kubernetes.io/managed-by\": \"protokube\"}}");
-        char cm_text[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n";
-        SelfHostedObject obj = { .kind = SELF_HOSTED_CONFIG_MAP,
-                                 .api_version = "v1",
-                                 .kind_name = "ConfigMap",
-                                 .namespace = (char *)"kube-system",
-                                 .name = (char *)"x",
-                                 .text = cm_text,
-                                 .text_len = strlen(cm_text) };
-        SelfHostedAssets assets = { .items = &obj, .n = 1 };
-        PivotSettings s = { .kubeconfig = kc,
-                            .api_host = "127.0.0.1",
-                            .api_port = 1,
-                            .node_name = "m1",
-                            .internal_ip = "127.0.0.1",
-                            .manifest_dir = mdir,
-                            .state_dir = sdir,
-                            .assets = &assets,
-                            .call_timeout = 60 * USEC_PER_SEC };
+        kube_fake_pods(&f, 5000, "kube-proxy-{i}", "w{i}", 4000,
+                       "{\"k8s-app\": \"kube-proxy\", \"app.kubernetes.io/managed-by\": \"protokube\"}");
         _cleanup_(pivot_freep) Pivot *p = NULL;
         char *err = NULL;
-        assert_int_equal(pivot_new(&s, &p, &err), 0);
+        assert_int_equal(pivot_new(&t.settings, &p, &err), 0);
         /* the double speaks plain http on loopback: both clients go to it */
         kube_client_free(p->api);
         kube_client_free(p->local);
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &p->api, NULL), 0);
-        assert_int_equal(kube_client_new(&(KubeClientConfig){ .server = f.url }, &p->local, NULL), 0);
+        p->api = kube_fake_client(&f);
+        p->local = kube_fake_client(&f);
         assert_int_equal(pivot_observe(p, &err), 0);
         if (!p->obs.api_ready)
                 fail_msg("the API counts as not ready: %s", strnull(p->api_error));
