@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "aws/sigv4.h"
+#include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/in-addr-util.h"
 #include "basic/stop.h"
@@ -530,15 +531,10 @@ static bool code_is_retryable(const char *code) {
         return false;
 }
 
+/* "Full jitter": a random delay in [0, the backoff's cap] before try attempt + 2. */
 static usec_t backoff_delay(const AwsClient *c, unsigned attempt) {
-        usec_t cap = c->backoff_base;
-        for (unsigned i = 0; i < attempt && cap < c->backoff_max; i++)
-                cap *= 2;
-        cap = MIN(cap, c->backoff_max);
-        uint64_t x = 0;
-        if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
-                x = now(CLOCK_MONOTONIC) * 6364136223846793005ULL;
-        return cap ? x % (cap + 1) : 0;
+        usec_t cap = backoff_cap(c->backoff_base, c->backoff_max, attempt + 1);
+        return (usec_t)((double)cap * backoff_random());
 }
 
 typedef enum Outcome {

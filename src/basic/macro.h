@@ -23,6 +23,8 @@
 #define MAX(a, b)       ((a) > (b) ? (a) : (b))
 #define streq(a, b)     (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+/* both strings present and equal (a value read from outside may be absent) */
+#define streq_ptr(a, b) ((a) && (b) && streq((a), (b)))
 #define isempty(s)      (!(s) || !*(s))
 #define strna(s)        ((s) ? (s) : "n/a")
 #define strempty(s)     ((s) ? (s) : "")

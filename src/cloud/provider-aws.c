@@ -45,10 +45,6 @@ typedef struct AwsProvider {
         char **devices; /* alternating volume id, device EC2 recorded for it here */
 } AwsProvider;
 
-static bool streq_ptr(const char *a, const char *b) {
-        return a && b && streq(a, b);
-}
-
 static bool instance_id_valid(const char *s) {
         const char *h = startswith(s, "i-");
         return h && !isempty(h) && strlen(h) <= 32 &&

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/backoff.h"
 #include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
@@ -298,6 +299,20 @@ static void test_lock_file(void **state) {
         rmdir(dir);
 }
 
+/* The one backoff: doubling from base, capped at max; the jitter's number in [0, 1). */
+static void test_backoff(void **state) {
+        assert_int_equal(backoff_cap(200, 20000, 1), 200);
+        assert_int_equal(backoff_cap(200, 20000, 2), 400);
+        assert_int_equal(backoff_cap(200, 20000, 7), 12800);
+        assert_int_equal(backoff_cap(200, 20000, 8), 20000);
+        assert_int_equal(backoff_cap(200, 20000, 1000), 20000); /* no overflow: stops at the cap */
+        assert_int_equal(backoff_cap(500, 100, 3), 500);        /* a cap below the base keeps the base */
+        for (int i = 0; i < 1000; i++) {
+                double x = backoff_random();
+                assert_true(x >= 0 && x < 1);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
@@ -306,6 +321,7 @@ int main(void) {
                 cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
                 cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
                 cmocka_unit_test(test_dir_present),   cmocka_unit_test(test_lock_file),
+                cmocka_unit_test(test_backoff),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
