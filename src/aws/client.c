@@ -12,6 +12,7 @@
 #include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/in-addr-util.h"
+#include "basic/s3-names.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
@@ -235,10 +236,7 @@ int aws_client_region(AwsClient *c, const char **ret, char **ret_error) {
 }
 
 bool aws_region_valid(const char *region) {
-        size_t l = region ? strlen(region) : 0;
-        if (l == 0 || l > 64 || region[0] == '-' || region[l - 1] == '-')
-                return false;
-        return strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") == l;
+        return s3_region_name_valid(region);
 }
 
 int aws_client_set_region(AwsClient *c, const char *region) {

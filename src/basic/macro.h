@@ -18,6 +18,8 @@
 #define _likely_(x)     (__builtin_expect(!!(x), 1))
 #define _unlikely_(x)   (__builtin_expect(!!(x), 0))
 #define ELEMENTSOF(x)   (sizeof(x) / sizeof((x)[0]))
+#define STRINGIFY(x)    #x
+#define XSTRINGIFY(x)   STRINGIFY(x)
 #define STRLEN(x)       (sizeof(x) - 1)
 #define MIN(a, b)       ((a) < (b) ? (a) : (b))
 #define MAX(a, b)       ((a) > (b) ? (a) : (b))

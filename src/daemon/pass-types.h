@@ -26,6 +26,7 @@
 #include "dns/dns-provider.h"
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
+#include "model/conventions.h"
 #include "pivot/pivot.h"
 #include "spec/spec.h"
 #include "store/store.h"
@@ -262,9 +263,10 @@ int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan);
 
 /* Helpers more than one step needs (pass-common.c). */
 
-/* kube-apiserver's port (the spec's securePort, 443 by default). */
+/* kube-apiserver's port (the spec's securePort, APISERVER_PORT_DEFAULT in a spec made in code). */
 static inline unsigned pass_apiserver_port(const ClusterSpec *spec) {
-        return spec->kube_apiserver.secure_port.set ? (unsigned)spec->kube_apiserver.secure_port.value : 443;
+        return spec->kube_apiserver.secure_port.set ? (unsigned)spec->kube_apiserver.secure_port.value
+                                                    : APISERVER_PORT_DEFAULT;
 }
 
 /* The spec's certificate settings (pointing into spec and etcd_clusters, the etcd clusters' names in the

@@ -12,6 +12,7 @@
 #include "aws/client.h"
 #include "aws/sigv4.h"
 #include "basic/errors.h"
+#include "basic/s3-names.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "shared/xml.h"
@@ -27,18 +28,6 @@ typedef struct S3Store {
         char *bucket;
         char *prefix; /* "" or "a/b/": prepended to every key */
 } S3Store;
-
-/* Bucket names as S3 allows them for new buckets (S3 User Guide, "Bucket naming rules"). One with a dot
- * is addressed path-style (aws_s3_base_url). */
-static bool bucket_valid(const char *b, size_t len) {
-        if (len < 3 || len > 63 || b[0] == '.' || b[0] == '-' || b[len - 1] == '.' || b[len - 1] == '-')
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '.' ||
-                      b[i] == '-'))
-                        return false;
-        return true;
-}
 
 static void s3_free(Store *s) {
         S3Store *t = s->data;
@@ -204,7 +193,7 @@ static int s3_parse(S3Store *t, const char *location, const char **ret_region, c
         int r;
 
         *ret_region = NULL;
-        if (!bucket_valid(location, blen)) {
+        if (!s3_bucket_name_valid(location, blen)) {
                 *ret_cause =
                     strdup("expected s3://BUCKET[/PREFIX][?region=REGION] with a bucket name of 3-63 "
                            "characters [a-z0-9.-]");

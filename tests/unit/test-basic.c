@@ -11,6 +11,7 @@
 #include "basic/fileio.h"
 #include "basic/lock-file.h"
 #include "basic/parse-util.h"
+#include "basic/s3-names.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "basic/time-util.h"
@@ -313,6 +314,21 @@ static void test_backoff(void **state) {
         }
 }
 
+/* The store URL's names: one rule each for the spec's check and the store's open. */
+static void test_s3_names(void **state) {
+        assert_true(s3_bucket_name_valid("my.bucket-1", 11));
+        assert_false(s3_bucket_name_valid("ab", 2));
+        assert_false(s3_bucket_name_valid("-abc", 4));
+        assert_false(s3_bucket_name_valid("abc.", 4));
+        assert_false(s3_bucket_name_valid("ABC", 3));
+        assert_false(s3_bucket_name_valid("a_b", 3));
+        assert_true(s3_region_name_valid("eu-west-1"));
+        assert_false(s3_region_name_valid("x#"));
+        assert_false(s3_region_name_valid("-eu"));
+        assert_false(s3_region_name_valid(""));
+        assert_false(s3_region_name_valid(NULL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
@@ -321,7 +337,7 @@ int main(void) {
                 cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
                 cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
                 cmocka_unit_test(test_dir_present),   cmocka_unit_test(test_lock_file),
-                cmocka_unit_test(test_backoff),
+                cmocka_unit_test(test_backoff),       cmocka_unit_test(test_s3_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
