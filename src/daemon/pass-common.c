@@ -42,16 +42,15 @@ Store *pass_store(PassContext *ctx, Store **owned, char **ret_error) {
 
 CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
         const PkiSpec *pki = &spec->pki;
-        /* SpecKeyType has PkiKeyType's values in its order (spec/spec.h) */
+        /* The loaded spec holds every default (spec.c's table: ecdsa-p256, rsa-2048, 87600h, 8760h): none is
+         * derived again here. SpecKeyType has PkiKeyType's values in its order (spec/spec.h). */
         return (CertsSettings){
                 .store_url = spec->state_store,
                 .pki_dir = pki->dir,
-                .key_type = pki->key_type.set ? (PkiKeyType)pki->key_type.value : PKI_KEY_ECDSA_P256,
-                .sa_key_type = pki->service_account_key_type.set
-                                   ? (PkiKeyType)pki->service_account_key_type.value
-                                   : PKI_KEY_RSA_2048,
-                .ca_lifetime = pki->ca_lifetime.set ? pki->ca_lifetime.value : 0,
-                .leaf_lifetime = pki->certificate_lifetime.set ? pki->certificate_lifetime.value : 0,
+                .key_type = (PkiKeyType)pki->key_type.value,
+                .sa_key_type = (PkiKeyType)pki->service_account_key_type.value,
+                .ca_lifetime = pki->ca_lifetime.value,
+                .leaf_lifetime = pki->certificate_lifetime.value,
                 .cluster_name = spec->name,
                 .internal_suffix = spec->dns.internal_suffix,
                 .cluster_domain = spec->cluster_dns_domain,
