@@ -574,6 +574,9 @@ static int read_one_line(const char *path, char *buf, size_t size) {
 int blockdev_whole_disk(dev_t devnum, dev_t *ret) {
         char path[96], buf[32];
         unsigned maj, min;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        if (access(path, F_OK) < 0)
+                return errno == ENOENT ? 0 : -errno;
         snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
         if (access(path, F_OK) < 0) {
                 *ret = devnum;
