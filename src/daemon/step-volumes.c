@@ -48,7 +48,7 @@ static int manifest_currency(const Pass *pass, const PassObservation *ob, const 
                 VolumeEligibility e = {};
                 _cleanup_free_ char *text = NULL;
                 if (o->mount == MOUNT_STATE_OURS && ob->etcd_members && ob->etcd_members[i].restoring) {
-                        /* a restore under way owns the manifest and its link (pass-restore.c) */
+                        /* a restore under way owns the manifest and its link (step-restore.c) */
                         o->manifest_current = o->link_current = true;
                         continue;
                 }
