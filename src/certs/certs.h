@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A master's certificates in a pass (issue 14; docs/pki.md, "A pass's certificates"), in the pass's three
+/* A master's certificates in a pass (docs/pki.md, "A pass's certificates"), in the pass's three
  * steps:
  *   observe: open the state store and read the keystore (creating nothing), every certificate pair and file
  *            of the node's layout (model/pki-layout.h), and 32 random bytes for the serials to plan;

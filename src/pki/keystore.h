@@ -2,8 +2,8 @@
 #pragma once
 
 /* The keystore: the cluster's CAs and the service-account key pair, kept in the state store and created
- * once, by whichever master needs them first; every other master reads the ones that won (issue 14, "The
- * keystore"; docs/pki.md, "The keystore in the state store").
+ * once, by whichever master needs them first; every other master reads the ones that won (docs/pki.md, "The
+ * keystore in the state store").
  *
  * Each entry is ONE store object holding the private key's PEM and then, for a CA, the certificate's PEM,
  * written with store_put_if_absent() and STORE_PRIVATE: the pair appears complete or not at all, and of N

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The spec's side of the certificates protokube issues (issue 14): the shape of spec.stateStore, the checks
- * of spec.pki, and the defaults that point every certificate, key and kubeconfig path the user left unset
- * into the node's pki layout (model/pki-layout.h) when the state store is set. Applied once, at load, so
- * everything downstream (rendering, the certificate planner) reads one spec and derives nothing again. */
+/* The spec's side of the certificates protokube issues (docs/pki.md): the shape of spec.stateStore, the
+ * checks of spec.pki, and the defaults that point every certificate, key and kubeconfig path the user left
+ * unset into the node's pki layout (model/pki-layout.h) when the state store is set. Applied once, at load,
+ * so everything downstream (rendering, the certificate planner) reads one spec and derives nothing again. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
