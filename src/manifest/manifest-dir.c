@@ -33,8 +33,8 @@ static int symlink_points_at(const char *link_path, const char *target) {
         return streq(cur, target);
 }
 
-/* The link replaced atomically (basic/fileio.h's symlink_replace_at: a temporary link of its own renamed
- * over it), then the directory made durable. */
+/* The link replaced atomically by a new entry (basic/fileio.h's symlink_renew_at: a temporary link of its
+ * own renamed over it), then the directory made durable. */
 static int replace_symlink(const char *link_path, const char *target) {
         _cleanup_free_ char *d = strdup(link_path), *b = strdup(link_path);
         if (!d || !b)
@@ -42,7 +42,7 @@ static int replace_symlink(const char *link_path, const char *target) {
         _cleanup_close_ int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
-        int r = symlink_replace_at(dfd, target, basename(b), NULL);
+        int r = symlink_renew_at(dfd, target, basename(b));
         if (r < 0)
                 return r;
         return fsync(dfd) < 0 ? -errno : 1;
