@@ -9,10 +9,10 @@
 #include <time.h>
 
 #include "aws/sigv4.h"
+#include "basic/aws-names.h"
 #include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/in-addr-util.h"
-#include "basic/s3-names.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http.h"
@@ -155,7 +155,7 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
         }
         if (!isempty(region)) {
                 /* it becomes part of host names: "x#" would send the signed call to host ec2.x */
-                if (!aws_region_valid(region))
+                if (!aws_region_name_valid(region))
                         return error_setf(ret_error, -EINVAL, "%s='%s' is not a region name", region_var,
                                           region);
                 c->region = strdup(region);
@@ -235,12 +235,8 @@ int aws_client_region(AwsClient *c, const char **ret, char **ret_error) {
         return 0;
 }
 
-bool aws_region_valid(const char *region) {
-        return s3_region_name_valid(region);
-}
-
 int aws_client_set_region(AwsClient *c, const char *region) {
-        if (!aws_region_valid(region))
+        if (!aws_region_name_valid(region))
                 return -EINVAL;
         char *r = strdup(region);
         if (!r)

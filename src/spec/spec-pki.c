@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/s3-names.h"
+#include "basic/aws-names.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "model/pki-layout.h"
@@ -45,7 +45,7 @@ int spec_check_state_store(const void *value, char **ret_message) {
         if ((rest = startswith(s, "s3://"))) {
                 size_t blen = strcspn(rest, "/?");
                 const char *q = strchr(rest, '?'), *region = q ? startswith(q, "?region=") : NULL;
-                if (!s3_bucket_name_valid(rest, blen))
+                if (!aws_bucket_name_valid(rest, blen))
                         return spec_check_fail(
                             ret_message,
                             "%s: the bucket name must be 3 to 63 characters of [a-z0-9.-] "
@@ -55,7 +55,7 @@ int spec_check_state_store(const void *value, char **ret_message) {
                         return spec_check_fail(ret_message,
                                                "%s: the prefix must not contain '..' or empty segments",
                                                spec_echo(b, s));
-                if (q && !s3_region_name_valid(region))
+                if (q && !aws_region_name_valid(region))
                         return spec_check_fail(ret_message,
                                                "%s: the only parameter is ?region=REGION, a region name of "
                                                "1-64 characters of [a-z0-9-] (eu-west-1)",

@@ -5,13 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/aws-names.h"
 #include "basic/backoff.h"
 #include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
 #include "basic/lock-file.h"
 #include "basic/parse-util.h"
-#include "basic/s3-names.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "basic/time-util.h"
@@ -316,17 +316,17 @@ static void test_backoff(void **state) {
 
 /* The store URL's names: one rule each for the spec's check and the store's open. */
 static void test_s3_names(void **state) {
-        assert_true(s3_bucket_name_valid("my.bucket-1", 11));
-        assert_false(s3_bucket_name_valid("ab", 2));
-        assert_false(s3_bucket_name_valid("-abc", 4));
-        assert_false(s3_bucket_name_valid("abc.", 4));
-        assert_false(s3_bucket_name_valid("ABC", 3));
-        assert_false(s3_bucket_name_valid("a_b", 3));
-        assert_true(s3_region_name_valid("eu-west-1"));
-        assert_false(s3_region_name_valid("x#"));
-        assert_false(s3_region_name_valid("-eu"));
-        assert_false(s3_region_name_valid(""));
-        assert_false(s3_region_name_valid(NULL));
+        assert_true(aws_bucket_name_valid("my.bucket-1", 11));
+        assert_false(aws_bucket_name_valid("ab", 2));
+        assert_false(aws_bucket_name_valid("-abc", 4));
+        assert_false(aws_bucket_name_valid("abc.", 4));
+        assert_false(aws_bucket_name_valid("ABC", 3));
+        assert_false(aws_bucket_name_valid("a_b", 3));
+        assert_true(aws_region_name_valid("eu-west-1"));
+        assert_false(aws_region_name_valid("x#"));
+        assert_false(aws_region_name_valid("-eu"));
+        assert_false(aws_region_name_valid(""));
+        assert_false(aws_region_name_valid(NULL));
 }
 
 int main(void) {

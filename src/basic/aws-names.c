@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "basic/s3-names.h"
+#include "basic/aws-names.h"
 
 #include <string.h>
 
-bool s3_bucket_name_valid(const char *b, size_t len) {
+bool aws_bucket_name_valid(const char *b, size_t len) {
         if (!b || len < 3 || len > 63 || b[0] == '.' || b[0] == '-' || b[len - 1] == '.' ||
             b[len - 1] == '-')
                 return false;
@@ -14,7 +14,7 @@ bool s3_bucket_name_valid(const char *b, size_t len) {
         return true;
 }
 
-bool s3_region_name_valid(const char *region) {
+bool aws_region_name_valid(const char *region) {
         size_t l = region ? strlen(region) : 0;
         if (l == 0 || l > 64 || region[0] == '-' || region[l - 1] == '-')
                 return false;
