@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "aws/sigv4.h"
+#include "basic/aws-names.h"
+#include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/in-addr-util.h"
 #include "basic/stop.h"
@@ -153,7 +155,7 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
         }
         if (!isempty(region)) {
                 /* it becomes part of host names: "x#" would send the signed call to host ec2.x */
-                if (!aws_region_valid(region))
+                if (!aws_region_name_valid(region))
                         return error_setf(ret_error, -EINVAL, "%s='%s' is not a region name", region_var,
                                           region);
                 c->region = strdup(region);
@@ -233,15 +235,8 @@ int aws_client_region(AwsClient *c, const char **ret, char **ret_error) {
         return 0;
 }
 
-bool aws_region_valid(const char *region) {
-        size_t l = region ? strlen(region) : 0;
-        if (l == 0 || l > 64 || region[0] == '-' || region[l - 1] == '-')
-                return false;
-        return strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") == l;
-}
-
 int aws_client_set_region(AwsClient *c, const char *region) {
-        if (!aws_region_valid(region))
+        if (!aws_region_name_valid(region))
                 return -EINVAL;
         char *r = strdup(region);
         if (!r)
@@ -530,15 +525,10 @@ static bool code_is_retryable(const char *code) {
         return false;
 }
 
+/* "Full jitter": a random delay in [0, the backoff's cap] before try attempt + 2. */
 static usec_t backoff_delay(const AwsClient *c, unsigned attempt) {
-        usec_t cap = c->backoff_base;
-        for (unsigned i = 0; i < attempt && cap < c->backoff_max; i++)
-                cap *= 2;
-        cap = MIN(cap, c->backoff_max);
-        uint64_t x = 0;
-        if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
-                x = now(CLOCK_MONOTONIC) * 6364136223846793005ULL;
-        return cap ? x % (cap + 1) : 0;
+        usec_t cap = backoff_cap(c->backoff_base, c->backoff_max, attempt + 1);
+        return (usec_t)((double)cap * backoff_random());
 }
 
 typedef enum Outcome {

@@ -11,6 +11,7 @@
 #include "aws/credentials.h"
 #include "aws/imds.h"
 #include "aws/sigv4.h"
+#include "basic/aws-names.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "shared/xml.h"
@@ -60,10 +61,8 @@ unsigned aws_client_retries(const AwsClient *c);
 int aws_client_region(AwsClient *c, const char **ret, char **ret_error);
 /* Addresses and signs every later call of c for region instead (the public endpoints of EC2 and S3 follow
  * it; an endpoint from the environment stays): an S3 bucket lives in its own region, whatever the
- * instance's. -EINVAL unless aws_region_valid(region). */
+ * instance's. -EINVAL unless aws_region_name_valid(region). */
 int aws_client_set_region(AwsClient *c, const char *region);
-/* A region name fit for a host name: 1-64 of [a-z0-9-], not starting or ending with '-'. */
-bool aws_region_valid(const char *region);
 /* The metadata client (created on first use); -ENXIO when AWS_EC2_METADATA_DISABLED. */
 int aws_client_imds(AwsClient *c, AwsImds **ret);
 /* The credential chain: environment, shared credentials file, instance role; role credentials are renewed 5

@@ -142,7 +142,7 @@ int aws_imds_region(AwsImds *m, char **ret, char **ret_error) {
         int r = aws_imds_get(m, "meta-data/placement/region", &region, ret_error);
         if (r < 0)
                 return r;
-        if (!aws_region_valid(region)) { /* it becomes part of host names */
+        if (!aws_region_name_valid(region)) { /* it becomes part of host names */
                 free(region);
                 return PK_EMALFORMED;
         }

@@ -2,9 +2,11 @@
 #include "backup/backup-snapshot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/errors.h"
@@ -206,5 +208,20 @@ finish:
         http_response_done(&resp);
         buf_free(&sink.refusal);
         free(sink.error);
+        return r;
+}
+
+int backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
+                const char *upload_id, const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size,
+                char **ret_error) {
+        /* unnamed: a crash leaves nothing behind */
+        int fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return error_setf(ret_error, -errno, "cannot make a temporary file in %s: %m", tmp_dir);
+        char sha[BACKUP_SHA256_HEX];
+        int r = backup_snapshot_fetch(src, fd, ret_size, sha, ret_error);
+        if (r >= 0)
+                r = backup_upload(s, cluster, timestamp, node, upload_id, fd, ret_error);
+        close(fd);
         return r;
 }

@@ -39,3 +39,9 @@ typedef struct BackupEtcdSource {
 /* Streams the member's snapshot into fd (a new, empty file) and checks it with backup_snapshot_check(). */
 int backup_snapshot_fetch(const BackupEtcdSource *src, int fd, uint64_t *ret_size,
                           char ret_sha256[static BACKUP_SHA256_HEX], char **ret_error);
+
+/* Takes a snapshot of src into an unnamed file in tmp_dir (nothing is left of it after a crash) and
+ * stores it as the backup timestamp of node, upload upload_id (backup_upload(), backup.h). */
+int backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
+                const char *upload_id, const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size,
+                char **ret_error);

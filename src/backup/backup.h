@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* etcd backups in the state store (issue 17; docs/etcd-backups.md). A backup is a directory of objects
+/* etcd backups in the state store (docs/etcd-backups.md). A backup is a directory of objects
  *   backups/<cluster>/<timestamp>/claim          "<node> <upload id>": who takes it (put-if-absent: one
  *                                                taker per slot, and one upload per taker)
  *   backups/<cluster>/<timestamp>/part-NNNNN     the snapshot in pieces of BACKUP_PART_SIZE bytes

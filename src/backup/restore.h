@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Restoring a whole etcd cluster from a backup (issue 17; docs/etcd-restore.md). The request and the
+/* Restoring a whole etcd cluster from a backup (docs/etcd-restore.md). The request and the
  * members' reports live in the state store:
  *   restores/<cluster>/request.json          {"id", "snapshot", "requested"}: written by `etcd restore`
  *   restores/<cluster>/<id>/<member>.json    {"member", "members", "step", "node"}: each member's progress,

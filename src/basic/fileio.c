@@ -175,13 +175,13 @@ static int symlink_temp_at(int dfd, const char *target, const char *link, char *
         return -EEXIST;
 }
 
-int symlink_replace_at(int dfd, const char *target, const char *link, char **ret_old) {
+static int symlink_swap_at(int dfd, const char *target, const char *link, bool always, char **ret_old) {
         char buf[PATH_MAX];
         _cleanup_free_ char *tmp = NULL, *old = NULL;
         ssize_t n = readlinkat(dfd, link, buf, sizeof(buf) - 1);
         if (n >= 0) {
                 buf[n] = 0;
-                if (streq(buf, target))
+                if (streq(buf, target) && !always)
                         return ret_old && !(*ret_old = strdup(buf)) ? -ENOMEM : 0;
                 if (!(old = strdup(buf)))
                         return -ENOMEM;
@@ -197,6 +197,14 @@ int symlink_replace_at(int dfd, const char *target, const char *link, char **ret
         if (ret_old)
                 *ret_old = TAKE_PTR(old);
         return 1;
+}
+
+int symlink_replace_at(int dfd, const char *target, const char *link, char **ret_old) {
+        return symlink_swap_at(dfd, target, link, false, ret_old);
+}
+
+int symlink_renew_at(int dfd, const char *target, const char *link) {
+        return symlink_swap_at(dfd, target, link, true, NULL);
 }
 
 #define RM_RF_DEPTH_MAX   32

@@ -28,6 +28,9 @@ int loop_pwrite(int fd, const void *buf, size_t len, size_t offset);
  * (NULL when it was absent or not a symlink; caller frees). Returns 1 if link changed, 0 if it already
  * named target. The directory is not fsynced: the caller does, once for all its changes. */
 int symlink_replace_at(int dfd, const char *target, const char *link, char **ret_old);
+/* The same, replacing the link with a new entry even when it names target already: a watcher of the
+ * directory (kubelet's file source) sees it change. Returns 1. */
+int symlink_renew_at(int dfd, const char *target, const char *link);
 
 /* Removes name in dfd and, if it is a directory, everything below it (rm -rf), never following a symlink
  * (a symlink is removed, not its target). Bounded: at most 32 levels and 65536 entries; past that -E2BIG

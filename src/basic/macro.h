@@ -18,11 +18,15 @@
 #define _likely_(x)     (__builtin_expect(!!(x), 1))
 #define _unlikely_(x)   (__builtin_expect(!!(x), 0))
 #define ELEMENTSOF(x)   (sizeof(x) / sizeof((x)[0]))
+#define STRINGIFY(x)    #x
+#define XSTRINGIFY(x)   STRINGIFY(x)
 #define STRLEN(x)       (sizeof(x) - 1)
 #define MIN(a, b)       ((a) < (b) ? (a) : (b))
 #define MAX(a, b)       ((a) > (b) ? (a) : (b))
 #define streq(a, b)     (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+/* both strings present and equal (a value read from outside may be absent) */
+#define streq_ptr(a, b) ((a) && (b) && streq((a), (b)))
 #define isempty(s)      (!(s) || !*(s))
 #define strna(s)        ((s) ? (s) : "n/a")
 #define strempty(s)     ((s) ? (s) : "")

@@ -49,11 +49,14 @@ static bool in_part(const CertsSettings *s, const CertsPart *part, const char *c
 }
 
 /* Creates what the plan says is absent; on success o's keystore is the complete one. */
-static int create_entries(const CertsSettings *s, CertsObservation *o, usec_t now, CertsResult *res) {
+static int create_entries(const CertsSettings *s, Store *store, CertsObservation *o, usec_t now,
+                          CertsResult *res) {
         _cleanup_free_ char *error = NULL;
         Keystore *k = NULL;
         KeystoreSpec spec = certs_keystore_spec(s);
-        int r = keystore_get_or_create(o->store, &spec, now, &k, &error);
+        if (!store) /* the observation could not open it: o->error says so, and the plan holds no action */
+                return record_error(res, -ENXIO, "create the keystore's entries", NULL, "no state store");
+        int r = keystore_get_or_create(store, &spec, now, &k, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -194,15 +197,15 @@ static void fail_part_clusters(const CertsSettings *s, const CertsPart *part, Ce
                         res->etcd_failed[c] = true;
 }
 
-int certs_apply_part(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, const CertsPart *part,
-                     usec_t now, bool (*stop)(void), CertsResult *ret) {
+int certs_apply_part(const CertsSettings *s, Store *store, CertsObservation *o, const CertsPlan *p,
+                     const CertsPart *part, usec_t now, bool (*stop)(void), CertsResult *ret) {
         CertsResult res = { .errors = strv_new(NULL),
                             .etcd_failed = new0(bool, strv_length(s->etcd_clusters) + 1) };
         int r = res.errors && res.etcd_failed ? 0 : -ENOMEM;
         if (r >= 0 && p->managed && p->status >= 0) {
                 bool creates = strv_length(p->create) > 0;
                 if (creates && (!part || part->first))
-                        r = create_entries(s, o, now, &res);
+                        r = create_entries(s, store, o, now, &res);
                 else if (creates)
                         r = entries_created(o, p) ? 1 : 0;
                 if (r == 0 && creates)
@@ -221,9 +224,9 @@ int certs_apply_part(const CertsSettings *s, CertsObservation *o, const CertsPla
         return 0;
 }
 
-int certs_apply(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, usec_t now,
+int certs_apply(const CertsSettings *s, Store *store, CertsObservation *o, const CertsPlan *p, usec_t now,
                 bool (*stop)(void), CertsResult *ret) {
-        return certs_apply_part(s, o, p, NULL, now, stop, ret);
+        return certs_apply_part(s, store, o, p, NULL, now, stop, ret);
 }
 
 static int push_expiry(CertsExpiry **l, size_t *n, char *name, usec_t not_after) {

@@ -107,7 +107,7 @@ static char **ca_list_take(char *name) {
 static char **etcd_client_cas(const CertsSettings *s) {
         _cleanup_strv_free_ char **l = strv_new(NULL);
         for (size_t i = 0; l && s->etcd_clusters && s->etcd_clusters[i]; i++) {
-                _cleanup_free_ char *n = strprintf("etcd-%s-client-ca", s->etcd_clusters[i]);
+                _cleanup_free_ char *n = keystore_etcd_client_ca_name(s->etcd_clusters[i]);
                 if (!n || strv_extend(&l, n) < 0)
                         return NULL;
         }
@@ -125,16 +125,16 @@ static int layout_etcd(const CertsSettings *s, const char *c, CertsLayout *l) {
         if (!dir)
                 return -EINVAL;
         int r = add_leaf(l, CERTS_ETCD_SERVER, strdup(dir), PKI_ETCD_SERVER_PAIR,
-                         strprintf("etcd-%s-client-ca", c), c, false);
+                         keystore_etcd_client_ca_name(c), c, false);
         if (r >= 0)
                 r = add_leaf(l, CERTS_ETCD_PEER, strdup(dir), PKI_ETCD_PEER_PAIR,
-                             strprintf("etcd-%s-peer-ca", c), c, false);
+                             keystore_etcd_peer_ca_name(c), c, false);
         if (r >= 0)
                 r = add_file(l, CERTS_FILE_CA, strjoin(dir, "/", PKI_CA_FILE), etcd_client_cas(s), NULL,
                              NULL, c);
         if (r >= 0)
                 r = add_file(l, CERTS_FILE_CA, strjoin(dir, "/", PKI_ETCD_PEER_CA_FILE),
-                             ca_list_take(strprintf("etcd-%s-peer-ca", c)), NULL, NULL, c);
+                             ca_list_take(keystore_etcd_peer_ca_name(c)), NULL, NULL, c);
         return r;
 }
 
@@ -147,7 +147,7 @@ static int layout_apiserver(const CertsSettings *s, CertsLayout *l) {
         } leaves[] = {
                 { CERTS_APISERVER, PKI_APISERVER_PAIR, strdup(KEYSTORE_CLUSTER_CA) },
                 { CERTS_APISERVER_ETCD_CLIENT, PKI_APISERVER_ETCD_CLIENT_PAIR,
-                  main_cluster ? strprintf("etcd-%s-client-ca", main_cluster) : NULL },
+                  main_cluster ? keystore_etcd_client_ca_name(main_cluster) : NULL },
                 { CERTS_APISERVER_KUBELET_CLIENT, PKI_APISERVER_KUBELET_PAIR, strdup(KEYSTORE_CLUSTER_CA) },
                 { CERTS_FRONT_PROXY_CLIENT, PKI_FRONT_PROXY_CLIENT_PAIR, strdup(KEYSTORE_FRONT_PROXY_CA) },
         };
@@ -200,7 +200,7 @@ static char *local_server(const CertsSettings *s) {
 
 /* https://api.<domain>[:port]: a name protokube publishes. */
 static char *api_server(const CertsSettings *s, const char *domain) {
-        if (s->apiserver_port == 443)
+        if (s->apiserver_port == APISERVER_PORT_DEFAULT) /* https's own: the URL leaves it out */
                 return strprintf("https://%s.%s", API_LABEL, domain);
         return strprintf("https://%s.%s:%d", API_LABEL, domain, s->apiserver_port);
 }

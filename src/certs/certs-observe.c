@@ -25,7 +25,6 @@ void certs_observation_done(CertsObservation *o) {
         free(o->file_lens);
         certs_layout_done(&o->layout);
         keystore_free(o->keystore);
-        store_free(o->store);
         free(o->message);
         OPENSSL_cleanse(o->nonce, sizeof(o->nonce));
         *o = (CertsObservation){};
@@ -41,12 +40,12 @@ KeystoreSpec certs_keystore_spec(const CertsSettings *s) {
         };
 }
 
-static int observe_store(const CertsSettings *s, CertsObservation *o) {
+static int observe_store(const CertsSettings *s, Store **store, CertsObservation *o) {
         _cleanup_free_ char *error = NULL;
         KeystoreSpec ks = certs_keystore_spec(s);
-        int r = store_open(s->store_url, &o->store, &error);
+        int r = *store ? 0 : store_open(s->store_url, store, &error);
         if (r >= 0)
-                r = keystore_read_cached(o->store, &ks, s->keystore_cache, &o->keystore, &error);
+                r = keystore_read_cached(*store, &ks, s->keystore_cache, &o->keystore, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -81,7 +80,7 @@ static int observe_files(CertsObservation *o) {
         return 0;
 }
 
-int certs_observe(const CertsSettings *s, CertsObservation *ret) {
+int certs_observe(const CertsSettings *s, Store **store, CertsObservation *ret) {
         CertsObservation *o = ret;
         *o = (CertsObservation){ .managed = s->store_url != NULL };
         if (!o->managed)
@@ -93,7 +92,7 @@ int certs_observe(const CertsSettings *s, CertsObservation *ret) {
                 return o->message ? 0 : -ENOMEM;
         }
         if (r >= 0)
-                r = observe_store(s, o);
+                r = observe_store(s, store, o);
         if (r >= 0 && RAND_bytes(o->nonce, sizeof(o->nonce)) != 1)
                 r = -EIO;
         if (r >= 0)

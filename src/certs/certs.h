@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A master's certificates in a pass (issue 14; docs/pki.md, "A pass's certificates"), in the pass's three
+/* A master's certificates in a pass (docs/pki.md, "A pass's certificates"), in the pass's three
  * steps:
  *   observe: open the state store and read the keystore (creating nothing), every certificate pair and file
  *            of the node's layout (model/pki-layout.h), and 32 random bytes for the serials to plan;
@@ -117,7 +117,6 @@ typedef struct CertsObservation {
         bool managed; /* settings name a store */
         int error;    /* < 0: the store could not be opened or read: no actions (message says why) */
         char *message;
-        Store *store;
         Keystore *keystore; /* absent entries have no key */
         CertsLayout layout;
         PkiLeafState *leaves; /* parallel to layout.leaves */
@@ -127,8 +126,10 @@ typedef struct CertsObservation {
 } CertsObservation;
 
 void certs_observation_done(CertsObservation *o);
-/* -ENOMEM only; a store that cannot be read is o->error (the node's pairs and files are still observed). */
-int certs_observe(const CertsSettings *s, CertsObservation *ret);
+/* -ENOMEM only; a store that cannot be read is o->error (the node's pairs and files are still observed).
+ * *store: the state store the keystore is read through, a session the caller owns: when NULL, it is opened
+ * here into *store (left NULL when it cannot be). The observation itself holds data only. */
+int certs_observe(const CertsSettings *s, Store **store, CertsObservation *ret);
 
 /* What the node is: its addresses, and per etcd cluster (parallel to settings.etcd_clusters) the member it
  * holds after this pass's claims (NULL: none). held_known false: the volumes could not be observed, so
@@ -206,7 +207,7 @@ typedef struct CertsResult {
 void certs_result_done(CertsResult *r);
 /* Applies the plan. A failing action is recorded and the others go on. stop: checked between actions
  * (true: return -ECANCELED). -ENOMEM only otherwise. */
-int certs_apply(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, usec_t now,
+int certs_apply(const CertsSettings *s, Store *store, CertsObservation *o, const CertsPlan *p, usec_t now,
                 bool (*stop)(void), CertsResult *ret);
 
 /* A plan applied in two calls, split by later (parallel to settings.etcd_clusters): the first call (first
@@ -221,8 +222,8 @@ typedef struct CertsPart {
 
 /* certs_apply() of part's actions only (NULL: all). The second call: when the keystore's entries could not
  * be created in the first, its clusters fail as they did there (without a message again). */
-int certs_apply_part(const CertsSettings *s, CertsObservation *o, const CertsPlan *p, const CertsPart *part,
-                     usec_t now, bool (*stop)(void), CertsResult *ret);
+int certs_apply_part(const CertsSettings *s, Store *store, CertsObservation *o, const CertsPlan *p,
+                     const CertsPart *part, usec_t now, bool (*stop)(void), CertsResult *ret);
 
 /* The expiry of every certificate a plan leaves on the node and of the keystore's CAs, for /metrics and
  * /healthz: "DIR/NAME.crt" or "ca/NAME", and notAfter. A leaf issued in this pass: now + its lifetime. */

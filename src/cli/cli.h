@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "basic/time-util.h"
-#include "daemon/pass.h"
+#include "daemon/node-settings.h"
 
 enum {
         EXIT_CONVERGED = 0,

@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "basic/trace.h"
 #include "cli/cli.h"
+#include "pivot/pivot-record.h"
 #include "version.h"
 
 static int verb_version(CliContext *ctx, char **args) {

@@ -5,8 +5,10 @@
 #include "basic/log.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
+#include "cloud/volume.h"
 #include "daemon/pass.h"
 #include "spec/spec.h"
+#include "volumes/volumes.h"
 
 int cli_load_spec(const CliContext *ctx, ClusterSpec **ret) {
         _cleanup_strv_free_ char **errors = NULL;

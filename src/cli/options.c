@@ -42,6 +42,16 @@ static int parse_external_ip(const CliOption *o, CliContext *ctx, const char *va
         return 0;
 }
 
+static int parse_role(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        NodeRole r = node_role_from_string(value);
+        if (r < 0)
+                return cli_usage_error(ctx->name ?: "", "invalid %s '%s' (the roles: master)", source,
+                                       value),
+                       -EINVAL;
+        ctx->node.role = r;
+        return 0;
+}
+
 static int parse_interval(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         ctx->interval_text = value;
         ctx->interval_source = source;
@@ -61,6 +71,11 @@ const CliOption cli_common_options[] = {
 };
 
 const CliOption cli_node_options[] = {
+        { .name = "role",
+          .arg_name = "ROLE",
+          .env = "PROTOKUBE_ROLE",
+          .help = "what this node does: master (the default: etcd volumes, DNS, the control plane)",
+          .parse = parse_role },
         { .name = "node-name",
           .arg_name = "NAME",
           .env = "PROTOKUBE_NODE_NAME",

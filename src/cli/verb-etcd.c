@@ -19,7 +19,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
-#include "daemon/pass.h"
+#include "daemon/etcd-source.h"
 #include "spec/spec.h"
 #include "store/store.h"
 
@@ -153,7 +153,7 @@ int verb_etcd_backup(CliContext *ctx, char **args) {
         int r = open_cluster(ctx, args[0], &spec, &s, &e);
         if (r < 0)
                 return r;
-        r = pass_backup_source(spec, e, ctx->node.internal_ip, &endpoint, &src);
+        r = etcd_member_source(spec, e, ctx->node.internal_ip, &endpoint, &src);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: %m", e->name);
         /* a backup by hand is named by its second, not by a slot. In a slot's first second it has the
@@ -166,7 +166,7 @@ int verb_etcd_backup(CliContext *ctx, char **args) {
         r = backup_upload_id_new(upload_id);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: cannot make an upload id: %m", e->name);
-        r = pass_backup_take(s, e->name, ts, node, upload_id, &src, arg_tmp_dir, &size, &err);
+        r = backup_take(s, e->name, ts, node, upload_id, &src, arg_tmp_dir, &size, &err);
         if (r < 0)
                 return log_error_errno(r, "etcd %s: backup from %s: %s", e->name, endpoint,
                                        err ?: pk_strerror(r));

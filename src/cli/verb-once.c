@@ -30,6 +30,7 @@ const CliOption verb_once_options[] = {
 int verb_once(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassReport rep = {};
+        const char *oldest = NULL;
         int r;
 
         if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0)
@@ -45,10 +46,10 @@ int verb_once(CliContext *ctx, char **args) {
                 if (w < 0 && rep.status == 0)
                         pass_report_error(&rep, PASS_STAGE_DNS, w == PK_ETIMEOUT ? PK_EWAITING : w,
                                           "DNS changes not yet served by every name server");
-        } else if (pass->dns_pending.n > 0)
-                log_info("DNS: %zu change(s) still propagating (%s), e.g. '%s'.", pass->dns_pending.n,
-                         arg_no_wait ? "--no-wait" : "not waited for after a failed pass",
-                         pass->dns_pending.items[0].id);
+        } else if (pass_dns_pending(pass, &oldest) > 0)
+                log_info("DNS: %zu change(s) still propagating (%s), e.g. '%s'.",
+                         pass_dns_pending(pass, NULL),
+                         arg_no_wait ? "--no-wait" : "not waited for after a failed pass", oldest);
         double ms = (double)(now(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC;
         r = rep.status;
         if (r == 0)

@@ -14,9 +14,11 @@
 #include "basic/string-util.h"
 #include "cli/cli.h"
 #include "daemon/node-lock.h"
+#include "daemon/pass-pivot.h"
 #include "daemon/pass.h"
 #include "model/cluster-view.h"
 #include "model/conventions.h"
+#include "pivot/pivot.h"
 
 #define PIVOT_TIMEOUT_DEFAULT (15 * 60 * USEC_PER_SEC)
 #define PIVOT_WAIT_INTERVAL   (1 * USEC_PER_SEC)
@@ -73,13 +75,13 @@ static int open_pivot(CliContext *ctx, Pass **ret_pass, PassPivot **ret) {
         int r = pass_new(ctx->spec_path, &ctx->node, ret_pass);
         if (r < 0)
                 return r;
-        if ((*ret_pass)->spec->self_hosted.set && !(*ret_pass)->spec->self_hosted.value)
+        const ClusterSpec *spec = pass_spec(*ret_pass);
+        if (spec->self_hosted.set && !spec->self_hosted.value)
                 log_warning("The spec says selfHosted: false; pivoting as asked.");
-        r = masters_expected(ctx, (*ret_pass)->spec, &n);
+        r = masters_expected(ctx, spec, &n);
         if (r < 0)
                 return r;
-        return pass_pivot_open((*ret_pass)->spec, &ctx->node, ctx->node.node_name, ctx->node.internal_ip, n,
-                               ret);
+        return pass_pivot_open(spec, &ctx->node, ctx->node.node_name, ctx->node.internal_ip, n, ret);
 }
 
 int verb_pivot_plan(CliContext *ctx, char **args) {

@@ -298,70 +298,13 @@ int verb_pki_init(CliContext *ctx, char **args) {
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_ERROR;
 }
 
-static const char *format_utc(usec_t t, char buf[static 32]) {
-        time_t secs = (time_t)(t / USEC_PER_SEC);
-        struct tm tm;
-        if (!gmtime_r(&secs, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-                return "?";
-        return buf;
-}
-#define FORMAT_UTC(t) format_utc((t), (char[32]){})
-
-/* protokube pki show: the keystore (each entry's fingerprint and expiry, or "absent") and every pair of the
- * node's layout (subject, SANs, issuer, expiry, and what the next pass would do with it). */
-static void print_keystore(const CertsObservation *o, FILE *out) {
-        fprintf(out, "keystore %s\n", store_url(o->store));
-        for (size_t i = 0; i < keystore_size(o->keystore); i++) {
-                const KeystoreEntry *e = keystore_entry(o->keystore, i);
-                char fp[KEYSTORE_FINGERPRINT_TEXT_MAX];
-                usec_t from = 0, until = 0;
-                if (!e->key) {
-                        fprintf(out, "  %s: absent (the next pass creates it)\n", e->name);
-                        continue;
-                }
-                fprintf(out, "  %s: sha256 %s", e->name, keystore_fingerprint_text(e, fp));
-                if (e->cert && pki_cert_validity(e->cert, &from, &until) >= 0)
-                        fprintf(out, ", expires %s", FORMAT_UTC(until));
-                fprintf(out, "\n");
-        }
-}
-
-static void print_leaf(const CertsLeafSlot *slot, const PkiLeafState *st, const CertsLeafPlan *p,
-                       FILE *out) {
-        static const char *const actions[_CERTS_LEAF_ACTION_MAX] = {
-                [CERTS_KEEP] = "keep",
-                [CERTS_ISSUE] = "issue",
-                [CERTS_REMOVE] = "remove",
-                [CERTS_ABSENT] = "none",
-        };
-        fprintf(out, "  %s/%s.crt (%s)\n", slot->dir, slot->name, certs_leaf_kind_to_string(slot->kind));
-        if (st->status == PKI_LEAF_MISSING)
-                fprintf(out, "    missing\n");
-        else if (st->status == PKI_LEAF_UNREADABLE)
-                fprintf(out,
-                        "    unreadable (a file does not parse, or the key is not the certificate's)\n");
-        else {
-                _cleanup_free_ char *dns = strv_join(st->dns, ", "), *ips = strv_join(st->ips, ", ");
-                fprintf(out, "    subject CN=%s, issuer CN=%s, serial %s\n", strna(st->subject_cn),
-                        strna(st->issuer_cn), strna(st->serial));
-                fprintf(out, "    DNS: %s\n    IP: %s\n", isempty(dns) ? "-" : dns,
-                        isempty(ips) ? "-" : ips);
-                fprintf(out, "    valid %s to %s\n", FORMAT_UTC(st->not_before), FORMAT_UTC(st->not_after));
-        }
-        if (p && p->action < _CERTS_LEAF_ACTION_MAX)
-                fprintf(out, "    next pass: %s%s%s%s\n", actions[p->action],
-                        p->action == CERTS_ISSUE ? " (" : "",
-                        p->action == CERTS_ISSUE ? pki_renew_reason_to_string(p->reason) : "",
-                        p->action == CERTS_ISSUE ? ")" : "");
-}
-
 /* The pass of a spec whose certificates protokube manages (it names a stateStore). Logs what failed. */
 static int pass_new_managed(CliContext *ctx, Pass **ret) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         int r = pass_new(ctx->spec_path, &ctx->node, &pass);
         if (r < 0)
                 return r;
-        if (!pass->certs.store_url) {
+        if (!pass_pki_dir(pass)) {
                 log_error("The spec '%s' names no stateStore: protokube manages no certificates.",
                           ctx->spec_path);
                 return -EINVAL;
@@ -372,26 +315,9 @@ static int pass_new_managed(CliContext *ctx, Pass **ret) {
 
 int verb_pki_show(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
-        PassObservation o = {};
-        PassPlan plan = {};
-
-        if (pass_new_managed(ctx, &pass) < 0)
+        if (pass_new_managed(ctx, &pass) < 0 || pass_print_certificates(pass, stdout) < 0)
                 return EXIT_ERROR;
-        if (pass_observe_and_plan(pass, &o, &plan) < 0)
-                return EXIT_ERROR;
-        int ret = EXIT_SUCCESS;
-        if (o.certs.error < 0) {
-                log_error("%s", strna(o.certs.message));
-                ret = EXIT_ERROR;
-        } else
-                print_keystore(&o.certs, stdout);
-        printf("node certificates in %s\n", pass->certs.pki_dir);
-        for (size_t i = 0; o.certs.leaves && i < o.certs.layout.n_leaves; i++)
-                print_leaf(&o.certs.layout.leaves[i], &o.certs.leaves[i],
-                           plan.certs.leaves ? &plan.certs.leaves[i] : NULL, stdout);
-        pass_plan_done(&plan);
-        pass_observation_done(&o);
-        return ret;
+        return EXIT_SUCCESS;
 }
 
 /* protokube pki renew: one pass that reissues every certificate of the node (the control-plane manifests
@@ -402,7 +328,7 @@ int verb_pki_renew(CliContext *ctx, char **args) {
 
         if (pass_new_managed(ctx, &pass) < 0)
                 return EXIT_ERROR;
-        pass->force_renew = true;
+        pass_renew_all(pass);
         pass_run(pass, &rep);
         int r = rep.status;
         if (rep.errors[PASS_STAGE_CERTS] > 0)

@@ -13,7 +13,9 @@
 #include "cli/cli.h"
 #include "components/render.h"
 #include "components/self-hosted.h"
+#include "daemon/pass-pivot.h"
 #include "manifest/manifest-dir.h"
+#include "model/conventions.h"
 #include "spec/spec.h"
 
 #define MAX_ETCD_CLUSTERS 8

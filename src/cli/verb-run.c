@@ -28,7 +28,7 @@ int verb_run(CliContext *ctx, char **args) {
 
         /* What wakes a pass before the timer: what the provider names (its pool's metadata changing, an
          * attached volume's device link appearing), and devices appearing in /dev. */
-        if (volume_provider_watch_paths(pass->provider, &watch) < 0 || strv_extend(&watch, "/dev") < 0)
+        if (pass_watch_paths(pass, &watch) < 0)
                 return log_oom(), EXIT_ERROR;
 
         DaemonConfig cfg = {
@@ -38,7 +38,7 @@ int verb_run(CliContext *ctx, char **args) {
         };
         DaemonCallbacks cb = { .pass = run_pass, .reload = run_reload };
         log_info("protokube starting: node '%s', cluster '%s', pass every %.1f s.",
-                 ctx->node.node_name ?: "(from the provider)", pass->spec->name,
+                 ctx->node.node_name ?: "(from the provider)", pass_spec(pass)->name,
                  (double)ctx->interval / USEC_PER_SEC);
         r = daemon_run(&cfg, &cb, pass);
         return r < 0 ? EXIT_ERROR : EXIT_SUCCESS;

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cloud/volume-tags.h"
 #include "daemon/pass.h"
+#include "volumes/volumes.h"
 
 static const char *mount_column(const VolumesObservation *o, size_t i) {
         switch (o->observed[i].mount) {
@@ -36,19 +37,17 @@ static void print_row(const char *mount_root, const VolumesObservation *o, const
                 printf("%-24s mount %s\n", "", strna(mount));
 }
 
-int verb_volumes(CliContext *ctx, char **args) {
-        _cleanup_(pass_freep) Pass *pass = NULL;
-        PassObservation o = {};
-        PassPlan plan = {};
-
-        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_observe_and_plan(pass, &o, &plan) < 0)
-                return EXIT_ERROR;
-        printf("node %s, zone %s\n", o.volumes.node.name, o.volumes.node.zone);
+static void show(const char *mount_root, const VolumesObservation *o, const VolumesPlan *plan) {
+        printf("node %s, zone %s\n", o->node.name, o->node.zone);
         printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s\n", "ID", "ZONE", "ETCD", "MEMBER", "ATTACHED-TO",
                "DEVICE", "MOUNT", "ELIGIBLE");
-        for (size_t i = 0; i < o.volumes.volumes.n; i++)
-                print_row(pass->node.mount_root, &o.volumes, &plan.volumes, i);
-        pass_plan_done(&plan);
-        pass_observation_done(&o);
+        for (size_t i = 0; i < o->volumes.n; i++)
+                print_row(mount_root, o, plan, i);
+}
+
+int verb_volumes(CliContext *ctx, char **args) {
+        _cleanup_(pass_freep) Pass *pass = NULL;
+        if (pass_new(ctx->spec_path, &ctx->node, &pass) < 0 || pass_show_volumes(pass, show) < 0)
+                return EXIT_ERROR;
         return EXIT_SUCCESS;
 }

@@ -28,6 +28,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cloud/volume-tags.h"
+#include "shared/blockdev.h"
 
 #define AWS_ATTACH_TIMEOUT      (120 * USEC_PER_SEC)
 #define AWS_ATTACH_POLL         (300 * USEC_PER_MSEC)
@@ -44,10 +45,6 @@ typedef struct AwsProvider {
         NodeIdentity node;
         char **devices; /* alternating volume id, device EC2 recorded for it here */
 } AwsProvider;
-
-static bool streq_ptr(const char *a, const char *b) {
-        return a && b && streq(a, b);
-}
 
 static bool instance_id_valid(const char *s) {
         const char *h = startswith(s, "i-");
@@ -513,52 +510,6 @@ static int stat_block(const char *path, char **ret_path, dev_t *ret_devnum) {
         return 1;
 }
 
-/* The first line of a small sysfs file, without its newline. */
-static int read_one_line(const char *path, char *buf, size_t size) {
-        _cleanup_free_ char *s = NULL;
-        size_t len;
-        int r = read_full_file(path, size - 1, &s, &len);
-        if (r < 0)
-                return r;
-        s[strcspn(s, "\n")] = 0;
-        snprintf(buf, size, "%s", s);
-        return 0;
-}
-
-/* 1 and the whole disk holding path (its own number when it is no partition), 0 when sysfs does not know
- * it, -errno. */
-static int whole_disk_of(dev_t devnum, dev_t *ret) {
-        char path[96], buf[32];
-        unsigned maj, min;
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
-        if (access(path, F_OK) < 0) {
-                *ret = devnum;
-                return 1;
-        }
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", major(devnum), minor(devnum));
-        int r = read_one_line(path, buf, sizeof(buf));
-        if (r < 0)
-                return r == -ENOENT ? 0 : r;
-        if (sscanf(buf, "%u:%u", &maj, &min) != 2)
-                return -EIO;
-        *ret = makedev(maj, min);
-        return 1;
-}
-
-/* The size sysfs reports for devnum, in bytes (it counts 512-byte sectors whatever the block size). */
-static int sysfs_size(dev_t devnum, uint64_t *ret) {
-        char path[96], buf[32];
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/size", major(devnum), minor(devnum));
-        int r = read_one_line(path, buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        uint64_t sectors;
-        if (safe_atou64(buf, &sectors) < 0 || sectors > UINT64_MAX / 512)
-                return -EIO;
-        *ret = sectors * 512;
-        return 0;
-}
-
 /* Another volume's NVMe identity (a by-id link other than id's own) naming devnum: its name, or NULL. */
 static int byid_other_volume(const char *dir, const char *own, dev_t devnum, char **ret) {
         _cleanup_(closedirp) DIR *d = opendir(dir);
@@ -609,15 +560,14 @@ static int xvd_unexplained(const char *dev_dir, char **mapping, char **ret) {
 /* What the disk itself can prove: a whole disk, exactly want bytes, not the root filesystem's. */
 static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64_t want, char **ret_error) {
         uint64_t size = 0;
-        dev_t disk, root_disk;
-        struct stat root;
+        dev_t disk;
         int r;
 
-        r = whole_disk_of(devnum, &disk);
+        r = blockdev_whole_disk(devnum, &disk);
         if (r > 0 && disk != devnum)
                 return error_setf(ret_error, -ENODEV,
                                   "cannot identify volume %s's device: %s is a partition", id, path);
-        r = sysfs_size(devnum, &size);
+        r = blockdev_sysfs_size(devnum, &size);
         if (r < 0)
                 return error_setf(ret_error, -ENODEV,
                                   "cannot identify volume %s's device: no size for %s in sysfs: %s", id,
@@ -627,7 +577,7 @@ static int xen_check_disk(const char *id, const char *path, dev_t devnum, uint64
                                   "cannot identify volume %s's device: %s is %" PRIu64
                                   " bytes, the volume %" PRIu64 " bytes",
                                   id, path, size, want);
-        if (stat("/", &root) >= 0 && whole_disk_of(root.st_dev, &root_disk) > 0 && root_disk == devnum)
+        if (blockdev_holds_root(devnum) > 0)
                 return error_setf(ret_error, -ENODEV,
                                   "cannot identify volume %s's device: %s holds the root filesystem", id,
                                   path);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The self-hosted control plane's assets (issue 16; docs/self-hosted.md): the objects the cluster runs its
+/* The self-hosted control plane's assets (docs/self-hosted.md): the objects the cluster runs its
  * own control plane from once protokube hands it over, built from the same component table, flags and pods
  * as the static pods (control-plane.h):
  *   - RBAC: kube-proxy's ServiceAccount and its ClusterRoleBinding to system:node-proxier;

@@ -15,6 +15,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 
+#include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -58,19 +59,8 @@ typedef struct Loop {
 } Loop;
 
 usec_t backoff_delay(usec_t min, usec_t max, unsigned failures, double random) {
-        usec_t d = min;
-        for (unsigned i = 1; i < failures && d < max; i++)
-                d *= 2;
-        if (d > max)
-                d = max;
+        usec_t d = backoff_cap(min, max, failures);
         return d - (usec_t)((double)d * 0.2 * random);
-}
-
-static double random_unit(void) {
-        uint64_t v = 0;
-        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-                v = now(CLOCK_MONOTONIC) * 0x9E3779B97F4A7C15ULL; /* entropy is not critical for jitter */
-        return (double)(v >> 11) / (double)(1ULL << 53);
 }
 
 bool daemon_stop_requested(void) {
@@ -248,7 +238,8 @@ static void loop_finish_pass(Loop *l) {
                          rep.volumes_held, rep.records_published);
         } else {
                 l->failures++;
-                delay = backoff_delay(l->cfg->backoff_min, l->cfg->backoff_max, l->failures, random_unit());
+                delay =
+                    backoff_delay(l->cfg->backoff_min, l->cfg->backoff_max, l->failures, backoff_random());
                 /* a pivot under way takes one step per pass: the next one soon, not after the backoff */
                 if (rep.repass_soon)
                         delay = MIN(delay, l->cfg->backoff_min);

@@ -92,6 +92,10 @@ DnsSession *dns_session_free(DnsSession *s) {
         return NULL;
 }
 
+bool dns_session_tracks_ttl(const DnsSession *s) {
+        return s && s->provider->tracks_ttl;
+}
+
 const char *dns_session_provider(const DnsSession *s) {
         return s ? s->provider->name : "none";
 }

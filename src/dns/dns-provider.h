@@ -69,6 +69,8 @@ int dns_session_open(const ClusterSpec *spec, DnsSession **ret, char **ret_error
 DnsSession *dns_session_free(DnsSession *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DnsSession *, dns_session_free)
 const char *dns_session_provider(const DnsSession *s);
+/* Whether the session's provider stores TTLs (hosts does not): they are compared (dns_rrsets_diff()). */
+bool dns_session_tracks_ttl(const DnsSession *s);
 /* The RRsets served for the (name, type) pairs of owned; ret_repair: the store needs a write even when no
  * RRset differs (an interrupted rewrite of a hosts file). */
 int dns_session_read(DnsSession *s, const DnsRRsetList *owned, DnsRRsetList *ret, bool *ret_repair,

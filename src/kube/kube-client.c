@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/in-addr-util.h"
 #include "basic/parse-util.h"
@@ -165,10 +166,7 @@ static bool transport_is_retryable(int r, const char *error) {
 /* The server's wish (Retry-After in seconds, RFC 9110 §10.2.3; an HTTP-date is not used by the API), else
  * the doubling backoff; capped. */
 static usec_t retry_wait(const KubeClient *c, const HttpResponse *resp, unsigned tries) {
-        usec_t wait = c->retry.backoff_initial;
-        for (unsigned i = 1; i < tries && wait < c->retry.backoff_max; i++)
-                wait *= 2;
-        wait = MIN(wait, c->retry.backoff_max);
+        usec_t wait = backoff_cap(c->retry.backoff_initial, c->retry.backoff_max, tries);
         if (resp) {
                 _cleanup_free_ char *ra = http_response_header(resp, "Retry-After");
                 unsigned secs;

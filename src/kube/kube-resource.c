@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kube/kube-resource.h"
 
+#include "shared/json-util.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -71,4 +73,29 @@ int kube_resource_path(const KubeResource *res, const char *ns, const char *name
         }
         *ret = p;
         return 0;
+}
+
+bool kube_pod_ready(const json_t *pod) {
+        const json_t *c;
+        size_t i;
+        json_array_foreach(json_get(pod, "status", "conditions"), i,
+                           c) if (streq_ptr(json_get_string(c, "type"),
+                                            "Ready")) return streq_ptr(json_get_string(c, "status"), "True");
+        return false;
+}
+
+const char *kube_pod_phase(const json_t *pod) {
+        return json_get_string(pod, "status", "phase");
+}
+
+const json_t *kube_controller_ref_of(const json_t *metadata) {
+        const json_t *o;
+        size_t i;
+        json_array_foreach(json_get(metadata, "ownerReferences"), i,
+                           o) if (json_is_true(json_object_get(o, "controller"))) return o;
+        return NULL;
+}
+
+const json_t *kube_controller_ref(const json_t *obj) {
+        return kube_controller_ref_of(json_get(obj, "metadata"));
 }

@@ -5,6 +5,7 @@
  * kinds protokube writes (docs/kube-client.md); any other kind is refused with a clear error rather than
  * guessed (English plurals are irregular, and a wrong path writes nothing and says "404"). */
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "kube/kube-name.h"
@@ -27,3 +28,12 @@ int kube_resource_find(const char *api_version, const char *kind, const KubeReso
  * outside can change the path. Caller frees *ret. */
 int kube_resource_path(const KubeResource *res, const char *ns, const char *name, char **ret,
                        char **ret_error);
+
+/* A pod as the API returns it: Ready (its Ready condition is True), and its phase (NULL when it has none).
+ */
+bool kube_pod_ready(const json_t *pod);
+const char *kube_pod_phase(const json_t *pod);
+/* An object's controlling owner reference (controller: true), from the object or from its metadata; NULL
+ * when it has none. */
+const json_t *kube_controller_ref(const json_t *obj);
+const json_t *kube_controller_ref_of(const json_t *metadata);

@@ -10,6 +10,7 @@
 #include "basic/string-util.h"
 #include "kube/kube-client.h"
 #include "shared/json-secret.h"
+#include "shared/json-util.h"
 
 #define STATUS_TEXT_MAX   512U /* a message or a cause, as quoted */
 #define STATUS_CAUSES_MAX 8U
@@ -57,10 +58,6 @@ static int append_clean(char **s, const char *text) {
         return strextend_printf(s, "%s%s", c, n > STATUS_TEXT_MAX ? "..." : "");
 }
 
-static const char *json_str(const json_t *o, const char *key) {
-        return json_string_value(json_object_get(o, key));
-}
-
 static int append_causes(char **s, const json_t *causes, bool secret) {
         size_t n = json_array_size(causes);
         int r = 0;
@@ -69,7 +66,7 @@ static int append_causes(char **s, const json_t *causes, bool secret) {
         r = strextend_printf(s, " (causes: ");
         for (size_t i = 0; r >= 0 && i < MIN(n, (size_t)STATUS_CAUSES_MAX); i++) {
                 const json_t *c = json_array_get(causes, i);
-                const char *field = json_str(c, "field"), *msg = json_str(c, "message");
+                const char *field = json_get_string(c, "field"), *msg = json_get_string(c, "message");
                 if (i > 0)
                         r = strextend_printf(s, "; ");
                 if (r >= 0 && field)
@@ -79,7 +76,7 @@ static int append_causes(char **s, const json_t *causes, bool secret) {
                 if (r >= 0 && !secret && msg)
                         r = append_clean(s, msg);
                 if (r >= 0 && !field && (secret || !msg))
-                        r = append_clean(s, json_str(c, "reason") ?: "?");
+                        r = append_clean(s, json_get_string(c, "reason") ?: "?");
         }
         if (r >= 0 && n > STATUS_CAUSES_MAX)
                 r = strextend_printf(s, "; and %zu more", n - STATUS_CAUSES_MAX);
@@ -93,7 +90,7 @@ static json_t *status_parse(const char *body, size_t len, bool secret) {
         /* a Secret's answer that is no Status is the Secret: parsed without leaving copies */
         json_t *j = secret ? json_loadb_secret(body, len, JSON_REJECT_DUPLICATES, NULL)
                            : json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!json_is_object(j) || !streq(strempty(json_str(j, "kind")), "Status")) {
+        if (!json_is_object(j) || !streq(strempty(json_get_string(j, "kind")), "Status")) {
                 if (secret)
                         json_erase_values(j);
                 json_decref(j);
@@ -105,7 +102,7 @@ static json_t *status_parse(const char *body, size_t len, bool secret) {
 static int status_format(long http_status, const json_t *st, size_t len, const KubeObjectRef *ref,
                          bool secret, char **ret) {
         _cleanup_free_ char *who = kube_object_ref_to_string(ref), *s = NULL;
-        const char *reason = json_str(st, "reason"), *msg = json_str(st, "message");
+        const char *reason = json_get_string(st, "reason"), *msg = json_get_string(st, "message");
         if (!who)
                 return -ENOMEM;
         s = strprintf("%s: %ld ", who, http_status);
@@ -132,7 +129,7 @@ int kube_status_error(long http_status, const char *body, size_t len, const Kube
                       char **ret_error) {
         json_t *st = status_parse(body, len, secret);
         /* A Status' own code wins only when it agrees in class: the HTTP status is what happened. */
-        int r = kube_status_to_errno(http_status, json_str(st, "reason"));
+        int r = kube_status_to_errno(http_status, json_get_string(st, "reason"));
         if (r == 0)
                 r = -EPROTO; /* a 2xx is no failure: the caller should not have asked */
         if (ret_error) {

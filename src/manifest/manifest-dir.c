@@ -2,6 +2,7 @@
 #include "manifest/manifest-dir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,34 +33,19 @@ static int symlink_points_at(const char *link_path, const char *target) {
         return streq(cur, target);
 }
 
+/* The link replaced atomically by a new entry (basic/fileio.h's symlink_renew_at: a temporary link of its
+ * own renamed over it), then the directory made durable. */
 static int replace_symlink(const char *link_path, const char *target) {
-        _cleanup_free_ char *d = strdup(link_path), *b = strdup(link_path), *tmp = NULL;
-
+        _cleanup_free_ char *d = strdup(link_path), *b = strdup(link_path);
         if (!d || !b)
                 return -ENOMEM;
-
-        for (unsigned attempt = 0; attempt < 16; attempt++) {
-                free(tmp);
-                tmp = strprintf("%s/.%s.%u.%u", dirname(d), basename(b), (unsigned)getpid(), attempt);
-                if (!tmp)
-                        return -ENOMEM;
-                free(d);
-                d = strdup(link_path);
-                if (!d)
-                        return -ENOMEM;
-                if (symlink(target, tmp) >= 0)
-                        break;
-                if (errno != EEXIST)
-                        return -errno;
-                unlink(tmp); /* a stale temp of a crashed earlier run with our pid: safe to drop */
-        }
-        if (rename(tmp, link_path) < 0) {
-                int r = -errno;
-                unlink(tmp);
+        _cleanup_close_ int dfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        int r = symlink_renew_at(dfd, target, basename(b));
+        if (r < 0)
                 return r;
-        }
-        int r = fsync_parent_dir(link_path);
-        return r < 0 ? r : 1;
+        return fsync(dfd) < 0 ? -errno : 1;
 }
 
 int manifest_symlink(const char *link_path, const char *target) {

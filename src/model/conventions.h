@@ -28,6 +28,9 @@
 #define VOLUME_MANIFEST_SUBDIR  "k8s.io/manifests" /* where a member's manifest lives on its volume */
 #define INTERNAL_SUFFIX_PREFIX  "internal." /* dns.internalSuffix defaults to internal.<cluster name> */
 #define API_LABEL               "api"
+/* kube-apiserver's secure port unless kubeAPIServer.securePort says otherwise (kops' and kubeadm's 443,
+ * https's default: the URLs leave it out) */
+#define APISERVER_PORT_DEFAULT 443
 
 bool etcd_cluster_is_main(const char *cluster);
 

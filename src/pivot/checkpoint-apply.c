@@ -18,10 +18,12 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "kube/kube-name.h"
+#include "kube/kube-resource.h"
 #include "pivot/checkpoint-internal.h"
 #include "pivot/checkpoint.h"
 #include "shared/crypto.h"
 #include "shared/json-secret.h"
+#include "shared/json-util.h"
 
 #define PROC_MAX     (1U << 20) /* entries of /proc looked at: bounded */
 #define MIRROR_ANNOT "kubernetes.io/config.mirror"
@@ -42,11 +44,6 @@ const char *checkpoint_step_to_string(CheckpointStep s) {
 }
 
 /* metadata.<map>.<key>, or metadata.<key> when map is NULL. */
-static const char *meta_str(const json_t *obj, const char *map, const char *key) {
-        const json_t *meta = json_object_get(obj, "metadata");
-        return json_string_value(json_object_get(map ? json_object_get(meta, map) : meta, key));
-}
-
 /* A self-hosted control-plane pod the API placed on node that may still run: not a mirror pod (a static
  * pod's, the checkpoint's own included) and not a checkpoint. A pod in a terminal phase (Failed, Succeeded)
  * never runs again: kubelet 1.20 fails a pod it admits before its view of the Node has the master label
@@ -58,22 +55,10 @@ static bool is_self_hosted_here(const json_t *pod, const char *node) {
         const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
         if (phase && (streq(phase, "Failed") || streq(phase, "Succeeded")))
                 return false;
-        return on && streq(on, node) && checkpoint_is_component(meta_str(pod, "labels", "k8s-app")) &&
-               !meta_str(pod, "labels", CHECKPOINT_LABEL) && !meta_str(pod, "annotations", MIRROR_ANNOT);
-}
-
-static const char *pod_phase(const json_t *pod) {
-        return json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-}
-
-static bool pod_ready(const json_t *pod) {
-        const json_t *x;
-        size_t i;
-        json_array_foreach(json_object_get(json_object_get(pod, "status"), "conditions"), i, x) {
-                if (streq(strempty(json_string_value(json_object_get(x, "type"))), "Ready"))
-                        return streq(strempty(json_string_value(json_object_get(x, "status"))), "True");
-        }
-        return false;
+        return on && streq(on, node) &&
+               checkpoint_is_component(json_get_string(pod, "metadata", "labels", "k8s-app")) &&
+               !json_get_string(pod, "metadata", "labels", CHECKPOINT_LABEL) &&
+               !json_get_string(pod, "metadata", "annotations", MIRROR_ANNOT);
 }
 
 /* The values of one data map ("data" or "binaryData") as files under rel_dir. */
@@ -151,7 +136,8 @@ static int fetch_volume(KubeClient *api, const char *ns, const CheckpointVolume 
  * container is recognised) and the data of what it mounts. */
 static int add_pod(const CheckpointConfig *c, KubeClient *api, const json_t *pod, const char *link, Gen *g,
                    usec_t deadline, char **ret_error) {
-        const char *ns = meta_str(pod, NULL, "namespace"), *uid = meta_str(pod, NULL, "uid");
+        const char *ns = json_get_string(pod, "metadata", "namespace"),
+                   *uid = json_get_string(pod, "metadata", "uid");
         _cleanup_(checkpoint_pod_done) CheckpointPod p = {};
         int r = checkpoint_pod_from_api(pod, link, &p, ret_error);
         if (r >= 0)
@@ -175,7 +161,8 @@ static int add_pod(const CheckpointConfig *c, KubeClient *api, const json_t *pod
             -EEXIST) /* one checkpoint per workload: which of the two would come back is not ours to pick */
                 return error_setf(ret_error, PK_EMALFORMED,
                                   "two pods of %s on node %s (one is %s): the checkpoint stays as it is",
-                                  p.workload, c->node_name, strnull(meta_str(pod, NULL, "name")));
+                                  p.workload, c->node_name,
+                                  strnull(json_get_string(pod, "metadata", "name")));
         return r;
 }
 
@@ -229,13 +216,14 @@ static int pod_not_settled(const CheckpointConfig *c, const json_t *items, char 
         size_t i;
         const json_t *pod;
         json_array_foreach(items, i, pod) {
-                const char *phase = strempty(pod_phase(pod));
-                if (!is_self_hosted_here(pod, c->node_name) || (streq(phase, "Running") && pod_ready(pod)))
+                const char *phase = strempty(kube_pod_phase(pod));
+                if (!is_self_hosted_here(pod, c->node_name) ||
+                    (streq(phase, "Running") && kube_pod_ready(pod)))
                         continue;
                 if (streq(phase, "Running"))
                         phase = "Running but not Ready";
                 return (*ret_why = strprintf("pod %s is %s: the checkpoint stays as it is",
-                                             strnull(meta_str(pod, NULL, "name")),
+                                             strnull(json_get_string(pod, "metadata", "name")),
                                              isempty(phase) ? "without a phase" : phase))
                            ? 1
                            : -ENOMEM;
@@ -262,11 +250,12 @@ static int component_missing(const CheckpointConfig *c, KubeClient *api, const j
                 return 0;
         json_array_foreach(manifests, i, m) {
                 const char *app = checkpoint_manifest_app(m),
-                           *of = meta_str(m, "annotations", CHECKPOINT_OF);
+                           *of = json_get_string(m, "metadata", "annotations", CHECKPOINT_OF);
                 bool here = false;
                 json_array_foreach(items, j, pod) here =
-                    here || (is_self_hosted_here(pod, c->node_name) &&
-                             streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)));
+                    here ||
+                    (is_self_hosted_here(pod, c->node_name) &&
+                     streq(strempty(json_get_string(pod, "metadata", "labels", "k8s-app")), strempty(app)));
                 if (here || !checkpoint_is_component(app))
                         continue;
                 _cleanup_free_ char *why = NULL;
@@ -483,7 +472,7 @@ static int pod_process_runs(const CheckpointConfig *c, const json_t *manifests, 
                 size_t i;
                 const json_t *m;
                 json_array_foreach(manifests, i, m) {
-                        const char *uid = meta_str(m, "annotations", CHECKPOINT_UID);
+                        const char *uid = json_get_string(m, "metadata", "annotations", CHECKPOINT_UID);
                         if (isempty(uid) || strlen(uid) > 64)
                                 continue;
                         char a[80], b[80];
@@ -523,7 +512,7 @@ static int manifest_pod_runs(const CheckpointConfig *c, const json_t *m) {
 static bool pod_back(const CheckpointConfig *c, const json_t *pod, const json_t *m, const char *since) {
         const json_t *status = json_object_get(pod, "status"), *x;
         size_t i;
-        if (!pod_ready(pod) || json_array_size(json_object_get(status, "containerStatuses")) == 0)
+        if (!kube_pod_ready(pod) || json_array_size(json_object_get(status, "containerStatuses")) == 0)
                 return false;
         bool after = true;
         json_array_foreach(json_object_get(status, "containerStatuses"), i, x) {
@@ -535,7 +524,8 @@ static bool pod_back(const CheckpointConfig *c, const json_t *pod, const json_t 
         if (after)
                 return true;
         const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-        if (isempty(uid) || streq(uid, strempty(meta_str(m, "annotations", CHECKPOINT_UID))))
+        if (isempty(uid) ||
+            streq(uid, strempty(json_get_string(m, "metadata", "annotations", CHECKPOINT_UID))))
                 return false;
         json_t *probe = json_pack("{s{s{ss}}}", "metadata", "annotations", CHECKPOINT_UID, uid);
         int r = probe ? manifest_pod_runs(c, probe) : 0;
@@ -563,7 +553,8 @@ static int pods_back(const CheckpointConfig *c, KubeClient *api, const json_t *m
                 bool back = false;
                 json_array_foreach(json_object_get(list, "items"), j, pod) {
                         if (is_self_hosted_here(pod, c->node_name) &&
-                            streq(strempty(meta_str(pod, "labels", "k8s-app")), strempty(app)) &&
+                            streq(strempty(json_get_string(pod, "metadata", "labels", "k8s-app")),
+                                  strempty(app)) &&
                             pod_back(c, pod, m, since))
                                 back = true;
                 }

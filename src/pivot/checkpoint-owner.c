@@ -9,8 +9,10 @@
 #include "basic/errors.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
+#include "kube/kube-resource.h"
 #include "pivot/checkpoint-internal.h"
 #include "shared/json-secret.h"
+#include "shared/json-util.h"
 
 #define NAMESPACE  "kube-system"
 #define MANAGED_BY "app.kubernetes.io/managed-by"
@@ -59,18 +61,6 @@ static int get_ours(KubeClient *api, const char *kind, const char *name, usec_t 
         return 0;
 }
 
-static const json_t *controller_ref(const json_t *obj) {
-        size_t i;
-        const json_t *o;
-        json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), i,
-                           o) if (json_is_true(json_object_get(o, "controller"))) return o;
-        return NULL;
-}
-
-static bool same_str(const char *a, const char *b) {
-        return a && b && streq(a, b);
-}
-
 static int not_ours(char **ret_error, const char *pod, const char *what) {
         return error_setf(ret_error, PK_EMALFORMED, "pod %s/%s is not checkpointed: %s", NAMESPACE, pod,
                           what);
@@ -104,14 +94,14 @@ int checkpoint_owner_check(KubeClient *api, const json_t *pod, const CheckpointP
         if (r < 0)
                 goto done;
         /* the pod's owner: the DaemonSet itself, or a ReplicaSet the Deployment controls */
-        const json_t *owner = ds ? w : rs, *rs_ref = rs ? controller_ref(rs) : NULL;
+        const json_t *owner = ds ? w : rs, *rs_ref = rs ? kube_controller_ref(rs) : NULL;
         const char *uid = str_at(owner, "metadata", "uid"), *wuid = str_at(w, "metadata", "uid");
-        if (!same_str(p->owner.uid, uid))
+        if (!streq_ptr(p->owner.uid, uid))
                 why = strprintf("its owner %s %s has uid %s, protokube's %s", p->owner.kind, p->owner.name,
                                 strnull(p->owner.uid), strnull(uid));
-        else if (!ds && (!same_str(json_string_value(json_object_get(rs_ref, "kind")), "Deployment") ||
-                         !same_str(json_string_value(json_object_get(rs_ref, "name")), app) ||
-                         !same_str(json_string_value(json_object_get(rs_ref, "uid")), wuid)))
+        else if (!ds && (!streq_ptr(json_string_value(json_object_get(rs_ref, "kind")), "Deployment") ||
+                         !streq_ptr(json_string_value(json_object_get(rs_ref, "name")), app) ||
+                         !streq_ptr(json_string_value(json_object_get(rs_ref, "uid")), wuid)))
                 why = strprintf("its ReplicaSet %s is not controlled by protokube's Deployment %s (uid %s)",
                                 p->owner.name, app, strnull(wuid));
         if (why)
@@ -130,24 +120,22 @@ static bool node_matches(const json_t *w, const json_t *node) {
         const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels"), *v;
         const char *key;
         json_object_foreach((json_t *)sel, key, v) {
-                if (!same_str(json_string_value(json_object_get(labels, key)), json_string_value(v)))
+                if (!streq_ptr(json_string_value(json_object_get(labels, key)), json_string_value(v)))
                         return false;
         }
         return true;
 }
 
-static json_int_t int_at(const json_t *o, const char *a, const char *b) {
-        return json_integer_value(json_object_get(json_object_get(o, a), b));
-}
-
 /* Its status says every pod it wants exists, runs the current template and is available. */
 static bool deployment_settled(const json_t *w) {
         json_int_t want = json_is_integer(json_object_get(json_object_get(w, "spec"), "replicas"))
-                              ? int_at(w, "spec", "replicas")
+                              ? json_integer_value(json_get(w, "spec", "replicas"))
                               : 1;
-        return int_at(w, "status", "observedGeneration") >= int_at(w, "metadata", "generation") &&
-               int_at(w, "status", "replicas") == want && int_at(w, "status", "updatedReplicas") == want &&
-               int_at(w, "status", "availableReplicas") == want;
+        return json_integer_value(json_get(w, "status", "observedGeneration")) >=
+                   json_integer_value(json_get(w, "metadata", "generation")) &&
+               json_integer_value(json_get(w, "status", "replicas")) == want &&
+               json_integer_value(json_get(w, "status", "updatedReplicas")) == want &&
+               json_integer_value(json_get(w, "status", "availableReplicas")) == want;
 }
 
 int checkpoint_workload_wants(KubeClient *api, const char *kind, const char *component, const char *node,

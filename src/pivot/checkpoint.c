@@ -9,10 +9,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "kube/kube-name.h"
-
-static bool same(const char *a, const char *b) {
-        return a && b && streq(a, b);
-}
+#include "kube/kube-resource.h"
 
 /* Fields of a pod spec that tie it to the API or the scheduler: a static pod has none of them (kubelet
  * refuses service accounts and API volumes for static pods, and a node's own pod needs no scheduling). */
@@ -46,21 +43,13 @@ static int bad(char **ret_error, const char *pod, const char *what) {
 }
 
 /* The controlling ownerReference (controller: true), or NULL. */
-static const json_t *controller_of(const json_t *meta) {
-        size_t i;
-        const json_t *o;
-        json_array_foreach(json_object_get(meta, "ownerReferences"), i,
-                           o) if (json_is_true(json_object_get(o, "controller"))) return o;
-        return NULL;
-}
-
 /* The controlling owner: a DaemonSet, or a ReplicaSet named "<deployment>-<pod-template-hash>", its name
  * checked by its kind's rule: the API checks an ownerReference's name only for being non-empty, and the
  * workload's name becomes the checkpoint's file name. p->owner, p->workload and p->name. */
 static int owner_of(CheckpointPod *p, const json_t *meta, const char *pod, char **ret_error) {
         const char *hash =
             json_string_value(json_object_get(json_object_get(meta, "labels"), "pod-template-hash"));
-        const json_t *o = controller_of(meta);
+        const json_t *o = kube_controller_ref_of(meta);
         const char *kind = json_string_value(json_object_get(o, "kind")),
                    *name = json_string_value(json_object_get(o, "name")),
                    *uid = json_string_value(json_object_get(o, "uid"));
@@ -99,8 +88,9 @@ static bool is_token_volume(const json_t *spec, const char *name) {
                 const json_t *c, *m;
                 json_array_foreach(json_object_get(spec, lists[l]), i, c)
                     json_array_foreach(json_object_get(c, "volumeMounts"), j, m) {
-                        if (same(json_string_value(json_object_get(m, "name")), name) &&
-                            same(json_string_value(json_object_get(m, "mountPath")), CHECKPOINT_SA_MOUNT))
+                        if (streq_ptr(json_string_value(json_object_get(m, "name")), name) &&
+                            streq_ptr(json_string_value(json_object_get(m, "mountPath")),
+                                      CHECKPOINT_SA_MOUNT))
                                 return true;
                 }
         }
@@ -116,9 +106,9 @@ static void drop_mounts(json_t *spec, const char *name) {
                 json_array_foreach(json_object_get(spec, lists[l]), i, c) {
                         json_t *mounts = json_object_get(c, "volumeMounts");
                         for (size_t j = json_array_size(mounts); j > 0; j--)
-                                if (same(json_string_value(
-                                             json_object_get(json_array_get(mounts, j - 1), "name")),
-                                         name))
+                                if (streq_ptr(json_string_value(
+                                                  json_object_get(json_array_get(mounts, j - 1), "name")),
+                                              name))
                                         json_array_remove(mounts, j - 1);
                 }
         }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A master's checkpoint of its self-hosted control-plane pods (issue 16, "Reboot survival"; docs/pivot.md).
- * While the self-hosted control plane runs, protokube keeps, for each self-hosted pod on its node, the pod
- * as a static pod it could hand to kubelet: the pod's spec as the API runs it (so an upgrade made through
- * the API is what comes back after a reboot), with every Secret and ConfigMap volume turned into a host
- * directory under the checkpoint directory, where protokube materialises their data (Secrets 0600). When the
- * API is unreachable at boot and those pods are not running, the checkpoint manifests go into kubelet's
- * manifest directory; once the API and the self-hosted pods are back, they are removed again.
+/* A master's checkpoint of its self-hosted control-plane pods (docs/pivot.md, "The checkpoint"): what brings
+ * the API back when every master lost power at once. While the self-hosted control plane runs, protokube
+ * keeps, for each self-hosted pod on its node, the pod as a static pod it could hand to kubelet: the pod's
+ * spec as the API runs it (so an upgrade made through the API is what comes back after a reboot), with every
+ * Secret and ConfigMap volume turned into a host directory under the checkpoint directory, where protokube
+ * materialises their data (Secrets 0600). When the API is unreachable at boot and those pods are not
+ * running, the checkpoint manifests go into kubelet's manifest directory; once the API and the self-hosted
+ * pods are back, they are removed again.
  *
  * This file is the pure part: the transformation of an API pod into the checkpoint's static pod, and the
  * list of the objects whose data must be materialised. */

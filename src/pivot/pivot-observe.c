@@ -13,10 +13,12 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "kube/kube-resource.h"
 #include "pivot/checkpoint.h"
 #include "pivot/pivot.h"
 #include "shared/crypto.h"
 #include "shared/json-secret.h"
+#include "shared/json-util.h"
 
 #define MASTERS_MAX 64
 
@@ -25,23 +27,6 @@ static const char *const owner_kinds[_PIVOT_COMPONENT_MAX] = {
         [PIVOT_CONTROLLER_MANAGER] = "ReplicaSet",
         [PIVOT_SCHEDULER] = "ReplicaSet",
 };
-
-static bool streq_ptr(const char *a, const char *b) {
-        return a && b && streq(a, b);
-}
-
-static json_t *jget(const json_t *o, ...) {
-        va_list ap;
-        va_start(ap, o);
-        for (const char *k; o && (k = va_arg(ap, const char *));)
-                o = json_object_get(o, k);
-        va_end(ap);
-        return (json_t *)o;
-}
-
-static const char *jstr(const json_t *o, const char *key) {
-        return json_string_value(json_object_get(o, key));
-}
 
 /* Keeps s for the observation's pointers; NULL on allocation failure (s is freed then). */
 static const char *keep(Pivot *p, char *s) {
@@ -82,8 +67,9 @@ static PivotMaster *master_named(Pivot *p, const char *node) {
 }
 
 bool pivot_node_names_out(const json_t *node) {
-        return streq_ptr(jstr(jget(node, "metadata", "annotations", NULL), PIVOT_NAMES_ANNOTATION),
-                         PIVOT_NAMES_OUT);
+        return streq_ptr(
+            json_get_string((json_t *)json_get(node, "metadata", "annotations"), PIVOT_NAMES_ANNOTATION),
+            PIVOT_NAMES_OUT);
 }
 
 static int observe_masters(Pivot *p, char **ret_error) {
@@ -97,17 +83,18 @@ static int observe_masters(Pivot *p, char **ret_error) {
         if (!p->masters)
                 return -ENOMEM;
         json_array_foreach(items, i, n) {
-                const char *name = jstr(jget(n, "metadata", NULL), "name");
+                const char *name = json_get_string((json_t *)json_get(n, "metadata"), "name");
                 if (!name || p->obs.n_masters >= MASTERS_MAX)
                         continue;
                 const char *kept = keep(p, strdup(name));
                 if (!kept)
                         return -ENOMEM;
-                json_t *md = jget(n, "metadata", NULL);
+                json_t *md = (json_t *)json_get(n, "metadata");
                 p->masters[p->obs.n_masters++] = (PivotMaster){
                         .node = kept,
-                        .apiserver_started =
-                            streq_ptr(jstr(jget(md, "labels", NULL), SELF_HOSTED_APISERVER_LABEL), "true"),
+                        .apiserver_started = streq_ptr(
+                            json_get_string((json_t *)json_get(md, "labels"), SELF_HOSTED_APISERVER_LABEL),
+                            "true"),
                         .names_out = pivot_node_names_out(n),
                 };
                 if (streq(name, p->settings->node_name))
@@ -122,63 +109,61 @@ static int observe_masters(Pivot *p, char **ret_error) {
         return 0;
 }
 
-static bool pod_ready(const json_t *pod) {
-        json_t *c;
-        size_t i;
-        json_array_foreach(jget(pod, "status", "conditions", NULL), i,
-                           c) if (streq_ptr(jstr(c, "type"), "Ready")) return streq_ptr(jstr(c, "status"),
-                                                                                        "True");
-        return false;
-}
-
 static bool owned_by(const json_t *pod, const char *kind) {
         json_t *o;
         size_t i;
-        json_array_foreach(jget(pod, "metadata", "ownerReferences", NULL), i,
+        json_array_foreach((json_t *)json_get(pod, "metadata", "ownerReferences"), i,
                            o) if (json_is_true(json_object_get(o, "controller")) &&
-                                  streq_ptr(jstr(o, "kind"), kind)) return true;
+                                  streq_ptr(json_get_string(o, "kind"), kind)) return true;
         return false;
 }
 
 const char *pivot_apiserver_pod_ready_on(const json_t *pod) {
         const char *app = pivot_component_name(PIVOT_APISERVER);
         json_t *md = json_object_get(pod, "metadata");
-        const char *of = jstr(jget(md, "annotations", NULL), CHECKPOINT_OF),
+        const char *of = json_get_string((json_t *)json_get(md, "annotations"), CHECKPOINT_OF),
                    *slash = of ? strchr(of, '/') : NULL;
-        bool apiserver = streq_ptr(jstr(jget(md, "labels", NULL), "k8s-app"), app) ||
+        bool apiserver = streq_ptr(json_get_string((json_t *)json_get(md, "labels"), "k8s-app"), app) ||
                          (slash && streq(slash + 1, app)); /* a checkpoint carries no other label */
-        if (!apiserver || jget(md, "deletionTimestamp", NULL) || !pod_ready(pod))
+        if (!apiserver || (json_t *)json_get(md, "deletionTimestamp") || !kube_pod_ready(pod))
                 return NULL;
-        return jstr(json_object_get(pod, "spec"), "nodeName");
+        return json_get_string(json_object_get(pod, "spec"), "nodeName");
 }
 
 /* Why a pod is not Ready, from its containers (ErrImagePull: ..., CrashLoopBackOff: ...) or its phase. */
 static char *pod_reason(const json_t *pod) {
         json_t *cs;
         size_t i;
-        json_array_foreach(jget(pod, "status", "containerStatuses", NULL), i, cs) {
-                json_t *w = jget(cs, "state", "waiting", NULL), *t = jget(cs, "state", "terminated", NULL),
-                       *last = jget(cs, "lastState", "terminated", NULL);
-                if (w && jstr(w, "reason"))
+        json_array_foreach((json_t *)json_get(pod, "status", "containerStatuses"), i, cs) {
+                json_t *w = (json_t *)json_get(cs, "state", "waiting"),
+                       *t = (json_t *)json_get(cs, "state", "terminated"),
+                       *last = (json_t *)json_get(cs, "lastState", "terminated");
+                if (w && json_get_string(w, "reason"))
                         return strprintf("pod %s: %s%s%s%s",
-                                         strna(jstr(jget(pod, "metadata", NULL), "name")), jstr(w, "reason"),
-                                         jstr(w, "message") ? ": " : "", strempty(jstr(w, "message")),
-                                         last ? strempty(jstr(last, "reason")) : "");
-                if (t && jstr(t, "reason"))
+                                         strna(json_get_string((json_t *)json_get(pod, "metadata"), "name")),
+                                         json_get_string(w, "reason"),
+                                         json_get_string(w, "message") ? ": " : "",
+                                         strempty(json_get_string(w, "message")),
+                                         last ? strempty(json_get_string(last, "reason")) : "");
+                if (t && json_get_string(t, "reason"))
                         return strprintf("pod %s: terminated: %s",
-                                         strna(jstr(jget(pod, "metadata", NULL), "name")),
-                                         jstr(t, "reason"));
+                                         strna(json_get_string((json_t *)json_get(pod, "metadata"), "name")),
+                                         json_get_string(t, "reason"));
         }
         json_t *c;
         json_array_foreach(
-            jget(pod, "status", "conditions", NULL), i,
-            c) if (streq_ptr(jstr(c, "status"), "False") &&
-                   jstr(c, "message")) return strprintf("pod %s: %s: %s: %s",
-                                                        strna(jstr(jget(pod, "metadata", NULL), "name")),
-                                                        strna(jstr(jget(pod, "status", NULL), "phase")),
-                                                        strna(jstr(c, "type")), jstr(c, "message"));
-        return strprintf("pod %s: %s", strna(jstr(jget(pod, "metadata", NULL), "name")),
-                         strna(jstr(jget(pod, "status", NULL), "phase")));
+            (json_t *)json_get(pod, "status", "conditions"), i,
+            c) if (streq_ptr(json_get_string(c, "status"), "False") &&
+                   json_get_string(
+                       c, "message")) return strprintf("pod %s: %s: %s: %s",
+                                                       strna(json_get_string(
+                                                           (json_t *)json_get(pod, "metadata"), "name")),
+                                                       strna(json_get_string(
+                                                           (json_t *)json_get(pod, "status"), "phase")),
+                                                       strna(json_get_string(c, "type")),
+                                                       json_get_string(c, "message"));
+        return strprintf("pod %s: %s", strna(json_get_string((json_t *)json_get(pod, "metadata"), "name")),
+                         strna(json_get_string((json_t *)json_get(pod, "status"), "phase")));
 }
 
 /* The node a pod is for: spec.nodeName once bound; before, a DaemonSet's pod names its node in its node
@@ -186,14 +171,15 @@ static char *pod_reason(const json_t *pod) {
 static const char *pod_node(const json_t *pod) {
         json_t *spec = json_object_get(pod, "spec"), *term, *f;
         size_t i, j;
-        if (jstr(spec, "nodeName"))
-                return jstr(spec, "nodeName");
-        json_array_foreach(jget(spec, "affinity", "nodeAffinity",
-                                "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", NULL),
+        if (json_get_string(spec, "nodeName"))
+                return json_get_string(spec, "nodeName");
+        json_array_foreach((json_t *)json_get(spec, "affinity", "nodeAffinity",
+                                              "requiredDuringSchedulingIgnoredDuringExecution",
+                                              "nodeSelectorTerms"),
                            i, term)
             json_array_foreach(json_object_get(term, "matchFields"), j, f) if (
                 streq_ptr(
-                    jstr(f, "key"),
+                    json_get_string(f, "key"),
                     "metadata.name")) return json_string_value(json_array_get(json_object_get(f, "values"),
                                                                               0));
         return NULL;
@@ -201,27 +187,27 @@ static const char *pod_node(const json_t *pod) {
 
 static int observe_pod(Pivot *p, const json_t *pod) {
         json_t *md = json_object_get(pod, "metadata");
-        const char *name = jstr(md, "name");
+        const char *name = json_get_string(md, "name");
         if (!name)
                 return 0;
-        if (jget(md, "annotations", PIVOT_MIRROR_ANNOTATION, NULL)) {
+        if ((json_t *)json_get(md, "annotations", PIVOT_MIRROR_ANNOTATION)) {
                 /* a bootstrap pod's mirror: "<component>-<node>" */
                 for (PivotComponent c = 0; c < _PIVOT_COMPONENT_MAX; c++) {
                         const char *rest = startswith(name, pivot_component_name(c));
                         PivotMaster *m = rest && rest[0] == '-' ? master_named(p, rest + 1) : NULL;
                         if (m) {
                                 m->bootstrap_mirror[c] = true;
-                                m->bootstrap_ready[c] = pod_ready(pod);
+                                m->bootstrap_ready[c] = kube_pod_ready(pod);
                         }
                 }
                 return 0;
         }
-        PivotComponent c = component_of_label(jstr(jget(md, "labels", NULL), "k8s-app"));
+        PivotComponent c = component_of_label(json_get_string((json_t *)json_get(md, "labels"), "k8s-app"));
         PivotMaster *m = master_named(p, pod_node(pod));
         if (c >= _PIVOT_COMPONENT_MAX || !m || !owned_by(pod, owner_kinds[c]) ||
-            jget(md, "deletionTimestamp", NULL))
+            (json_t *)json_get(md, "deletionTimestamp"))
                 return 0;
-        if (pod_ready(pod)) {
+        if (kube_pod_ready(pod)) {
                 m->self_hosted_ready[c] = true;
                 m->self_hosted_reasons[c] = NULL;
         } else if (!m->self_hosted_ready[c]) {
@@ -272,7 +258,7 @@ static int observe_complete(Pivot *p, char **ret_error) {
         }
         if (r < 0)
                 return r;
-        p->obs.complete = streq_ptr(jstr(jget(cm, "data", NULL), "complete"), "true");
+        p->obs.complete = streq_ptr(json_get_string((json_t *)json_get(cm, "data"), "complete"), "true");
         return 0;
 }
 
@@ -303,7 +289,8 @@ static void live_free(const SelfHostedObject *o, json_t *live) {
 }
 
 static bool asset_stale(const Pivot *p, size_t i, const json_t *live, bool first) {
-        const char *d = jstr(jget(live, "metadata", "annotations", NULL), PIVOT_DIGEST_ANNOTATION);
+        const char *d =
+            json_get_string((json_t *)json_get(live, "metadata", "annotations"), PIVOT_DIGEST_ANNOTATION);
         return !d || (first && !streq(d, p->digests[i]));
 }
 
@@ -336,10 +323,10 @@ static bool is_workload(const SelfHostedObject *o) {
 
 /* A workload whose pod template lacks one of the rendered pod annotations (the certificates' digest). */
 static bool template_stale(const Pivot *p, const json_t *live) {
-        const json_t *ann = jget(live, "spec", "template", "metadata", "annotations", NULL);
+        const json_t *ann = (json_t *)json_get(live, "spec", "template", "metadata", "annotations");
         char *const *want = p->settings->pod_annotations;
         for (size_t k = 0; want && want[k] && want[k + 1]; k += 2)
-                if (!streq_ptr(jstr(ann, want[k]), want[k + 1]))
+                if (!streq_ptr(json_get_string(ann, want[k]), want[k + 1]))
                         return true;
         return false;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* The pivot's decision (issue 16; docs/self-hosted.md, "The pivot"): from what one master observes of the
+/* The pivot's decision (docs/self-hosted.md, "The pivot"): from what one master observes of the
  * API and of its own manifest directory, the one next step this master takes. Pure: no I/O, no clock of its
  * own. Every master runs the same decision on its own observation; they agree without a leader because
  * - applying the assets is idempotent (server-side apply), so two masters may both do it;

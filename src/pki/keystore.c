@@ -110,8 +110,8 @@ static int keystore_new(const KeystoreSpec *spec, Keystore **ret) {
                 return -ENOMEM;
         int r = entry_add(k, cap, KEYSTORE_CLUSTER_CA, true);
         for (size_t i = 0; r >= 0 && i < n_etcd; i++) {
-                _cleanup_free_ char *peer = strjoin("etcd-", spec->etcd_clusters[i], "-peer-ca");
-                _cleanup_free_ char *client = strjoin("etcd-", spec->etcd_clusters[i], "-client-ca");
+                _cleanup_free_ char *peer = keystore_etcd_peer_ca_name(spec->etcd_clusters[i]),
+                                    *client = keystore_etcd_client_ca_name(spec->etcd_clusters[i]);
                 if (!peer || !client)
                         return -ENOMEM;
                 r = entry_add(k, cap, peer, true);
@@ -501,20 +501,22 @@ const KeystoreEntry *keystore_find(const Keystore *k, const char *name) {
         return NULL;
 }
 
-static const KeystoreEntry *etcd_ca(const Keystore *k, const char *cluster, const char *kind) {
-        char name[64];
-        int n = snprintf(name, sizeof(name), "etcd-%s-%s-ca", strnull(cluster), kind);
-        if (n < 0 || (size_t)n >= sizeof(name))
-                return NULL;
-        return keystore_find(k, name);
+char *keystore_etcd_peer_ca_name(const char *cluster) {
+        return strjoin("etcd-", strnull(cluster), "-peer-ca");
+}
+
+char *keystore_etcd_client_ca_name(const char *cluster) {
+        return strjoin("etcd-", strnull(cluster), "-client-ca");
 }
 
 const KeystoreEntry *keystore_etcd_peer_ca(const Keystore *k, const char *cluster) {
-        return etcd_ca(k, cluster, "peer");
+        _cleanup_free_ char *name = keystore_etcd_peer_ca_name(cluster);
+        return name ? keystore_find(k, name) : NULL;
 }
 
 const KeystoreEntry *keystore_etcd_client_ca(const Keystore *k, const char *cluster) {
-        return etcd_ca(k, cluster, "client");
+        _cleanup_free_ char *name = keystore_etcd_client_ca_name(cluster);
+        return name ? keystore_find(k, name) : NULL;
 }
 
 char *keystore_fingerprint_text(const KeystoreEntry *e, char buf[static KEYSTORE_FINGERPRINT_TEXT_MAX]) {

@@ -2,8 +2,8 @@
 #pragma once
 
 /* The keystore: the cluster's CAs and the service-account key pair, kept in the state store and created
- * once, by whichever master needs them first; every other master reads the ones that won (issue 14, "The
- * keystore"; docs/pki.md, "The keystore in the state store").
+ * once, by whichever master needs them first; every other master reads the ones that won (docs/pki.md, "The
+ * keystore in the state store").
  *
  * Each entry is ONE store object holding the private key's PEM and then, for a CA, the certificate's PEM,
  * written with store_put_if_absent() and STORE_PRIVATE: the pair appears complete or not at all, and of N
@@ -102,6 +102,12 @@ size_t keystore_size(const Keystore *k);
 const KeystoreEntry *keystore_entry(const Keystore *k, size_t i);
 /* The entry called name, or NULL. */
 const KeystoreEntry *keystore_find(const Keystore *k, const char *name);
+/* The keystore's names of an etcd cluster's two CAs: "etcd-<cluster>-peer-ca" (its members' peer
+ * certificates) and "etcd-<cluster>-client-ca" (its server certificates and its clients). Caller frees; NULL
+ * on allocation failure. */
+char *keystore_etcd_peer_ca_name(const char *cluster);
+char *keystore_etcd_client_ca_name(const char *cluster);
+
 /* The etcd cluster's CAs (cluster "main" → "etcd-main-peer-ca"), or NULL. */
 const KeystoreEntry *keystore_etcd_peer_ca(const Keystore *k, const char *cluster);
 const KeystoreEntry *keystore_etcd_client_ca(const Keystore *k, const char *cluster);

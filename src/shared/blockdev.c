@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "basic/errors.h"
+#include "basic/fileio.h"
 #include "basic/macro.h"
+#include "basic/parse-util.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
 
@@ -555,4 +557,59 @@ char *blockdev_describe_users(dev_t devnum) {
         describe_mounts(devnum, &out);
         describe_holders(devnum, &out);
         return out;
+}
+
+/* The first line of a small sysfs file, without its newline. */
+static int read_one_line(const char *path, char *buf, size_t size) {
+        _cleanup_free_ char *s = NULL;
+        size_t len;
+        int r = read_full_file(path, size - 1, &s, &len);
+        if (r < 0)
+                return r;
+        s[strcspn(s, "\n")] = 0;
+        snprintf(buf, size, "%s", s);
+        return 0;
+}
+
+int blockdev_whole_disk(dev_t devnum, dev_t *ret) {
+        char path[96], buf[32];
+        unsigned maj, min;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        if (access(path, F_OK) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        if (access(path, F_OK) < 0) {
+                *ret = devnum;
+                return 1;
+        }
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../dev", major(devnum), minor(devnum));
+        int r = read_one_line(path, buf, sizeof(buf));
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
+        if (sscanf(buf, "%u:%u", &maj, &min) != 2)
+                return -EIO;
+        *ret = makedev(maj, min);
+        return 1;
+}
+
+int blockdev_sysfs_size(dev_t devnum, uint64_t *ret) {
+        char path[96], buf[32];
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/size", major(devnum), minor(devnum));
+        int r = read_one_line(path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        uint64_t sectors;
+        if (safe_atou64(buf, &sectors) < 0 || sectors > UINT64_MAX / 512)
+                return -EIO;
+        *ret = sectors * 512;
+        return 0;
+}
+
+int blockdev_holds_root(dev_t devnum) {
+        struct stat root;
+        dev_t root_disk;
+        if (stat("/", &root) < 0)
+                return -errno;
+        int r = blockdev_whole_disk(root.st_dev, &root_disk);
+        return r <= 0 ? r : root_disk == devnum;
 }

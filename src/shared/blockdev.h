@@ -76,3 +76,13 @@ char *blockdev_describe_users(dev_t devnum);
 /* How long: after an ext4 on a loop device is unmounted, the kernel was seen to hold the device for up to
  * ~4 s here (tests/integration/test_volumes_race.py, kill rounds). */
 #define BLOCKDEV_RELEASE_TIMEOUT (10 * USEC_PER_SEC)
+
+/* What sysfs tells of a disk (a cloud provider proving a device is the volume it attached, where the device
+ * has no identity of its own: the Xen names of EC2):
+ * 1 and the whole disk holding devnum (its own number when it is no partition), 0 when sysfs does not know
+ * it, -errno. */
+int blockdev_whole_disk(dev_t devnum, dev_t *ret);
+/* The size sysfs reports for devnum, in bytes (it counts 512-byte sectors whatever the block size). */
+int blockdev_sysfs_size(dev_t devnum, uint64_t *ret);
+/* 1 when devnum is the whole disk that holds the root filesystem, 0 when not (or sysfs does not know). */
+int blockdev_holds_root(dev_t devnum);

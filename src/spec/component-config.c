@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "spec/component-config.h"
+#include "model/conventions.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -179,7 +180,7 @@ const Field kube_apiserver_config_fields[] = {
         STR(A, bind_address, "bindAddress", "bind-address", "0.0.0.0", "address to serve HTTPS on"),
         STR(A, advertise_address, "advertiseAddress", "advertise-address", NULL,
             "address advertised to members"),
-        PORT(A, secure_port, "securePort", "secure-port", "443", "HTTPS port"),
+        PORT(A, secure_port, "securePort", "secure-port", XSTRINGIFY(APISERVER_PORT_DEFAULT), "HTTPS port"),
         BOOL(A, permit_port_sharing, "permitPortSharing", "permit-port-sharing", NULL,
              "share the port with SO_REUSEPORT; default true with selfHosted"),
         LIST(A, etcd_servers, "etcdServers", "etcd-servers", "etcd URLs; default from etcdClusters main"),

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The spec's side of the certificates protokube issues (issue 14): the shape of spec.stateStore, the checks
- * of spec.pki, and the defaults that point every certificate, key and kubeconfig path the user left unset
- * into the node's pki layout (model/pki-layout.h) when the state store is set. Applied once, at load, so
- * everything downstream (rendering, the certificate planner) reads one spec and derives nothing again. */
+/* The spec's side of the certificates protokube issues (docs/pki.md): the shape of spec.stateStore, the
+ * checks of spec.pki, and the defaults that point every certificate, key and kubeconfig path the user left
+ * unset into the node's pki layout (model/pki-layout.h) when the state store is set. Applied once, at load,
+ * so everything downstream (rendering, the certificate planner) reads one spec and derives nothing again. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/aws-names.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "model/pki-layout.h"
@@ -17,28 +18,6 @@
 #define LIFETIME_MAX        (876000ULL * 3600ULL * USEC_PER_SEC) /* 100 years */
 
 /* ---- spec.stateStore: its shape only (the spec cannot include store/; store_open() checks more) ---- */
-
-static bool bucket_char_ok(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
-}
-
-/* An S3 bucket name: 3-63 of [a-z0-9.-], starting and ending with a letter or digit. */
-static bool bucket_valid(const char *b, size_t len) {
-        if (len < 3 || len > 63 || b[0] == '.' || b[0] == '-' || b[len - 1] == '.' || b[len - 1] == '-')
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if (!bucket_char_ok(b[i]))
-                        return false;
-        return true;
-}
-
-/* The bucket's region, as the store URL's "?region=" gives it (aws_region_valid(), which the spec cannot
- * include): 1-64 of [a-z0-9-], not starting or ending with '-'. */
-static bool region_valid(const char *r) {
-        size_t l = r ? strlen(r) : 0;
-        return l > 0 && l <= 64 && r[0] != '-' && r[l - 1] != '-' &&
-               strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-") == l;
-}
 
 /* No ".." segment and no empty one ("a//b"): a directory store refuses both. */
 static bool path_segments_ok(const char *p) {
@@ -66,7 +45,7 @@ int spec_check_state_store(const void *value, char **ret_message) {
         if ((rest = startswith(s, "s3://"))) {
                 size_t blen = strcspn(rest, "/?");
                 const char *q = strchr(rest, '?'), *region = q ? startswith(q, "?region=") : NULL;
-                if (!bucket_valid(rest, blen))
+                if (!aws_bucket_name_valid(rest, blen))
                         return spec_check_fail(
                             ret_message,
                             "%s: the bucket name must be 3 to 63 characters of [a-z0-9.-] "
@@ -76,7 +55,7 @@ int spec_check_state_store(const void *value, char **ret_message) {
                         return spec_check_fail(ret_message,
                                                "%s: the prefix must not contain '..' or empty segments",
                                                spec_echo(b, s));
-                if (q && !region_valid(region))
+                if (q && !aws_region_name_valid(region))
                         return spec_check_fail(ret_message,
                                                "%s: the only parameter is ?region=REGION, a region name of "
                                                "1-64 characters of [a-z0-9-] (eu-west-1)",

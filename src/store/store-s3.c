@@ -11,6 +11,7 @@
 
 #include "aws/client.h"
 #include "aws/sigv4.h"
+#include "basic/aws-names.h"
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
@@ -27,18 +28,6 @@ typedef struct S3Store {
         char *bucket;
         char *prefix; /* "" or "a/b/": prepended to every key */
 } S3Store;
-
-/* Bucket names as S3 allows them for new buckets (S3 User Guide, "Bucket naming rules"). One with a dot
- * is addressed path-style (aws_s3_base_url). */
-static bool bucket_valid(const char *b, size_t len) {
-        if (len < 3 || len > 63 || b[0] == '.' || b[0] == '-' || b[len - 1] == '.' || b[len - 1] == '-')
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '.' ||
-                      b[i] == '-'))
-                        return false;
-        return true;
-}
 
 static void s3_free(Store *s) {
         S3Store *t = s->data;
@@ -143,12 +132,12 @@ static int s3_probe(S3Store *t, bool region_given, char **ret_cause) {
         _cleanup_free_ char *found = NULL, *err = NULL, *again = NULL;
         const char *region = NULL;
         int r = s3_list_probe(t, &found, &err);
-        if (r == PK_ECLOUD && !aws_region_valid(found)) {
+        if (r == PK_ECLOUD && !aws_region_name_valid(found)) {
                 free(found);
                 found = s3_head_bucket_region(t);
         }
-        if (r != PK_ECLOUD || !aws_region_valid(found) || aws_client_region(t->client, &region, NULL) < 0 ||
-            streq(found, region)) {
+        if (r != PK_ECLOUD || !aws_region_name_valid(found) ||
+            aws_client_region(t->client, &region, NULL) < 0 || streq(found, region)) {
                 if (r < 0)
                         *ret_cause = TAKE_PTR(err);
                 return r;
@@ -187,7 +176,7 @@ static int parse_query(const char *query, const char **ret_region, char **ret_ca
                 *ret_cause = strprintf("unknown parameter '%s' (the only one is region=REGION)", query);
                 return -EINVAL;
         }
-        if (!aws_region_valid(v)) {
+        if (!aws_region_name_valid(v)) {
                 *ret_cause =
                     strprintf("invalid region '%s' (1-64 characters of [a-z0-9-], as eu-west-1)", v);
                 return -EINVAL;
@@ -204,7 +193,7 @@ static int s3_parse(S3Store *t, const char *location, const char **ret_region, c
         int r;
 
         *ret_region = NULL;
-        if (!bucket_valid(location, blen)) {
+        if (!aws_bucket_name_valid(location, blen)) {
                 *ret_cause =
                     strdup("expected s3://BUCKET[/PREFIX][?region=REGION] with a bucket name of 3-63 "
                            "characters [a-z0-9.-]");

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make demo-selfhosted: the self-hosted control plane (issue 16, docs/pivot.md) on three real masters (kubelet
+"""make demo-selfhosted: the self-hosted control plane (docs/pivot.md) on three real masters (kubelet
 1.20.2 + containerd each, tests/e2e/cluster.py real=True), with spec selfHosted: true and nothing but the daemons:
 
 1. cold start with static pods (scenario.py's step 1: etcd, DNS, the API through api.internal);

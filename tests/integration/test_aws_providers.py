@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The `aws` volume provider and the `route53` DNS provider (issue 6) with `protokube once` against the AWS
+"""The `aws` volume provider and the `route53` DNS provider (docs/aws.md) with `protokube once` against the AWS
 double: image-backed EBS volumes that AttachVolume turns into loop devices with by-id links, one IMDS identity
 per simulated instance (the double's "/_as/<id>" prefix), Route 53 records checked in the double's zone."""
 import json

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A master's certificates through the real binary (issue 14): a pass with `stateStore` set on real loop
+"""A master's certificates through the real binary (docs/pki.md): a pass with `stateStore` set on real loop
 devices creates the keystore in the store (a directory, and S3 on the AWS double), issues every leaf into the
 node's layout, and the next pass changes nothing. Each issued certificate passes `openssl verify` against its
 signer and `openssl x509 -checkhost/-checkip` for every name it must carry; keys are 0600. Against real etcd

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Steps 1-2 of the no-ops etcd scenario with `cloud: aws` and `dns: route53` against the AWS double
-(tests/e2e/scenario_aws.py, issue 6): three EC2 masters on real etcd in network namespaces claim their EBS
+(tests/e2e/scenario_aws.py, docs/aws.md): three EC2 masters on real etcd in network namespaces claim their EBS
 volumes and publish in Route 53; master b is terminated and standby master d in b's zone takes over its
 volumes; etcd member b comes back on d with its data (same member ID, key readable, no reformat). The double
-says INSYNC 30 s after each Route 53 change, and the failover must not wait for it (issue 19)."""
+says INSYNC 30 s after each Route 53 change, and the failover must not wait for it (docs/aws.md, "Propagation")."""
 
 import io
 import os
@@ -42,7 +42,7 @@ def test_noops_etcd_cluster_on_aws_double():
         print(out.getvalue())
     assert "SUCCESS" in out.getvalue()
     # Route 53 says INSYNC only INSYNC_DELAY (30) s after a change, as real Route 53 takes tens of seconds:
-    # no pass waits for that (issue 19), so the failover stays well below it.
+    # no pass waits for that (docs/aws.md, "Propagation"), so the failover stays well below it.
     assert s.c.insync_delay == scenario_aws.INSYNC_DELAY > 0
     assert 0 < failover["total"] < scenario_aws.INSYNC_DELAY, failover
     # d's stages happened in the pass's order: the volume before etcd, and etcd only after the claim

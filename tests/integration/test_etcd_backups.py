@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""etcd backups (issue 17, docs/etcd-backups.md) through the real binary and real etcd 3.4 with TLS: the three
+"""etcd backups (docs/etcd-backups.md) through the real binary and real etcd 3.4 with TLS: the three
 masters of test_etcd_members (members a, b, c on loop devices, certificates from protokube's pass, each etcd
 run from the manifest on its volume) pass once each; only the master holding the leader's member takes the
 slot's backup into the file:// state store, exactly one per slot even after leadership moves. The backup is

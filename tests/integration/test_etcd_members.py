@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A member whose volume is blank (issue 17, docs/etcd-members.md), through the real binary and real etcd
+"""A member whose volume is blank (docs/etcd-members.md), through the real binary and real etcd
 (Debian's 3.4) with TLS: three masters n1, n2, n3 hold members a, b, c on loop devices; the certificates come
 from protokube's pass with a file:// state store; each etcd runs from the flags of the manifest protokube
 wrote on its volume (this test plays kubelet), listening on its own loopback address. The contents of b's

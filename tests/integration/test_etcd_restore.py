@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A whole etcd cluster restored from a backup (issue 17, docs/etcd-restore.md), through the real binary and
+"""A whole etcd cluster restored from a backup (docs/etcd-restore.md), through the real binary and
 real etcd 3.4 with TLS: the three masters of test_etcd_members (members a, b, c on loop devices, certificates
 from protokube's pass, a file:// state store). A backup is taken, keys are written after it, then `protokube
 etcd restore main`; each master's passes download the snapshot to its volume, take etcd's manifest away, wait

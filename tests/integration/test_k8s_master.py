@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One master end to end with real Kubernetes (issue 15): `protokube once` on real loop devices claims the etcd
+"""One master end to end with real Kubernetes (docs/components.md): `protokube once` on real loop devices claims the etcd
 main and events volumes of member a, issues the PKI from a file:// state store, publishes the names in a hosts
 file and writes the static pod manifests; then a real kubelet v1.20.2 with its own containerd (tests/k8s/node.py)
 in a network namespace runs them as containers from images built on this machine (scripts/k8s-images.sh):

@@ -333,7 +333,7 @@ READYZ_BINDINGS = ("system:public-info-viewer", "system:discovery")
 def test_readyz_forbidden_is_403(api):
     """A cluster's RBAC may take /readyz away from authenticated users (the bindings system:public-info-viewer
     and system:discovery): then an identity outside system:masters reads 403, which the probe reports as such
-    (-EACCES: the daemon's API rule counts that server as serving, src/daemon/pass-api.c) while protokube's own
+    (-EACCES: the daemon's API rule counts that server as serving, src/daemon/step-api-names.c) while protokube's own
     identity still reads 200. The bindings are put back as they were."""
     kept = [api.get_json(f"{BINDINGS}/{b}") for b in READYZ_BINDINGS]
     assert all(k.get("kind") == "ClusterRoleBinding" for k in kept), kept

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The self-hosted pivot (issue 16, docs/pivot.md) against a real master: `protokube once` writes the static
+"""The self-hosted pivot (docs/pivot.md) against a real master: `protokube once` writes the static
 pods of one master (spec selfHosted: true: --permit-port-sharing), a real kubelet 1.20.2 with its own
 containerd (tests/k8s/node.py) runs them, then `protokube pivot` hands the control plane to DaemonSets and
 Deployments through the real kube-apiserver.

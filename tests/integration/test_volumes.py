@@ -1,4 +1,4 @@
-# The master-volume pipeline on real loop devices (issue 3): claim, safe format, mount, manifests;
+# The master-volume pipeline on real loop devices (docs/volumes.md): claim, safe format, mount, manifests;
 # idempotence; remount without reformat; release-node handover; signatures that must never be formatted.
 import json
 import os

@@ -1,5 +1,5 @@
-# Several masters against one pool at the same moment (issue 3, race), and kill -9 at random moments of a
-# pass (crash safety). Both repeat many times; both check invariants on the real pool, mounts and files.
+# Several masters against one pool at the same moment (a claim is compare-and-set: exactly one wins), and
+# kill -9 at random moments of a pass (crash safety). Both repeat many times; both check invariants on the real pool, mounts and files.
 import os
 import random
 import signal

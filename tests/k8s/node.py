@@ -9,7 +9,7 @@ by PID; close() also kills what runs in the node's cgroups, the containerd shims
 what is left under its directory, removes its cgroup roots depth first and the pod log directories kubelet
 made under /var/log/pods. Every wait has a deadline.
 
-Why the details (checked on this machine, see the report of issue 15):
+Why the details (checked on this machine):
 - containerd and kubelet enter the namespace with `nsenter --net`, not `ip netns exec`, which remounts /sys
   in a new mount namespace: the cgroup mounts vanish and kubelet dies ("mountpoint for cpu not found");
 - kubelet runs in a mount namespace of its own (`unshare --mount --propagation slave`) only to see the test's

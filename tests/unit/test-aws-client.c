@@ -684,16 +684,16 @@ static void test_s3_base_url(void **state) {
                 "", "EU-WEST-1", "eu_west_1", "-eu", "eu-", "eu.west", "eu/west", "a b", NULL
         };
         for (size_t i = 0; i < ELEMENTSOF(good); i++)
-                assert_true(aws_region_valid(good[i]));
+                assert_true(aws_region_name_valid(good[i]));
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                if (aws_region_valid(bad[i]))
+                if (aws_region_name_valid(bad[i]))
                         fail_msg("region '%s' accepted", strnull(bad[i]));
         char long_region[70];
         memset(long_region, 'a', 65);
         long_region[65] = 0;
-        assert_false(aws_region_valid(long_region));
+        assert_false(aws_region_name_valid(long_region));
         long_region[64] = 0;
-        assert_true(aws_region_valid(long_region));
+        assert_true(aws_region_name_valid(long_region));
 }
 
 static int s3_head_bucket(AwsClient *c, const char *bucket, char **ret_region, char **ret_error) {

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "basic/aws-names.h"
+#include "basic/backoff.h"
 #include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
@@ -298,6 +300,35 @@ static void test_lock_file(void **state) {
         rmdir(dir);
 }
 
+/* The one backoff: doubling from base, capped at max; the jitter's number in [0, 1). */
+static void test_backoff(void **state) {
+        assert_int_equal(backoff_cap(200, 20000, 1), 200);
+        assert_int_equal(backoff_cap(200, 20000, 2), 400);
+        assert_int_equal(backoff_cap(200, 20000, 7), 12800);
+        assert_int_equal(backoff_cap(200, 20000, 8), 20000);
+        assert_int_equal(backoff_cap(200, 20000, 1000), 20000); /* no overflow: stops at the cap */
+        assert_int_equal(backoff_cap(500, 100, 3), 500);        /* a cap below the base keeps the base */
+        for (int i = 0; i < 1000; i++) {
+                double x = backoff_random();
+                assert_true(x >= 0 && x < 1);
+        }
+}
+
+/* The store URL's names: one rule each for the spec's check and the store's open. */
+static void test_s3_names(void **state) {
+        assert_true(aws_bucket_name_valid("my.bucket-1", 11));
+        assert_false(aws_bucket_name_valid("ab", 2));
+        assert_false(aws_bucket_name_valid("-abc", 4));
+        assert_false(aws_bucket_name_valid("abc.", 4));
+        assert_false(aws_bucket_name_valid("ABC", 3));
+        assert_false(aws_bucket_name_valid("a_b", 3));
+        assert_true(aws_region_name_valid("eu-west-1"));
+        assert_false(aws_region_name_valid("x#"));
+        assert_false(aws_region_name_valid("-eu"));
+        assert_false(aws_region_name_valid(""));
+        assert_false(aws_region_name_valid(NULL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
@@ -306,6 +337,7 @@ int main(void) {
                 cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
                 cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
                 cmocka_unit_test(test_dir_present),   cmocka_unit_test(test_lock_file),
+                cmocka_unit_test(test_backoff),       cmocka_unit_test(test_s3_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

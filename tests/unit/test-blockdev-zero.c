@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -176,6 +178,24 @@ static void test_size(void **state) {
         close(fd);
 }
 
+/* sysfs's view of the disk holding the root filesystem, where it is a block device (an overlay root has
+ * none: then sysfs knows nothing and the helpers say so): its whole disk holds the root, its size is its
+ * sectors', and a number sysfs has never seen holds nothing. */
+static void test_sysfs_disk(void **state) {
+        struct stat root;
+        dev_t disk = 0;
+        uint64_t size = 0;
+        assert_int_equal(stat("/", &root), 0);
+        int r = blockdev_whole_disk(root.st_dev, &disk);
+        assert_true(r >= 0);
+        if (r > 0 && blockdev_sysfs_size(disk, &size) >= 0) {
+                assert_true(size > 0 && size % 512 == 0);
+                assert_int_equal(blockdev_holds_root(disk), 1);
+        }
+        assert_int_equal(blockdev_whole_disk(makedev(4095, 1048575), &disk), 0);
+        assert_int_equal(blockdev_holds_root(makedev(4095, 1048575)), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ranges_shape),
@@ -183,6 +203,7 @@ int main(void) {
                 cmocka_unit_test(test_prove_and_fill),
                 cmocka_unit_test(test_prove_reports_the_lowest_offset),
                 cmocka_unit_test(test_size),
+                cmocka_unit_test(test_sysfs_disk),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

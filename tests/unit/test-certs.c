@@ -29,6 +29,7 @@ typedef struct Fixture {
         char url[96];
         char pki[96];
         CertsSettings s;
+        Store *store; /* the state store, opened by the first observation (a session of the caller's) */
 } Fixture;
 
 static char *clusters[] = { (char *)"main", (char *)"events", NULL };
@@ -67,6 +68,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
         Fixture *f = *state;
         assert_int_equal(nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+        store_free(f->store);
         free(f);
         return 0;
 }
@@ -76,7 +78,7 @@ static void observe_plan_held(Fixture *f, char **ips, const char *main_member, c
                               usec_t at, CertsObservation *o, CertsPlan *p) {
         const char *held[] = { main_member, events_member, NULL };
         CertsNode node = { .name = "n1", .ips = ips, .held_members = held, .held_known = true };
-        assert_int_equal(certs_observe(&f->s, o), 0);
+        assert_int_equal(certs_observe(&f->s, &f->store, o), 0);
         assert_int_equal(o->error, 0);
         assert_int_equal(certs_plan(&f->s, o, &node, at, p), 0);
         assert_int_equal(p->status, 0);
@@ -90,7 +92,7 @@ static void observe_plan(Fixture *f, char **ips, const char *main_member, usec_t
 
 static void apply(Fixture *f, CertsObservation *o, CertsPlan *p, usec_t at) {
         CertsResult res = {};
-        assert_int_equal(certs_apply(&f->s, o, p, at, NULL, &res), 0);
+        assert_int_equal(certs_apply(&f->s, f->store, o, p, at, NULL, &res), 0);
         if (strv_length(res.errors) > 0)
                 fail_msg("apply: %s", res.errors[0]);
         certs_result_done(&res);
@@ -322,7 +324,7 @@ static void test_parts(void **state) {
 
         observe_plan_held(f, ips, "a", "c", T0, &o, &p);
         assert_int_equal(count_action(&p, CERTS_ISSUE), o.layout.n_leaves);
-        assert_int_equal(certs_apply_part(&f->s, &o, &p, &first, T0, NULL, &res), 0);
+        assert_int_equal(certs_apply_part(&f->s, f->store, &o, &p, &first, T0, NULL, &res), 0);
         assert_int_equal(strv_length(res.errors), 0);
         assert_true(pair_present(&o, find_leaf(&o, CERTS_ETCD_PEER, "main")));
         assert_true(pair_present(&o, find_leaf(&o, CERTS_APISERVER, NULL)));
@@ -334,7 +336,7 @@ static void test_parts(void **state) {
         unsigned first_changes = res.changes;
         certs_result_done(&res);
 
-        assert_int_equal(certs_apply_part(&f->s, &o, &p, &rest, T0, NULL, &res), 0);
+        assert_int_equal(certs_apply_part(&f->s, f->store, &o, &p, &rest, T0, NULL, &res), 0);
         assert_int_equal(strv_length(res.errors), 0);
         assert_false(res.etcd_failed[0] || res.etcd_failed[1]);
         assert_true(pair_present(&o, find_leaf(&o, CERTS_ETCD_SERVER, "events")));
@@ -367,12 +369,12 @@ static void test_parts_without_entries(void **state) {
         observe_plan_held(f, ips, "a", "c", T0, &o, &p);
         snprintf(blocker, sizeof(blocker), "%s/store/pki", f->root);
         assert_true(write_file_atomic(blocker, "x", 1, 0600, false) >= 0);
-        assert_int_equal(certs_apply_part(&f->s, &o, &p, &first, T0, NULL, &res), 0);
+        assert_int_equal(certs_apply_part(&f->s, f->store, &o, &p, &first, T0, NULL, &res), 0);
         assert_int_equal(strv_length(res.errors), 1);
         assert_true(res.etcd_failed[0]);
         assert_false(res.etcd_failed[1]);
         certs_result_done(&res);
-        assert_int_equal(certs_apply_part(&f->s, &o, &p, &rest, T0, NULL, &res), 0);
+        assert_int_equal(certs_apply_part(&f->s, f->store, &o, &p, &rest, T0, NULL, &res), 0);
         assert_int_equal(strv_length(res.errors), 0);
         assert_true(res.etcd_failed[1]);
         assert_false(pair_present(&o, find_leaf(&o, CERTS_ETCD_SERVER, "events")));
@@ -392,7 +394,7 @@ static void test_unreadable_store(void **state) {
 
         snprintf(url, sizeof(url), "file://%s/missing", f->root);
         f->s.store_url = url;
-        assert_int_equal(certs_observe(&f->s, &o), 0);
+        assert_int_equal(certs_observe(&f->s, &f->store, &o), 0);
         assert_true(o.error < 0);
         assert_non_null(strstr(o.message, "missing"));
         assert_int_equal(certs_plan(&f->s, &o, &node, T0, &p), 0);
@@ -410,7 +412,7 @@ static void test_unmanaged(void **state) {
         CertsPlan p = {};
         CertsNode node = { .held_known = true };
         f->s.store_url = NULL;
-        assert_int_equal(certs_observe(&f->s, &o), 0);
+        assert_int_equal(certs_observe(&f->s, &f->store, &o), 0);
         assert_int_equal(certs_plan(&f->s, &o, &node, T0, &p), 0);
         assert_false(p.managed);
         assert_true(p.etcd_ready[0] && p.etcd_ready[1]);

@@ -8,6 +8,7 @@
 #include "daemon/loop.h"
 #include "daemon/pass.h"
 #include "daemon/report.h"
+#include "daemon/step-backups.h"
 #include "unit-test.h"
 
 static void test_backoff(void **state) {

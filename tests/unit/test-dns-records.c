@@ -298,12 +298,12 @@ static void test_api_withheld(void **state) {
         }
 }
 
-/* The masters' DNS passes played out round by round on a shared api.internal, as pass-api.c feeds the rule:
- * the unlisted masters (and the master itself, when another is unlisted) probed; the apiserver pods read
- * through the listed masters' own addresses (this one's first), then those that just answered; each pass
- * writes every master but those it leaves out. serves[i]/pod[i]: the round from which master i's apiserver
- * answers / the API shows its pod Ready (0: from the start; -1: never); pod_stale_until[i]: before that
- * round the API still shows the Ready of before a power cut. */
+/* The masters' DNS passes played out round by round on a shared api.internal, as step-api-names.c feeds the
+ * rule: the unlisted masters (and the master itself, when another is unlisted) probed; the apiserver pods
+ * read through the listed masters' own addresses (this one's first), then those that just answered; each
+ * pass writes every master but those it leaves out. serves[i]/pod[i]: the round from which master i's
+ * apiserver answers / the API shows its pod Ready (0: from the start; -1: never); pod_stale_until[i]: before
+ * that round the API still shows the Ready of before a power cut. */
 typedef struct ApiWorld {
         int serves[3], pod[3], pod_stale_until[3];
         bool listed[3];

@@ -17,7 +17,7 @@
 #include "basic/strv.h"
 #include "certs/certs.h"
 #include "components/self-hosted.h"
-#include "daemon/pass.h"
+#include "daemon/pass-types.h"
 #include "manifest/pod-yaml.h"
 #include "shared/crypto.h"
 #include "spec/spec.h"
@@ -55,13 +55,14 @@ static void issue(Fixture *f, const ClusterSpec *spec) {
         char *ips[] = { (char *)"10.0.0.1", NULL };
         const char *held[] = { "a", NULL, NULL };
         CertsNode node = { .name = "n1", .ips = ips, .held_members = held, .held_known = true };
+        _cleanup_(store_freep) Store *store = NULL;
         CertsObservation o = {};
         CertsPlan p = {};
         CertsResult res = {};
-        assert_int_equal(certs_observe(&s, &o), 0);
+        assert_int_equal(certs_observe(&s, &store, &o), 0);
         assert_int_equal(o.error, 0);
         assert_int_equal(certs_plan(&s, &o, &node, T0, &p), 0);
-        assert_int_equal(certs_apply(&s, &o, &p, T0, NULL, &res), 0);
+        assert_int_equal(certs_apply(&s, store, &o, &p, T0, NULL, &res), 0);
         assert_int_equal(strv_length(res.errors), 0);
         memcpy(f->digest, p.digest, sizeof(f->digest));
         certs_result_done(&res);

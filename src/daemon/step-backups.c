@@ -18,8 +18,10 @@
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "components/etcd.h"
-#include "daemon/pass.h"
+#include "daemon/etcd-source.h"
+#include "daemon/pass-types.h"
 #include "daemon/progress.h"
+#include "daemon/step-backups.h"
 #include "etcdapi/etcd-client.h"
 #include "store/store.h"
 #include "volumes/volumes.h"
@@ -27,32 +29,6 @@
 #define BACKUP_STATUS_TIMEOUT (5 * USEC_PER_SEC)
 #define BACKUP_GRACE_MIN      (30ULL * 60ULL * USEC_PER_SEC)
 
-/* This node's member of the cluster at this node's address (NULL: 127.0.0.1): etcd listens on every
- * address (components/etcd.c) and its server certificate names the node's addresses and 127.0.0.1, so this
- * is the member itself, whatever DNS says. The client pair is kube-apiserver's etcd client pair: every etcd
- * cluster's client CA trusts it (docs/etcd-members.md). */
-int pass_backup_source(const ClusterSpec *spec, const EtcdClusterSpec *e, const char *address,
-                       char **ret_endpoint, BackupEtcdSource *ret) {
-        const KubeAPIServerConfig *a = &spec->kube_apiserver;
-        int client, peer;
-        if (etcd_cluster_ports(e, &client, &peer) < 0)
-                return -EINVAL;
-        address = address ?: "127.0.0.1";
-        char *endpoint = strprintf(strchr(address, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
-                                   isempty(e->tls_dir) ? "http" : "https", address, client);
-        if (!endpoint)
-                return -ENOMEM;
-        *ret = (BackupEtcdSource){ .endpoint = endpoint };
-        if (!isempty(e->tls_dir)) {
-                ret->ca_file = a->etcd_ca_file;
-                ret->cert_file = a->etcd_cert_file;
-                ret->key_file = a->etcd_key_file;
-        }
-        *ret_endpoint = endpoint;
-        return 0;
-}
-
-/* 1 when the member at endpoint is its cluster's leader, 0 when not, < 0 when it does not answer. */
 static int member_is_leader(const BackupEtcdSource *src, char **ret_error) {
         _cleanup_(etcd_client_freep) EtcdClient *c = NULL;
         char *endpoints[] = { (char *)src->endpoint, NULL };
@@ -71,21 +47,6 @@ static int member_is_leader(const BackupEtcdSource *src, char **ret_error) {
         bool leader = st.leader != 0 && st.leader == st.member_id && !st.is_learner;
         etcd_status_done(&st);
         return leader;
-}
-
-int pass_backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
-                     const char *upload_id, const BackupEtcdSource *src, const char *tmp_dir,
-                     uint64_t *ret_size, char **ret_error) {
-        /* unnamed: a crash leaves nothing behind */
-        int fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return error_setf(ret_error, -errno, "cannot make a temporary file in %s: %m", tmp_dir);
-        char sha[BACKUP_SHA256_HEX];
-        int r = backup_snapshot_fetch(src, fd, ret_size, sha, ret_error);
-        if (r >= 0)
-                r = backup_upload(s, cluster, timestamp, node, upload_id, fd, ret_error);
-        close(fd);
-        return r;
 }
 
 /* Deletes what the spec's retention no longer keeps; the number deleted, or < 0. */
@@ -219,7 +180,7 @@ static void take_slot(Pass *p, Store *s, const char *node, const EtcdClusterSpec
         usec_t t0 = now(CLOCK_MONOTONIC);
         pass_progress_step("etcd backup");
         /* on the member's own volume: room for a copy of its database */
-        int r = pass_backup_take(s, e->name, ts, node, p->backup_upload_id, src, mount, &size, &err);
+        int r = backup_take(s, e->name, ts, node, p->backup_upload_id, src, mount, &size, &err);
         if (r == -EEXIST) {
                 log_info("etcd %s: %s", e->name, strna(err));
                 return;
@@ -250,7 +211,7 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
         usec_t interval = e->backups.interval.value, slot = backup_slot(now_rt, interval);
         bool fresh = false;
         size_t len;
-        int r = pass_backup_source(p->spec, e, node->internal_ips ? node->internal_ips[0] : NULL, &endpoint,
+        int r = etcd_member_source(p->spec, e, node->internal_ips ? node->internal_ips[0] : NULL, &endpoint,
                                    &src);
         if (r < 0 || backup_timestamp_format(slot, ts) < 0)
                 return;
@@ -273,32 +234,44 @@ static void backup_cluster(Pass *p, Store *s, const NodeIdentity *node, const Et
         newest_backup(p, s, e->name, interval, slot, fresh, rep);
 }
 
-void pass_backups_run(Pass *p, const PassObservation *o, const PassPlan *plan, PassReport *rep) {
+static int backups_apply(PassContext *ctx, PassWave wave) {
+        Pass *p = ctx->pass;
+        const PassObservation *o = ctx->obs;
+        const PassPlan *plan = ctx->plan;
+        PassReport *rep = ctx->rep;
         _cleanup_(store_freep) Store *owned = NULL;
         _cleanup_free_ char *err = NULL;
         if (!p->spec->state_store || o->volumes_error < 0 || stop_requested())
-                return;
-        Store *s = pass_store(p, o, &owned, &err);
+                return 0;
+        Store *s = pass_store(ctx, &owned, &err);
         if (!s) {
                 pass_report_error(rep, PASS_STAGE_BACKUP, -EIO, err);
-                return;
+                return 0;
         }
         rep->backups_known = true;
         if (isempty(p->backup_upload_id) && backup_upload_id_new(p->backup_upload_id) < 0) {
                 pass_report_error(rep, PASS_STAGE_BACKUP, -EIO, "etcd backups: no random upload id");
-                return;
+                return 0;
         }
         usec_t now_rt = now(CLOCK_REALTIME);
         for (size_t k = 0; k < plan->volumes.n_selections && !stop_requested(); k++) {
                 const PlanSelection *sel = &plan->volumes.selections[k];
                 const EtcdClusterSpec *e = cluster_spec_find_etcd(p->spec, sel->etcd_cluster);
                 if (!e || sel->volume == SIZE_MAX || sel->state != SELECTION_READY ||
-                    (o->etcd_members && o->etcd_members[sel->volume].restoring))
+                    pass_restoring(ctx, sel->volume))
                         continue; /* (a restore under way: its etcd is stopped or not the cluster's yet) */
                 _cleanup_free_ char *mount =
                     volume_mount_path(p->node.mount_root, plan->in.volumes[sel->volume].id);
                 if (!mount)
-                        return;
+                        return -ENOMEM;
                 backup_cluster(p, s, &o->volumes.node, e, mount, now_rt, rep);
         }
+        return 0;
 }
+
+const PassStep pass_step_backups = {
+        .name = "etcd backups",
+        .stage = PASS_STAGE_BACKUP,
+        .roles = 1U << NODE_ROLE_MASTER,
+        .apply = backups_apply,
+};

@@ -14,7 +14,8 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "basic/trace.h"
-#include "daemon/pass.h"
+#include "daemon/pass-types.h"
+#include "daemon/step-api-names.h"
 #include "kube/kube-client.h"
 #include "model/cluster-view.h"
 #include "model/conventions.h"
@@ -211,11 +212,11 @@ static bool unlisted_answered(const PassObservation *o, const ClusterView *view,
         return false;
 }
 
-int pass_api_observe(Pass *p, PassObservation *o, const ClusterView *view) {
+static int observe_view(Pass *p, PassObservation *o, const ClusterView *view) {
         const ClusterSpec *spec = p->spec;
         const char *self = o->in.node ? o->in.node->name : NULL;
         _cleanup_free_ char *kubeconfig = NULL, *host = NULL;
-        if (!o->dns || !self)
+        if (!self)
                 return 0;
         kubeconfig =
             pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR, PKI_KUBECONFIG_FILE);
@@ -322,11 +323,13 @@ static bool waits_for_answer(const PassObservation *o, char *const *withheld) {
         return false;
 }
 
-int pass_api_plan(const Pass *p, const PassObservation *o, PassPlan *plan) {
+/* Whom the API's names leave out this pass, and why (plan->api_withheld, plan->api_note); planned before
+ * DNS, whose desired records leave them out. */
+static int api_names_plan(const Pass *p, const PassObservation *o, PassPlan *plan) {
         _cleanup_free_ char *host = NULL;
         _cleanup_strv_free_ char **withheld = NULL;
         const char *self = o->in.node ? o->in.node->name : NULL;
-        if (!o->api_gated)
+        if (!o->api_gated || !pass_dns_plannable(o, plan))
                 return 0;
         int r = api_dns_name(p->spec->dns.internal_suffix, &host);
         if (r >= 0)
@@ -345,3 +348,24 @@ int pass_api_plan(const Pass *p, const PassObservation *o, PassPlan *plan) {
         plan->api_withheld = TAKE_PTR(withheld);
         return 0;
 }
+
+/* After the DNS step read what is served, with the view as observed (the names come from it; claims this
+ * pass makes change addresses, not names): only the failures that stop the pass count. */
+static int api_names_observe(PassContext *ctx) {
+        PassObservation *o = ctx->obs;
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        if (o->volumes_error < 0 || !o->dns_enabled)
+                return 0;
+        int r = volumes_view(&o->in, NULL, &view);
+        if (r >= 0)
+                r = observe_view(ctx->pass, o, view);
+        return r == -ENOMEM ? r : 0;
+}
+
+const PassStep pass_step_api_names = {
+        .name = "API names",
+        .stage = PASS_STAGE_DNS,
+        .roles = 1U << NODE_ROLE_MASTER,
+        .observe = api_names_observe,
+        .plan = api_names_plan,
+};

@@ -24,8 +24,10 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "components/etcd.h"
-#include "daemon/pass.h"
+#include "daemon/etcd-source.h"
+#include "daemon/pass-types.h"
 #include "daemon/progress.h"
+#include "daemon/step-restore.h"
 #include "etcdapi/etcd-client.h"
 #include "manifest/manifest-dir.h"
 #include "model/conventions.h"
@@ -157,7 +159,7 @@ static bool member_healthy(const Pass *p, const char *address, const char *clust
         const EtcdClusterSpec *e = cluster_spec_find_etcd(p->spec, cluster);
         BackupEtcdSource src;
         EtcdStatus st = {};
-        if (!e || pass_backup_source(p->spec, e, address, &endpoint, &src) < 0)
+        if (!e || etcd_member_source(p->spec, e, address, &endpoint, &src) < 0)
                 return false;
         char *endpoints[] = { endpoint, NULL };
         EtcdClientConfig cfg = { .endpoints = endpoints,
@@ -389,15 +391,26 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
         return 0;
 }
 
-int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
-                       char ***owned, PassReport *rep) {
+/* A whole cluster's restore (docs/etcd-restore.md): after the wave's certificates, before its members, each
+ * held member's next restore steps, taken as far as they go now. The manifest the etcd manifests step
+ * writes for a member whose restore is under way is the restore's (PassContext.etcd_texts: none while
+ * etcd must stay stopped), and the members and backups steps leave that member alone
+ * (PassContext.restoring). */
+static int restore_apply(PassContext *ctx, PassWave wave) {
+        Pass *p = ctx->pass;
+        PassObservation *o = ctx->obs;
+        const PassPlan *plan = ctx->plan;
+        PassReport *rep = ctx->rep;
+        const bool *only = pass_wave_selections(ctx, wave);
+        char **texts = ctx->etcd_texts;
         _cleanup_(store_freep) Store *s_owned = NULL;
         _cleanup_free_ char *err = NULL;
         _cleanup_strv_free_ char **requests = NULL;
         int listed = 0; /* 1: requests is the listing of restores/, -1: it failed */
         Store *s = NULL;
-        if (!p->spec->state_store)
+        if (!p->spec->state_store || o->volumes_error < 0 || pass_wave_empty(ctx, wave))
                 return 0;
+        pass_progress_step("etcd restore");
         const char *address =
             strv_length(o->volumes.node.internal_ips) > 0 ? o->volumes.node.internal_ips[0] : NULL;
         for (size_t k = 0; k < plan->volumes.n_selections; k++) {
@@ -411,7 +424,7 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const 
                                 return r;
                         continue;
                 }
-                if (!s && !(s = pass_store(p, o, &s_owned, &err))) {
+                if (!s && !(s = pass_store(ctx, &s_owned, &err))) {
                         pass_report_error(rep, PASS_STAGE_ETCD, -EIO, err);
                         return 0;
                 }
@@ -424,11 +437,10 @@ int pass_restore_apply(Pass *p, PassObservation *o, const PassPlan *plan, const 
                         return -ENOMEM;
                 m.request_unlisted = listed > 0 && !strv_contains(requests, key);
                 bool in_progress = false;
-                r = restore_member(p, s, &m, address, &texts[k], owned, &in_progress, rep);
+                r = restore_member(p, s, &m, address, &texts[k], &ctx->etcd_owned, &in_progress, rep);
                 if (r < 0)
                         return r;
-                if (o->etcd_members)
-                        o->etcd_members[i].restoring = o->etcd_members[i].restoring || in_progress;
+                ctx->restoring[i] = ctx->restoring[i] || in_progress;
         }
         return 0;
 }
@@ -450,3 +462,10 @@ int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_
                 return error_setf(ret_error, r, "'%s': %s", path, err ?: pk_strerror(r));
         return st.step >= RESTORE_STEP_DOWNLOADED && st.step < RESTORE_STEP_DONE;
 }
+
+const PassStep pass_step_restore = {
+        .name = "etcd restore",
+        .stage = PASS_STAGE_ETCD,
+        .roles = 1U << NODE_ROLE_MASTER,
+        .apply = restore_apply,
+};

@@ -18,9 +18,11 @@
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "basic/trace.h"
 #include "components/etcd.h"
-#include "daemon/pass.h"
+#include "daemon/pass-types.h"
 #include "daemon/progress.h"
+#include "daemon/step-members.h"
 #include "etcdapi/etcd-client.h"
 #include "model/cluster-view.h"
 #include "model/conventions.h"
@@ -269,8 +271,8 @@ static int observe_volume_state(const char *mount, const char *member_dir, const
         return 0;
 }
 
-int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
-                             PassEtcdMember *ret) {
+static int observe_member(const Pass *p, const VolumesInput *in, const ClusterView *view, size_t i,
+                          PassEtcdMember *ret) {
         PassEtcdMember m = {};
         VolumeEligibility e = {};
         _cleanup_free_ char *mount = volume_mount_path(p->node.mount_root, in->volumes[i].id), *data = NULL,
@@ -308,22 +310,27 @@ int pass_etcd_observe_member(const Pass *p, const VolumesInput *in, const Cluste
         return 0;
 }
 
-int pass_etcd_observe(Pass *p, PassObservation *o) {
+static int members_observe(PassContext *ctx) {
+        const Pass *p = ctx->pass;
+        PassObservation *o = ctx->obs;
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        if (o->volumes_error < 0)
+                return 0;
+        trace_mark("etcd: observing");
         o->etcd_members = new0(PassEtcdMember, o->in.n_volumes + 1);
         if (!o->etcd_members || volumes_view(&o->in, NULL, &view) == -ENOMEM)
                 return -ENOMEM; /* without a view, the members' DNS names */
         for (size_t i = 0; i < o->in.n_volumes; i++) {
                 if (!o->in.observed || o->in.observed[i].mount != MOUNT_STATE_OURS)
                         continue;
-                int r = pass_etcd_observe_member(p, &o->in, view, i, &o->etcd_members[i]);
+                int r = observe_member(p, &o->in, view, i, &o->etcd_members[i]);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-void pass_etcd_decide(const PassEtcdMember *m, MemberPlan *ret) {
+static void decide(const PassEtcdMember *m, MemberPlan *ret) {
         if (m->restoring) {
                 *ret = (MemberPlan){ .decision = MEMBER_KEEP,
                                      .reason = "a restore of its cluster is under way" };
@@ -404,7 +411,7 @@ static int replace_member(EtcdClient *c, PassEtcdMember *m, const char *marker, 
                 return r;
         etcd_member_list_done(&m->members);
         m->members = fresh;
-        pass_etcd_decide(m, plan); /* what another master did before we took the lock counts */
+        decide(m, plan); /* what another master did before we took the lock counts */
         if (plan->decision != MEMBER_REPLACE)
                 return 0;
         r = write_marker(marker, 0); /* first: a crash from here on is finished by the next pass */
@@ -565,31 +572,68 @@ static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember 
         return 0;
 }
 
-int pass_etcd_apply(Pass *p, PassObservation *o, const PassPlan *plan, const bool *only, char **texts,
-                    char ***owned, PassReport *rep) {
+/* The selections of the wave whose member's manifest this step decides: eligible, not held back by an
+ * earlier step, not restoring (the restore step owns its manifest). Their volume, or SIZE_MAX. */
+static size_t wave_member(const PassContext *ctx, PassWave wave, size_t k) {
+        const PassPlan *plan = ctx->plan;
+        const bool *only = pass_wave_selections(ctx, wave);
+        size_t i = plan->volumes.selections[k].volume;
+        if ((only && !only[k]) || i == SIZE_MAX || !plan->volumes.eligibility[i].eligible ||
+            !ctx->etcd_texts[k] || pass_restoring(ctx, i))
+                return SIZE_MAX;
+        return i;
+}
+
+/* A member whose volume was mounted in this pass was not observed (it had no file system yet): it is
+ * observed now and decided, into the context's decisions. */
+static int members_revise(PassContext *ctx, PassWave wave) {
+        const PassPlan *plan = ctx->plan;
+        if (ctx->obs->volumes_error < 0 || pass_wave_empty(ctx, wave))
+                return 0;
         for (size_t k = 0; k < plan->volumes.n_selections; k++) {
-                size_t i = plan->volumes.selections[k].volume;
-                if ((only && !only[k]) || i == SIZE_MAX || !plan->volumes.eligibility[i].eligible ||
-                    !texts[k])
+                size_t i = wave_member(ctx, wave, k);
+                PassEtcdMember *m = i == SIZE_MAX ? NULL : &ctx->obs->etcd_members[i];
+                if (!m || m->observed)
                         continue;
-                PassEtcdMember *m = &o->etcd_members[i];
-                MemberPlan d = plan->member_plans[i];
-                if (m->restoring) /* pass-restore.c owns its manifest */
+                int r = observe_member(ctx->pass, &plan->in, plan->view, i, m);
+                if (r < 0)
+                        return r;
+                decide(m, &ctx->member_plans[i]);
+        }
+        return 0;
+}
+
+static int members_apply(PassContext *ctx, PassWave wave) {
+        const PassPlan *plan = ctx->plan;
+        if (ctx->obs->volumes_error < 0 || pass_wave_empty(ctx, wave))
+                return 0;
+        pass_progress_step("etcd members");
+        for (size_t k = 0; k < plan->volumes.n_selections; k++) {
+                size_t i = wave_member(ctx, wave, k);
+                if (i == SIZE_MAX)
                         continue;
-                if (!m->observed) { /* mounted in this pass: look at it now */
-                        int r = pass_etcd_observe_member(p, &plan->in, plan->view, i, m);
-                        if (r < 0)
-                                return r;
-                        pass_etcd_decide(m, &d);
-                }
-                int r = apply_member(p, plan, i, m, &d, &texts[k], owned, rep);
+                int r = apply_member(ctx->pass, plan, i, &ctx->obs->etcd_members[i], &ctx->member_plans[i],
+                                     &ctx->etcd_texts[k], &ctx->etcd_owned, ctx->rep);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
+/* The decision for each member observed (pure: etcdapi/member-plan.h). */
+static int members_plan(const Pass *pass, const PassObservation *o, PassPlan *plan) {
+        plan->member_plans = new0(MemberPlan, o->in.n_volumes + 1);
+        if (!plan->member_plans)
+                return -ENOMEM;
+        for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
+                if (o->etcd_members[i].observed)
+                        decide(&o->etcd_members[i], &plan->member_plans[i]);
+        return 0;
+}
+
+static int members_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
+        if (o->volumes_error < 0 || !plan->member_plans)
+                return 0;
         for (size_t k = 0; k < plan->volumes.n_selections; k++) {
                 size_t i = plan->volumes.selections[k].volume;
                 if (i == SIZE_MAX || !plan->volumes.eligibility[i].eligible)
@@ -629,4 +673,16 @@ void pass_etcd_plan_print(const Pass *pass, const PassObservation *o, const Pass
                                 member_decision_to_string(d->decision), d->reason);
                 }
         }
+        return 0;
 }
+
+const PassStep pass_step_members = {
+        .name = "etcd members",
+        .stage = PASS_STAGE_ETCD,
+        .roles = 1U << NODE_ROLE_MASTER,
+        .observe = members_observe,
+        .plan = members_plan,
+        .revise = members_revise,
+        .apply = members_apply,
+        .print = members_print,
+};

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The helpers more than one step needs (pass-types.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/errors.h"
+#include "basic/log.h"
+#include "basic/string-util.h"
+#include "cloud/providers.h"
+#include "components/etcd.h"
+#include "daemon/pass-types.h"
+
+int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
+        const char *cloud = cloud_provider_to_string(spec->cloud.value); /* defaulted by the spec */
+        VolumeProviderConfig pc = {
+                .pool_dir = node->pool_dir,
+                .node_name = node->node_name,
+                .zone = node->zone,
+                .internal_ip = node->internal_ip,
+                .external_ip = node->external_ip,
+                .machine_id_file = node->machine_id_file,
+        };
+        _cleanup_free_ char *detail = NULL;
+        int r = volume_provider_open(strna(cloud), &pc, ret, &detail);
+        if (r < 0) {
+                if (detail)
+                        return log_error_errno(r, "Failed to open the '%s' volume provider: %s",
+                                               strna(cloud), detail);
+                return log_error_errno(r, "Failed to open the '%s' volume provider: %m", strna(cloud));
+        }
+        return 0;
+}
+
+Store *pass_store(PassContext *ctx, Store **owned, char **ret_error) {
+        const Pass *p = ctx->pass;
+        if (ctx->store && p->certs.store_url && streq(p->certs.store_url, p->spec->state_store))
+                return ctx->store;
+        if (store_open(p->spec->state_store, owned, ret_error) < 0)
+                return NULL;
+        return *owned;
+}
+
+CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters) {
+        const PkiSpec *pki = &spec->pki;
+        /* The loaded spec holds every default (spec.c's table: ecdsa-p256, rsa-2048, 87600h, 8760h): none is
+         * derived again here. SpecKeyType has PkiKeyType's values in its order (spec/spec.h). */
+        return (CertsSettings){
+                .store_url = spec->state_store,
+                .pki_dir = pki->dir,
+                .key_type = (PkiKeyType)pki->key_type.value,
+                .sa_key_type = (PkiKeyType)pki->service_account_key_type.value,
+                .ca_lifetime = pki->ca_lifetime.value,
+                .leaf_lifetime = pki->certificate_lifetime.value,
+                .cluster_name = spec->name,
+                .internal_suffix = spec->dns.internal_suffix,
+                .cluster_domain = spec->cluster_dns_domain,
+                .service_range = cluster_spec_service_range(spec),
+                .apiserver_port = (int)pass_apiserver_port(spec),
+                .etcd_clusters = etcd_clusters,
+                .kube_proxy = !spec->kube_proxy.enabled.set || spec->kube_proxy.enabled.value,
+                .self_hosted = spec->self_hosted.set && spec->self_hosted.value,
+        };
+}
+
+int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
+                       char **ret) {
+        _cleanup_free_ char *mount = volume_mount_path(pass->node.mount_root, id);
+        if (!mount)
+                return -ENOMEM;
+        EtcdMemberAssignment a = {
+                .cluster = e->etcd.cluster,
+                .member = e->etcd.member,
+                .members = e->etcd.members,
+                .mount_path = mount,
+                .existing = existing,
+        };
+        return etcd_manifest_render(pass->spec, &a, ret);
+}
+
+bool pass_dns_plannable(const PassObservation *o, const PassPlan *plan) {
+        return o->volumes_error >= 0 && o->dns_error >= 0 && o->dns_enabled && plan->view &&
+               (plan->view->n_masters > 0 || plan->view->n_members > 0);
+}
+
+bool pass_member_existing(const PassObservation *o, const PassPlan *plan, size_t i) {
+        const MemberPlan *d = plan->member_plans ? &plan->member_plans[i] : NULL;
+        if (!d || !o->etcd_members || !o->etcd_members[i].observed)
+                return false;
+        if (d->decision != MEMBER_KEEP)
+                return d->existing;
+        const char *text = o->in.observed ? o->in.observed[i].manifest_text : NULL;
+        return d->existing || (text && strstr(text, "--initial-cluster-state=existing"));
+}

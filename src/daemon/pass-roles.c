@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The roles' tables of steps: what a pass of a node of that role observes, plans, applies and prints, in
+ * which order (docs/ARCHITECTURE.md, "One pass, in one direction"). A new role is a new table here; a new
+ * step is its file and its rows in the tables of the roles that take it. Nothing outside these tables
+ * decides by role. */
+#include "basic/macro.h"
+#include "daemon/pass-types.h"
+#include "daemon/step-api-names.h"
+#include "daemon/step-backups.h"
+#include "daemon/step-certs.h"
+#include "daemon/step-control-plane.h"
+#include "daemon/step-dns.h"
+#include "daemon/step-etcd-manifests.h"
+#include "daemon/step-members.h"
+#include "daemon/step-pivot.h"
+#include "daemon/step-restore.h"
+#include "daemon/step-volumes.h"
+
+#define OBSERVE(s) \
+        { PASS_PHASE_OBSERVE, &(s), PASS_WAVE_ALL }
+#define PLAN(s) \
+        { PASS_PHASE_PLAN, &(s), PASS_WAVE_ALL }
+#define APPLY(s, wave) \
+        { PASS_PHASE_APPLY, &(s), (wave) }
+#define FINISH(s) \
+        { PASS_PHASE_FINISH, &(s), PASS_WAVE_ALL }
+#define PRINT(s) \
+        { PASS_PHASE_PRINT, &(s), PASS_WAVE_ALL }
+
+/* A master: its etcd members' volumes, DNS for discovery, the control plane and its certificates, etcd's
+ * membership, restores and backups, and the self-hosted pivot with its checkpoint.
+ *
+ * The pivot's record is read first: the API's names follow the pivot's turns while it is under way. The
+ * members are decided before the volumes are planned (whether a member's manifest is current depends on
+ * its decision); the certificates before the etcd manifests are rendered (a member gets its manifest once
+ * its pairs are there); the API's names before DNS (the desired records leave out whom they withhold).
+ *
+ * Every claim comes first (a lost one is known before any device work); DNS before the etcd manifests, so
+ * that a member's name already points here when kubelet starts etcd (docs/etcd-dns.md); a member's
+ * certificates before its manifest. A pass that brings up main's volume and another's takes main's wave
+ * first (its devices, certificates, restore, member, manifest), then the rest's: the API's etcd does not
+ * wait for the events volume. */
+static const PassRow master_rows[] = {
+        OBSERVE(pass_step_pivot),
+        OBSERVE(pass_step_volumes),
+        OBSERVE(pass_step_dns),
+        OBSERVE(pass_step_api_names),
+        OBSERVE(pass_step_members),
+        OBSERVE(pass_step_certs),
+        OBSERVE(pass_step_control_plane),
+
+        PLAN(pass_step_members),
+        PLAN(pass_step_volumes),
+        PLAN(pass_step_certs),
+        PLAN(pass_step_etcd_manifests),
+        PLAN(pass_step_api_names),
+        PLAN(pass_step_dns),
+        PLAN(pass_step_control_plane),
+
+        APPLY(pass_step_volumes, PASS_WAVE_ALL), /* every claim */
+        APPLY(pass_step_volume_devices, PASS_WAVE_FIRST),
+        APPLY(pass_step_dns, PASS_WAVE_ALL),
+        APPLY(pass_step_certs, PASS_WAVE_FIRST),
+        APPLY(pass_step_restore, PASS_WAVE_FIRST),
+        APPLY(pass_step_members, PASS_WAVE_FIRST),
+        APPLY(pass_step_etcd_manifests, PASS_WAVE_FIRST),
+        APPLY(pass_step_volume_devices, PASS_WAVE_REST),
+        APPLY(pass_step_certs, PASS_WAVE_REST),
+        APPLY(pass_step_restore, PASS_WAVE_REST),
+        APPLY(pass_step_members, PASS_WAVE_REST),
+        APPLY(pass_step_etcd_manifests, PASS_WAVE_REST),
+        APPLY(pass_step_control_plane, PASS_WAVE_ALL),
+        APPLY(pass_step_backups, PASS_WAVE_ALL),
+        APPLY(pass_step_volumes_done, PASS_WAVE_ALL),
+        APPLY(pass_step_pivot, PASS_WAVE_ALL), /* the checkpoint, then one pivot step */
+
+        FINISH(pass_step_dns), /* the changes still propagating, for /metrics */
+
+        PRINT(pass_step_volumes),
+        PRINT(pass_step_dns),
+        PRINT(pass_step_control_plane),
+        PRINT(pass_step_certs),
+        PRINT(pass_step_members),
+        PRINT(pass_step_pivot),
+        {},
+};
+
+static const PassRole roles[] = {
+        [NODE_ROLE_MASTER] = { .role = NODE_ROLE_MASTER, .rows = master_rows },
+};
+/* one table per role the node options accept */
+assert_cc(ELEMENTSOF(roles) == _NODE_ROLE_MAX);
+
+const PassRole *pass_role(NodeRole role) {
+        return role >= 0 && role < _NODE_ROLE_MAX ? &roles[role] : NULL;
+}

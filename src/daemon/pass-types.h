@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The pass's own data, shared by its steps (docs/ARCHITECTURE.md, "One pass, in one direction"):
+ *   Pass            what lives across passes: the spec, the node's settings, the volume provider, caches and
+ *                   what earlier passes left to follow (DNS changes propagating, backups seen);
+ *   PassObservation what one pass saw, data only: every read of the pass, made once;
+ *   PassPlan        what it will do, a pure function of (spec, node settings, observation);
+ *   PassContext     one run of a pass: the sessions it opened (DNS, state store), the apply's working state
+ *                   and the report; owned by the run, never by the observation or the plan;
+ *   PassStep        one step (volumes, DNS, certificates...): its observe, plan, apply and print;
+ *   PassRole        a role's table of steps: in which order they observe, plan, apply and print.
+ * A step's file includes this header and the rooms it needs, never another step's header: steps meet only
+ * in the observation, the plan and the context. The CLI sees none of this (daemon/pass.h). */
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "backup/backup-snapshot.h"
+#include "backup/backup.h"
+#include "certs/certs.h"
+#include "components/render.h"
+#include "daemon/node-settings.h"
+#include "daemon/pass.h"
+#include "daemon/report.h"
+#include "dns/dns-provider.h"
+#include "etcdapi/etcd-json.h"
+#include "etcdapi/member-plan.h"
+#include "model/conventions.h"
+#include "pivot/pivot.h"
+#include "spec/spec.h"
+#include "store/store.h"
+#include "volumes/volumes.h"
+
+/* What the last listing of an etcd cluster's backups found, kept across passes: an idle pass does not list
+ * the store's backups again while nothing can have changed (step-backups.c). */
+typedef struct PassBackupSeen {
+        char cluster[64];
+        usec_t slot;      /* CLOCK_REALTIME start of the slot the listing was made in */
+        usec_t listed_at; /* CLOCK_MONOTONIC of the listing */
+        PassBackupInfo info;
+} PassBackupSeen;
+
+/* Relist a cluster's backups this long after a listing that did not show the current slot's backup yet
+ * (another master may take it): the report follows another master's backup within this. */
+#define PASS_BACKUP_RELIST_USEC (60ULL * USEC_PER_SEC)
+
+struct Pass {
+        char *spec_path;
+        ClusterSpec *spec;
+        char **etcd_clusters;
+        VolumeProvider *provider;
+        NodeSettings node; /* node.mount_root points at mount_root */
+        char *mount_root;  /* canonical (path_canonicalize), resolved once: mountinfo is compared with it */
+        VolumesPassConfig cfg; /* the volume steps' settings for this node; report fields set per pass */
+        CertsSettings certs;   /* the spec's certificate settings (point into spec) */
+        bool force_renew;      /* `pki renew`: every certificate is reissued in the next pass */
+        /* DNS changes accepted and still propagating (Route 53: until INSYNC), kept across passes and
+         * asked about once per pass; a pass never waits for them */
+        DnsPending dns_pending;
+        PkiPairCache *pair_cache;      /* the node's certificate pairs as decoded in earlier passes */
+        KeystoreCache *keystore_cache; /* the keystore's objects as decoded in earlier passes */
+        unsigned n_backups_seen;
+        PassBackupSeen backups_seen[PASS_BACKUPS_MAX];
+        /* this process's backup uploads name themselves by it in their claims (made at the first): a
+         * later pass of the same process retries its own failed upload, nobody else takes it up */
+        char backup_upload_id[BACKUP_UPLOAD_ID_LEN + 1];
+        /* every master's apiserver pod has been seen Ready in the API since this process started: the
+         * passes stop reading them (step-api-names.c; docs/dns.md, "While the apiservers come up") */
+        bool api_pods_all_seen;
+};
+
+/* A held, mounted etcd member's volume and, when its data is gone or a replacement of ours is under way,
+ * what the other members say (docs/etcd-members.md). */
+typedef struct PassEtcdMember {
+        bool observed; /* the volume is held, mounted and eligible: its data was looked at */
+        EtcdDataState data;
+        bool change_pending; /* our marker on the volume */
+        unsigned promote_attempts;
+        bool queried;      /* the other members were asked */
+        int cluster_error; /* < 0: no other member answered the member list (cluster_message) */
+        char *cluster_message;
+        EtcdMemberList members;
+        size_t n_others, n_others_healthy;
+        char *lock_holder; /* another node's name, when it holds the membership lock */
+        char *peer_url;
+        char **tagged_peer_urls;
+        char **other_endpoints; /* the other members' client URLs */
+        int client_error;       /* the client could not be set up (no client certificate): why */
+        char *client_message;
+        bool restoring; /* a restore of its cluster is under way on the volume: no replacement, no backup */
+        char *data_message; /* data == ETCD_DATA_UNREADABLE: what could not be read, and why */
+} PassEtcdMember;
+
+void pass_etcd_member_done(PassEtcdMember *m);
+
+/* What one observation saw: data only (the sessions it read through are the context's). */
+typedef struct PassObservation {
+        int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
+        char *volumes_message; /* the provider's words on it */
+        VolumesObservation volumes;
+        VolumesInput in;     /* the volume planner's view of it (points into volumes and the pass) */
+        bool dns_enabled;    /* the spec names a DNS provider and it could be opened and read */
+        bool dns_tracks_ttl; /* its provider stores TTLs (hosts does not): they are compared */
+        int dns_error;       /* reading what DNS serves failed: the plan carries it to the report */
+        char *dns_message;
+        DnsRRsetList dns_served;
+        bool dns_repair;              /* the store needs a write even if nothing differs */
+        char **manifest_names;        /* control-plane manifests in the manifest dir (regular files) */
+        char **manifest_texts;        /* parallel to manifest_names */
+        CertsObservation certs;       /* the state store's keystore and the node's certificates */
+        usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
+        PassEtcdMember *etcd_members; /* parallel to in.volumes */
+        PivotRecord pivot_record;     /* the pivot's local record: which bootstrap manifests stay away */
+        /* The apiservers asked for the API's names (step-api-names.c). api_gated: this node can ask (DNS,
+         * a kubeconfig of its own); false: no master is left out of the names. */
+        bool api_gated;
+        DnsApiReadiness api;
+        char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
+} PassObservation;
+
+void pass_observation_done(PassObservation *o);
+
+typedef struct PassPlan {
+        VolumeObserved *observed; /* the observation's, with manifest_current set from the rendered text */
+        VolumesInput in;          /* in.observed = observed */
+        VolumesPlan volumes;
+        char **etcd_texts;       /* per volume selection: the etcd manifest for its member (NULL: none) */
+        char *etcd_render_error; /* rendering an etcd manifest failed: why */
+        ClusterView *view;       /* the masters and members after this pass's claims */
+        int dns_status;          /* 0; PK_EWAITING (nothing to publish yet); < 0 DNS cannot be planned */
+        char *dns_note;          /* why, when dns_status != 0 */
+        DnsRRsetList dns_desired;
+        DnsRRsetList dns_changes; /* the RRsets to replace, in one batch */
+        bool dns_send;            /* changes, or a repair the store needs */
+        char **api_withheld;      /* masters the API's names leave out this pass (dns_api_withheld()) */
+        char *api_note;           /* who and why, for the log, the report and `plan` */
+        RenderedManifests control_plane;
+        bool *control_plane_write; /* parallel to control_plane.items: differs from what is on disk */
+        const char *render_failed; /* the control plane could not be rendered: which component */
+        int render_error;
+        CertsPlan certs; /* the node's certificates for the members held after this pass's claims */
+        const char **held_members; /* per etcd cluster (parallel to Pass.etcd_clusters): the member this
+                                      node holds after the plan, NULL: none (points into volumes) */
+        MemberPlan *member_plans;  /* parallel to in.volumes: the decision for each observed member */
+} PassPlan;
+
+void pass_plan_done(PassPlan *p);
+
+/* Which selections an apply row works on. A pass that brings up the main etcd cluster's volume and
+ * another's does main's first (its devices, certificates, member and manifest), then the others': the
+ * API's etcd does not wait for the events volume (on EC2 an attachment). */
+typedef enum PassWave {
+        PASS_WAVE_ALL,   /* every selection; a step that works per wave does all of them here */
+        PASS_WAVE_FIRST, /* the first wave: every selection when the pass has one wave */
+        PASS_WAVE_REST,  /* the second wave: nothing when the pass has one wave */
+        _PASS_WAVE_MAX,
+        _PASS_WAVE_INVALID = -EINVAL,
+} PassWave;
+
+/* One run of a pass: created by pass_run() (or `plan`), freed at its end. */
+typedef struct PassContext {
+        Pass *pass;
+        PassObservation *obs;
+        const PassPlan *plan;
+        PassReport *rep;
+        bool last_round; /* a lost claim is not observed again: PASS_ROUNDS_MAX rounds were made */
+        /* sessions, opened by the observation's steps and used again by their apply */
+        DnsSession *dns; /* NULL: no DNS in the spec, or it could not be opened (obs->dns_error) */
+        Store *store;    /* the state store the certificates' observation opened (NULL: none) */
+        /* the apply's working state */
+        VolumesApply *volumes_apply; /* the volume steps of the plan, in their three phases */
+        bool *first, *rest;          /* the waves' selections; NULL: one wave of every selection */
+        bool *rest_etcd; /* the etcd clusters of the rest wave (a mask over Pass.etcd_clusters) */
+        /* The etcd manifest each selection will have written: the plan's texts, which the steps that act
+         * between the plan and the write may hold back (NULL) or replace with one rendered anew (kept in
+         * etcd_owned) through their revise hook, never by editing the plan. */
+        char **etcd_texts;
+        char **etcd_owned;
+        /* The members' decisions as the apply takes them: the plan's, and for a volume mounted in this
+         * pass the members step's revise hook observes it now and decides (parallel to in.volumes). */
+        MemberPlan *member_plans;
+        bool *restoring; /* parallel to in.volumes: the restore step found a restore under way on it */
+        bool volumes_interrupted; /* a claim or manifest step saw a stop or a lost race */
+        bool apply_failed;        /* an apply failed (out of memory): only after_failure steps run on */
+} PassContext;
+
+/* The selections of a wave, as a mask over plan->volumes.selections: NULL for every one (PASS_WAVE_ALL, and
+ * PASS_WAVE_FIRST when the pass has one wave). */
+static inline const bool *pass_wave_selections(const PassContext *ctx, PassWave wave) {
+        return wave == PASS_WAVE_REST ? ctx->rest : wave == PASS_WAVE_FIRST ? ctx->first : NULL;
+}
+/* Whether the wave has no selection at all (PASS_WAVE_REST when the pass has one wave). */
+static inline bool pass_wave_empty(const PassContext *ctx, PassWave wave) {
+        return wave == PASS_WAVE_REST && !ctx->rest;
+}
+/* Whether a restore is under way on volume i: as observed, or as the restore step found it this pass. */
+static inline bool pass_restoring(const PassContext *ctx, size_t i) {
+        return (ctx->obs->etcd_members && ctx->obs->etcd_members[i].restoring) ||
+               (ctx->restoring && ctx->restoring[i]);
+}
+
+/* One step of a pass. Every entry may be NULL. observe reads (once per pass) into ctx->obs; plan is pure
+ * over (pass, observation) and writes only its part of the plan; revise re-observes what the pass itself
+ * changed since the observation (a volume mounted in this pass) and re-decides, writing only the
+ * context's etcd_texts; apply acts on the wave's selections (0, 1 to observe and plan again: a lost
+ * claim, < 0 on a failure the report cannot carry: out of memory); finish reports what the round did;
+ * print shows the plan's part for `protokube plan`. Failures of the cluster (a DNS server down) go to the
+ * report, and the pass goes on with the next step. */
+typedef struct PassStep {
+        const char *name;   /* for the progress line and the docs */
+        PassStage stage;    /* where its failures count in the report */
+        unsigned roles;     /* the roles whose tables may hold it: 1 << NodeRole */
+        bool after_failure; /* its apply runs even after an earlier apply failed (the checkpoint) */
+        int (*observe)(PassContext *ctx);
+        int (*plan)(const Pass *pass, const PassObservation *o, PassPlan *plan);
+        int (*revise)(PassContext *ctx, PassWave wave);
+        int (*apply)(PassContext *ctx, PassWave wave);
+        int (*finish)(PassContext *ctx);
+        int (*print)(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
+} PassStep;
+
+typedef enum PassPhase {
+        PASS_PHASE_OBSERVE,
+        PASS_PHASE_PLAN,
+        PASS_PHASE_APPLY, /* revise, then apply */
+        PASS_PHASE_FINISH,
+        PASS_PHASE_PRINT,
+        _PASS_PHASE_MAX,
+        _PASS_PHASE_INVALID = -EINVAL,
+} PassPhase;
+
+/* One line of a role's table: in this phase, this step (on this wave). */
+typedef struct PassRow {
+        PassPhase phase;
+        const PassStep *step;
+        PassWave wave;
+} PassRow;
+
+typedef struct PassRole {
+        NodeRole role;
+        const PassRow *rows; /* in order; ended by a row without a step */
+} PassRole;
+
+/* The table of a role (pass-roles.c); NULL for a role without one. */
+const PassRole *pass_role(NodeRole role);
+
+/* Runs every row of phase of the pass's role, in order: observe and plan (-ENOMEM only), apply (0; 1:
+ * observe and plan again; < 0), finish, print. */
+int pass_run_phase(PassContext *ctx, PassPhase phase);
+int pass_plan_steps(const Pass *pass, const PassObservation *o, PassPlan *plan);
+int pass_print_steps(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
+
+/* A run's context: pass_context_done() closes its sessions and frees its working state. */
+void pass_context_done(PassContext *ctx);
+/* The observation of one run, into o (which ctx then points at); -ENOMEM and the fatal failures (logged). */
+int pass_observe_with(PassContext *ctx, PassObservation *o);
+/* Before the apply: the context's working copies of the plan's etcd texts and members' decisions. */
+int pass_context_prepare_apply(PassContext *ctx, const PassPlan *plan);
+/* For the verbs that print (`plan`, `volumes`, `pki show`): observe and plan with a context of their own,
+ * its sessions closed at the end. A provider that cannot be observed is an error here (logged). */
+int pass_observe_and_plan(Pass *p, PassObservation *o, PassPlan *plan);
+
+/* Helpers more than one step needs (pass-common.c). */
+
+/* kube-apiserver's port (the spec's securePort, APISERVER_PORT_DEFAULT in a spec made in code). */
+static inline unsigned pass_apiserver_port(const ClusterSpec *spec) {
+        return spec->kube_apiserver.secure_port.set ? (unsigned)spec->kube_apiserver.secure_port.value
+                                                    : APISERVER_PORT_DEFAULT;
+}
+
+/* The spec's certificate settings (pointing into spec and etcd_clusters, the etcd clusters' names in the
+ * spec's order), as a pass gives them to certs/. */
+CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clusters);
+
+/* The pass's state store: the context's (the certificates' observation opened it, when it could: one open
+ * per pass), else one opened now into *owned (the caller frees it). NULL with an error message when it
+ * cannot be opened. */
+Store *pass_store(PassContext *ctx, Store **owned, char **ret_error);
+
+/* The etcd manifest of volume i's member. */
+int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
+                       char **ret);
+
+/* Whether volume i's member gets initial-cluster-state=existing: as decided, and once written, for good: a
+ * member with data ignores the flag, so keeping it spares etcd a restart for a changed manifest. */
+bool pass_member_existing(const PassObservation *o, const PassPlan *plan, size_t i);
+
+/* Whether DNS can be planned this pass: the provider was observed and read, and the view has masters or
+ * members (an empty view is likelier a failed observation than a cluster without them: it must not wipe
+ * the records). */
+bool pass_dns_plannable(const PassObservation *o, const PassPlan *plan);
+
+/* Whether a restore of cluster is under way on the volume mounted at mount: 1, 0 when not (no restore
+ * record, or a finished one), < 0 when its record cannot be read or parsed (*ret_error: the path and why).
+ * Read by the restore step, and by the members' observation: a member whose data a restore moved aside is
+ * not blank. */
+int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_error);
+
+/* The pass's volume provider, from the spec's cloud and the node's settings; logs what failed. */
+int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);
