@@ -116,7 +116,9 @@ static int validate_feature_gates(const void *value, char **ret_message) {
                 return r;
         for (size_t i = 1; l && i < strv_length(l); i += 2)
                 if (component_config_parse_bool(l[i], &b) < 0) {
-                        *ret_message = strprintf("the value of %s must be true or false", l[i - 1]);
+                        char e[SPEC_ECHO_MAX];
+                        *ret_message =
+                            strprintf("%s: %s is not true or false", l[i - 1], spec_echo(e, l[i]));
                         return -EINVAL;
                 }
         return 0;
@@ -125,9 +127,10 @@ static int validate_feature_gates(const void *value, char **ret_message) {
 /* An IP address literal (v4 or v6): the kubelet's addresses and DNS servers. */
 static int validate_ip(const char *s, char **ret_message) {
         unsigned char a[16];
+        char e[SPEC_ECHO_MAX];
         if (s && (inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1))
                 return 0;
-        *ret_message = strdup("must be an IP address");
+        *ret_message = strprintf("%s is not an IP address", spec_echo(e, s ?: ""));
         return -EINVAL;
 }
 

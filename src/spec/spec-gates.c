@@ -85,9 +85,8 @@ static int check_beside_operator_file(const Field *table, const YamlNode *map, c
                         return -ENOMEM;
                 spec_errors_add_at(
                     ctx->errs, v,
-                    "%s: with %s set, Kubernetes %s reads this setting from that file's %s and "
-                    "ignores --%s: set %s there",
-                    name, own_name, ctx->version, f->file_field, f->flag ?: f->name, f->file_field);
+                    "%s: with %s set, Kubernetes %s ignores --%s and reads %s from that file: set it there",
+                    name, own_name, ctx->version, f->flag ?: f->name, f->file_field);
         }
         return 0;
 }
