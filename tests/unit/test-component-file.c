@@ -216,11 +216,11 @@ static void test_proxy_file(void **state) {
         assert_true(strv_equal(flags, want));
 
         /* a gate's value the loader would refuse, in a spec made in code */
-        char *gates[] = { "EndpointSliceProxying", "maybe", NULL };
+        char *gates[] = { "EndpointSliceProxying", "maybe", NULL }, **loaded = s->kube_proxy.feature_gates;
         s->kube_proxy.feature_gates = gates;
         ComponentConfigFile f = {};
         assert_int_equal(component_config_file(COMPONENT_KUBE_PROXY, s, &f), -EINVAL);
-        s->kube_proxy.feature_gates = NULL;
+        s->kube_proxy.feature_gates = loaded;
         assert_int_equal(
             component_file_render(&kube_proxy_file, kube_proxy_config_fields, &s->kube_proxy, 19, &f.text),
             0); /* no version gate on the proxy's file */
