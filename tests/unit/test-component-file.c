@@ -14,6 +14,7 @@
 #include "components/component-def.h"
 #include "components/component-file.h"
 #include "components/control-plane.h"
+#include "components/flags.h"
 #include "components/kubelet.h"
 #include "components/render.h"
 #include "manifest/pod-yaml.h"
@@ -228,6 +229,46 @@ static void test_proxy_file(void **state) {
         assert_int_equal(component_file_render(&kube_scheduler_file, kube_scheduler_config_fields,
                                                &s->kube_scheduler, 20, &f.text),
                          -EOPNOTSUPP);
+}
+
+/* A setting whose file has its field only from some minor on is a flag before and a field after (the row's
+ * file_k8s), and the file of a minor has only the fields it knows. */
+typedef struct Gated {
+        char *endpoint;
+        OptInt burst;
+} Gated;
+
+static void test_file_field_gate(void **state) {
+        static const Field fields[] = {
+                { .name = "endpoint",
+                  .type = FIELD_STRING,
+                  .offset = offsetof(Gated, endpoint),
+                  .flag = "container-runtime-endpoint",
+                  .file_field = "containerRuntimeEndpoint",
+                  .file_k8s = { .since = 27 } },
+                { .name = "burst",
+                  .type = FIELD_INT,
+                  .offset = offsetof(Gated, burst),
+                  .flag = "burst",
+                  .file_field = "burst" },
+                {},
+        };
+        static const ComponentFileVersion versions[] = { { {}, "x/v1" }, {} };
+        const ComponentFileDef def = { .kind = "Gated", .versions = versions };
+        Gated g = { .endpoint = (char *)"unix:///run/c.sock", .burst = { true, 7 } };
+        _cleanup_strv_free_ char **before = NULL, **after = NULL;
+        _cleanup_free_ char *text_before = NULL, *text_after = NULL;
+        assert_int_equal(flags_build_beside_file(fields, &g, 26, &before), 0);
+        assert_int_equal(flags_build_beside_file(fields, &g, 27, &after), 0);
+        char *want_before[] = { "--container-runtime-endpoint=unix:///run/c.sock", NULL };
+        assert_true(strv_equal(before, want_before));
+        assert_int_equal(strv_length(after), 0);
+        assert_int_equal(component_file_render(&def, fields, &g, 26, &text_before), 0);
+        assert_int_equal(component_file_render(&def, fields, &g, 27, &text_after), 0);
+        assert_string_equal(text_before, "apiVersion: x/v1\nburst: 7\nkind: Gated\n");
+        assert_string_equal(
+            text_after,
+            "apiVersion: x/v1\nburst: 7\ncontainerRuntimeEndpoint: unix:///run/c.sock\nkind: Gated\n");
 }
 
 /* The files in render's output, beside the manifests; none in the pass's flags-only form. */
@@ -489,6 +530,7 @@ int main(void) {
                 cmocka_unit_test(test_scheduler_by_version),
                 cmocka_unit_test(test_operator_file),
                 cmocka_unit_test(test_proxy_file),
+                cmocka_unit_test(test_file_field_gate),
                 cmocka_unit_test(test_render_files),
                 cmocka_unit_test(test_kubelet),
                 cmocka_unit_test(test_tables),
