@@ -6,9 +6,16 @@
  * image, trixie's 3.5.16; tests/vectors/etcd/README.md). */
 #include "unit-test.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "etcdapi/etcd-client.h"
 #include "etcdapi/upgrade-plan.h"
+#include "model/etcd-versions.h"
 
 static const char *const known[] = { "3.4.13", "3.5.16", NULL };
 
@@ -329,6 +336,101 @@ static void test_waits_for_the_upgraded_member(void **state) {
         expect_wait(&in, UPGRADE_WAIT_CATCH_UP, "etcd-c");
 }
 
+/* Run by tests/integration/test_etcd_upgrade.py against a real cluster in the middle of a rolling upgrade:
+ * UPGRADE_LIVE_MEMBERS="etcd-a=http://127.0.0.2:4001,..." in tag order, UPGRADE_LIVE_WANTED, and optionally
+ * UPGRADE_LIVE_BACKUP and UPGRADE_LIVE_ALLOW_DOWNGRADE=1. What the plan reads is read as the pass would read
+ * it (the member list, each member's status, the cluster version from GET /version), and the decision for
+ * each member is printed: "live-plan NAME DECISION WAIT REFUSAL SUBJECT". */
+#define LIVE_MEMBERS_MAX 8
+
+static void live_observe(EtcdClient *c, char **names, char **urls, size_t n, UpgradeMember *ms,
+                         EtcdStatus *st, size_t *ret_listed, char **ret_cluster) {
+        EtcdMemberList l = {};
+        char *err = NULL;
+        size_t listed = 0;
+        if (etcd_member_list(c, &l, &err) >= 0)
+                for (size_t i = 0; i < l.n; i++)
+                        listed += !l.items[i].is_learner;
+        for (size_t i = 0; i < n; i++) {
+                ms[i] = (UpgradeMember){ .name = names[i] };
+                for (size_t j = 0; j < l.n; j++)
+                        ms[i].listed =
+                            ms[i].listed || (streq(l.items[j].name, names[i]) && !l.items[j].is_learner);
+                free(err);
+                err = NULL;
+                if (etcd_maintenance_status(c, urls[i], &st[i], &err) < 0) {
+                        print_message("live-status %s: %s\n", names[i], strna(err));
+                        continue;
+                }
+                ms[i].version = st[i].version;
+                ms[i].healthy = st[i].leader != 0 && strv_length(st[i].errors) == 0;
+                ms[i].is_leader = st[i].leader == st[i].member_id;
+                ms[i].raft_index = st[i].raft_index;
+                EtcdVersion v = {};
+                if (!*ret_cluster && etcd_version(c, urls[i], &v, NULL) >= 0 && v.cluster)
+                        *ret_cluster = TAKE_PTR(v.cluster);
+                etcd_version_done(&v);
+        }
+        free(err);
+        etcd_member_list_done(&l);
+        *ret_listed = listed;
+}
+
+static void test_live(void **state) {
+        const char *members = getenv("UPGRADE_LIVE_MEMBERS"), *wanted = getenv("UPGRADE_LIVE_WANTED");
+        if (!members || !wanted) {
+                print_message(
+                    "not run here: tests/integration/test_etcd_upgrade.py runs it against real etcd\n");
+                skip();
+        }
+        char **pairs = NULL, *names[LIVE_MEMBERS_MAX + 1] = {}, *urls[LIVE_MEMBERS_MAX + 1] = {};
+        const char *allow = getenv("UPGRADE_LIVE_ALLOW_DOWNGRADE");
+        assert_int_equal(strv_split(members, ",", &pairs), 0);
+        size_t n = strv_length(pairs);
+        assert_true(n > 0 && n <= LIVE_MEMBERS_MAX);
+        for (size_t i = 0; i < n; i++) {
+                char *eq = strchr(pairs[i], '=');
+                assert_non_null(eq);
+                *eq = 0;
+                names[i] = pairs[i];
+                urls[i] = eq + 1;
+        }
+        EtcdClient *c = NULL;
+        EtcdClientConfig cfg = { .endpoints = urls, .timeout = 2 * USEC_PER_SEC };
+        assert_int_equal(etcd_client_new(&cfg, &c), 0);
+        UpgradeMember ms[LIVE_MEMBERS_MAX] = {};
+        EtcdStatus st[LIVE_MEMBERS_MAX] = {};
+        char *cluster = NULL;
+        size_t listed = 0;
+        live_observe(c, names, urls, n, ms, st, &listed, &cluster);
+        print_message("live-versions cluster=%s listed=%zu\n", strna(cluster), listed);
+        for (size_t self = 0; self < n; self++) {
+                UpgradePlanInput in = {
+                        .wanted = wanted,
+                        .known = etcd_versions_list(),
+                        .members = ms,
+                        .n_members = n,
+                        .n_listed = listed,
+                        .self = self,
+                        .cluster_version = cluster,
+                        .backup = getenv("UPGRADE_LIVE_BACKUP"),
+                        .allow_downgrade = allow && streq(allow, "1"),
+                };
+                UpgradePlan p;
+                upgrade_plan_decide(&in, &p);
+                print_message("live-plan %s %s %s %s %s version=%s healthy=%d leader=%d index=%" PRIu64 "\n",
+                              names[self], upgrade_decision_to_string(p.decision),
+                              upgrade_wait_to_string(p.wait), upgrade_refusal_to_string(p.refusal),
+                              strna(p.subject), strna(ms[self].version), ms[self].healthy,
+                              ms[self].is_leader, ms[self].raft_index);
+        }
+        for (size_t i = 0; i < n; i++)
+                etcd_status_done(&st[i]);
+        free(cluster);
+        etcd_client_free(c);
+        strv_free(pairs);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rolling_upgrade),
@@ -338,6 +440,7 @@ int main(void) {
                 cmocka_unit_test(test_roll_back_in_place),
                 cmocka_unit_test(test_waits_for_the_cluster),
                 cmocka_unit_test(test_waits_for_the_upgraded_member),
+                cmocka_unit_test(test_live),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
