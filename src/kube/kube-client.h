@@ -55,6 +55,8 @@ void kube_client_set_retry(KubeClient *c, const KubeRetryPolicy *p);
 /* Overrides the kubeconfig's (or config's) values; NULL keeps one. */
 int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error);
 const char *kube_client_server(const KubeClient *c);
+/* The CA file the client trusts the server by; NULL: the system's CAs. */
+const char *kube_client_ca_file(const KubeClient *c);
 
 /* The object, or -ENOENT (and a message) when it does not exist. Caller decrefs *ret; a Secret's holds its
  * data: the caller keeps it from logs and erases it before the decref (json_erase_values()). A Secret's
