@@ -48,7 +48,9 @@ static int report_write(JoinReport *rep, int r, const char *csr, const char *nod
         if (r == -ENOMEM || r == -ECANCELED)
                 return r;
         bool lost = r == PK_ECONFLICT || r == -EEXIST;
-        _cleanup_free_ char *m = strprintf("%s: %s", what, lost ? "another master wrote first" : strna(err));
+        _cleanup_free_ char *m =
+            strprintf("%s: %s%s%s%s", what, lost ? "another master wrote first (" : "", strna(err),
+                      lost ? ")" : "", lost ? ": read again next round" : "");
         if (!m)
                 return -ENOMEM;
         return report(rep, lost ? JOIN_OUTCOME_LOST_RACE : JOIN_OUTCOME_FAILED, csr, node, reason, m);

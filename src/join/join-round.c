@@ -180,6 +180,64 @@ void join_plan_done(JoinPlan *p) {
         *p = (JoinPlan){};
 }
 
+static bool binds(const JoinCsrPlan *e) {
+        return e->decision.verdict == JOIN_VERDICT_APPROVE && e->decision.bind != JOIN_BIND_NONE;
+}
+
+/* Whether another request binds e's node to another machine, and the names of all that bind it. */
+static int contest(const JoinObservation *o, const JoinPlan *p, size_t i, bool *ret, char **ret_names) {
+        const JoinDecision *d = &p->csrs[i].decision;
+        for (size_t j = 0; j < p->n_csrs; j++) {
+                const JoinDecision *e = &p->csrs[j].decision;
+                if (!binds(&p->csrs[j]) || !streq(e->node, d->node))
+                        continue;
+                *ret = *ret || !streq(e->machine, d->machine);
+                if (strextend_printf(ret_names, "%s%s", *ret_names ? ", " : "",
+                                     o->csrs[p->csrs[j].csr]->name) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A free name asked for by several machines in one round (a released name, and a request refused while
+ * it was taken still pending beside its replacement's): which one gets it must not depend on the order
+ * of a list, so none does, and the reason says which requests compete. */
+static int refuse_contested(const JoinObservation *o, JoinPlan *p) {
+        _cleanup_free_ char **why = new0(char *, p->n_csrs);
+        int r = 0;
+        if (!why)
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < p->n_csrs; i++) {
+                _cleanup_free_ char *names = NULL;
+                bool contested = false;
+                if (!binds(&p->csrs[i]))
+                        continue;
+                r = contest(o, p, i, &contested, &names);
+                if (r >= 0 && contested &&
+                    !(why[i] = strprintf("several machines ask for the free node name %s at once (requests "
+                                         "%s): none gets it until the others' requests are deleted",
+                                         p->csrs[i].decision.node, names)))
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; i < p->n_csrs; i++) {
+                JoinDecision *d = &p->csrs[i].decision;
+                if (!why[i])
+                        continue;
+                if (r >= 0) {
+                        free(d->reason);
+                        d->reason = TAKE_PTR(why[i]);
+                        d->verdict = JOIN_VERDICT_REFUSE;
+                        d->bind = JOIN_BIND_NONE;
+                        d->replaced = NULL;
+                        free(d->machine);
+                        d->machine = NULL;
+                        p->csrs[i].sign = false;
+                }
+                free(why[i]);
+        }
+        return r;
+}
+
 int join_plan(const JoinObservation *o, const JoinSettings *s, JoinPlan *ret) {
         _cleanup_(join_plan_done) JoinPlan p = {};
         JoinCluster cl = join_observation_cluster(o, s);
@@ -200,7 +258,10 @@ int join_plan(const JoinObservation *o, const JoinSettings *s, JoinPlan *ret) {
                 else /* approved by this round: its shape was checked by the decision */
                         e->sign = e->decision.verdict == JOIN_VERDICT_APPROVE && s->ca;
         }
-        int r = join_bindings_to_adopt(&cl, &p.adopt, &p.adopt_nodes, &p.n_adopt);
+        int r = refuse_contested(o, &p);
+        if (r < 0)
+                return r;
+        r = join_bindings_to_adopt(&cl, &p.adopt, &p.adopt_nodes, &p.n_adopt);
         if (r < 0)
                 return r;
         *ret = p;
