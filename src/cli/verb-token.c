@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/errors.h"
 #include "basic/fileio.h"
@@ -110,12 +111,20 @@ int verb_token_create(CliContext *ctx, char **args) {
         r = join_token_create(c, &spec, cli_kube_deadline(), &t, &err);
         if (r < 0)
                 return log_error_errno(r, "Failed to create a token: %s", strnull(err)), EXIT_ERROR;
-        printf("token: %s\nca-pin: %s\nexpires: %s\n", join_token_format(&t, text), pin,
-               spec.expiration > 0 ? format_rfc3339(when, spec.expiration) ?: "?" : "never");
-        r = fflush(stdout);
+        /* written past stdio, whose buffer would keep the token: this one is erased */
+        char out[256];
+        int n =
+            snprintf(out, sizeof(out), "token: %s\nca-pin: %s\nexpires: %s\n", join_token_format(&t, text),
+                     pin, spec.expiration > 0 ? format_rfc3339(when, spec.expiration) ?: "?" : "never");
+        r = n > 0 && (size_t)n < sizeof(out) && fflush(stdout) == 0
+                ? loop_write(STDOUT_FILENO, out, (size_t)n)
+                : -EIO;
+        explicit_bzero(out, sizeof(out));
         explicit_bzero(text, sizeof(text));
         join_token_erase(&t);
-        return r == 0 ? EXIT_SUCCESS : EXIT_ERROR;
+        if (r < 0)
+                return log_error_errno(r, "Failed to print the token: %m"), EXIT_ERROR;
+        return EXIT_SUCCESS;
 }
 
 static void print_info(const JoinTokenInfo *i, usec_t at) {

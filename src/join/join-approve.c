@@ -11,6 +11,7 @@
 #include "basic/strv.h"
 #include "join/join-approve.h"
 #include "join/join-pin.h"
+#include "kube/kube-name.h"
 #include "shared/crypto.h"
 
 #define MACHINE_KEY_PREFIX "key:" JOIN_PIN_PREFIX
@@ -218,6 +219,11 @@ int join_csr_decide(const JoinCsr *csr, const JoinCluster *cl, JoinDecision *ret
                 r = decide_request(csr, cl, node, &d);
         if (r < 0)
                 return r;
+        /* an ignored or malformed one still says its node when its subject does */
+        const char *cn_node = csr->request ? join_node_of_cn(csr->request->cn) : NULL;
+        if (!d.node && cn_node && kube_name_valid(KUBE_NAME_DNS_SUBDOMAIN, cn_node) &&
+            !(d.node = strdup(cn_node)))
+                return -ENOMEM;
         if (d.bind == JOIN_BIND_NONE) { /* the machine is the bind's: none without one */
                 free(d.machine);
                 d.machine = NULL;

@@ -88,6 +88,7 @@ static void test_what_a_round_takes_up(void **state) {
         assert_true(e->sign);
         e = planned(&o, &p, "approved-before");
         assert_int_equal(e->decision.verdict, JOIN_VERDICT_IGNORE);
+        assert_string_equal(e->decision.node, "w2"); /* for the log and `protokube csr` */
         assert_true(e->sign);
         assert_null(e->not_signed);
         e = planned(&o, &p, "hand-approved");
