@@ -151,6 +151,7 @@ extern const CliOption verb_kube_delete_options[];
 extern const CliOption verb_kube_probe_options[];
 extern const CliOption verb_token_create_options[];
 extern const CliOption verb_token_options[];
+extern const CliOption verb_token_delete_options[];
 extern const CliOption verb_csr_options[];
 extern const CliOption verb_csr_approve_options[];
 extern const CliOption verb_etcd_backup_options[];

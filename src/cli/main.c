@@ -169,10 +169,9 @@ static const CliVerb token_verbs[] = {
           .options = verb_token_options },
         { .name = "delete",
           .run = verb_token_delete,
-          .help = "delete a bootstrap token (its Secret)",
-          .options = verb_token_options,
-          .args_synopsis = "ID",
-          .min_args = 1,
+          .help = "delete a bootstrap token (its Secret), or with --expired every expired one",
+          .options = verb_token_delete_options,
+          .args_synopsis = "[ID]",
           .max_args = 1 },
         {},
 };

@@ -120,7 +120,8 @@ static void print_plan(const JoinObservation *o, const JoinPlan *p) {
 
 static int observe_and_plan(CsrContext *c, JoinObservation *o, JoinPlan *p) {
         _cleanup_free_ char *err = NULL;
-        int r = join_observe(c->api, cli_kube_deadline(), o, &err);
+        /* 0: each call its own deadline, the client's --timeout (a round makes many) */
+        int r = join_observe(c->api, 0, o, &err);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the CSRs: %s", strnull(err));
         r = join_plan(o, &c->settings, p);
@@ -147,7 +148,7 @@ int verb_csr_approve(CliContext *ctx, char **args) {
         bool failed = false;
         if (csr_context_open(ctx, true, &c) < 0 || observe_and_plan(&c, &o, &p) < 0)
                 return EXIT_ERROR;
-        int r = join_apply(c.api, &o, &p, &c.settings, now(CLOCK_REALTIME), cli_kube_deadline(), &rep);
+        int r = join_apply(c.api, &o, &p, &c.settings, now(CLOCK_REALTIME), 0, &rep);
         if (r < 0)
                 return log_error_errno(r, "The round was not finished: %m"), EXIT_ERROR;
         for (size_t i = 0; i < rep.n; i++) {

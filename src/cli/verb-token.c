@@ -67,6 +67,19 @@ const CliOption verb_token_options[] = {
         {},
 };
 
+static bool arg_expired;
+
+static int parse_expired(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        arg_expired = true;
+        return 0;
+}
+
+const CliOption verb_token_delete_options[] = {
+        CLI_KUBE_CLIENT_OPTIONS,
+        { .name = "expired", .help = "delete every expired token instead of one", .parse = parse_expired },
+        {},
+};
+
 /* The pin of the one CA certificate in the client's CA file: the CA a worker must find the API server's
  * certificate signed by. A file of several certificates has no one pin. */
 static int ca_pin(const KubeClient *c, char pin[static JOIN_PIN_TEXT_MAX]) {
@@ -159,9 +172,30 @@ int verb_token_list(CliContext *ctx, char **args) {
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_ERROR;
 }
 
+static int delete_expired(void) {
+        _cleanup_(kube_client_freep) KubeClient *c = NULL;
+        _cleanup_strv_free_ char **deleted = NULL;
+        _cleanup_free_ char *err = NULL;
+        if (cli_kube_open(&c) < 0)
+                return EXIT_ERROR;
+        int r = join_token_cleanup_expired(c, now(CLOCK_REALTIME), cli_kube_deadline(), &deleted, &err);
+        if (r < 0)
+                return log_error_errno(r, "Failed to delete the expired tokens: %s", strnull(err)),
+                       EXIT_ERROR;
+        STRV_FOREACH (id, deleted)
+                printf("token %s deleted (expired)\n", *id);
+        if (strv_length(deleted) == 0)
+                printf("no expired token\n");
+        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_ERROR;
+}
+
 int verb_token_delete(CliContext *ctx, char **args) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_free_ char *err = NULL;
+        if (arg_expired != !args[0])
+                return cli_usage_error("token delete", "give a token's ID or --expired (one of them)");
+        if (arg_expired)
+                return delete_expired();
         if (strchr(args[0], '.')) /* a whole token: its secret is not echoed */
                 return cli_usage_error("token delete",
                                        "give the token's id (the 6 characters before the '.')");

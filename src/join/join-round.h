@@ -48,6 +48,8 @@ typedef struct JoinObservation {
 
 void join_observation_done(JoinObservation *o);
 
+/* deadline, here and in join_apply(): of every call (kube-client.h); 0 gives each call its own, the
+ * client's call_timeout, as a round makes one call per CSR and binding. */
 int join_observe(KubeClient *c, usec_t deadline, JoinObservation *ret, char **ret_error);
 
 /* The cluster as the decision sees it: the observation's bindings and Nodes, the settings' machines. */

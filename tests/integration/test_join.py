@@ -337,3 +337,10 @@ def test_deleted_and_expired_tokens_no_longer_authenticate(api, joined):
     m.create_csr("csr-expired-token", m.request("/O=system:nodes/CN=system:node:late"), token=token, want=401)
     line = [ln for ln in pk(api, "token", "list", check=0).stdout.splitlines() if ln.startswith(token[:6])]
     assert len(line) == 1 and "(expired)" in line[0], line
+    # the expired ones are cleaned up; the others stay
+    p = pk(api, "token", "delete", "--expired", check=0)
+    assert f"token {token[:6]} deleted (expired)" in p.stdout, p.stdout
+    assert joined["token"][:6] not in p.stdout
+    listed = pk(api, "token", "list", check=0).stdout
+    assert token[:6] not in listed and joined["token"][:6] in listed, listed
+    assert "no expired token" in pk(api, "token", "delete", "--expired", check=0).stdout

@@ -324,6 +324,10 @@ def test_record_vectors(api):
                                    CM.replace("greeting:", "'bad key!':").replace("pk-test", "pk-bad"), ct),
         "create-409-exists.http": api.curl("POST", cm, json.dumps(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pk-rec"}}), "application/json"),
+        # a replace at a resourceVersion the object has left: the compare-and-set's refusal
+        "replace-409-conflict.http": api.curl("PUT", cm + "/pk-rec", json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pk-rec", "resourceVersion": "1"},
+             "data": {"greeting": "hello"}}), "application/json"),
         "delete-409-precondition.http": api.curl("DELETE", cm + "/pk-rec", json.dumps(
             {"kind": "DeleteOptions", "apiVersion": "v1",
              "preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}), "application/json"),
