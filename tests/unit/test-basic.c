@@ -238,6 +238,7 @@ static void test_dir_present(void **state) {
         _cleanup_free_ char *sub = strjoin(dir, "/d"), *loop = strjoin(dir, "/loop"),
                             *file = strjoin(dir, "/f"), *under = strjoin(dir, "/f/x");
         assert_int_equal(dir_present(sub), 0);
+        assert_int_equal(file_present(file), 0);
         assert_int_equal(mkdir(sub, 0755), 0);
         assert_int_equal(dir_present(sub), 1);
         assert_int_equal(symlink("loop", loop), 0);
@@ -245,6 +246,10 @@ static void test_dir_present(void **state) {
         assert_int_equal(write_file_atomic(file, "x", 1, 0644, 0), 1);
         assert_int_equal(dir_present(file), -ENOTDIR);
         assert_int_equal(dir_present(under), -ENOTDIR);
+        assert_int_equal(file_present(file), 1);
+        assert_int_equal(file_present(sub), -EBADFD);
+        assert_int_equal(file_present(loop), -ELOOP);
+        assert_int_equal(file_present(under), -ENOTDIR);
         unlink(file);
         unlink(loop);
         rmdir(sub);
