@@ -146,6 +146,9 @@ class Master:
         # One machine plays every master: each keeps its certificates in a directory of its own, so each has
         # its own copy of the spec with pki.dir set (a real master has /srv/kubernetes on its own disk).
         self.pki = os.path.join(self.dir, "pki")
+        # and its own state directory: a real master's /var/lib/protokube is its own, with the node's lock in
+        # it (one writer of the node's state at a time, docs/pki.md); shared, it would serialize the masters
+        self.state = os.path.join(self.dir, "state")
         self.spec = os.path.join(self.dir, "cluster.yaml")
         with open(cluster.spec) as src, open(self.spec, "w") as dst:
             dst.write(src.read().replace("  kubernetesVersion:", f"  pki:\n    dir: {self.pki}\n  kubernetesVersion:"))
@@ -167,7 +170,7 @@ class Master:
             ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
              "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
-            start_new_session=True)
+            start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
         if self.cluster.real:
             self.start_node()
 

@@ -68,7 +68,7 @@ class MasterAws(Master):
                   "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{c.double_url}/_as/{instance_id(self.name)}",
                   # no static keys and no credentials file: the instance role through IMDSv2, as on a master
                   "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.dir, "no-credentials"),
-                  "HOME": self.dir, "PROTOKUBE_AWS_BYID_DIR": c.byid})
+                  "HOME": self.dir, "PROTOKUBE_AWS_BYID_DIR": c.byid, "PROTOKUBE_STATE_DIR": self.state})
         return e
 
     def start(self, port):
