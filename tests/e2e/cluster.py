@@ -32,7 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "demo.k8s.test"
 K8S_VERSION_REAL = "1.20.2"  # the version scripts/k8s-binaries.sh builds: real kubelets run it
-ETCD_IMAGE_REAL = "registry.k8s.io/etcd:3.4.13-0"  # scripts/k8s-images.sh builds it from Debian's etcd
+# Debian's etcd (3.4) runs every member, real (scripts/k8s-images.sh builds the image from it) or simulated (the
+# pod runner starts the binary): the tag says so, since the manifest and a restore's tool follow the version
+ETCD_IMAGE_REAL = "registry.k8s.io/etcd:3.4.13-0"
 ZONE = "k8s.test"
 SUFFIX = f"internal.{CLUSTER}"
 
@@ -307,9 +309,9 @@ spec:
   stateStore: file://{self.state}
   etcdClusters:
     - name: main
-      image: {ETCD_IMAGE_REAL if self.real else "registry.k8s.io/etcd:3.5.16-0"}
+      image: {ETCD_IMAGE_REAL}
     - name: events
-      image: {ETCD_IMAGE_REAL if self.real else "registry.k8s.io/etcd:3.5.16-0"}
+      image: {ETCD_IMAGE_REAL}
   kubernetesVersion: {K8S_VERSION_REAL if self.real else "1.31.2"}
 {self.real_spec() if self.real else ""}""")
         allm = ",".join(members)

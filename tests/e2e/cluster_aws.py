@@ -224,9 +224,9 @@ spec:
   stateStore: s3://{STATE_BUCKET}/{CLUSTER}
   etcdClusters:
     - name: main
-      image: registry.k8s.io/etcd:3.5.16-0
+      image: registry.k8s.io/etcd:3.4.13-0
     - name: events
-      image: registry.k8s.io/etcd:3.5.16-0
+      image: registry.k8s.io/etcd:3.4.13-0
   kubernetesVersion: 1.31.2
 """)
 
