@@ -92,8 +92,10 @@ class Env:
         return out
 
     def in_ns(self, argv):
-        """argv in a private mount namespace whose /etc/hosts names the members (exec: the same PID)."""
-        return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+        """argv in a mount namespace of its own whose /etc/hosts names the members (exec: the same PID); a slave
+        of the host's, so that another test's unmount reaches it (a private copy would keep that test's volume
+        mounted, and busy, for as long as the member runs)."""
+        return ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c",
                 'mount --bind "$0" /etc/hosts && exec "$@"', self.hosts, *argv]
 
 
