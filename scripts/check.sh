@@ -45,6 +45,9 @@ fi
 step "Kubernetes 1.20.2 binaries (cached outside the repository; a cold build takes ~16 min)"
 if scripts/k8s-binaries.sh >/dev/null; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
+step "etcd 3.5.16 binaries (Debian trixie's packages, cached outside the repository; a few seconds)"
+if scripts/etcd-binaries.sh >/dev/null; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 step "integration tests (real components, ASan+UBSan binary)"
 if [[ -x build-asan/src/cli/protokube ]]; then
         PROTOKUBE_BIN=$PWD/build-asan/src/cli/protokube PROTOKUBE_BUILD=$PWD/build-asan \

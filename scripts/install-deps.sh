@@ -48,6 +48,12 @@ for svc in named bind9 knot etcd prometheus prometheus-node-exporter containerd;
         fi
 done
 
+# etcd 3.5.16 for the upgrade's tests and images (scripts/etcd-binaries.sh: Debian trixie's etcd-server and
+# etcd-client unpacked into a cache, nothing installed): once, then cached.
+if [[ $(id -u) -eq 0 ]]; then
+        "$(dirname "$0")/etcd-binaries.sh" >/dev/null
+fi
+
 # Node packages for the offline manifest checks (versions pinned by tests/k8s/package-lock.json).
 top=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -f $top/tests/k8s/package.json && ! -d $top/tests/k8s/node_modules ]]; then

@@ -4,11 +4,12 @@
 reachable): each an OCI image layout tarball of one uncompressed layer, whose index.json carries the annotation
 io.containerd.image.name = the exact NAME:TAG, so `ctr -n k8s.io images import TAR` makes kubelet find it.
 
-    k8s-images.py --out DIR --k8s-bin DIR --go-runner FILE --pause FILE --etcd-image NAME:TAG...
+    k8s-images.py --out DIR --k8s-bin DIR --go-runner FILE --pause FILE --etcd-image NAME:TAG[=BINDIR]...
 
 Called by scripts/k8s-images.sh, which builds go-runner and pause and picks the cache directory. Layers are
 reproducible (owner root, mtime 0, sorted), so the same inputs give the same digests. Writes DIR/images.json:
-[{"name": NAME:TAG, "tar": FILE NAME IN DIR}] for the importer."""
+[{"name": NAME:TAG, "tar": FILE NAME IN DIR}] for the importer. An etcd image's binaries are --etcd and
+--etcdctl, or those of BINDIR (etcd, etcdctl and, when it is there, etcdutl: etcd 3.5's data-dir tool)."""
 
 import argparse
 import hashlib
@@ -193,9 +194,21 @@ def main():
     ap.add_argument("--etcdctl", default="/usr/bin/etcdctl")
     ap.add_argument("--etcd-image", action="append", default=[])
     a = ap.parse_args()
-    for img in a.etcd_image:
+    etcds = []
+    for spec in a.etcd_image or ["registry.k8s.io/etcd:3.4.13-0"]:
+        img, _, bindir = spec.partition("=")
         if not re.fullmatch(r"[a-z0-9.-]+(/[a-z0-9._-]+)+:[A-Za-z0-9._-]+", img):
             raise SystemExit(f"k8s-images: etcd image '{img}' is not NAME:TAG")
+        if bindir:
+            tools = {t: os.path.join(bindir, t) for t in ("etcd", "etcdctl", "etcdutl")}
+            if not os.access(tools["etcdutl"], os.X_OK):
+                del tools["etcdutl"]
+        else:
+            tools = {"etcd": a.etcd, "etcdctl": a.etcdctl}
+        for t, path in tools.items():
+            if not os.access(path, os.X_OK):
+                raise SystemExit(f"k8s-images: no executable '{path}' for {img}'s {t}")
+        etcds.append((img, tools))
     os.makedirs(a.out, exist_ok=True)
     made = []
 
@@ -217,13 +230,13 @@ def main():
         name = f"registry.k8s.io/{kube}:{K8S_VERSION}"
         made.append((name, write_image(a.out, name, r, ["/usr/local/bin/" + kube])))
 
-    for name in a.etcd_image or ["registry.k8s.io/etcd:3.4.13-0"]:
+    for name, tools in etcds:
         r = Rootfs()
         r.base()
-        r.elf("/usr/local/bin/etcd", a.etcd)
-        # a restore's init container (docs/etcd-restore.md) runs the image's own etcdctl from a shell script,
-        # as registry.k8s.io/etcd:3.4.13-0 has them: Debian's etcd-client and dash with the tools it calls
-        r.elf("/usr/local/bin/etcdctl", a.etcdctl)
+        # a restore's init container (docs/etcd-restore.md) runs the image's own etcdctl (etcdutl for 3.5)
+        # from a shell script, as registry.k8s.io/etcd has them, with dash and the tools the script calls
+        for t, path in tools.items():
+            r.elf("/usr/local/bin/" + t, path)
         r.elf("/bin/sh", "/bin/dash")
         for tool in ("rm", "mv", "rmdir"):
             r.elf("/bin/" + tool, "/bin/" + tool)

@@ -6,20 +6,23 @@
 # (tests/k8s/node.py does this for every node).
 #
 #   scripts/k8s-images.sh [ETCD_IMAGE...]   -> prints the cache directory; the build time on stderr
-#                                              (default etcd image: registry.k8s.io/etcd:3.4.13-0)
+#                                              (default etcd images: registry.k8s.io/etcd:3.4.13-0 and
+#                                              registry.k8s.io/etcd:3.5.16-0)
 #   PROTOKUBE_IMAGES_CACHE=DIR                 parent of the cache directories (default /var/cache/protokube)
 #
 # Images: registry.k8s.io/pause:3.2 (gcc -Os -static of the Kubernetes tree's build/pause/linux/pause.c);
 # registry.k8s.io/kube-{apiserver,controller-manager,scheduler,proxy}:v1.20.2 (the static binaries of
 # scripts/k8s-binaries.sh at /usr/local/bin/<name> and our /go-runner, tools/go-runner/go-runner.c; kube-proxy
-# also gets Debian's legacy iptables); each etcd image: Debian's /usr/bin/etcd at /usr/local/bin/etcd with the
-# libraries it links and ld.so. All but pause have a minimal /etc/passwd, /etc/group, /etc/nsswitch.conf
+# also gets Debian's legacy iptables); each etcd image: an etcd at /usr/local/bin/etcd with the libraries it
+# links and ld.so, and its etcdctl (and etcdutl where the version has one) beside it. The tag says which etcd:
+# 3.5.16-N is Debian trixie's 3.5.16 (scripts/etcd-binaries.sh fetches it), any other tag this system's
+# /usr/bin/etcd (bookworm's etcd-server, 3.4; its image keeps kops' tag 3.4.13-0). All but pause have a minimal /etc/passwd, /etc/group, /etc/nsswitch.conf
 # (files before dns) and /tmp.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 if (($# == 0)); then
-        set -- registry.k8s.io/etcd:3.4.13-0
+        set -- registry.k8s.io/etcd:3.4.13-0 registry.k8s.io/etcd:3.5.16-0
 fi
 bin=$("$top/scripts/k8s-binaries.sh")
 src=$(dirname "$bin")/src/kubernetes-1.20.2
@@ -38,12 +41,34 @@ etcdctl=/usr/bin/etcdctl # a restore's init container runs it (docs/etcd-restore
         echo "k8s-images: no '$etcdctl' (install etcd-client)" >&2
         exit 1
 }
+# Each etcd image's binaries: NAME=DIR for k8s-images.py (DIR holds etcd, etcdctl and maybe etcdutl), or NAME
+# alone for this system's etcd. Only the tags of the versions protokube knows (docs/etcd-versions.md) are
+# mapped; a 3.5 tag other than 3.5.16 has no binaries here and is refused rather than built from 3.4.
+etcd_specs=()
+etcd_bins=("$etcd" "$etcdctl")
+for img in "$@"; do
+        tag=${img##*:}
+        case $tag in
+        3.5.16 | 3.5.16-*)
+                dir=$("$top/scripts/etcd-binaries.sh")
+                etcd_specs+=("$img=$dir")
+                etcd_bins+=("$dir/etcd" "$dir/etcdctl" "$dir/etcdutl")
+                ;;
+        3.5* | 3.6* | 3.7*)
+                echo "k8s-images: no etcd binaries for '$img' (this machine has 3.4 and 3.5.16)" >&2
+                exit 1
+                ;;
+        *) etcd_specs+=("$img") ;;
+        esac
+done
 
-# The key: the contents of the sources and scripts, the etcd binary and its libraries, the image names, and
+# The key: the contents of the sources and scripts, the etcd binaries and their libraries, the image names, and
 # the identity (size, mtime) of the large Kubernetes binaries (hashing 400 MB on every run costs seconds).
 key=$({
-        sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/scripts/k8s-images.py" "$0" "$etcd" "$etcdctl" /bin/dash
-        ldd "$etcd" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | xargs -r readlink -f | xargs -r sha256sum
+        # contents only: the same files reached by another path (the script run as ./scripts/... or by its
+        # absolute path) are the same key
+        sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/scripts/k8s-images.py" "$0" "${etcd_bins[@]}" /bin/dash | cut -d' ' -f1
+        ldd "${etcd_bins[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $1 !~ /:$/ {print $1}' | sort -u | xargs -r readlink -f | xargs -r sha256sum
         stat -L -c '%n %s %Y' "$bin"/kube-* /usr/sbin/xtables-legacy-multi 2>/dev/null || true
         gcc --version | head -1
         printf '%s\n' "$@"
@@ -69,8 +94,8 @@ gcc -std=gnu11 -Os -static -Wall -Wextra -Werror -o "$work/go-runner" "$top/tool
 # pause.c as upstream builds it (build/pause/Makefile: -Os -Wall -Werror -static, VERSION defined).
 gcc -Os -Wall -Werror -static -DVERSION=v3.2-protokube -o "$work/pause" "$pause_c"
 args=()
-for img in "$@"; do
-        args+=(--etcd-image "$img")
+for spec in "${etcd_specs[@]}"; do
+        args+=(--etcd-image "$spec")
 done
 /usr/bin/python3 "$top/scripts/k8s-images.py" --out "$work/images" --k8s-bin "$bin" \
         --go-runner "$work/go-runner" --pause "$work/pause" --etcd "$etcd" "${args[@]}"

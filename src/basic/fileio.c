@@ -253,6 +253,13 @@ int dir_present(const char *path) {
         return S_ISDIR(st.st_mode) ? 1 : -ENOTDIR;
 }
 
+int file_present(const char *path) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return S_ISREG(st.st_mode) ? 1 : -EBADFD;
+}
+
 int mkdir_p(const char *path, mode_t mode) {
         _cleanup_free_ char *p = strdup(path);
         if (!p)

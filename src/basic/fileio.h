@@ -40,6 +40,8 @@ int rm_rf_at(int dfd, const char *name);
 /* Whether path is a directory: 1 yes, 0 absent (ENOENT only), -ENOTDIR when it is something else, -errno
  * when it cannot be looked at (EIO, ELOOP, EACCES...): an error is never taken for absence. */
 int dir_present(const char *path);
+/* The same for a regular file: 1, 0 when absent, -EBADFD when it is something else, -errno. */
+int file_present(const char *path);
 
 /* mkdir -p with mode for each created component. */
 int mkdir_p(const char *path, mode_t mode);

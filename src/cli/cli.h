@@ -12,6 +12,7 @@
 
 #include "basic/time-util.h"
 #include "daemon/node-settings.h"
+#include "model/pki-layout.h"
 
 enum {
         EXIT_CONVERGED = 0,
@@ -120,6 +121,11 @@ int verb_kube_get(CliContext *ctx, char **args);
 int verb_kube_delete(CliContext *ctx, char **args);
 int verb_kube_readyz(CliContext *ctx, char **args);
 int verb_kube_livez(CliContext *ctx, char **args);
+int verb_token_create(CliContext *ctx, char **args);
+int verb_token_list(CliContext *ctx, char **args);
+int verb_token_delete(CliContext *ctx, char **args);
+int verb_csr(CliContext *ctx, char **args);
+int verb_csr_approve(CliContext *ctx, char **args);
 int verb_etcd_backups(CliContext *ctx, char **args);
 int verb_etcd_backup(CliContext *ctx, char **args);
 int verb_etcd_download(CliContext *ctx, char **args);
@@ -143,11 +149,39 @@ extern const CliOption verb_pki_init_options[];
 extern const CliOption verb_kube_options[];
 extern const CliOption verb_kube_delete_options[];
 extern const CliOption verb_kube_probe_options[];
+extern const CliOption verb_token_create_options[];
+extern const CliOption verb_token_options[];
+extern const CliOption verb_token_delete_options[];
+extern const CliOption verb_csr_options[];
+extern const CliOption verb_csr_approve_options[];
 extern const CliOption verb_etcd_backup_options[];
 extern const CliOption verb_etcd_download_options[];
 extern const CliOption verb_etcd_restore_options[];
 extern const CliOption verb_checkpoint_options[];
 extern const CliOption verb_pivot_options[];
+
+/* The Kubernetes API client's options (protokube's kubeconfig unless told otherwise), shared by the verbs
+ * that talk to the API (kube, token, csr); cli_kube_open() makes the client they say, and
+ * cli_kube_deadline() is a call's deadline (--timeout). Implemented in cli/verb-kube.c. */
+typedef struct KubeClient KubeClient;
+int cli_kube_option(const CliOption *o, CliContext *ctx, const char *value, const char *source);
+int cli_kube_open(KubeClient **ret);
+usec_t cli_kube_deadline(void);
+// clang-format off
+#define CLI_KUBE_CLIENT_OPTIONS                                                                                \
+        { .name = "kubeconfig", .arg_name = "FILE", .env = "PROTOKUBE_KUBECONFIG",                             \
+          .help = "the kubeconfig (default " PKI_DIR_DEFAULT "/protokube/kubeconfig: protokube's identity)",   \
+          .parse = cli_kube_option },                                                                          \
+        { .name = "server", .arg_name = "URL", .help = "the API server, instead of the kubeconfig's",          \
+          .parse = cli_kube_option },                                                                          \
+        { .name = "certificate-authority", .arg_name = "FILE",                                                 \
+          .help = "the CA bundle to trust, instead of the kubeconfig's", .parse = cli_kube_option },           \
+        { .name = "client-certificate", .arg_name = "FILE",                                                    \
+          .help = "the client certificate, instead of the kubeconfig's", .parse = cli_kube_option },           \
+        { .name = "client-key", .arg_name = "FILE", .help = "its key", .parse = cli_kube_option },             \
+        { .name = "timeout", .arg_name = "DURATION",                                                           \
+          .help = "the deadline of each call, retries included (default 60s)", .parse = cli_kube_option }
+// clang-format on
 
 /* The cluster as the volume provider sees it (masters, who holds which etcd member), for `dns` and the
  * daemon. Implemented in cli/observe.c. Caller frees. */

@@ -156,6 +156,36 @@ static const CliVerb kube_verbs[] = {
         {},
 };
 
+/* Bootstrap tokens for workers to join with (docs/workers.md), through the API like `kube`. */
+static const CliVerb token_verbs[] = {
+        { .name = "create",
+          .run = verb_token_create,
+          .help =
+              "create a bootstrap token; print it (once) and the pin of the CA the API server is trusted by",
+          .options = verb_token_create_options },
+        { .name = "list",
+          .run = verb_token_list,
+          .help = "list the bootstrap tokens: id, expiry, usages, groups, description (never the secret)",
+          .options = verb_token_options },
+        { .name = "delete",
+          .run = verb_token_delete,
+          .help = "delete a bootstrap token (its Secret), or with --expired every expired one",
+          .options = verb_token_delete_options,
+          .args_synopsis = "[ID]",
+          .max_args = 1 },
+        {},
+};
+
+/* The approver and signer of kubelet CSRs (docs/workers.md). */
+static const CliVerb csr_verbs[] = {
+        { .name = "approve",
+          .run = verb_csr_approve,
+          .help = "one round: bind, approve and sign what the rules allow; print each outcome and why",
+          .flags = CLI_NEEDS_SPEC,
+          .options = verb_csr_approve_options },
+        {},
+};
+
 /* etcd's backups in the state store (docs/etcd-backups.md). */
 static const CliVerb etcd_verbs[] = {
         { .name = "backups",
@@ -256,6 +286,15 @@ static const CliVerb verbs[] = {
         { .name = "kube",
           .help = "the Kubernetes API: apply, get, delete, readyz, livez",
           .sub_verbs = kube_verbs },
+        { .name = "token",
+          .help = "bootstrap tokens for workers: create, list, delete",
+          .sub_verbs = token_verbs },
+        { .name = "csr",
+          .run = verb_csr,
+          .help = "the kubelet CSRs and what the approver decides and why ('csr approve': one round)",
+          .flags = CLI_NEEDS_SPEC,
+          .options = verb_csr_options,
+          .sub_verbs = csr_verbs },
         { .name = "etcd",
           .help = "etcd's backups: backups, backup, download, restore",
           .sub_verbs = etcd_verbs },

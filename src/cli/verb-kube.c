@@ -23,7 +23,7 @@ static struct {
         usec_t timeout, wait;
 } arg_kube = { .timeout = 60 * USEC_PER_SEC };
 
-static int parse_kube_value(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+int cli_kube_option(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         const char **fields[] = {
                 &arg_kube.kubeconfig, &arg_kube.server,          &arg_kube.ca, &arg_kube.cert, &arg_kube.key,
                 &arg_kube.uid,        &arg_kube.resource_version
@@ -46,51 +46,34 @@ static int parse_kube_value(const CliOption *o, CliContext *ctx, const char *val
         return 0;
 }
 
-/* The client's options, shared by every sub-verb. */
-// clang-format off
-#define KUBE_CLIENT_OPTIONS                                                                                    \
-        { .name = "kubeconfig", .arg_name = "FILE", .env = "PROTOKUBE_KUBECONFIG",                             \
-          .help = "the kubeconfig (default " PKI_DIR_DEFAULT "/protokube/kubeconfig: protokube's identity)",   \
-          .parse = parse_kube_value },                                                                         \
-        { .name = "server", .arg_name = "URL", .help = "the API server, instead of the kubeconfig's",          \
-          .parse = parse_kube_value },                                                                         \
-        { .name = "certificate-authority", .arg_name = "FILE",                                                 \
-          .help = "the CA bundle to trust, instead of the kubeconfig's", .parse = parse_kube_value },          \
-        { .name = "client-certificate", .arg_name = "FILE",                                                    \
-          .help = "the client certificate, instead of the kubeconfig's", .parse = parse_kube_value },          \
-        { .name = "client-key", .arg_name = "FILE", .help = "its key", .parse = parse_kube_value },            \
-        { .name = "timeout", .arg_name = "DURATION",                                                           \
-          .help = "the deadline of each call, retries included (default 60s)", .parse = parse_kube_value }
-// clang-format on
-
 const CliOption verb_kube_options[] = {
-        KUBE_CLIENT_OPTIONS,
+        CLI_KUBE_CLIENT_OPTIONS,
         {},
 };
 
 const CliOption verb_kube_probe_options[] = {
-        KUBE_CLIENT_OPTIONS,
+        CLI_KUBE_CLIENT_OPTIONS,
         { .name = "wait",
           .arg_name = "DURATION",
           .help = "probe every second until ready, at most DURATION (default: once)",
-          .parse = parse_kube_value },
+          .parse = cli_kube_option },
         {},
 };
 
 const CliOption verb_kube_delete_options[] = {
-        KUBE_CLIENT_OPTIONS,
+        CLI_KUBE_CLIENT_OPTIONS,
         { .name = "uid",
           .arg_name = "UID",
           .help = "delete only if the object has this uid",
-          .parse = parse_kube_value },
+          .parse = cli_kube_option },
         { .name = "resource-version",
           .arg_name = "RV",
           .help = "delete only at this resourceVersion",
-          .parse = parse_kube_value },
+          .parse = cli_kube_option },
         {},
 };
 
-static int open_client(KubeClient **ret) {
+int cli_kube_open(KubeClient **ret) {
         _cleanup_free_ char *err = NULL, *def = NULL;
         const char *path = arg_kube.kubeconfig;
         int r;
@@ -114,7 +97,7 @@ static int open_client(KubeClient **ret) {
         return 0;
 }
 
-static usec_t deadline(void) {
+usec_t cli_kube_deadline(void) {
         return now(CLOCK_MONOTONIC) + arg_kube.timeout;
 }
 
@@ -138,7 +121,7 @@ static void print_applied(const json_t *obj) {
 
 int verb_kube_apply(CliContext *ctx, char **args) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        if (open_client(&c) < 0)
+        if (cli_kube_open(&c) < 0)
                 return EXIT_ERROR;
         for (size_t i = 0; args[i]; i++) {
                 _cleanup_free_ char *err = NULL;
@@ -150,7 +133,7 @@ int verb_kube_apply(CliContext *ctx, char **args) {
                                             : read_full_file_secret(args[i], KUBE_INPUT_MAX, &text, &len);
                 if (r < 0)
                         return log_error_errno(r, "Failed to read '%s': %m", args[i]), EXIT_ERROR;
-                r = kube_apply_text(c, text, len, deadline(), &applied, &err);
+                r = kube_apply_text(c, text, len, cli_kube_deadline(), &applied, &err);
                 erase_and_free(text, len);
                 if (r < 0)
                         return log_error_errno(r, "%s: %s", args[i], strnull(err)), EXIT_ERROR;
@@ -169,9 +152,9 @@ int verb_kube_get(CliContext *ctx, char **args) {
         json_t *obj = NULL;
         if (split_name(args[2], &ns, &name) < 0)
                 return log_oom(), EXIT_ERROR;
-        if (open_client(&c) < 0)
+        if (cli_kube_open(&c) < 0)
                 return EXIT_ERROR;
-        int r = kube_get(c, args[0], args[1], ns, name, deadline(), &obj, &err);
+        int r = kube_get(c, args[0], args[1], ns, name, cli_kube_deadline(), &obj, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", strnull(err)), EXIT_ERROR;
         json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -187,10 +170,10 @@ int verb_kube_delete(CliContext *ctx, char **args) {
         const char *name;
         if (split_name(args[2], &ns, &name) < 0)
                 return log_oom(), EXIT_ERROR;
-        if (open_client(&c) < 0)
+        if (cli_kube_open(&c) < 0)
                 return EXIT_ERROR;
         KubePreconditions pre = { .uid = arg_kube.uid, .resource_version = arg_kube.resource_version };
-        int r = kube_delete(c, args[0], args[1], ns, name, &pre, deadline(), &err);
+        int r = kube_delete(c, args[0], args[1], ns, name, &pre, cli_kube_deadline(), &err);
         if (r < 0)
                 return log_error_errno(r, "%s", strnull(err)), EXIT_ERROR;
         printf("%s %s deleted\n", args[1], args[2]);
@@ -200,11 +183,11 @@ int verb_kube_delete(CliContext *ctx, char **args) {
 static int probe(const char *endpoint) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_free_ char *err = NULL;
-        if (open_client(&c) < 0)
+        if (cli_kube_open(&c) < 0)
                 return EXIT_ERROR;
         int r = arg_kube.wait > 0
                     ? kube_wait_probe(c, endpoint, USEC_PER_SEC, now(CLOCK_MONOTONIC) + arg_kube.wait, &err)
-                    : kube_probe(c, endpoint, deadline(), &err);
+                    : kube_probe(c, endpoint, cli_kube_deadline(), &err);
         if (r < 0)
                 return log_error_errno(r, "%s", strnull(err)), EXIT_ERROR;
         printf("%s: ok\n", kube_client_server(c));

@@ -10,6 +10,7 @@
 #include "components/flags.h"
 #include "components/static-pod.h"
 #include "manifest/pod-yaml.h"
+#include "model/etcd-versions.h"
 #include "model/pki-layout.h"
 
 int etcd_cluster_ports(const EtcdClusterSpec *e, int *ret_client, int *ret_peer) {
@@ -173,9 +174,35 @@ static int cluster_flags(const ClusterSpec *spec, const EtcdMemberAssignment *m,
         return 0;
 }
 
-/* Only flags etcd 3.4 and 3.5 both know; sorted like every component's (flags.h). */
+static const char *etcd_image(const EtcdClusterSpec *e) {
+        return isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image;
+}
+
+/* The row of the cluster's version: the spec's (a loaded spec always has one), else its image's tag (a spec
+ * made in code); NULL for a version protokube does not run, whose flags nobody checked. */
+static const EtcdVersionInfo *etcd_cluster_version(const EtcdClusterSpec *e) {
+        char tag[ETCD_VERSION_MAX];
+        if (e->version)
+                return etcd_version_find(e->version);
+        return etcd_version_of_image(etcd_image(e), tag) >= 0 ? etcd_version_find(tag) : NULL;
+}
+
+static int version_flags(const EtcdVersionInfo *v, char ***f) {
+        for (const char *const *p = v->flags; p && *p; p++) {
+                const char *eq = strchr(*p, '=');
+                _cleanup_free_ char *name = eq ? strndup(*p, (size_t)(eq - *p)) : NULL;
+                if (!eq)
+                        return -EINVAL;
+                if (!name || flags_push(f, name, eq + 1) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The flags every version knows, and the version's own (model/etcd-versions.h); sorted like every
+ * component's (flags.h). */
 static int etcd_flags(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
-                      const EtcdLayout *l, char ***ret) {
+                      const EtcdLayout *l, const EtcdVersionInfo *v, char ***ret) {
         _cleanup_strv_free_ char **f = new0(char *, 1);
         if (!f)
                 return -ENOMEM;
@@ -190,6 +217,9 @@ static int etcd_flags(const ClusterSpec *spec, const EtcdClusterSpec *e, const E
                 if (r < 0)
                         return r;
         }
+        r = version_flags(v, &f);
+        if (r < 0)
+                return r;
         strv_sort(f);
         *ret = TAKE_PTR(f);
         return 0;
@@ -222,17 +252,19 @@ static int etcd_container(const EtcdClusterSpec *e, const EtcdLayout *l, Pod *po
         return 0;
 }
 
-/* The restore's step (docs/etcd-restore.md), with the etcd image's own etcdctl and shell, so nothing on the
- * host needs etcd's tools. It restores into a directory inside the data dir (the data dir is the volume
- * mount's target and cannot be replaced) and moves the result into place, so the data dir holds either no
- * member/ or a whole one; with member/ there it does nothing, and a kubelet that restarts the pod after the
- * restore finished leaves the data alone. The values are positional parameters, never spliced into the
- * script. */
-static const char restore_script[] =
+/* The restore's step (docs/etcd-restore.md), with the etcd image's own shell and restore tool (etcdctl, or
+ * etcdutl from 3.5 on: the version's row in model/etcd-versions.h), so nothing on the host needs etcd's
+ * tools. It restores into a directory inside the data dir (the data dir is the volume mount's target and
+ * cannot be replaced) and moves the result into place, so the data dir holds either no member/ or a whole
+ * one; with member/ there it does nothing, and a kubelet that restarts the pod after the restore finished
+ * leaves the data alone. The values are positional parameters, never spliced into the script; the tool's
+ * name, a constant of the table, goes between the two halves. */
+static const char restore_script_head[] =
     "set -e\n"
     "if [ -d \"$1/member\" ]; then rm -rf \"$1/restore.tmp\"; exit 0; fi\n"
-    "rm -rf \"$1/restore.tmp\"\n"
-    "etcdctl snapshot restore \"$2\" --data-dir \"$1/restore.tmp\" --name \"$3\" --initial-cluster \"$4\" "
+    "rm -rf \"$1/restore.tmp\"\n";
+static const char restore_script_tail[] =
+    " snapshot restore \"$2\" --data-dir \"$1/restore.tmp\" --name \"$3\" --initial-cluster \"$4\" "
     "--initial-cluster-token \"$5\" --initial-advertise-peer-urls \"$6\"\n"
     "mv \"$1/restore.tmp/member\" \"$1/member\"\n"
     "rmdir \"$1/restore.tmp\"\n";
@@ -247,9 +279,10 @@ static bool restore_id_ok(const char *id) {
 }
 
 static int etcd_restore_container(const ClusterSpec *spec, const EtcdMemberAssignment *m,
-                                  const EtcdLayout *l, const char *image, Pod *pod) {
+                                  const EtcdLayout *l, const EtcdClusterSpec *e, const EtcdVersionInfo *v,
+                                  Pod *pod) {
         _cleanup_free_ char *dir = NULL, *host_dir = NULL, *snapshot = NULL, *name = NULL, *dns = NULL,
-                            *cluster = NULL, *token = NULL, *peer = NULL;
+                            *cluster = NULL, *token = NULL, *peer = NULL, *script = NULL;
         PodContainer *c;
         if (!restore_id_ok(m->restore_id))
                 return -EINVAL;
@@ -266,13 +299,12 @@ static int etcd_restore_container(const ClusterSpec *spec, const EtcdMemberAssig
         snapshot = strjoin(dir, "/", m->restore_id, ".db");
         token = strjoin(m->cluster, "-", m->restore_id);
         peer = strprintf("%s://%s:%d", l->scheme, dns, l->peer_port);
-        if (!host_dir || !snapshot || !token || !peer)
+        script = strjoin(restore_script_head, v->restore_tool, restore_script_tail);
+        if (!host_dir || !snapshot || !token || !peer || !script)
                 return -ENOMEM;
-        char *argv[] = { "/bin/sh",      "-c",        (char *)restore_script,
-                         "etcd-restore", l->data_dir, snapshot,
-                         name,           cluster,     token,
-                         peer,           NULL };
-        r = pod_add_init_container(pod, "etcd-restore", image, &c);
+        char *argv[] = { "/bin/sh", "-c",    script, "etcd-restore", l->data_dir, snapshot,
+                         name,      cluster, token,  peer,           NULL };
+        r = pod_add_init_container(pod, "etcd-restore", etcd_image(e), &c);
         if (r < 0)
                 return r;
         if (!(c->command = strv_copy(argv)) || pod_kv_set(&c->env, "ETCDCTL_API", "3") < 0)
@@ -286,18 +318,19 @@ static int etcd_restore_container(const ClusterSpec *spec, const EtcdMemberAssig
 }
 
 static int etcd_pod_new(const ClusterSpec *spec, const EtcdClusterSpec *e, const EtcdMemberAssignment *m,
-                        const EtcdLayout *l, Pod **ret, PodContainer **ret_container) {
+                        const EtcdLayout *l, const EtcdVersionInfo *v, Pod **ret,
+                        PodContainer **ret_container) {
         _cleanup_strv_free_ char **flags = NULL;
         _cleanup_free_ char *pod_name = NULL;
         int r = etcd_pod_name(m->cluster, &pod_name);
         if (r < 0)
                 return r;
-        r = etcd_flags(spec, e, m, l, &flags);
+        r = etcd_flags(spec, e, m, l, v, &flags);
         if (r < 0)
                 return r;
         StaticPodParams p = {
                 .name = pod_name,
-                .image = isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image,
+                .image = etcd_image(e),
                 .priority_class = PRIORITY_CLUSTER_CRITICAL,
                 .binary = ETCD_BINARY,
                 .flags = flags,
@@ -321,18 +354,20 @@ int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod *
                 return -ENOENT;
         if (!isempty(e->tls_dir) && (e->tls_dir[0] != '/' || string_has_cc(e->tls_dir)))
                 return -EINVAL;
+        const EtcdVersionInfo *v = etcd_cluster_version(e);
+        if (!v)
+                return -EINVAL;
         r = etcd_layout(e, m, &l);
         if (r < 0)
                 return r;
-        r = etcd_pod_new(spec, e, m, &l, &pod, &c);
+        r = etcd_pod_new(spec, e, m, &l, v, &pod, &c);
         if (r < 0)
                 return r;
         r = etcd_container(e, &l, pod, c);
         if (r < 0)
                 return r;
         if (m->restore_id) {
-                r = etcd_restore_container(spec, m, &l, isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image,
-                                           pod);
+                r = etcd_restore_container(spec, m, &l, e, v, pod);
                 if (r < 0)
                         return r;
         }

@@ -152,9 +152,10 @@ int pass_reload(Pass *p) {
 
 /* One round: observe, plan, apply. 1 when a claim was lost and the pass must observe and plan again. */
 static int run_round(Pass *p, bool last, PassReport *rep) {
-        _cleanup_(pass_context_done) PassContext ctx = { .pass = p, .rep = rep, .last_round = last };
         PassObservation o = {};
         PassPlan plan = {};
+        /* after o and plan: its cleanup runs while they are in scope */
+        _cleanup_(pass_context_done) PassContext ctx = { .pass = p, .rep = rep, .last_round = last };
         pass_progress_step("observing");
         int r = pass_observe_with(&ctx, &o);
         if (r < 0) {
@@ -174,6 +175,7 @@ static int run_round(Pass *p, bool last, PassReport *rep) {
                 r = pass_run_phase(&ctx, PASS_PHASE_APPLY);
         else
                 pass_report_error(rep, PASS_STAGE_DISCOVER, r, "out of memory");
+        pass_context_done(&ctx); /* first: its apply state points into the plan and the observation */
         pass_plan_done(&plan);
         pass_observation_done(&o);
         return r;

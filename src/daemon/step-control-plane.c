@@ -16,6 +16,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "daemon/pass-types.h"
+#include "daemon/progress.h"
 #include "daemon/step-control-plane.h"
 #include "manifest/manifest-dir.h"
 
@@ -123,6 +124,7 @@ static int control_plane_apply(PassContext *ctx, PassWave wave) {
         const PassPlan *plan = ctx->plan;
         PassReport *rep = ctx->rep;
         int r;
+        pass_progress_step("control-plane manifests");
         if (plan->render_error == PK_EWAITING) { /* the provider's failure is reported as such */
                 log_info("Control-plane manifests kept as they are: %s.", strna(plan->render_failed));
                 return 0;

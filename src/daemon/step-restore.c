@@ -66,16 +66,6 @@ static char *aside_path(const RestoreMember *m, const char *id) {
         return strjoin(m->data, ".pre-restore-", id);
 }
 
-static bool is_dir(const char *path) {
-        struct stat st;
-        return path && stat(path, &st) >= 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *path) {
-        struct stat st;
-        return path && stat(path, &st) >= 0 && S_ISREG(st.st_mode);
-}
-
 /* The paths of the member of selection e on its mounted volume; 0 with nothing set when it is not mounted
  * (decided once it is). 1 when set. */
 static int member_paths(const Pass *p, const VolumeEligibility *e, const char *volume_id, RestoreMember *m) {
@@ -223,7 +213,10 @@ static int move_aside(RestoreMember *m, const char *id, char **ret_error) {
         _cleanup_free_ char *aside = aside_path(m, id);
         if (!aside)
                 return -ENOMEM;
-        if (is_dir(aside)) {
+        int r = dir_present(aside);
+        if (r < 0) /* unreadable is not absent: nothing moves */
+                return error_setf(ret_error, r, "cannot read '%s': %s", aside, pk_strerror(r));
+        if (r > 0) {
                 if (rmdir(m->data) < 0 && errno != ENOENT)
                         return error_setf(ret_error, -errno, "both '%s' and '%s' exist: %m", m->data, aside);
                 return 0;
@@ -264,23 +257,40 @@ static int put_manifest(const Pass *p, const RestoreMember *m, const char *text,
                      : 0;
 }
 
-static void gather(const Pass *p, const RestoreMember *m, const char *address, RestoreFacts *f) {
+/* Whether each of the paths is there: only absence (ENOENT) is "absent"; any other error (EIO of a failing
+ * volume, ELOOP, a file where a directory belongs) stops the restore's steps this pass, naming the path. */
+static int present(const char *path, bool dir, bool *ret, char **ret_error) {
+        int r = !path ? -ENOMEM : dir ? dir_present(path) : file_present(path);
+        if (r < 0)
+                return r == -ENOMEM ? r
+                                    : error_setf(ret_error, r, "cannot read '%s': %s", path, pk_strerror(r));
+        *ret = r > 0;
+        return 0;
+}
+
+static int gather(const Pass *p, const RestoreMember *m, const char *address, RestoreFacts *f,
+                  char **ret_error) {
         RestoreDecision d;
         *f = (RestoreFacts){ .request = m->have_request ? &m->request : NULL,
                              .request_finished = m->finished,
                              .state = m->have_state ? &m->state : NULL };
         restore_decide(f, &d); /* which request, how far: the facts to look at follow from it */
         if (!d.id)
-                return;
+                return 0;
         _cleanup_free_ char *snap = snapshot_path(m, d.id), *aside = aside_path(m, d.id),
                             *member = strjoin(m->data, "/member");
-        f->snapshot_present = is_file(snap);
-        f->data_present = is_dir(member);
-        f->aside_present = is_dir(aside);
+        int r = present(snap, false, &f->snapshot_present, ret_error);
+        if (r >= 0)
+                r = present(member, true, &f->data_present, ret_error);
+        if (r >= 0)
+                r = present(aside, true, &f->aside_present, ret_error);
+        if (r < 0)
+                return r;
         if (d.step == RESTORE_STEP_STOPPING)
                 f->etcd_running = proc_files_open_on(m->dev, NULL) != 0; /* unreadable /proc: not stopped */
         if (d.step == RESTORE_STEP_RESTORING && f->data_present)
                 f->member_healthy = member_healthy(p, address, m->cluster);
+        return 0;
 }
 
 /* The step reached, in the state file and (for `etcd restore --wait`) in the store; nothing when it is
@@ -356,11 +366,15 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
         _cleanup_free_ char *err = NULL;
         RestoreDecision d = {};
         RestoreFacts f;
+        bool unreadable = false;
         int r = read_state(m, &err);
         if (r >= 0)
                 r = read_request(s, m, &err);
         for (unsigned n = 0; r >= 0 && n < RESTORE_STEPS_MAX; n++) {
-                gather(p, m, address, &f);
+                if ((r = gather(p, m, address, &f, &err)) < 0) {
+                        unreadable = true;
+                        break;
+                }
                 restore_decide(&f, &d);
                 *ret_in_progress = *ret_in_progress || d.in_progress || d.action == RESTORE_STOP;
                 if (d.action == RESTORE_NOTHING || d.action == RESTORE_CONFLICT)
@@ -371,6 +385,10 @@ static int restore_member(Pass *p, Store *s, RestoreMember *m, const char *addre
         }
         if (r == -ENOMEM)
                 return r;
+        if (unreadable) { /* a restore is known but its files cannot be looked at: etcd's manifest is held */
+                *ret_in_progress = true;
+                *text = NULL;
+        }
         bool done = d.step == RESTORE_STEP_DONE || d.action == RESTORE_REPORT_DONE;
         if (*ret_in_progress && !d.restore_manifest && !done)
                 *text = NULL; /* etcd stays stopped */

@@ -81,13 +81,14 @@ static int call_endpoint(EtcdClient *c, const char *endpoint, const char *path, 
         HttpResponse resp = {};
         if (!url)
                 return -ENOMEM;
+        /* the gateway's calls are POSTs with a JSON body; without a body, a GET (etcd's /version) */
         HttpRequest req = {
-                .method = "POST",
+                .method = body ? "POST" : "GET",
                 .url = url,
-                .headers = hdr,
-                .n_headers = ELEMENTSOF(hdr),
+                .headers = body ? hdr : NULL,
+                .n_headers = body ? ELEMENTSOF(hdr) : 0,
                 .body = body,
-                .body_len = strlen(body),
+                .body_len = body ? strlen(body) : 0,
                 .timeout = c->timeout,
                 .connect_timeout = MIN(c->timeout, 2 * USEC_PER_SEC),
                 .max_response = ETCD_RESPONSE_MAX,
@@ -248,6 +249,17 @@ int etcd_maintenance_status(EtcdClient *c, const char *endpoint, EtcdStatus *ret
                 return r;
         return PARSED(etcd_parse_status(resp.body, resp.body_len, ret), "maintenance status", resp,
                       ret_error);
+}
+
+int etcd_version(EtcdClient *c, const char *endpoint, EtcdVersion *ret, char **ret_error) {
+        HttpResponse resp;
+        int code;
+        if (!endpoint_ok(endpoint))
+                return error_setf(ret_error, -EINVAL, "not an etcd endpoint: '%s'", endpoint);
+        int r = call_endpoint(c, endpoint, "/version", NULL, &resp, &code, ret_error);
+        if (r < 0)
+                return r;
+        return PARSED(etcd_parse_version(resp.body, resp.body_len, ret), "version", resp, ret_error);
 }
 
 int etcd_kv_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A client of etcd's v3 HTTP/JSON gateway (etcd 3.4: POST /v3/...), over shared/http.h with a
- * client certificate for etcd's client-cert-auth. No gRPC: the gateway is part of every etcd 3.4 server.
+/* A client of etcd's v3 HTTP/JSON gateway (etcd 3.4 and 3.5: POST /v3/...), over shared/http.h with a
+ * client certificate for etcd's client-cert-auth. No gRPC: the gateway is part of every etcd 3.4 and 3.5
+ * server.
  *
  * A call goes to the endpoints in turn: one that cannot be reached (refused, unresolvable, timed out) or
  * that answers "unavailable" (no leader) is passed over for the next; any other answer is final. Every
@@ -43,6 +44,10 @@ int etcd_member_promote(EtcdClient *c, uint64_t id, char **ret_error);
 
 /* Maintenance: the status of the one member at endpoint (not in turn: it is that member's health). */
 int etcd_maintenance_status(EtcdClient *c, const char *endpoint, EtcdStatus *ret, char **ret_error);
+
+/* The version of the one member at endpoint and the cluster version it knows (GET /version, not in turn). An
+ * upgrade reads each member's running version here or in its status, and the cluster version here. */
+int etcd_version(EtcdClient *c, const char *endpoint, EtcdVersion *ret, char **ret_error);
 
 /* KV. Keys and values are bytes. range_end NULL: the one key. */
 int etcd_kv_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end,

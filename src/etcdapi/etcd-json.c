@@ -7,6 +7,7 @@
 
 #include "basic/errors.h"
 #include "basic/parse-util.h"
+#include "basic/semver.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "shared/crypto.h"
@@ -32,6 +33,12 @@ void etcd_status_done(EtcdStatus *s) {
         free(s->version);
         strv_free(s->errors);
         *s = (EtcdStatus){};
+}
+
+void etcd_version_done(EtcdVersion *v) {
+        free(v->server);
+        free(v->cluster);
+        *v = (EtcdVersion){};
 }
 
 void etcd_kv_list_done(EtcdKvList *l) {
@@ -276,6 +283,39 @@ int etcd_parse_status(const char *body, size_t len, EtcdStatus *ret) {
                 return r;
         }
         *ret = s;
+        return 0;
+}
+
+/* A required MAJOR.MINOR.PATCH string (etcd never reports a pre-release in a release build). */
+static int get_semver(json_t *o, const char *key, char **ret) {
+        json_t *v = json_object_get(o, key);
+        Semver s;
+        if (!json_is_string(v) || json_string_length(v) > 32 ||
+            semver_parse(json_string_value(v), 0, &s) < 0)
+                return PK_EMALFORMED;
+        char *c = strdup(json_string_value(v));
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+int etcd_parse_version(const char *body, size_t len, EtcdVersion *ret) {
+        _cleanup_(json_decrefp) json_t *root = NULL;
+        EtcdVersion v = {};
+        int r = load(body, len, &root);
+        if (r < 0)
+                return r;
+        json_t *cluster = json_object_get(root, "etcdcluster");
+        r = get_semver(root, "etcdserver", &v.server);
+        /* etcd's word for a cluster version not decided yet (api/version.go's "not_decided") */
+        if (r >= 0 && !(json_is_string(cluster) && streq(json_string_value(cluster), "not_decided")))
+                r = get_semver(root, "etcdcluster", &v.cluster);
+        if (r < 0) {
+                etcd_version_done(&v);
+                return r;
+        }
+        *ret = v;
         return 0;
 }
 

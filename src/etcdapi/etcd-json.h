@@ -43,6 +43,14 @@ typedef struct EtcdStatus {
         char **errors; /* etcd's own complaints ("etcdserver: no leader"), strv, never NULL */
 } EtcdStatus;
 
+/* GET /version of one member (not the gateway: etcd's own HTTP handler, on the client URL): the version of
+ * the binary it runs and the cluster version, which the leader moves to the lowest MAJOR.MINOR.0 that every
+ * member runs once they all run it ("3.4.0" while any member runs 3.4). */
+typedef struct EtcdVersion {
+        char *server;  /* "3.5.16" */
+        char *cluster; /* "3.5.0"; NULL while etcd has not decided it (a cluster that is starting) */
+} EtcdVersion;
+
 typedef struct EtcdKv {
         uint8_t *key, *value; /* decoded bytes, each NUL-terminated past its length */
         size_t key_len, value_len;
@@ -59,6 +67,7 @@ typedef struct EtcdKvList {
 void etcd_member_done(EtcdMember *m);
 void etcd_member_list_done(EtcdMemberList *l);
 void etcd_status_done(EtcdStatus *s);
+void etcd_version_done(EtcdVersion *v);
 void etcd_kv_list_done(EtcdKvList *l);
 
 /* The member with this peer URL, or NULL. */
@@ -72,6 +81,9 @@ int etcd_parse_member_list(const char *body, size_t len, EtcdMemberList *ret);
 /* member add: the new member and the list after it. */
 int etcd_parse_member_add(const char *body, size_t len, EtcdMember *ret_added, EtcdMemberList *ret_list);
 int etcd_parse_status(const char *body, size_t len, EtcdStatus *ret);
+/* /version: {"etcdserver":"3.5.16","etcdcluster":"3.5.0"}; each a MAJOR.MINOR.PATCH, the cluster's also
+ * "not_decided". */
+int etcd_parse_version(const char *body, size_t len, EtcdVersion *ret);
 /* kv range: the keys in the body's "kvs". */
 int etcd_parse_range(const char *body, size_t len, EtcdKvList *ret);
 /* kv txn: whether the compares held, and the keys of every range in "responses" (in order). */

@@ -129,6 +129,10 @@ const char *kube_client_server(const KubeClient *c) {
         return c->server;
 }
 
+const char *kube_client_ca_file(const KubeClient *c) {
+        return c->ca_file;
+}
+
 char *kube_query_escape(const char *s) {
         static const char hex[] = "0123456789ABCDEF";
         size_t n = strlen(s);

@@ -55,6 +55,8 @@ void kube_client_set_retry(KubeClient *c, const KubeRetryPolicy *p);
 /* Overrides the kubeconfig's (or config's) values; NULL keeps one. */
 int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_error);
 const char *kube_client_server(const KubeClient *c);
+/* The CA file the client trusts the server by; NULL: the system's CAs. */
+const char *kube_client_ca_file(const KubeClient *c);
 
 /* The object, or -ENOENT (and a message) when it does not exist. Caller decrefs *ret; a Secret's holds its
  * data: the caller keeps it from logs and erases it before the decref (json_erase_values()). A Secret's
@@ -101,6 +103,19 @@ int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, 
  * -ENOENT when the object does not exist. */
 int kube_merge_patch(KubeClient *c, const char *api_version, const char *kind, const char *ns,
                      const char *name, const json_t *patch, usec_t deadline, char **ret_error);
+/* Creates obj (POST to its collection, fieldManager protokube): the API's create-if-absent, -EEXIST when an
+ * object of that name exists (409 AlreadyExists). A namespaced object without metadata.namespace goes to
+ * "default". *ret (may be NULL) gets the stored object; a Secret's without its data (erased). The body is
+ * erased after the call. A create whose answer was lost is tried again and then answers -EEXIST: a caller
+ * that must know reads the object back. */
+int kube_create(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error);
+/* Replaces obj (PUT), or its subresource ("status", "approval"; NULL: the object itself), as a
+ * compare-and-set: obj's metadata.resourceVersion is required, and PK_ECONFLICT (409 Conflict) says the
+ * object changed since it was read at that version (another writer won; read it again). -ENOENT when it
+ * does not exist. *ret as for kube_create(). A replace whose answer was lost is tried again and then answers
+ * PK_ECONFLICT: the object is read again in any case. */
+int kube_replace(KubeClient *c, const json_t *obj, const char *subresource, usec_t deadline, json_t **ret,
+                 char **ret_error);
 /* One object as YAML or JSON text, sent as written; its identity (apiVersion, kind, metadata.name and
  * namespace) read from it. */
 int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,

@@ -10,6 +10,7 @@
 #include "kube/kube-internal.h"
 #include "kube/kube-resource.h"
 #include "shared/json-secret.h"
+#include "shared/json-util.h"
 
 #define APPLY_CONTENT_TYPE "application/apply-patch+yaml"
 #define PROBE_TEXT_MAX     (64U * 1024U)
@@ -231,6 +232,22 @@ int kube_delete(KubeClient *c, const char *api_version, const char *kind, const 
                               ret_error);
 }
 
+/* The stored object a write answered with, for the caller (ret may be NULL); a Secret's without its data
+ * (erased: the caller has it). */
+static int hand_over(json_t *obj, bool secret, json_t **ret) {
+        if (secret) {
+                json_erase_values(json_object_get(obj, "data"));
+                json_erase_values(json_object_get(obj, "stringData"));
+                json_object_del(obj, "data");
+                json_object_del(obj, "stringData");
+        }
+        if (ret)
+                *ret = obj;
+        else
+                json_decref(obj);
+        return 0;
+}
+
 int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t deadline, json_t **ret,
                         char **ret_error) {
         _cleanup_(kube_doc_identity_done) KubeDocIdentity id = {};
@@ -265,17 +282,7 @@ int kube_apply_document(KubeClient *c, const char *text, size_t len, usec_t dead
         http_response_done(&resp);
         if (r < 0)
                 return r;
-        if (k.secret) {
-                json_erase_values(json_object_get(obj, "data"));
-                json_erase_values(json_object_get(obj, "stringData"));
-                json_object_del(obj, "data");
-                json_object_del(obj, "stringData");
-        }
-        if (ret)
-                *ret = obj;
-        else
-                json_decref(obj);
-        return 0;
+        return hand_over(obj, k.secret, ret);
 }
 
 int kube_merge_patch(KubeClient *c, const char *api_version, const char *kind, const char *ns,
@@ -309,6 +316,107 @@ int kube_apply(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, 
         int r = kube_apply_document(c, text, len, deadline, ret, ret_error);
         erase_and_free(text, len);
         return r;
+}
+
+/* An object's identity: its resource and the path of the object (with_name) or of its collection. */
+static int json_object_path(const json_t *obj, bool with_name, const KubeResource **ret_res,
+                            KubeObjectRef *ret_ref, char **ret_path, char **ret_error) {
+        const char *api_version = json_get_string(obj, "apiVersion"), *kind = json_get_string(obj, "kind"),
+                   *name = json_get_string(obj, "metadata", "name"),
+                   *ns = json_get_string(obj, "metadata", "namespace");
+        if (!json_is_object(obj) || !api_version || !kind || isempty(name))
+                return error_setf(ret_error, -EINVAL,
+                                  "not an object with apiVersion, kind and metadata.name");
+        int r = kube_resource_find(api_version, kind, ret_res, ret_error);
+        if (r < 0)
+                return r;
+        if ((*ret_res)->namespaced && !ns)
+                ns = "default";
+        /* the name is checked by its kind's rule even where only the collection is in the path */
+        _cleanup_free_ char *object = NULL;
+        r = kube_resource_path(*ret_res, (*ret_res)->namespaced ? ns : NULL, name, &object, ret_error);
+        if (r < 0)
+                return r;
+        if (!with_name)
+                r = kube_resource_path(*ret_res, (*ret_res)->namespaced ? ns : NULL, NULL, ret_path,
+                                       ret_error);
+        else
+                *ret_path = TAKE_PTR(object);
+        if (r < 0)
+                return r;
+        *ret_ref = (KubeObjectRef){ .kind = kind, .ns = (*ret_res)->namespaced ? ns : NULL, .name = name };
+        return 0;
+}
+
+/* A write of obj's whole JSON text: its body erased after (it may be a Secret's). */
+static int write_object(KubeClient *c, const char *method, const char *path, const json_t *obj,
+                        const KubeObjectRef *ref, bool secret, usec_t deadline, json_t **ret,
+                        char **ret_error) {
+        size_t len = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+        char *body = len > 0 ? malloc(len) : NULL;
+        if (!body)
+                return -ENOMEM;
+        (void)json_dumpb(obj, body, len, JSON_COMPACT);
+        KubeCall k = { .method = method,
+                       .path = path,
+                       .content_type = "application/json",
+                       .body = body,
+                       .body_len = len,
+                       .ref = ref,
+                       .secret = secret,
+                       .deadline = deadline };
+        HttpResponse resp = {};
+        int r = kube_call(c, &k, &resp, ret_error);
+        erase_and_free(body, len);
+        if (r < 0)
+                return r;
+        json_t *stored = NULL;
+        r = kube_response_json(&resp, ref, &stored, ret_error);
+        http_response_done(&resp);
+        if (r < 0)
+                return r;
+        return hand_over(stored, secret, ret);
+}
+
+int kube_create(KubeClient *c, const json_t *obj, usec_t deadline, json_t **ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        const KubeResource *res;
+        KubeObjectRef ref;
+        int r = json_object_path(obj, false, &res, &ref, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (strextend_printf(&path, "?fieldManager=%s", KUBE_FIELD_MANAGER) < 0)
+                return -ENOMEM;
+        return write_object(c, "POST", path, obj, &ref, is_secret(res), deadline, ret, ret_error);
+}
+
+static bool subresource_valid(const char *s) {
+        if (isempty(s) || strlen(s) > 32)
+                return false;
+        for (; *s; s++)
+                if (*s < 'a' || *s > 'z')
+                        return false;
+        return true;
+}
+
+int kube_replace(KubeClient *c, const json_t *obj, const char *subresource, usec_t deadline, json_t **ret,
+                 char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        const KubeResource *res;
+        KubeObjectRef ref;
+        int r = json_object_path(obj, true, &res, &ref, &path, ret_error);
+        if (r < 0)
+                return r;
+        if (subresource && !subresource_valid(subresource))
+                return error_setf(ret_error, -EINVAL, "invalid subresource '%s'", subresource);
+        /* without it the API replaces whatever is there, undoing a change made since it was read */
+        if (isempty(json_get_string(obj, "metadata", "resourceVersion")))
+                return error_setf(ret_error, -EINVAL, "replace of %s %s: no metadata.resourceVersion",
+                                  ref.kind, ref.name);
+        if ((subresource && strextend_printf(&path, "/%s", subresource) < 0) ||
+            strextend_printf(&path, "?fieldManager=%s", KUBE_FIELD_MANAGER) < 0)
+                return -ENOMEM;
+        return write_object(c, "PUT", path, obj, &ref, is_secret(res), deadline, ret, ret_error);
 }
 
 /* The failing checks of a probe's verbose answer ("[-]etcd failed: reason withheld"), one line. */

@@ -25,6 +25,10 @@ static const KubeResource resources[] = {
           KUBE_NAME_RBAC },
         { "rbac.authorization.k8s.io/v1", "Role", "roles", true, KUBE_NAME_RBAC },
         { "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true, KUBE_NAME_RBAC },
+        /* the API takes any name for a CSR; kubelet's ("csr-x7k2p", "node-csr-<base64url>") are path
+         * segments of the RBAC rule's characters, and no other is put in a path here */
+        { "certificates.k8s.io/v1", "CertificateSigningRequest", "certificatesigningrequests", false,
+          KUBE_NAME_RBAC },
 };
 
 int kube_resource_find(const char *api_version, const char *kind, const KubeResource **ret,
@@ -45,7 +49,8 @@ int kube_resource_find(const char *api_version, const char *kind, const KubeReso
         return error_setf(ret_error, -EINVAL,
                           "unknown kind '%s' (apiVersion '%s'): protokube knows only Namespace, ConfigMap, "
                           "Secret, ServiceAccount, Service, Pod, Node, DaemonSet, Deployment, ReplicaSet, "
-                          "ClusterRole, ClusterRoleBinding, Role, RoleBinding",
+                          "ClusterRole, ClusterRoleBinding, Role, RoleBinding, "
+                          "CertificateSigningRequest",
                           strnull(kind), strnull(api_version));
 }
 

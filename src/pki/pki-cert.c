@@ -376,6 +376,28 @@ int pki_cert_validity(X509 *cert, usec_t *ret_not_before, usec_t *ret_not_after)
         return 0;
 }
 
+int pki_cert_spki_sha256(X509 *cert, uint8_t ret[static PKI_SPKI_SHA256_SIZE]) {
+        return pki_spki_sha256(X509_get_X509_PUBKEY(cert), ret);
+}
+
+int pki_spki_sha256(const X509_PUBKEY *spki, uint8_t ret[static PKI_SPKI_SHA256_SIZE]) {
+        unsigned char *der = NULL;
+        /* an X509_PUBKEY keeps the algorithm and key bits as decoded: its DER is the encoded one */
+        int len = spki ? i2d_X509_PUBKEY(spki, &der) : -1;
+        if (len <= 0) {
+                ERR_clear_error();
+                return PK_EMALFORMED;
+        }
+        unsigned int md_len = 0;
+        int ok = EVP_Digest(der, (size_t)len, ret, &md_len, EVP_sha256(), NULL);
+        OPENSSL_free(der);
+        if (ok != 1 || md_len != PKI_SPKI_SHA256_SIZE) {
+                ERR_clear_error();
+                return -EIO;
+        }
+        return 0;
+}
+
 bool pki_cert_matches_key(X509 *cert, EVP_PKEY *key) {
         EVP_PKEY *pub = X509_get0_pubkey(cert);
         ERR_clear_error();

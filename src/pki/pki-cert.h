@@ -75,6 +75,12 @@ int pki_cert_serial_text(X509 *cert, char **ret);
 /* The serial that set_serial() writes for chosen bytes, as pki_cert_serial_text() prints it. Returns buf. */
 char *pki_serial_bytes_text(const uint8_t serial[static PKI_SERIAL_BYTES],
                             char buf[static PKI_SERIAL_TEXT_MAX]);
+/* SHA-256 of the certificate's DER SubjectPublicKeyInfo, as encoded in it (kubeadm's CA pin hashes the
+ * same bytes). */
+#define PKI_SPKI_SHA256_SIZE 32
+int pki_cert_spki_sha256(X509 *cert, uint8_t ret[static PKI_SPKI_SHA256_SIZE]);
+/* The same of a decoded SubjectPublicKeyInfo (a certificate's, a request's). */
+int pki_spki_sha256(const X509_PUBKEY *spki, uint8_t ret[static PKI_SPKI_SHA256_SIZE]);
 /* True if cert certifies key's public half. */
 bool pki_cert_matches_key(X509 *cert, EVP_PKEY *key);
 

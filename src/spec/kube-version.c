@@ -6,43 +6,15 @@
 #include <string.h>
 
 #include "basic/macro.h"
-
-/* One decimal component: 1 to 6 digits, no sign, no leading zero (Go's semver rejects "01"). */
-static int parse_component(const char **p, unsigned *ret) {
-        size_t n = strspn(*p, "0123456789");
-        unsigned v = 0;
-
-        if (n == 0 || n > 6 || (n > 1 && (*p)[0] == '0'))
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                v = v * 10 + (unsigned)((*p)[i] - '0');
-        *p += n;
-        *ret = v;
-        return 0;
-}
+#include "basic/semver.h"
 
 int kube_version_parse(const char *s, KubeVersion *ret) {
-        static const char prerelease_chars[] =
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-";
-        unsigned part[3];
-        const char *p = s;
-
-        if (!s)
-                return -EINVAL;
-        if (*p == 'v')
-                p++;
-        for (int i = 0; i < 3; i++) {
-                if (parse_component(&p, &part[i]) < 0)
-                        return -EINVAL;
-                if (i < 2 && *p++ != '.')
-                        return -EINVAL;
-        }
         /* "-rc.1", "-beta.0": Kubernetes' pre-release tags, which have the flags of their release */
-        if (*p == '-' && (!p[1] || strspn(p + 1, prerelease_chars) != strlen(p + 1)))
-                return -EINVAL;
-        if (*p != 0 && *p != '-')
-                return -EINVAL;
-        *ret = (KubeVersion){ part[0], part[1], part[2] };
+        Semver v;
+        int r = semver_parse(s, SEMVER_ALLOW_V | SEMVER_ALLOW_PRERELEASE, &v);
+        if (r < 0)
+                return r;
+        *ret = (KubeVersion){ v.major, v.minor, v.patch };
         return 0;
 }
 

@@ -9,8 +9,10 @@
 
 #include "basic/dns-name.h"
 #include "basic/parse-util.h"
+#include "basic/semver.h"
 #include "basic/string-util.h"
 #include "model/conventions.h"
+#include "model/etcd-versions.h"
 #include "spec/kube-version.h"
 
 #define SPEC_API_VERSION  "protokube/v1alpha1"
@@ -191,6 +193,22 @@ int spec_check_version(const void *value, char **ret_message) {
         return 0;
 }
 
+/* One of the etcd versions protokube runs (model/etcd-versions.h): a version it has no row for would get a
+ * manifest whose flags nobody checked against its binary. */
+int spec_check_etcd_version(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+        Semver v;
+
+        if (semver_parse(s, 0, &v) < 0)
+                return spec_check_fail(ret_message, "%s is not an etcd version like 3.5.16",
+                                       spec_echo(b, s));
+        if (!etcd_version_find(s))
+                return spec_check_fail(ret_message, "etcd %s is not a version protokube runs (%s)",
+                                       spec_echo(b, s), etcd_versions_text());
+        return 0;
+}
+
 /* ---- cross-field rules ---- */
 
 /* The deepest node along the keys (NULL-terminated), for placing an error; root if none exists. */
@@ -323,6 +341,41 @@ static void etcd_check_ports(const ClusterSpec *s, const YamlNode *root, SpecErr
         }
 }
 
+/* The wanted version: the version key, else the image's tag; the two agree when both name one. An image
+ * already refused, or a version key already refused, is not reported again. */
+static int etcd_resolve_version(EtcdClusterSpec *e, size_t i, const YamlNode *root, SpecErrors *errs) {
+        char tag[ETCD_VERSION_MAX], b[SPEC_ECHO_MAX], v[SPEC_ECHO_MAX];
+        bool image_ok = e->image && spec_check_image(&e->image, NULL) >= 0;
+        bool tagged = image_ok && etcd_version_of_image(e->image, tag) >= 0;
+
+        if (e->version) {
+                if (tagged && spec_check_etcd_version(&e->version, NULL) >= 0 && !streq(tag, e->version))
+                        spec_errors_add_at(errs, etcd_node(root, i, "version"),
+                                           "spec.etcdClusters[%zu].version: %s is not the version of image "
+                                           "%s (%s)",
+                                           i, spec_echo(v, e->version), spec_echo(b, e->image), tag);
+                return 0;
+        }
+        if (!image_ok)
+                return 0;
+        if (!tagged) {
+                spec_errors_add_at(errs, etcd_node(root, i, "image"),
+                                   "spec.etcdClusters[%zu].image: the tag of %s names no etcd version (like "
+                                   "3.5.16-0): set spec.etcdClusters[%zu].version",
+                                   i, spec_echo(b, e->image), i);
+                return 0;
+        }
+        if (!etcd_version_find(tag)) {
+                spec_errors_add_at(errs, etcd_node(root, i, "image"),
+                                   "spec.etcdClusters[%zu].image: etcd %s of %s is not a version protokube "
+                                   "runs (%s)",
+                                   i, tag, spec_echo(b, e->image), etcd_versions_text());
+                return 0;
+        }
+        e->version = strdup(tag);
+        return e->version ? 0 : -ENOMEM;
+}
+
 static int check_etcd(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         const YamlNode *list = node_at(root, "spec", "etcdClusters", NULL);
         bool has_main = false, names_ok = true;
@@ -342,6 +395,9 @@ static int check_etcd(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         }
         for (size_t i = 0; i < s->etcd_clusters.n; i++) {
                 EtcdClusterSpec *e = &((EtcdClusterSpec *)s->etcd_clusters.items)[i];
+                int r = etcd_resolve_version(e, i, root, errs);
+                if (r < 0)
+                        return r;
                 /* A missing or invalid name is reported already; more about it would be noise. */
                 if (!e->name || spec_check_dns_label(&e->name, NULL) < 0) {
                         names_ok = false;

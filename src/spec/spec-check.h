@@ -25,6 +25,7 @@ int spec_check_server(const void *value, char **ret_message);
 int spec_check_timeout(const void *value, char **ret_message);
 int spec_check_image(const void *value, char **ret_message);
 int spec_check_version(const void *value, char **ret_message);
+int spec_check_etcd_version(const void *value, char **ret_message);
 /* spec-pki.c: spec.stateStore's shape, spec.pki.dir, a CA's or certificate's lifetime (1h to 100 years) */
 int spec_check_state_store(const void *value, char **ret_message);
 int spec_check_pki_dir(const void *value, char **ret_message);

@@ -63,8 +63,11 @@ typedef struct EtcdBackupSpec {
 } EtcdBackupSpec;
 
 typedef struct EtcdClusterSpec {
-        char *name;         /* "main", "events" */
-        char *image;        /* container image */
+        char *name;  /* "main", "events" */
+        char *image; /* container image */
+        /* The wanted etcd version, one of model/etcd-versions.h's: the version key, else the image's tag
+         * ("registry.k8s.io/etcd:3.5.16-0" -> "3.5.16"); always set in a loaded spec. */
+        char *version;
         OptInt client_port; /* default 4001 main, 4002 events, else required */
         OptInt peer_port;   /* default 2380 main, 2381 events, else required */
         /* NULL = plain http; else ca.crt (client CAs), peer-ca.crt, server.crt/key, peer.crt/key live there

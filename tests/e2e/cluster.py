@@ -32,7 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "demo.k8s.test"
 K8S_VERSION_REAL = "1.20.2"  # the version scripts/k8s-binaries.sh builds: real kubelets run it
-ETCD_IMAGE_REAL = "registry.k8s.io/etcd:3.4.13-0"  # scripts/k8s-images.sh builds it from Debian's etcd
+# Debian's etcd (3.4) runs every member, real (scripts/k8s-images.sh builds the image from it) or simulated (the
+# pod runner starts the binary): the tag says so, since the manifest and a restore's tool follow the version
+ETCD_IMAGE_REAL = "registry.k8s.io/etcd:3.4.13-0"
 ZONE = "k8s.test"
 SUFFIX = f"internal.{CLUSTER}"
 
@@ -146,6 +148,9 @@ class Master:
         # One machine plays every master: each keeps its certificates in a directory of its own, so each has
         # its own copy of the spec with pki.dir set (a real master has /srv/kubernetes on its own disk).
         self.pki = os.path.join(self.dir, "pki")
+        # and its own state directory: a real master's /var/lib/protokube is its own, with the node's lock in
+        # it (one writer of the node's state at a time, docs/pki.md); shared, it would serialize the masters
+        self.state = os.path.join(self.dir, "state")
         self.spec = os.path.join(self.dir, "cluster.yaml")
         with open(cluster.spec) as src, open(self.spec, "w") as dst:
             dst.write(src.read().replace("  kubernetesVersion:", f"  pki:\n    dir: {self.pki}\n  kubernetesVersion:"))
@@ -167,7 +172,7 @@ class Master:
             ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
              "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
-            start_new_session=True)
+            start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
         if self.cluster.real:
             self.start_node()
 
@@ -304,9 +309,9 @@ spec:
   stateStore: file://{self.state}
   etcdClusters:
     - name: main
-      image: {ETCD_IMAGE_REAL if self.real else "registry.k8s.io/etcd:3.5.16-0"}
+      image: {ETCD_IMAGE_REAL}
     - name: events
-      image: {ETCD_IMAGE_REAL if self.real else "registry.k8s.io/etcd:3.5.16-0"}
+      image: {ETCD_IMAGE_REAL}
   kubernetesVersion: {K8S_VERSION_REAL if self.real else "1.31.2"}
 {self.real_spec() if self.real else ""}""")
         allm = ",".join(members)

@@ -68,7 +68,7 @@ class MasterAws(Master):
                   "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{c.double_url}/_as/{instance_id(self.name)}",
                   # no static keys and no credentials file: the instance role through IMDSv2, as on a master
                   "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.dir, "no-credentials"),
-                  "HOME": self.dir, "PROTOKUBE_AWS_BYID_DIR": c.byid})
+                  "HOME": self.dir, "PROTOKUBE_AWS_BYID_DIR": c.byid, "PROTOKUBE_STATE_DIR": self.state})
         return e
 
     def start(self, port):
@@ -224,9 +224,9 @@ spec:
   stateStore: s3://{STATE_BUCKET}/{CLUSTER}
   etcdClusters:
     - name: main
-      image: registry.k8s.io/etcd:3.5.16-0
+      image: registry.k8s.io/etcd:3.4.13-0
     - name: events
-      image: registry.k8s.io/etcd:3.5.16-0
+      image: registry.k8s.io/etcd:3.4.13-0
   kubernetesVersion: 1.31.2
 """)
 

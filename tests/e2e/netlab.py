@@ -4,6 +4,7 @@ addresses from 198.18.42.0/24 (RFC 2544's benchmarking range; not TEST-NET-1: th
 198.18.42.1 so that any packet for the test range from the machine stays on the bridge, never on eth0. Each host gets /etc/netns/<ns>/resolv.conf (and hosts) so processes started with
 `ip netns exec` resolve through the test DNS server. Everything is removed in close(), even after a failure."""
 
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -17,6 +18,23 @@ def sh(*argv, check=True):
     if check and p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()}")
     return p
+
+
+def remove_lab(tag):
+    """A lab's network namespaces (their veths go with them), their /etc/netns files, and its bridge."""
+    out = sh("ip", "netns", "list", check=False).stdout
+    for line in out.splitlines():
+        ns = line.split()[0] if line.strip() else ""
+        if ns.startswith(f"{tag}-"):
+            sh("ip", "netns", "del", ns, check=False)
+            shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
+    sh("ip", "link", "del", f"{tag}br0", check=False)
+
+
+def interfaces_on(cidr):
+    """The machine's interfaces holding an IPv4 address in the network of cidr."""
+    out = sh("ip", "-o", "-4", "addr", "show", "to", str(ipaddress.ip_interface(cidr).network)).stdout
+    return sorted({line.split()[1] for line in out.splitlines() if line.strip()})
 
 
 class NetLab:
@@ -82,14 +100,16 @@ class NetLab:
         return ["ip", "netns", "exec", self.ns(name), *argv]
 
     def close_stale(self):
-        """Removes what an earlier, killed run of the same tag left behind."""
-        out = sh("ip", "netns", "list", check=False).stdout
-        for line in out.splitlines():
-            ns = line.split()[0] if line.strip() else ""
-            if ns.startswith(f"{self.tag}-"):
-                sh("ip", "netns", "del", ns, check=False)
-                shutil.rmtree(f"/etc/netns/{ns}", ignore_errors=True)
-        sh("ip", "link", "del", self.bridge, check=False)
+        """Removes what an earlier, killed run left behind: of this tag, and of any lab of another tag whose bridge
+        holds this lab's /24 (a killed run's netns outlives its processes; its bridge would keep the route to the
+        range, so the machine's packets for a host of ours would reach the dead lab's host, which refuses them).
+        Anything else on the /24 is not ours to remove: an error."""
+        remove_lab(self.tag)
+        for ifname in interfaces_on(f"{self.bridge_addr}/{PREFIX}"):
+            if not ifname.endswith("br0"):
+                raise RuntimeError(f"{self.bridge_addr}/{PREFIX} is already on {ifname}, which is not a test "
+                                   "network's bridge: a test network cannot share it")
+            remove_lab(ifname[:-len("br0")])
 
     def close(self):
         for name in list(self.hosts):

@@ -61,7 +61,6 @@ class SelfHostedMaster(cluster.Master):
 
     def start(self, port):
         self.port = port
-        self.state = os.path.join(self.dir, "state")  # the pivot's record, the checkpoint: per master
         self.start_daemon()
         self.start_node()
 

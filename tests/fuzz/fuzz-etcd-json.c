@@ -55,6 +55,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
                 etcd_status_done(&st);
         }
+        EtcdVersion v = {};
+        if (etcd_parse_version(s, size, &v) >= 0) {
+                if (!v.server)
+                        abort();
+                etcd_version_done(&v);
+        }
         if (etcd_parse_range(s, size, &kv) >= 0) {
                 check_kvs(&kv);
                 etcd_kv_list_done(&kv);

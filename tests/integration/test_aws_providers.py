@@ -150,7 +150,9 @@ class AwsEnv:
                   "AWS_ENDPOINT_URL_EC2": self.url, "AWS_ENDPOINT_URL_ROUTE_53": self.url,
                   "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{self.url}/_as/{instance_id(k)}",
                   "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.base, "no-credentials"),
-                  "PROTOKUBE_AWS_BYID_DIR": self.byid, "PROTOKUBE_AWS_DEV_DIR": self.xvd, "HOME": self.base})
+                  "PROTOKUBE_AWS_BYID_DIR": self.byid, "PROTOKUBE_AWS_DEV_DIR": self.xvd, "HOME": self.base,
+                  # each instance's own state directory (its node lock): instances race, not take turns
+                  "PROTOKUBE_STATE_DIR": os.path.join(self.base, f"state-{k}")})
         return e
 
     def argv(self, verb, k, *extra):

@@ -37,9 +37,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from netlab import NetLab  # noqa: E402
 from node import Node, run, stop_pid, wait_for  # noqa: E402
 
-# A /24 of its own: the 3-master simulation has 198.18.42.0/24, test_k8s_master.py 198.18.43.0/24.
-BRIDGE = "198.18.47.1"
-NODE_IP = "198.18.47.10"
+# A /24 of its own: the 3-master simulation has 198.18.42.0/24, test_k8s_master.py .43, test_pivot.py .47.
+BRIDGE = "198.18.49.1"
+NODE_IP = "198.18.49.10"
 BOOTSTRAP = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 REBOOTS = 3
 
@@ -273,8 +273,30 @@ def diagnostics(c):
         out += [f"--- pod {pod}", text[-2000:]]
     out += ["--- kubelet log (tail)", n.tail("kubelet", 60), "--- containerd log (tail)", n.tail("containerd", 20)]
     if c.daemon.log_path:
-        out += ["--- protokube run (tail)", "\n".join(c.daemon.log().splitlines()[-60:])]
-    return "\n".join(out)
+        out += ["--- protokube run (tail)", "\n".join(c.daemon.log().splitlines()[-20:])]
+    return "\n".join(out + why(c))
+
+
+def why(c):
+    """A short account for the end of a CI log, which shows only its last lines: what the manifest directory
+    holds, the kube-apiserver's last words, kubelet's last lines about it, and the daemon's lines that are not
+    a repeated waiting pass (what it changed, and when)."""
+    out = ["--- why: manifests " + " ".join(f"{m}@{int(os.stat(os.path.join(c.manifests, m)).st_mtime)}"
+                                            for m in sorted(os.listdir(c.manifests)))]
+    for pod, text in c.node.pod_logs().items():
+        if "kube-apiserver" in pod:
+            out += [f"--- why: {pod} (last lines)", "\n".join(text.splitlines()[-8:])]
+    kubelet = [ln for ln in c.node.tail("kubelet", 4000).splitlines() if "kube-apiserver" in ln]
+    out += ["--- why: kubelet on kube-apiserver (last lines)", "\n".join(ln[:300] for ln in kubelet[-8:])]
+    if c.daemon.log_path:
+        seen, lines = set(), []
+        for ln in c.daemon.log().splitlines():
+            key = ln.split("Pass ", 1)[0] if " not converged yet" in ln else ln
+            if key not in seen:
+                seen.add(key)
+                lines.append(ln[:300])
+        out += ["--- why: protokube run, each line once (first 25)", "\n".join(lines[:25])]
+    return out
 
 
 def wait(c, what, pred, timeout, interval=2):

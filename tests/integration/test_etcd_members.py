@@ -43,7 +43,8 @@ class MemberEnv(CertEnv):
         self.store_url, self.store_env = store_url, dict(store_env or {})
         text = open(self.spec).read().replace(
             "image: registry.k8s.io/etcd:3.5.16-0\n",
-            f"image: registry.k8s.io/etcd:3.5.16-0\n      clientPort: {CLIENT_PORT}\n"
+            # Debian's etcd 3.4 runs the members: the manifest (and a restore's tool) of that version
+            f"image: registry.k8s.io/etcd:3.4.13-0\n      clientPort: {CLIENT_PORT}\n"
             f"      peerPort: {PEER_PORT}\n")
         with open(self.spec, "w") as f:
             f.write(text)

@@ -247,3 +247,35 @@ def test_whole_cluster_restore(cluster, tmp_path):
     print(f"\nrestore of {snapshot} on 3 members: {elapsed:.1f} s (steps rewound: {len(rewound)}, "
           f"passes killed: {killed})")
 
+
+
+def test_unreadable_member_data_holds_the_restore(cluster, tmp_path, monkeypatch):
+    """Only absence is absent: while a restore is under way, a data directory that cannot be looked at (EIO
+    of a failing volume, through the fault shim) stops the member's restore where it is, held and reported,
+    instead of counting as moved aside and going on to restore over it."""
+    from test_etcd_members import fault_shim
+    env, etcds = cluster
+    p = pk(env, "a", "etcd", "backup", "main", "--internal-ip", NODES["a"][1], "--tmp-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    p = pk(env, "a", "etcd", "restore", "main", p.stdout.split()[1])
+    assert p.returncode == 0, p.stderr
+    kubelet = Kubelet(env, etcds)
+    for _ in range(20):  # a's passes until its etcd is stopped for the restore
+        r = env.once("a")
+        assert r.returncode in (0, 3), r.stdout + r.stderr
+        kubelet.sync("a")
+        if (state(env, "a") or {}).get("step") == "stopping" and "a" not in etcds:
+            break
+    assert (state(env, "a") or {}).get("step") == "stopping", state(env, "a")
+    data = os.path.join(env.volume_mount("a"), "var", "etcd", "data")
+    monkeypatch.setenv("LD_PRELOAD", fault_shim())
+    monkeypatch.setenv("PK_FAULT_EIO", "/var/etcd/data/member")
+    r = env.once("a")
+    assert "cannot read" in r.stderr and "Input/output error" in r.stderr, r.stderr
+    assert state(env, "a")["step"] == "stopping"
+    assert os.path.isdir(os.path.join(data, "member"))  # not moved aside
+    assert env.manifest("a") is None  # etcd stays stopped
+    monkeypatch.delenv("LD_PRELOAD")
+    r = env.once("a")  # readable again: the restore goes on
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    assert state(env, "a")["step"] in ("moved", "restoring"), state(env, "a")

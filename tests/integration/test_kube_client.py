@@ -10,6 +10,7 @@ an unknown kind, a wrong CA as a clear TLS error, a Secret's value never in an e
 showing user `protokube` in group system:masters.
 
 PROTOKUBE_KUBE_RECORD=DIR also records the raw responses the unit tests replay (tests/vectors/kube/)."""
+import contextlib
 import json
 import os
 import re
@@ -102,13 +103,15 @@ def netns(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
 
 
-@pytest.fixture(scope="module")
-def api():
+@contextlib.contextmanager
+def running_api(prefix="pk-kube", extra_args=()):
+    """etcd and kube-apiserver 1.20.2 in a network namespace of their own, on the certificates of a real
+    `protokube once` pass with a file state store; extra_args go to kube-apiserver. Yields the Api."""
     need_root()
     kbin = k8s_bin()
-    store = tempfile.mkdtemp(prefix="pk-kube-store-")
+    store = tempfile.mkdtemp(prefix=prefix + "-store-")
     env = CertEnv("file://" + store, {})
-    ns = f"pk-kube-{os.getpid()}"
+    ns = f"{prefix}-{os.getpid()}"
     procs = []
     try:
         env.standard_pool()
@@ -141,10 +144,11 @@ def api():
                                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                                "--service-cluster-ip-range=100.64.0.0/13", "--authorization-mode=Node,RBAC",
                                f"--audit-policy-file={policy}", f"--audit-log-path={audit}",
-                               "--enable-priority-and-fairness=false"],
+                               "--enable-priority-and-fairness=false", *extra_args],
                           os.path.join(b, "kube-apiserver.log")))
         x = Api(env, ns, pki, audit)
         x.etcd = procs[0]
+        x.store = store
         p = x.kube("readyz", "--wait", "180s", timeout=200)
         if p.returncode != 0:
             logs = "".join(open(q.log, errors="replace").read()[-3000:] for q in procs)
@@ -157,6 +161,12 @@ def api():
         errors = env.cleanup()
         subprocess.run(["rm", "-rf", store], timeout=30)
         assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def api():
+    with running_api() as x:
+        yield x
 
 
 CM = """apiVersion: v1
@@ -314,6 +324,10 @@ def test_record_vectors(api):
                                    CM.replace("greeting:", "'bad key!':").replace("pk-test", "pk-bad"), ct),
         "create-409-exists.http": api.curl("POST", cm, json.dumps(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pk-rec"}}), "application/json"),
+        # a replace at a resourceVersion the object has left: the compare-and-set's refusal
+        "replace-409-conflict.http": api.curl("PUT", cm + "/pk-rec", json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pk-rec", "resourceVersion": "1"},
+             "data": {"greeting": "hello"}}), "application/json"),
         "delete-409-precondition.http": api.curl("DELETE", cm + "/pk-rec", json.dumps(
             {"kind": "DeleteOptions", "apiVersion": "v1",
              "preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}), "application/json"),

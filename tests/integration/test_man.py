@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT, protokube_bin
 
-SPEC_SOURCES = ("src/spec/spec.c", "src/spec/component-config.c")
+SPEC_SOURCES = ("src/spec/spec.c", "src/spec/spec-dns.c", "src/spec/component-config.c")
 
 
 def build_root():

@@ -52,6 +52,12 @@ def check_race_invariants(env, nodes, codes, n_members):
         assert len(held) == min(len(nodes), n_members), (c, holders)
 
 
+def node_env(env, node):
+    """Each simulated master with its own state directory, as each machine has: the node's lock is per
+    machine, so masters sharing one would take turns instead of racing for the pool."""
+    return dict(os.environ, PROTOKUBE_STATE_DIR=os.path.join(env.base, f"state-{node}"))
+
+
 def test_race_many_masters(env):
     members = ("a", "b", "c")
     env.standard_pool(members)
@@ -63,7 +69,7 @@ def test_race_many_masters(env):
         procs = {}
         for n in nodes:  # started back to back, before any of them got far
             procs[n] = subprocess.Popen(env.argv("once", n), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
+                                        text=True, env=node_env(env, n))
         codes, errs = {}, {}
         for n, p in procs.items():
             out, err = p.communicate(timeout=60)

@@ -238,6 +238,7 @@ static void test_dir_present(void **state) {
         _cleanup_free_ char *sub = strjoin(dir, "/d"), *loop = strjoin(dir, "/loop"),
                             *file = strjoin(dir, "/f"), *under = strjoin(dir, "/f/x");
         assert_int_equal(dir_present(sub), 0);
+        assert_int_equal(file_present(file), 0);
         assert_int_equal(mkdir(sub, 0755), 0);
         assert_int_equal(dir_present(sub), 1);
         assert_int_equal(symlink("loop", loop), 0);
@@ -245,6 +246,10 @@ static void test_dir_present(void **state) {
         assert_int_equal(write_file_atomic(file, "x", 1, 0644, 0), 1);
         assert_int_equal(dir_present(file), -ENOTDIR);
         assert_int_equal(dir_present(under), -ENOTDIR);
+        assert_int_equal(file_present(file), 1);
+        assert_int_equal(file_present(sub), -EBADFD);
+        assert_int_equal(file_present(loop), -ELOOP);
+        assert_int_equal(file_present(under), -ENOTDIR);
         unlink(file);
         unlink(loop);
         rmdir(sub);
@@ -329,15 +334,47 @@ static void test_s3_names(void **state) {
         assert_false(aws_region_name_valid(NULL));
 }
 
+/* RFC 3339 as Go's time.RFC3339 writes and reads it (kubeadm writes a token's expiration in local time). */
+static void test_rfc3339(void **state) {
+        char b[RFC3339_MAX];
+        usec_t t;
+        assert_string_equal(format_rfc3339(b, 1612325106ULL * USEC_PER_SEC), "2021-02-03T04:05:06Z");
+        assert_int_equal(parse_rfc3339("2021-02-03T04:05:06Z", &t), 0);
+        assert_int_equal(t, 1612325106ULL * USEC_PER_SEC);
+        assert_int_equal(parse_rfc3339("2021-02-03t06:05:06+02:00", &t), 0);
+        assert_int_equal(t, 1612325106ULL * USEC_PER_SEC);
+        assert_int_equal(parse_rfc3339("2021-02-02T23:35:06-04:30", &t), 0);
+        assert_int_equal(t, 1612325106ULL * USEC_PER_SEC);
+        assert_int_equal(parse_rfc3339("2021-02-03T04:05:06.25z", &t), 0);
+        assert_int_equal(t, 1612325106ULL * USEC_PER_SEC + 250000);
+        assert_int_equal(parse_rfc3339("2024-02-29T00:00:00Z", &t), 0);
+        const char *bad[] = { "2021-02-03 04:05:06Z",
+                              "2021-02-03T04:05:06",
+                              "2021-02-03T04:05:06+0200",
+                              "2021-13-03T04:05:06Z",
+                              "2021-02-30T04:05:06Z",
+                              "2023-02-29T00:00:00Z",
+                              "2021-02-03T24:00:00Z",
+                              "2021-02-03T04:05:06.Z",
+                              "1969-12-31T23:59:59Z",
+                              "2021-02-03T04:05:06Zjunk",
+                              "",
+                              "2021-2-3T04:05:06Z" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (parse_rfc3339(bad[i], &t) != -EINVAL)
+                        fail_msg("'%s' parsed", bad[i]);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_go_duration),   cmocka_unit_test(test_parse_duration),
-                cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_strv),
-                cmocka_unit_test(test_strings),       cmocka_unit_test(test_buf_cap),
-                cmocka_unit_test(test_atomic_write),  cmocka_unit_test(test_erase),
-                cmocka_unit_test(test_buf_secret),    cmocka_unit_test(test_read_secret),
-                cmocka_unit_test(test_dir_present),   cmocka_unit_test(test_lock_file),
-                cmocka_unit_test(test_backoff),       cmocka_unit_test(test_s3_names),
+                cmocka_unit_test(test_go_duration),    cmocka_unit_test(test_rfc3339),
+                cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_parse_numbers),
+                cmocka_unit_test(test_strv),           cmocka_unit_test(test_strings),
+                cmocka_unit_test(test_buf_cap),        cmocka_unit_test(test_atomic_write),
+                cmocka_unit_test(test_erase),          cmocka_unit_test(test_buf_secret),
+                cmocka_unit_test(test_read_secret),    cmocka_unit_test(test_dir_present),
+                cmocka_unit_test(test_lock_file),      cmocka_unit_test(test_backoff),
+                cmocka_unit_test(test_s3_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

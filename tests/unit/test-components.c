@@ -93,8 +93,49 @@ static void test_etcd_main(void **state) {
         assert_string_equal(c->liveness_probe.http_get.scheme, "HTTP");
 }
 
-/* A restore under way (docs/etcd-restore.md): the init container runs the image's etcdctl through its shell
- * with the values as positional parameters; the snapshot's directory is mounted read-only in it alone. */
+/* Each version's row (model/etcd-versions.h): 3.4.13 gets the flags every version knows and nothing else,
+ * 3.5.16 zap logging to stderr and the initial corruption check; the version key wins over the image's tag;
+ * a version without a row renders nothing. */
+static void test_etcd_version_flags(void **state) {
+        ClusterSpec s = test_spec();
+        EtcdMemberAssignment m = { "main", "b", abc, "/mnt/x" };
+        static const char *const v35[] = { "--experimental-initial-corrupt-check=true",
+                                           "--log-outputs=stderr", "--logger=zap" };
+        static const struct {
+                const char *image, *version;
+                int r;
+                bool is35;
+        } cases[] = {
+                { "registry.k8s.io/etcd:3.4.13-0", NULL, 0, false },
+                { "registry.k8s.io/etcd:3.5.16-0", NULL, 0, true },
+                { "example.com/etcd@sha256:0123", "3.5.16", 0, true },
+                { "registry.k8s.io/etcd:3.5.16-0", "3.4.13", 0, false },
+                { "registry.k8s.io/etcd:3.5.2-0", NULL, -EINVAL, false },
+                { "example.com/etcd:latest", NULL, -EINVAL, false },
+                { "registry.k8s.io/etcd:3.4.13-0", "3.6.0", -EINVAL, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(pod_freep) Pod *pod = NULL;
+                test_etcd[0].image = (char *)cases[i].image;
+                test_etcd[0].version = (char *)cases[i].version;
+                int r = etcd_pod_build(&s, &m, &pod);
+                test_etcd[0].image = "registry.k8s.io/etcd:3.5.16-0";
+                test_etcd[0].version = NULL;
+                assert_int_equal(r, cases[i].r);
+                if (r < 0)
+                        continue;
+                char **cmd = only_container(pod)->command;
+                for (size_t k = 0; k < ELEMENTSOF(v35); k++)
+                        if (strv_contains(cmd, v35[k]) != cases[i].is35)
+                                fail_msg("case %zu: %s %s", i, v35[k],
+                                         cases[i].is35 ? "missing" : "present");
+                assert_true(strv_contains(cmd, "--name=etcd-b"));
+        }
+}
+
+/* A restore under way (docs/etcd-restore.md): the init container runs the image's restore tool (etcdutl in
+ * 3.5) through its shell with the values as positional parameters; the snapshot's directory is mounted
+ * read-only in it alone. */
 static void test_etcd_restore_init_container(void **state) {
         ClusterSpec s = test_spec();
         EtcdMemberAssignment m = { .cluster = "main",
@@ -111,7 +152,7 @@ static void test_etcd_restore_init_container(void **state) {
         assert_string_equal(init->image, c->image);
         assert_string_equal(init->command[0], "/bin/sh");
         assert_string_equal(init->command[1], "-c");
-        assert_non_null(strstr(init->command[2], "etcdctl snapshot restore \"$2\""));
+        assert_non_null(strstr(init->command[2], "\netcdutl snapshot restore \"$2\""));
         const char *want[] = { "etcd-restore",
                                "/var/etcd/data",
                                "/var/etcd/restore/20261124T011500Z-1a2b3c4d.db",
@@ -132,6 +173,13 @@ static void test_etcd_restore_init_container(void **state) {
         assert_int_equal(c->n_volume_mounts, 1); /* etcd itself never sees the snapshot */
         assert_int_equal(pod_to_yaml(pod, &yaml), 0);
         assert_non_null(strstr(yaml, "\n  initContainers:\n  - command:\n    - /bin/sh\n"));
+        /* 3.4's image restores with its etcdctl */
+        pod = pod_free(pod);
+        test_etcd[0].image = "registry.k8s.io/etcd:3.4.13-0";
+        int r = etcd_pod_build(&s, &m, &pod);
+        test_etcd[0].image = "registry.k8s.io/etcd:3.5.16-0";
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(pod->init_containers[0].command[2], "\netcdctl snapshot restore \"$2\""));
         /* no restore: no init container; a bad id is refused */
         pod = pod_free(pod);
         m.restore_id = NULL;
@@ -535,7 +583,7 @@ static void test_config_validation(void **state) {
         static const char base[] =
             "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: a.k8s.test}\n"
             "spec:\n  cloud: local\n  dns: {provider: none}\n"
-            "  etcdClusters: [{name: main, image: x}]\n  kubernetesVersion: 1.31.2\n";
+            "  etcdClusters: [{name: main, image: \"x:3.4.13\"}]\n  kubernetesVersion: 1.31.2\n";
         static const struct {
                 const char *yaml, *error;
         } cases[] = {
@@ -614,9 +662,9 @@ static ClusterSpec *load_spec(const char *text) {
         return s;
 }
 
-#define PKI_SPEC                                                                                 \
-        "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: pki.k8s.test}\nspec:\n" \
-        "  etcdClusters: [{name: main, image: e}, {name: events, image: e}]\n"                   \
+#define PKI_SPEC                                                                                     \
+        "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: pki.k8s.test}\nspec:\n"     \
+        "  etcdClusters: [{name: main, image: \"e:3.4.13\"}, {name: events, image: \"e:3.4.13\"}]\n" \
         "  kubernetesVersion: 1.20.2\n  stateStore: file:///srv/state\n  pki: {dir: /pk}\n"
 
 /* A spec with a state store: the flags name the pki layout's files and each pod mounts exactly the
@@ -703,7 +751,7 @@ static void test_pki_user_paths(void **state) {
 
         _cleanup_(cluster_spec_freep) ClusterSpec *u =
             load_spec("apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: u.k8s.test}\nspec:\n"
-                      "  etcdClusters: [{name: main, image: e, tlsDir: /etc/etcd-tls}]\n  "
+                      "  etcdClusters: [{name: main, image: \"e:3.4.13\", tlsDir: /etc/etcd-tls}]\n  "
                       "kubernetesVersion: 1.20.2\n");
         assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, u, &plain), 0);
         assert_true(strv_contains(plain, "--etcd-cafile=/etc/etcd-tls/ca.crt"));
@@ -786,6 +834,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_etcd_main),
                 cmocka_unit_test(test_etcd_events_tls),
+                cmocka_unit_test(test_etcd_version_flags),
                 cmocka_unit_test(test_etcd_restore_init_container),
                 cmocka_unit_test(test_etcd_render_yaml),
                 cmocka_unit_test(test_etcd_invalid),

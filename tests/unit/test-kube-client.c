@@ -311,6 +311,62 @@ static void test_merge_patch(void **state) {
         free_vectors(v, 2);
 }
 
+/* create (POST to the collection) and replace (PUT at a resourceVersion, of a subresource): the requests'
+ * shape, the recorded 409s as the API's create-if-absent (-EEXIST) and compare-and-set (PK_ECONFLICT),
+ * and a replace without a resourceVersion refused before any request. */
+static void test_create_and_replace(void **state) {
+        const char *names[] = { "kube/apply-201.http", "kube/create-409-exists.http", "kube/apply-200.http",
+                                "kube/replace-409-conflict.http" };
+        char *v[4];
+        size_t lens[4];
+        Replay o;
+        start_vectors(&o, names, 4, false, v, lens);
+        KubeClient *c = client_for(&o);
+        char *err = NULL;
+        json_t *stored = NULL;
+        _cleanup_(json_decrefp) json_t *cm =
+            json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+                      "name", "pk-rec", "namespace", "default", "data", "greeting", "hello");
+        assert_int_equal(kube_create(c, cm, 0, &stored, &err), 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(stored, "metadata"), "name")),
+                            "pk-rec");
+        json_decref(stored);
+        assert_int_equal(kube_create(c, cm, 0, NULL, &err), -EEXIST);
+        assert_non_null(strstr(err, "409 AlreadyExists"));
+        free(err);
+        err = NULL;
+        /* no resourceVersion: no request */
+        assert_int_equal(kube_replace(c, cm, NULL, 0, NULL, &err), -EINVAL);
+        assert_non_null(strstr(err, "no metadata.resourceVersion"));
+        free(err);
+        err = NULL;
+        json_object_set_new(json_object_get(cm, "metadata"), "resourceVersion", json_string("41"));
+        assert_int_equal(kube_replace(c, cm, "Status", 0, NULL, &err), -EINVAL);
+        free(err);
+        err = NULL;
+        assert_int_equal(kube_replace(c, cm, NULL, 0, NULL, &err), 0);
+        assert_int_equal(kube_replace(c, cm, "status", 0, NULL, &err), PK_ECONFLICT);
+        assert_non_null(strstr(err,
+                               "ConfigMap default/pk-rec: 409 Conflict: Operation cannot be fulfilled on "
+                               "configmaps \"pk-rec\": the object has been modified"));
+        free(err);
+        size_t n;
+        _cleanup_free_ char *log = replay_stop(&o, &n);
+        assert_int_equal(n, 4);
+        assert_true(startswith(
+            log, "POST /api/v1/namespaces/default/configmaps?fieldManager=protokube HTTP/1.1\r\n"));
+        assert_non_null(strstr(log, "\r\nContent-Type: application/json\r\n"));
+        assert_non_null(strstr(log,
+                               "PUT /api/v1/namespaces/default/configmaps/pk-rec?fieldManager=protokube "
+                               "HTTP/1.1\r\n"));
+        const char *put = strstr(log, "PUT /api/v1/namespaces/default/configmaps/pk-rec/status?fieldManager="
+                                      "protokube HTTP/1.1\r\n");
+        assert_non_null(put);
+        assert_non_null(strstr(put, "\"resourceVersion\":\"41\""));
+        kube_client_free(c);
+        free_vectors(v, 4);
+}
+
 static usec_t elapsed_since(usec_t t0) {
         return now(CLOCK_MONOTONIC) - t0;
 }
@@ -924,6 +980,7 @@ int main(void) {
                 cmocka_unit_test(test_429_retry_after_then_200),
                 cmocka_unit_test(test_secret_apply_drops_data),
                 cmocka_unit_test(test_merge_patch),
+                cmocka_unit_test(test_create_and_replace),
                 cmocka_unit_test(test_500_then_200),
                 cmocka_unit_test(test_deadline_ends_retries),
                 cmocka_unit_test(test_stop_ends_wait),

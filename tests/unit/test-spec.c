@@ -71,6 +71,9 @@ static void test_example(void **state) {
         assert_int_equal(events->client_port.value, 4002);
         assert_int_equal(events->peer_port.value, 2381);
         assert_string_equal(events->image, "registry.k8s.io/etcd:3.5.16-0");
+        /* the wanted etcd version: the image's tag */
+        assert_string_equal(events->version, "3.5.16");
+        assert_string_equal(main_->version, "3.5.16");
         assert_null(main_->tls_dir);
         assert_string_equal(s->kubernetes_version, "1.31.2");
 
@@ -390,8 +393,9 @@ static void test_etcd_cap(void **state) {
         _cleanup_free_ char *text = strdup(HEAD "spec:\n  kubernetesVersion: 1.31.2\n  etcdClusters:\n");
         for (unsigned i = 0; i < 17; i++)
                 assert_int_equal(
-                    strextend_printf(&text, "  - {name: c%u, image: i, clientPort: %u, peerPort: %u}\n", i,
-                                     10000 + i, 20000 + i),
+                    strextend_printf(&text,
+                                     "  - {name: c%u, image: \"i:3.4.13\", clientPort: %u, peerPort: %u}\n",
+                                     i, 10000 + i, 20000 + i),
                     0);
         load_fails(text, "t.yaml:7:3: spec.etcdClusters: at most 16 etcd clusters are supported", NULL);
 }
@@ -623,8 +627,10 @@ static void test_pki_errors(void **state) {
 /* With a state store, every certificate path the user left unset comes from the pki layout. */
 static void test_pki_managed_defaults(void **state) {
         _cleanup_(cluster_spec_freep) ClusterSpec *s = load_ok(
-            HEAD "spec:\n  etcdClusters:\n  - {name: main, image: e}\n  - {name: events, image: e}\n"
-                 "  - {name: cilium, image: e, clientPort: 4003, peerPort: 2382, tlsDir: /etc/cilium-etcd}\n"
+            HEAD "spec:\n  etcdClusters:\n  - {name: main, image: \"e:3.4.13\"}\n  - {name: events, image: "
+                 "\"e:3.4.13\"}\n"
+                 "  - {name: cilium, image: \"e:3.4.13\", clientPort: 4003, peerPort: 2382, tlsDir: "
+                 "/etc/cilium-etcd}\n"
                  "  kubernetesVersion: 1.20.2\n  stateStore: file:///srv/state\n  pki: {dir: /var/lib/pk}\n"
                  "  kubeAPIServer: {tlsCertFile: /custom/api.crt, etcdCAFile: ~}\n"
                  "  kubeScheduler: {kubeconfig: /custom/scheduler.kubeconfig}\n");
