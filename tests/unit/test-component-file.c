@@ -26,7 +26,7 @@
 static ClusterSpec *load(const char *version, const char *extra) {
         _cleanup_free_ char *text =
             strprintf("apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: f.k8s.test}\nspec:\n"
-                      "  etcdClusters: [{name: main, image: e}]\n  kubernetesVersion: %s\n%s",
+                      "  etcdClusters: [{name: main, image: \"e:3.5.16-0\"}]\n  kubernetesVersion: %s\n%s",
                       version, extra ?: "");
         _cleanup_strv_free_ char **errors = NULL;
         ClusterSpec *s = NULL;
@@ -41,7 +41,7 @@ static ClusterSpec *load(const char *version, const char *extra) {
 static char *load_errors(const char *version, const char *extra) {
         _cleanup_free_ char *text =
             strprintf("apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata: {name: f.k8s.test}\nspec:\n"
-                      "  etcdClusters: [{name: main, image: e}]\n  kubernetesVersion: %s\n%s",
+                      "  etcdClusters: [{name: main, image: \"e:3.5.16-0\"}]\n  kubernetesVersion: %s\n%s",
                       version, extra);
         _cleanup_strv_free_ char **errors = NULL;
         ClusterSpec *s = NULL;
