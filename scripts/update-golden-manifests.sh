@@ -3,7 +3,9 @@
 # update-golden-*.sh):
 #   tests/golden/manifests/<spec>/*.manifest  for examples/*.yaml and tests/golden/manifests/*.yaml, rendered
 #       with this node as member b of a,b,c of the spec's main and events etcd clusters (mounts
-#       /mnt/master-vol-<cluster>), exactly as tests/integration/test_render.py renders them;
+#       /mnt/master-vol-<cluster>), exactly as tests/integration/test_render.py renders them, and beside them
+#       the configuration files the pods and the kubelet read (kube-scheduler.yaml, kube-proxy.yaml,
+#       kubelet.yaml);
 #   tests/golden/flags/<component>.flags  the flags of each component for examples/cluster.yaml, one per
 #       line, as they appear after the binary in the pod's command.
 # Review the diff before committing: a golden change is a change of what runs on every master.
@@ -28,7 +30,7 @@ for spec in examples/*.yaml tests/golden/manifests/*.yaml; do
         name=$(basename "$spec" .yaml)
         out=tests/golden/manifests/$name
         mkdir -p "$out"
-        rm -f "$out"/*.manifest
+        rm -f "$out"/*.manifest "$out"/*.yaml
         mapfile -t args < <(etcd_args "$spec")
         "$bin" --log-level error render -c "$spec" --out "$out" "${args[@]}"
         echo "update-golden-manifests: $out"

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* protokube render: the control-plane static pods for the spec, written to --out DIR (atomic, only when
- * changed, no other file touched) or printed to stdout as one YAML stream. The etcd pods need to know which
- * member this node is: --etcd-member main=a/a,b,c (the volume tag's value) and --etcd-mount main=/mnt/x. */
+/* protokube render: the control-plane static pods for the spec and the configuration files they and the
+ * node's kubelet read (kube-scheduler.yaml, kube-proxy.yaml, kubelet.yaml), written to --out DIR (atomic,
+ * only when changed, no other file touched) or printed to stdout as one YAML stream. The etcd pods need to
+ * know which member this node is: --etcd-member main=a/a,b,c (the volume tag's value) and --etcd-mount
+ * main=/mnt/x. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
+#include "components/kubelet.h"
 #include "components/render.h"
 #include "components/self-hosted.h"
 #include "daemon/pass-pivot.h"
@@ -128,18 +131,32 @@ const CliOption verb_render_options[] = {
         {},
 };
 
+static int write_one(const char *dir, const char *file_name, const char *text) {
+        _cleanup_free_ char *path = strjoin(dir, "/", file_name);
+        if (!path)
+                return log_oom();
+        int r = manifest_write(path, text);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write '%s': %m", path);
+        log_info("%s '%s'", r > 0 ? "Wrote" : "Unchanged", path);
+        return 0;
+}
+
+/* The manifests, then the configuration files under their render names (on a node they live where the
+ * manifests say: RenderedFile.path). */
 static int write_out(const char *dir, const RenderedManifests *m) {
         int r = mkdir_p(dir, 0755);
         if (r < 0)
                 return log_error_errno(r, "Failed to create '%s': %m", dir);
         for (size_t i = 0; i < m->n; i++) {
-                _cleanup_free_ char *path = strjoin(dir, "/", m->items[i].file_name);
-                if (!path)
-                        return log_oom();
-                r = manifest_write(path, m->items[i].text);
+                r = write_one(dir, m->items[i].file_name, m->items[i].text);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to write '%s': %m", path);
-                log_info("%s '%s'", r > 0 ? "Wrote" : "Unchanged", path);
+                        return r;
+        }
+        for (size_t i = 0; i < m->n_files; i++) {
+                r = write_one(dir, m->files[i].file_name, m->files[i].text);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -148,7 +165,24 @@ static int print_all(const RenderedManifests *m) {
         for (size_t i = 0; i < m->n; i++)
                 if (printf("%s%s", i > 0 ? "---\n" : "", m->items[i].text) < 0)
                         return -EIO;
+        for (size_t i = 0; i < m->n_files; i++)
+                if (printf("---\n# %s\n%s", m->files[i].path, m->files[i].text) < 0)
+                        return -EIO;
         return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+/* The node's kubelet reads a file too: it joins the others (its manifest is the init system's). */
+static int add_kubelet(const ClusterSpec *spec, RenderedManifests *m) {
+        _cleanup_free_ char *text = NULL;
+        int r = kubelet_config_render(spec, &text);
+        if (r < 0)
+                return log_error_errno(r, "Failed to render the kubelet's configuration: %m");
+        RenderedFile *files = reallocarray(m->files, m->n_files + 1, sizeof(RenderedFile));
+        if (!files)
+                return log_oom();
+        m->files = files;
+        m->files[m->n_files++] = (RenderedFile){ kubelet_file.path, kubelet_file.out_name, TAKE_PTR(text) };
+        return 0;
 }
 
 /* One file per object, in apply order; the Secrets' files 0600 in a directory only root enters. */
@@ -237,7 +271,8 @@ int verb_render(CliContext *ctx, char **args) {
                 return EXIT_ERROR;
         if (a.self_hosted)
                 return render_self_hosted(&a, spec, n_masters) < 0 ? EXIT_ERROR : EXIT_SUCCESS;
-        r = control_plane_render(spec, assign, a.n_etcd, NULL, &m, &failed);
+        ControlPlaneParams params = { .etcd = assign, .n_etcd = a.n_etcd, .form = COMPONENT_FORM_FILE };
+        r = control_plane_render_with(spec, &params, &m, &failed);
         if (r == -ENOENT && failed && streq(failed, "etcd")) {
                 log_error("An --etcd-member names an etcd cluster that is not in the spec's etcdClusters.");
                 return EXIT_ERROR;
@@ -246,6 +281,8 @@ int verb_render(CliContext *ctx, char **args) {
                 log_error_errno(r, "Failed to render %s: %m", strna(failed));
                 return EXIT_ERROR;
         }
+        if (add_kubelet(spec, &m) < 0)
+                return EXIT_ERROR;
         r = a.out ? write_out(a.out, &m) : print_all(&m);
         return r < 0 ? EXIT_ERROR : EXIT_SUCCESS;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "components/component-file.h"
 #include "components/control-plane.h"
 #include "model/pod.h"
 #include "spec/spec.h"
@@ -48,7 +49,11 @@ typedef struct ComponentDef {
         int (*derive)(const ClusterSpec *spec, void *config, ComponentScratch *scratch);
         /* What is special about the pod; runs after the file mounts, before the CA bundle. */
         int (*finish_pod)(Pod *pod, PodContainer *ct, const void *config);
+        /* The configuration file protokube renders for it (COMPONENT_FORM_FILE), or NULL: flags only. */
+        const ComponentFileDef *file;
 } ComponentDef;
+
+extern const ComponentFileDef kube_scheduler_file, kube_proxy_file;
 
 int kube_apiserver_derive(const ClusterSpec *spec, void *config, ComponentScratch *scratch);
 int kube_apiserver_finish_pod(Pod *pod, PodContainer *ct, const void *config);

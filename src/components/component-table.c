@@ -13,6 +13,35 @@
 #include "components/flags.h"
 #include "components/static-pod.h"
 
+/* The components' configuration files. kube-proxy has read a KubeProxyConfiguration (v1alpha1, the only
+ * version through 1.31) since long before 1.20. kube-scheduler reads a KubeSchedulerConfiguration, but
+ * protokube renders one only from 1.23: with --config, the 1.20.2 binary serves unauthenticated HTTP on
+ * the file's healthzBindAddress and metricsBindAddress (default [::]:10251; checked: --port=0 beside
+ * --config has no effect, and the file refuses port 0), a port the flags keep closed; its 1.23 release
+ * removed that server (kubernetes/kubernetes#96345). v1beta3 is 1.23's newest, v1 (1.25) is GA. */
+const ComponentFileDef kube_scheduler_file = {
+        .kind = "KubeSchedulerConfiguration",
+        .versions =
+            (const ComponentFileVersion[]){
+                { { .since = 23, .until = 24 }, "kubescheduler.config.k8s.io/v1beta3" },
+                { { .since = 25 }, "kubescheduler.config.k8s.io/v1" },
+                {},
+            },
+        .path = "/var/lib/kube-scheduler/config.yaml", /* kops' */
+        .out_name = "kube-scheduler.yaml",
+};
+
+const ComponentFileDef kube_proxy_file = {
+        .kind = "KubeProxyConfiguration",
+        .versions =
+            (const ComponentFileVersion[]){
+                { {}, "kubeproxy.config.k8s.io/v1alpha1" },
+                {},
+            },
+        .path = "/var/lib/kube-proxy/config.yaml",
+        .out_name = "kube-proxy.yaml",
+};
+
 #define CONFIG_OF(member) \
         .config_offset = offsetof(ClusterSpec, member), .config_size = sizeof(((ClusterSpec *)NULL)->member)
 
@@ -62,6 +91,7 @@ static const ComponentDef component_table[_COMPONENT_MAX] = {
                 .probe_path = "/healthz",
                 .file_keys = (const char *const[]){ "kubeconfig", "authenticationKubeconfig",
                         "authorizationKubeconfig", "config", NULL },
+                .file = &kube_scheduler_file,
         },
         [COMPONENT_KUBE_PROXY] = {
                 .name = KUBE_PROXY,
@@ -78,6 +108,7 @@ static const ComponentDef component_table[_COMPONENT_MAX] = {
                         {},
                 },
                 .finish_pod = kube_proxy_finish_pod,
+                .file = &kube_proxy_file,
         },
 };
 
@@ -190,41 +221,107 @@ static int inherit_defaults(const ComponentDef *d, const ClusterSpec *spec, void
         return 0;
 }
 
-/* The effective config (table defaults, inherited ones, then the hook's derived ones) and its flags;
- * *ret_flags = NULL when the component is disabled. */
-static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, ComponentConfig *config,
-                             ComponentScratch *scratch, char ***ret_flags) {
+/* What the engine makes of one row for one spec: the effective config and its flags. */
+typedef struct ComponentBuild {
+        ComponentConfig config;
+        ComponentScratch scratch;
+        char **flags; /* NULL: the component is disabled */
+        unsigned minor;
+        bool file; /* it reads the configuration file protokube renders (def->file->path) */
+} ComponentBuild;
+
+static void component_build_done(ComponentBuild *b) {
+        component_scratch_done(&b->scratch);
+        b->flags = strv_free(b->flags);
+}
+
+/* The spec names the operator's own configuration file for the component (kubeScheduler.config). */
+static bool operator_file_set(const ComponentDef *d, const void *config) {
+        for (const Field *f = d->fields; f->name; f++)
+                if ((f->flags & FIELD_OPERATOR_FILE) && !isempty(*(char *const *)FIELD_PTR(config, f)))
+                        return true;
+        return false;
+}
+
+/* The flags beside the file protokube renders: the settings it has no field for, and --config. */
+static int file_flags(const ComponentDef *d, ComponentBuild *b) {
+        int r = flags_build_beside_file(d->fields, &b->config, b->minor, &b->flags);
+        if (r < 0)
+                return r;
+        r = flags_push(&b->flags, "config", d->file->path);
+        if (r < 0)
+                return r;
+        strv_sort(b->flags);
+        return 0;
+}
+
+/* The effective config (table defaults, inherited ones, then the hook's derived ones) and its flags in the
+ * given form; b->flags = NULL when the component is disabled. */
+static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, ComponentForm form,
+                             ComponentBuild *b) {
         KubeVersion v;
-        if (!def_enabled(d, spec)) {
-                *ret_flags = NULL;
+        if (!def_enabled(d, spec))
                 return 0;
-        }
         /* The version selects the flags; the loader refuses others, this guards specs made in code. */
         int r = kube_version_parse(spec->kubernetes_version, &v);
         if (r < 0)
                 return r;
         if (!kube_version_supported(&v))
                 return -EOPNOTSUPP;
-        memcpy(config, (const uint8_t *)spec + d->config_offset, d->config_size);
-        r = flags_fill_defaults(d->fields, config);
+        memcpy(&b->config, (const uint8_t *)spec + d->config_offset, d->config_size);
+        r = flags_fill_defaults(d->fields, &b->config);
         if (r < 0)
                 return r;
-        r = inherit_defaults(d, spec, config);
+        r = inherit_defaults(d, spec, &b->config);
         if (r < 0)
                 return r;
-        r = d->derive ? d->derive(spec, config, scratch) : 0;
+        r = d->derive ? d->derive(spec, &b->config, &b->scratch) : 0;
         if (r < 0)
                 return r;
-        return flags_build(d->fields, config, v.minor, ret_flags);
+        b->minor = v.minor;
+        b->file = form == COMPONENT_FORM_FILE && component_file_api_version(d->file, v.minor) &&
+                  !operator_file_set(d, &b->config);
+        if (b->file)
+                return file_flags(d, b);
+        return flags_build(d->fields, &b->config, v.minor, &b->flags);
 }
 
 int component_flags(Component c, const ClusterSpec *spec, char ***ret) {
-        _cleanup_(component_scratch_done) ComponentScratch scratch = {};
-        ComponentConfig config;
+        return component_flags_form(c, spec, COMPONENT_FORM_FILE, ret);
+}
+
+int component_flags_form(Component c, const ClusterSpec *spec, ComponentForm form, char ***ret) {
+        _cleanup_(component_build_done) ComponentBuild b = {};
         const ComponentDef *d = component_def(c);
-        if (!d)
+        if (!d || form < 0 || form >= _COMPONENT_FORM_MAX)
                 return -EINVAL;
-        return component_prepare(d, spec, &config, &scratch, ret);
+        int r = component_prepare(d, spec, form, &b);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(b.flags);
+        return 0;
+}
+
+int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigFile *ret) {
+        _cleanup_(component_build_done) ComponentBuild b = {};
+        const ComponentDef *d = component_def(c);
+        char *text = NULL;
+        if (!d || !ret)
+                return -EINVAL;
+        int r = component_prepare(d, spec, COMPONENT_FORM_FILE, &b);
+        if (r < 0)
+                return r;
+        if (b.flags && b.file) {
+                r = component_file_render(d->file, d->fields, &b.config, b.minor, &text);
+                if (r < 0)
+                        return r;
+        }
+        *ret = (ComponentConfigFile){
+                .path = d->file ? d->file->path : NULL,
+                .out_name = d->file ? d->file->out_name : NULL,
+                .text = text,
+        };
+        return 0;
 }
 
 /* The static pod with the image (the spec's, else the release's), go-runner and the requests. */
@@ -260,12 +357,13 @@ static int add_probes(const ComponentDef *d, const void *config, PodContainer *c
         return static_pod_set_health_probes(ct, "HTTPS", p, d->probe_path, d->ready_path);
 }
 
-/* Calls f for every file the row's keys name (a string is a list of one); NULL entries are passed too. */
-static int for_each_file(const ComponentDef *d, const void *config,
+/* Calls f for every file the row's keys name (a string is a list of one; NULL entries are passed too), then
+ * for the configuration file protokube renders, if the component reads it. */
+static int for_each_file(const ComponentDef *d, const ComponentBuild *b,
                          int (*f)(const char *key, const char *path, void *userdata), void *userdata) {
         for (const char *const *k = d->file_keys; k && *k; k++) {
-                char *const *one = config_member(d, config, *k, FIELD_STRING);
-                char **const *list = config_member(d, config, *k, FIELD_STRV);
+                char *const *one = config_member(d, &b->config, *k, FIELD_STRING);
+                char **const *list = config_member(d, &b->config, *k, FIELD_STRV);
                 if (!one && !list)
                         return -EINVAL;             /* a key the field table does not have */
                 char *const *values = one ?: *list; /* a string is a list of one */
@@ -276,7 +374,7 @@ static int for_each_file(const ComponentDef *d, const void *config,
                                 return r;
                 }
         }
-        return 0;
+        return b->file ? f("config", d->file->path, userdata) : 0;
 }
 
 typedef struct FileList {
@@ -293,9 +391,9 @@ static int file_list_add(const char *key, const char *path, void *userdata) {
 }
 
 /* The directories of the files named by the row's keys, read-only. */
-static int mount_files(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {
+static int mount_files(const ComponentDef *d, const ComponentBuild *b, Pod *pod, PodContainer *ct) {
         FileList l = {};
-        int r = for_each_file(d, config, file_list_add, &l);
+        int r = for_each_file(d, b, file_list_add, &l);
         if (r < 0)
                 return r;
         return static_pod_mount_file_dirs(pod, ct, l.files, l.n);
@@ -311,20 +409,19 @@ static int key_path_add(const char *key, const char *path, void *userdata) {
 }
 
 int component_files(Component c, const ClusterSpec *spec, char ***ret) {
-        _cleanup_(component_scratch_done) ComponentScratch scratch = {};
-        _cleanup_strv_free_ char **flags = NULL, **l = NULL;
-        ComponentConfig config;
+        _cleanup_(component_build_done) ComponentBuild b = {};
+        _cleanup_strv_free_ char **l = NULL;
         const ComponentDef *d = component_def(c);
         if (!d)
                 return -EINVAL;
-        int r = component_prepare(d, spec, &config, &scratch, &flags);
+        int r = component_prepare(d, spec, COMPONENT_FORM_FILE, &b);
         if (r < 0)
                 return r;
-        if (flags) {
+        if (b.flags) {
                 l = new0(char *, 1);
                 if (!l)
                         return -ENOMEM;
-                r = for_each_file(d, &config, key_path_add, &l);
+                r = for_each_file(d, &b, key_path_add, &l);
                 if (r < 0)
                         return r;
         }
@@ -332,39 +429,41 @@ int component_files(Component c, const ClusterSpec *spec, char ***ret) {
         return 0;
 }
 
-static int component_pod_finish(const ComponentDef *d, const void *config, Pod *pod, PodContainer *ct) {
-        int r = add_probes(d, config, ct);
+static int component_pod_finish(const ComponentDef *d, const ComponentBuild *b, Pod *pod, PodContainer *ct) {
+        int r = add_probes(d, &b->config, ct);
         if (r < 0)
                 return r;
-        r = mount_files(d, config, pod, ct);
+        r = mount_files(d, b, pod, ct);
         if (r < 0)
                 return r;
-        r = d->finish_pod ? d->finish_pod(pod, ct, config) : 0;
+        r = d->finish_pod ? d->finish_pod(pod, ct, &b->config) : 0;
         if (r < 0)
                 return r;
         return d->ca_certs ? static_pod_mount_ca_certs(pod, ct) : 0;
 }
 
-int component_pod_build(Component c, const ClusterSpec *spec, Pod **ret) {
-        _cleanup_(component_scratch_done) ComponentScratch scratch = {};
-        _cleanup_strv_free_ char **flags = NULL;
+int component_pod_build_form(Component c, const ClusterSpec *spec, ComponentForm form, Pod **ret) {
+        _cleanup_(component_build_done) ComponentBuild b = {};
         _cleanup_(pod_freep) Pod *pod = NULL;
-        ComponentConfig config;
         PodContainer *ct;
         const ComponentDef *d = component_def(c);
-        if (!d)
+        if (!d || form < 0 || form >= _COMPONENT_FORM_MAX)
                 return -EINVAL;
-        int r = component_prepare(d, spec, &config, &scratch, &flags);
+        int r = component_prepare(d, spec, form, &b);
         if (r < 0)
                 return r;
-        if (flags) {
-                r = component_pod_new(d, spec, &config, flags, &pod, &ct);
+        if (b.flags) {
+                r = component_pod_new(d, spec, &b.config, b.flags, &pod, &ct);
                 if (r < 0)
                         return r;
-                r = component_pod_finish(d, &config, pod, ct);
+                r = component_pod_finish(d, &b, pod, ct);
                 if (r < 0)
                         return r;
         }
         *ret = TAKE_PTR(pod); /* NULL when disabled */
         return 0;
+}
+
+int component_pod_build(Component c, const ClusterSpec *spec, Pod **ret) {
+        return component_pod_build_form(c, spec, COMPONENT_FORM_FILE, ret);
 }

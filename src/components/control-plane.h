@@ -23,14 +23,39 @@ typedef enum Component {
         _COMPONENT_INVALID = -EINVAL,
 } Component;
 
+/* Where a component's settings go. */
+typedef enum ComponentForm {
+        /* a configuration file where the component and the chosen version have one and the spec names no
+         * file of the operator's (component_config_file()): the pod gets --config and the flags of the
+         * settings that file has no field for, and mounts the file's directory */
+        COMPONENT_FORM_FILE,
+        /* every setting a flag, no file: what a pass writes as long as it writes only manifests */
+        COMPONENT_FORM_FLAGS,
+        _COMPONENT_FORM_MAX,
+} ComponentForm;
+
 /* "kube-apiserver": the pod, container, binary and image name; NULL for an invalid component. */
 const char *component_to_string(Component c);
 Component component_from_string(const char *s);
 
 bool component_enabled(Component c, const ClusterSpec *spec);
+/* The flags and the pod in COMPONENT_FORM_FILE. */
 int component_flags(Component c, const ClusterSpec *spec, char ***ret);
+int component_flags_form(Component c, const ClusterSpec *spec, ComponentForm form, char ***ret);
 int component_pod_build(Component c, const ClusterSpec *spec, Pod **ret);
+int component_pod_build_form(Component c, const ClusterSpec *spec, ComponentForm form, Pod **ret);
+
+/* The configuration file the component reads in COMPONENT_FORM_FILE, rendered from the same effective config
+ * as its flags. text is NULL (and 0 returned) when it reads none protokube renders: disabled, no file for
+ * the chosen version, or the operator's own file in the spec. Caller frees text. */
+typedef struct ComponentConfigFile {
+        const char *path;     /* static: where the component reads it on the node (--config) */
+        const char *out_name; /* static: its name in `protokube render --out DIR` */
+        char *text;
+} ComponentConfigFile;
+int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigFile *ret);
 /* The files the component's flags name (the row's file keys: certificates, keys, kubeconfigs, configs) of
- * the effective config, as key, path, ... (the YAML key: "tlsCertFile"; a list key repeats per element);
- * the files its pod mounts the directories of. Caller frees with strv_free; disabled: *ret = NULL. */
+ * the effective config, as key, path, ... (the YAML key: "tlsCertFile"; a list key repeats per element), and
+ * in COMPONENT_FORM_FILE the configuration file protokube renders ("config", its path); the files its pod
+ * mounts the directories of. Caller frees with strv_free; disabled: *ret = NULL. */
 int component_files(Component c, const ClusterSpec *spec, char ***ret);

@@ -63,8 +63,7 @@ static int enum_name(const Field *f, int i, const char **ret) {
         return 0;
 }
 
-/* The value of one scalar-ish field as the flag would carry it; *ret = NULL when the field emits nothing. */
-static int render_value(const Field *f, const void *obj, char **ret) {
+int flags_field_value(const Field *f, const void *obj, char **ret) {
         const void *p = FIELD_PTR(obj, f);
         char buf[GO_DURATION_MAX];
         const char *v = NULL;          /* a value to copy, or */
@@ -144,16 +143,26 @@ int flags_pushf(char ***l, const char *flag, const char *format, ...) {
         return flags_push(l, flag, v);
 }
 
-static int append_field(const Field *f, const void *obj, unsigned k8s_minor, char ***l) {
+bool field_in_file(const Field *f, unsigned k8s_minor) {
+        return f->file_field && (k8s_minor == 0 || kube_gate_allows(f->file_k8s, k8s_minor));
+}
+
+static int append_fields(const Field *fields, const void *obj, unsigned k8s_minor, bool beside_file,
+                         char ***l);
+
+static int append_field(const Field *f, const void *obj, unsigned k8s_minor, bool beside_file, char ***l) {
         if (f->type == FIELD_STRUCT)
-                return f->sub ? flags_append(f->sub, FIELD_PTR(obj, f), k8s_minor, l) : -EINVAL;
+                return f->sub ? append_fields(f->sub, FIELD_PTR(obj, f), k8s_minor, beside_file, l)
+                              : -EINVAL;
         if (f->type == FIELD_STRUCT_LIST || !f->flag)
                 return 0;
         if (k8s_minor > 0 && !kube_gate_allows(f->k8s, k8s_minor))
                 return 0;
+        if (beside_file && field_in_file(f, k8s_minor))
+                return 0;
 
         _cleanup_free_ char *value = NULL;
-        int r = render_value(f, obj, &value);
+        int r = flags_field_value(f, obj, &value);
         if (r < 0)
                 return r;
         if (!value)
@@ -171,25 +180,38 @@ static int append_field(const Field *f, const void *obj, unsigned k8s_minor, cha
         return flags_push(l, f->flag, value);
 }
 
-int flags_append(const Field *fields, const void *obj, unsigned k8s_minor, char ***l) {
+static int append_fields(const Field *fields, const void *obj, unsigned k8s_minor, bool beside_file,
+                         char ***l) {
         for (const Field *f = fields; f && f->name; f++) {
-                int r = append_field(f, obj, k8s_minor, l);
+                int r = append_field(f, obj, k8s_minor, beside_file, l);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-int flags_build(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret) {
+int flags_append(const Field *fields, const void *obj, unsigned k8s_minor, char ***l) {
+        return append_fields(fields, obj, k8s_minor, false, l);
+}
+
+static int build(const Field *fields, const void *obj, unsigned k8s_minor, bool beside_file, char ***ret) {
         _cleanup_strv_free_ char **l = new0(char *, 1);
         if (!l)
                 return -ENOMEM;
-        int r = flags_append(fields, obj, k8s_minor, &l);
+        int r = append_fields(fields, obj, k8s_minor, beside_file, &l);
         if (r < 0)
                 return r;
         strv_sort(l);
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+int flags_build(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret) {
+        return build(fields, obj, k8s_minor, false, ret);
+}
+
+int flags_build_beside_file(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret) {
+        return build(fields, obj, k8s_minor, true, ret);
 }
 
 static int fill_default(const Field *f, void *obj) {

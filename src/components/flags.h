@@ -30,6 +30,18 @@ int flags_append(const Field *fields, const void *obj, unsigned k8s_minor, char 
  * frees with strv_free), possibly empty. */
 int flags_build(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret);
 
+/* The flags of obj that stay flags beside the component's configuration file at Kubernetes 1.<k8s_minor>:
+ * those of the rows the file has no field for there (field_in_file()), sorted like flags_build(). */
+int flags_build_beside_file(const Field *fields, const void *obj, unsigned k8s_minor, char ***ret);
+
+/* The row's setting goes into the configuration file at 1.<k8s_minor> (it has a file field, and the file of
+ * that minor has it; k8s_minor 0: any). */
+bool field_in_file(const Field *f, unsigned k8s_minor);
+
+/* The value of one scalar, list or map field as its flag carries it ("true", "1m0s", "a,b", "k=v,x=y"):
+ * *ret = NULL when the field emits nothing (unset, empty, or its empty_value). Caller frees. */
+int flags_field_value(const Field *f, const void *obj, char **ret);
+
 /* Applies the table's scalar defaults (string, bool, int, duration, enum; nested structs too) to the unset
  * fields of obj, which must be a scratch copy: strings are aliased from the table, never to be freed. The
  * loader already does this for loaded specs; builders do it again so specs made in code behave the same. */

@@ -16,7 +16,20 @@ void rendered_manifests_done(RenderedManifests *m) {
                 free(m->items[i].text);
         }
         free(m->items);
+        for (size_t i = 0; i < m->n_files; i++)
+                free(m->files[i].text);
+        free(m->files);
         *m = (RenderedManifests){};
+}
+
+/* Takes f->text on success. */
+static int add_file(RenderedManifests *m, ComponentConfigFile *f) {
+        RenderedFile *files = reallocarray(m->files, m->n_files + 1, sizeof(RenderedFile));
+        if (!files)
+                return -ENOMEM;
+        m->files = files;
+        m->files[m->n_files++] = (RenderedFile){ f->path, f->out_name, TAKE_PTR(f->text) };
+        return 0;
 }
 
 /* Takes file_name and text on success. */
@@ -64,22 +77,50 @@ static int add_pod(RenderedManifests *m, const char *name, Pod *pod, char *const
         return add(m, &file_name, &text);
 }
 
+/* A component's manifest and, in the file form, the file it reads. */
+static int add_component(RenderedManifests *m, const ClusterSpec *spec, Component c,
+                         const ControlPlaneParams *p) {
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        int r = component_pod_build_form(c, spec, p->form, &pod);
+        if (r < 0 || !pod) /* NULL: disabled */
+                return r;
+        r = add_pod(m, component_to_string(c), pod, p->pod_annotations);
+        if (r < 0 || p->form != COMPONENT_FORM_FILE)
+                return r;
+        ComponentConfigFile f = {};
+        r = component_config_file(c, spec, &f);
+        if (r >= 0 && f.text)
+                r = add_file(m, &f);
+        free(f.text);
+        return r;
+}
+
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
                          char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed) {
+        ControlPlaneParams p = {
+                .etcd = etcd,
+                .n_etcd = n_etcd,
+                .pod_annotations = pod_annotations,
+                .form = COMPONENT_FORM_FLAGS,
+        };
+        return control_plane_render_with(spec, &p, ret, ret_failed);
+}
+
+int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams *p, RenderedManifests *ret,
+                              const char **ret_failed) {
         _cleanup_(rendered_manifests_done) RenderedManifests m = {};
+        const EtcdMemberAssignment *etcd = p->etcd;
+        size_t n_etcd = p->n_etcd;
         int r;
 
-        r = render_check_pod_annotations(pod_annotations);
+        r = render_check_pod_annotations(p->pod_annotations);
         if (r < 0) {
                 if (ret_failed)
                         *ret_failed = "pod annotations";
                 return r;
         }
         for (Component c = 0; c < _COMPONENT_MAX; c++) {
-                _cleanup_(pod_freep) Pod *pod = NULL;
-                r = component_pod_build(c, spec, &pod);
-                if (r >= 0 && pod) /* NULL: disabled */
-                        r = add_pod(&m, component_to_string(c), pod, pod_annotations);
+                r = add_component(&m, spec, c, p);
                 if (r < 0) {
                         if (ret_failed)
                                 *ret_failed = component_to_string(c);

@@ -2,10 +2,12 @@
 #pragma once
 
 /* All static pods of a master, as manifest texts: kube-apiserver, kube-controller-manager, kube-scheduler,
- * kube-proxy (unless disabled), then one etcd pod per given member assignment. */
+ * kube-proxy (unless disabled), then one etcd pod per given member assignment; and the configuration files
+ * the pods read (kube-scheduler's, kube-proxy's: control-plane.h, COMPONENT_FORM_FILE). */
 
 #include <stddef.h>
 
+#include "components/control-plane.h"
 #include "components/etcd.h"
 
 typedef struct RenderedManifest {
@@ -13,9 +15,18 @@ typedef struct RenderedManifest {
         char *text;
 } RenderedManifest;
 
+/* A configuration file a manifest names (--config) and mounts the directory of. */
+typedef struct RenderedFile {
+        const char *path;      /* static: where the component reads it on the node */
+        const char *file_name; /* static: its name in `protokube render --out DIR` ("kube-proxy.yaml") */
+        char *text;
+} RenderedFile;
+
 typedef struct RenderedManifests {
         RenderedManifest *items;
         size_t n;
+        RenderedFile *files; /* in component order */
+        size_t n_files;
 } RenderedManifests;
 
 void rendered_manifests_done(RenderedManifests *m);
@@ -27,6 +38,20 @@ void rendered_manifests_done(RenderedManifests *m);
  * qualified name, a key without a value, a duplicate key or more than 256 KiB in all is -EINVAL.
  * On failure *ret_failed (if given) names the component that failed, or "pod annotations" (static
  * strings). */
+typedef struct ControlPlaneParams {
+        const EtcdMemberAssignment *etcd;
+        size_t n_etcd;
+        char *const *pod_annotations;
+        /* COMPONENT_FORM_FILE: kube-scheduler and kube-proxy read the configuration files in ret->files,
+         * where the version has one; COMPONENT_FORM_FLAGS: every setting a flag, no files. */
+        ComponentForm form;
+} ControlPlaneParams;
+
+int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams *p, RenderedManifests *ret,
+                              const char **ret_failed);
+
+/* The same with every setting a flag (COMPONENT_FORM_FLAGS): what a pass writes as long as it writes the
+ * manifests only, for a component pointed at a file nobody writes would not start. */
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
                          char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed);
 

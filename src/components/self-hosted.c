@@ -189,12 +189,32 @@ static int cmp_entry(const void *x, const void *y) {
         return strcmp(((const DataEntry *)x)->key, ((const DataEntry *)y)->key);
 }
 
-/* Reads every file; the first that cannot be read fails with its path, the key naming it and the object. */
+/* The entry for path gets text instead of the file's content: a file protokube renders (the component's
+ * configuration) need not be on this node yet. */
+static int data_set_fill(DataSet *d, const char *path, const char *text) {
+        for (size_t i = 0; i < d->n; i++) {
+                DataEntry *e = &d->entries[i];
+                if (!streq(e->path, path) || e->value)
+                        continue;
+                e->value = strdup(text);
+                if (!e->value)
+                        return -ENOMEM;
+                e->len = strlen(text);
+        }
+        return 0;
+}
+
+/* Reads every file not filled already; the first that cannot be read fails with its path, the key naming it
+ * and the object. */
 static int data_set_read(DataSet *d, const char *component, const char *kind, const char *object,
                          char **ret_error) {
         size_t total = 0;
         for (size_t i = 0; i < d->n; i++) {
                 DataEntry *e = &d->entries[i];
+                if (e->value) {
+                        total += e->len;
+                        continue;
+                }
                 int r = d->secret ? read_full_file_secret(e->path, SECRET_FILE_MAX, &e->value, &e->len)
                                   : read_full_file(e->path, SECRET_FILE_MAX, &e->value, &e->len);
                 if (r == -ENOMEM)
@@ -319,7 +339,14 @@ typedef struct Ctx {
         const ClusterSpec *spec;
         SelfHostedAssets *assets;
         char **error;
+        /* the configuration file protokube renders for the component being built (text NULL: none) */
+        ComponentConfigFile config_file;
 } Ctx;
+
+static void ctx_done(Ctx *ctx) {
+        free(ctx->config_file.text);
+        ctx->config_file.text = NULL;
+}
 
 /* The files of files (key, path, ...) in dir into d; the kubeconfig of a pki directory brings the pair and
  * CA it names (certs/: every kubeconfig of the layout names its directory's client pair and ca.crt). */
@@ -372,6 +399,8 @@ static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *
 
         d.secret = pki;
         int r = collect(component, dir, ctx->spec->pki.dir, pki, files, &d, ctx->error);
+        if (r >= 0 && ctx->config_file.text)
+                r = data_set_fill(&d, ctx->config_file.path, ctx->config_file.text);
         if (r < 0 || d.n == 0)
                 return r;
         name = pki ? strjoin(strrchr(dir, '/') + 1, "-pki") : config_map_name(component, dir);
@@ -420,10 +449,18 @@ static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *
         return 0;
 }
 
-static int convert_volumes(Ctx *ctx, Component c, Pod *pod) {
+/* The host paths of the files the component's settings name as Secrets and ConfigMaps; the configuration
+ * file protokube renders comes from wspec, the spec the workload is built from (its leaderElect forced on).
+ */
+static int convert_volumes(Ctx *ctx, const ClusterSpec *wspec, Component c, Pod *pod) {
         _cleanup_strv_free_ char **files = NULL;
         const char *component = component_to_string(c);
         int r = component_files(c, ctx->spec, &files);
+        if (r >= 0) {
+                free(ctx->config_file.text);
+                ctx->config_file.text = NULL;
+                r = component_config_file(c, wspec, &ctx->config_file);
+        }
         if (r < 0)
                 return error_setf(ctx->error, r, "%s: %s", component, pk_strerror(r));
         for (size_t i = 0; files && i < pod->n_volumes; i++) {
@@ -516,7 +553,7 @@ static int build_component(Ctx *ctx, const ClusterSpec *wspec, Component c, cons
                 return error_setf(ctx->error, r, "%s: %s", name, pk_strerror(r));
         if (!pod) /* disabled */
                 return 0;
-        r = convert_volumes(ctx, c, pod);
+        r = convert_volumes(ctx, wspec, c, pod);
         if (r < 0)
                 return r;
         if (c != COMPONENT_KUBE_PROXY)
@@ -588,7 +625,7 @@ int self_hosted_render(const ClusterSpec *spec, const SelfHostedParams *p, SelfH
                        char **ret_error) {
         _cleanup_(self_hosted_assets_done) SelfHostedAssets a = {};
         ClusterSpec wspec;
-        Ctx ctx = { .spec = spec, .assets = &a, .error = ret_error };
+        _cleanup_(ctx_done) Ctx ctx = { .spec = spec, .assets = &a, .error = ret_error };
         int r;
 
         if (!spec || !p || !ret)

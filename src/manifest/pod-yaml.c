@@ -662,3 +662,49 @@ int config_map_to_yaml(const KubeObjectRef *cm, char *const *data, char **ret) {
         ConfigMapDoc c = { cm, data };
         return emit_document(emit_config_map, &c, ret);
 }
+
+/* A configuration document: every mapping's keys sorted, so the bytes depend only on its content. */
+static int cmp_doc(const void *a, const void *b) {
+        return strcmp((*(ConfigDoc *const *)a)->key, (*(ConfigDoc *const *)b)->key);
+}
+
+static void emit_config_doc(Emitter *em, const void *obj) {
+        const ConfigDoc *d = obj;
+        switch (d->kind) {
+        case CONFIG_DOC_MAP: {
+                _cleanup_free_ ConfigDoc **sorted = new0(ConfigDoc *, d->n_children);
+                if (!sorted) {
+                        em->failed = true;
+                        return;
+                }
+                if (d->n_children > 0)
+                        memcpy(sorted, d->children, d->n_children * sizeof(ConfigDoc *));
+                qsort_safe(sorted, d->n_children, sizeof(ConfigDoc *), cmp_doc);
+                map_start(em);
+                for (size_t i = 0; i < d->n_children; i++) {
+                        emit_str(em, sorted[i]->key);
+                        emit_config_doc(em, sorted[i]);
+                }
+                map_end(em);
+                return;
+        }
+        case CONFIG_DOC_STRING:
+                emit_str(em, d->value);
+                return;
+        case CONFIG_DOC_INT:
+        case CONFIG_DOC_BOOL: /* plain: they read back as ints and bools */
+                emit_scalar_style(em, d->value, YAML_PLAIN_SCALAR_STYLE);
+                return;
+        case CONFIG_DOC_LIST:
+                emit_strv(em, d->list);
+                return;
+        default:
+                em->failed = true;
+        }
+}
+
+int config_doc_to_yaml(const ConfigDoc *doc, char **ret) {
+        if (!doc || doc->kind != CONFIG_DOC_MAP)
+                return -EINVAL;
+        return emit_document(emit_config_doc, doc, ret);
+}

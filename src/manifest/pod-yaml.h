@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "model/config-doc.h"
 #include "model/pod.h"
 #include "model/workload.h"
 
@@ -33,6 +34,10 @@ int service_account_to_yaml(const KubeObjectRef *sa, char **ret);
 int cluster_role_binding_to_yaml(const KubeObjectRef *binding, const char *cluster_role,
                                  const KubeObjectRef *service_account, char **ret);
 int config_map_to_yaml(const KubeObjectRef *cm, char *const *data, char **ret);
+
+/* A component's configuration document (model/config-doc.h): block style, every mapping's keys sorted,
+ * strings quoted where a reader would take them for something else. Caller frees. */
+int config_doc_to_yaml(const ConfigDoc *doc, char **ret);
 
 /* True if s written as a plain scalar would not read back as this string (bool, null, number, timestamp,
  * sexagesimal, merge/value keys, empty). */

@@ -2,14 +2,17 @@
 #include "spec/component-config.h"
 #include "model/conventions.h"
 
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "basic/macro.h"
 #include "basic/parse-util.h"
+#include "basic/string-util.h"
 #include "basic/strv.h"
 #include "spec/kube-version.h"
+#include "spec/spec-check.h"
 
 /* One row per field: YAML key, flag, default. Paths are kops' layout (/srv/kubernetes/<component>/...,
  * /var/lib/<component>/kubeconfig) so certificates provisioned for kops clusters keep working. List and map
@@ -88,6 +91,66 @@ static int validate_flag_map(const void *value, char **ret_message) {
         return 0;
 }
 
+/* The spellings Go's strconv.ParseBool takes, which is how the binaries read a feature gate's value (flag
+ * and file alike); anything else keeps the component from starting. */
+static const char *const go_bool_true[] = { "1", "t", "T", "TRUE", "true", "True", NULL };
+static const char *const go_bool_false[] = { "0", "f", "F", "FALSE", "false", "False", NULL };
+
+int component_config_parse_bool(const char *s, bool *ret) {
+        if (s && strv_contains((char **)go_bool_true, s)) {
+                *ret = true;
+                return 0;
+        }
+        if (s && strv_contains((char **)go_bool_false, s)) {
+                *ret = false;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int validate_feature_gates(const void *value, char **ret_message) {
+        char **l = *(char **const *)value;
+        bool b;
+        int r = validate_flag_map(value, ret_message);
+        if (r < 0)
+                return r;
+        for (size_t i = 1; l && i < strv_length(l); i += 2)
+                if (component_config_parse_bool(l[i], &b) < 0) {
+                        char e[SPEC_ECHO_MAX];
+                        *ret_message =
+                            strprintf("%s: %s is not true or false", l[i - 1], spec_echo(e, l[i]));
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+/* An IP address literal (v4 or v6): the kubelet's addresses and DNS servers. */
+static int validate_ip(const char *s, char **ret_message) {
+        unsigned char a[16];
+        char e[SPEC_ECHO_MAX];
+        if (s && (inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1))
+                return 0;
+        *ret_message = strprintf("%s is not an IP address", spec_echo(e, s ?: ""));
+        return -EINVAL;
+}
+
+static int validate_ip_address(const void *value, char **ret_message) {
+        return validate_ip(*(char *const *)value, ret_message);
+}
+
+static int validate_ip_list(const void *value, char **ret_message) {
+        STRV_FOREACH (e, *(char **const *)value) {
+                int r = validate_ip(*e, ret_message);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int validate_dns_domain(const void *value, char **ret_message) {
+        return spec_check_dns_name(value, ret_message);
+}
+
 static int validate_path_list(const void *value, char **ret_message) {
         STRV_FOREACH (e, *(char **const *)value) {
                 int r = validate_path(e, ret_message);
@@ -97,58 +160,60 @@ static int validate_path_list(const void *value, char **ret_message) {
         return 0;
 }
 
-#define VALIDATED_STR(T, m, key, fl, def, check, h)                                      \
+#define VALIDATED_STR(T, m, key, fl, def, check, h, ...)                                 \
         {                                                                                \
                 .name = key, .type = FIELD_STRING, .offset = offsetof(T, m), .flag = fl, \
-                .default_value = def, .validate = check, .help = h                       \
+                .default_value = def, .validate = check, .help = h, __VA_ARGS__          \
         }
-#define PATH(T, m, key, fl, def, h)     VALIDATED_STR(T, m, key, fl, def, validate_path, h)
-#define QUANTITY(T, m, key, fl, def, h) VALIDATED_STR(T, m, key, fl, def, validate_quantity, h)
-#define HOSTPORT(T, m, key, fl, def, h) VALIDATED_STR(T, m, key, fl, def, validate_host_port, h)
+#define PATH(T, m, key, fl, def, h, ...) VALIDATED_STR(T, m, key, fl, def, validate_path, h, __VA_ARGS__)
+#define QUANTITY(T, m, key, fl, def, h, ...) \
+        VALIDATED_STR(T, m, key, fl, def, validate_quantity, h, __VA_ARGS__)
+#define HOSTPORT(T, m, key, fl, def, h, ...) \
+        VALIDATED_STR(T, m, key, fl, def, validate_host_port, h, __VA_ARGS__)
 
-#define STR(T, m, key, fl, def, h)                                                       \
+#define STR(T, m, key, fl, def, h, ...)                                                  \
         {                                                                                \
                 .name = key, .type = FIELD_STRING, .offset = offsetof(T, m), .flag = fl, \
-                .default_value = def, .help = h                                          \
+                .default_value = def, .help = h, __VA_ARGS__                             \
         }
-#define BOOL(T, m, key, fl, def, h)                                                    \
+#define BOOL(T, m, key, fl, def, h, ...)                                               \
         {                                                                              \
                 .name = key, .type = FIELD_BOOL, .offset = offsetof(T, m), .flag = fl, \
-                .default_value = def, .help = h                                        \
+                .default_value = def, .help = h, __VA_ARGS__                           \
         }
-#define INT(T, m, key, fl, def, lo, hi, h)                                                                  \
+#define INT(T, m, key, fl, def, lo, hi, h, ...)                                                             \
         {                                                                                                   \
                 .name = key, .type = FIELD_INT, .offset = offsetof(T, m), .flag = fl, .default_value = def, \
-                .min = lo, .max = hi, .help = h                                                             \
+                .min = lo, .max = hi, .help = h, __VA_ARGS__                                                \
         }
-#define DURATION(T, m, key, fl, def, h)                                                    \
+#define DURATION(T, m, key, fl, def, h, ...)                                               \
         {                                                                                  \
                 .name = key, .type = FIELD_DURATION, .offset = offsetof(T, m), .flag = fl, \
-                .default_value = def, .help = h                                            \
+                .default_value = def, .help = h, __VA_ARGS__                               \
         }
-#define LIST(T, m, key, fl, h)                                                         \
+#define LIST(T, m, key, fl, h, ...)                                                    \
         {                                                                              \
                 .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl, \
-                .validate = validate_flag_list, .help = h                              \
+                .validate = validate_flag_list, .help = h, __VA_ARGS__                 \
         }
-#define LIST_REPEAT(T, m, key, fl, h)                                                  \
-        {                                                                              \
-                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl, \
-                .flags = FIELD_FLAG_REPEAT, .validate = validate_path_list, .help = h  \
+#define LIST_REPEAT(T, m, key, fl, h, ...)                                                         \
+        {                                                                                          \
+                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl,             \
+                .flags = FIELD_FLAG_REPEAT, .validate = validate_path_list, .help = h, __VA_ARGS__ \
         }
-#define MAP(T, m, key, fl, h)                                                         \
+#define MAP(T, m, key, fl, h, ...)                                                    \
         {                                                                             \
                 .name = key, .type = FIELD_MAP, .offset = offsetof(T, m), .flag = fl, \
-                .validate = validate_flag_map, .help = h                              \
+                .validate = validate_flag_map, .help = h, __VA_ARGS__                 \
         }
 /* A list whose elements only some Kubernetes versions know (admission plugins). */
-#define GATED_LIST(T, m, key, fl, gates, h)                                            \
-        {                                                                              \
-                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl, \
-                .validate = validate_flag_list, .k8s_values = &gates, .help = h        \
+#define GATED_LIST(T, m, key, fl, gates, h, ...)                                             \
+        {                                                                                    \
+                .name = key, .type = FIELD_STRV, .offset = offsetof(T, m), .flag = fl,       \
+                .validate = validate_flag_list, .k8s_values = &gates, .help = h, __VA_ARGS__ \
         }
-#define PORT(T, m, key, fl, def, h) INT(T, m, key, fl, def, 1, 65535, h)
-#define LOG_LEVEL(T)                INT(T, log_level, "logLevel", "v", "2", 0, 10, "klog verbosity")
+#define PORT(T, m, key, fl, def, h, ...) INT(T, m, key, fl, def, 1, 65535, h, __VA_ARGS__)
+#define LOG_LEVEL(T)                     INT(T, log_level, "logLevel", "v", "2", 0, 10, "klog verbosity")
 #define IMAGE(T)                                                                                     \
         STR(T, image, "image", NULL, NULL, "container image; default from kubernetesVersion"),       \
             QUANTITY(T, cpu_request, "cpuRequest", NULL, NULL, "resources.requests.cpu (quantity)"), \
@@ -156,12 +221,15 @@ static int validate_path_list(const void *value, char **ret_message) {
                      "resources.requests.memory (quantity)")
 /* The gate names are checked against kubernetesVersion: the binaries refuse to start on a name they do not
  * know ("unrecognized feature gate"). */
-#define FEATURE_GATES(T)                                                                                   \
-        {                                                                                                  \
-                .name = "featureGates", .type = FIELD_MAP, .offset = offsetof(T, feature_gates),           \
-                .flag = "feature-gates", .validate = validate_flag_map, .k8s_values = &kube_feature_gates, \
-                .help = "feature gates: name -> true|false"                                                \
+#define FEATURE_GATES(T, ...)                                                                               \
+        {                                                                                                   \
+                .name = "featureGates", .type = FIELD_MAP, .offset = offsetof(T, feature_gates),            \
+                .flag = "feature-gates", .validate = validate_feature_gates,                                \
+                .k8s_values = &kube_feature_gates, .help = "feature gates: name -> true|false", __VA_ARGS__ \
         }
+/* In a configuration file featureGates is a map of bools. */
+#define FEATURE_GATES_IN_FILE(T) \
+        FEATURE_GATES(T, .file_field = "featureGates", .flags = FIELD_FILE_BOOL_VALUES)
 /* The insecure HTTP port of kube-controller-manager and kube-scheduler: 1.20 serves it on 0.0.0.0:10252 and
  * :10251 without authentication unless --port=0 (kubeadm's manifests set that); the flag is gone in 1.24. */
 #define INSECURE_PORT(T)                                                                              \
@@ -349,7 +417,7 @@ const Field kube_scheduler_config_fields[] = {
         IMAGE(S),
         LOG_LEVEL(S),
         PATH(S, kubeconfig, "kubeconfig", "kubeconfig", "/var/lib/kube-scheduler/kubeconfig",
-             "kubeconfig to reach the API server"),
+             "kubeconfig to reach the API server", .file_field = "clientConnection.kubeconfig"),
         PATH(S, authentication_kubeconfig, "authenticationKubeconfig", "authentication-kubeconfig",
              "/var/lib/kube-scheduler/kubeconfig", "kubeconfig for TokenReview"),
         PATH(S, authorization_kubeconfig, "authorizationKubeconfig", "authorization-kubeconfig",
@@ -359,9 +427,13 @@ const Field kube_scheduler_config_fields[] = {
         BOOL(S, permit_port_sharing, "permitPortSharing", "permit-port-sharing", NULL,
              "share the port with SO_REUSEPORT; default true with selfHosted"),
         INSECURE_PORT(S),
-        BOOL(S, leader_elect, "leaderElect", "leader-elect", "true", "leader election among masters"),
-        BOOL(S, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof"),
-        PATH(S, config, "config", "config", NULL, "KubeSchedulerConfiguration file"),
+        BOOL(S, leader_elect, "leaderElect", "leader-elect", "true", "leader election among masters",
+             .file_field = "leaderElection.leaderElect"),
+        BOOL(S, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof",
+             .file_field = "enableProfiling"),
+        PATH(S, config, "config", "config", NULL,
+             "the operator's own KubeSchedulerConfiguration file, used instead of protokube's",
+             .flags = FIELD_OPERATOR_FILE),
         FEATURE_GATES(S),
         {},
 };
@@ -380,31 +452,130 @@ const Field kube_proxy_config_fields[] = {
         IMAGE(P),
         LOG_LEVEL(P),
         PATH(P, kubeconfig, "kubeconfig", "kubeconfig", "/var/lib/kube-proxy/kubeconfig",
-             "kubeconfig to reach the API server"),
-        STR(P, hostname_override, "hostnameOverride", "hostname-override", NULL, "node name to use"),
-        STR(P, bind_address, "bindAddress", "bind-address", NULL, "address to serve on"),
+             "kubeconfig to reach the API server", .file_field = "clientConnection.kubeconfig"),
+        STR(P, hostname_override, "hostnameOverride", "hostname-override", NULL, "node name to use",
+            .file_field = "hostnameOverride"),
+        STR(P, bind_address, "bindAddress", "bind-address", NULL, "address to serve on",
+            .file_field = "bindAddress"),
         STR(P, cluster_cidr, "clusterCIDR", "cluster-cidr", NULL,
-            "default kubeControllerManager.clusterCIDR"),
+            "default kubeControllerManager.clusterCIDR", .file_field = "clusterCIDR"),
         { .name = "proxyMode",
           .type = FIELD_ENUM,
           .offset = offsetof(P, proxy_mode),
           .flag = "proxy-mode",
           .enum_values = proxy_modes,
           .k8s_values = &proxy_mode_gates,
-          .help = "iptables | ipvs | nftables (1.29+)" },
+          .help = "iptables | ipvs | nftables (1.29+)",
+          .file_field = "mode" },
         HOSTPORT(P, metrics_bind_address, "metricsBindAddress", "metrics-bind-address", NULL,
-                 "address:port of /metrics"),
+                 "address:port of /metrics", .file_field = "metricsBindAddress"),
         HOSTPORT(P, healthz_bind_address, "healthzBindAddress", "healthz-bind-address", NULL,
-                 "address:port of /healthz (default 0.0.0.0:10256)"),
+                 "address:port of /healthz (default 0.0.0.0:10256)", .file_field = "healthzBindAddress"),
         INT(P, conntrack_max_per_core, "conntrackMaxPerCore", "conntrack-max-per-core", NULL, 0, 100000000,
-            "conntrack entries per core"),
+            "conntrack entries per core", .file_field = "conntrack.maxPerCore"),
         INT(P, conntrack_min, "conntrackMin", "conntrack-min", NULL, 0, 100000000,
-            "minimum conntrack entries"),
-        STR(P, ipvs_scheduler, "ipvsScheduler", "ipvs-scheduler", NULL, "IPVS scheduler (rr, lc, ...)"),
-        LIST(P, ipvs_exclude_cidrs, "ipvsExcludeCIDRs", "ipvs-exclude-cidrs", "CIDRs IPVS leaves alone"),
-        LIST(P, nodeport_addresses, "nodePortAddresses", "nodeport-addresses", "CIDRs that serve NodePorts"),
-        INT(P, oom_score_adj, "oomScoreAdj", "oom-score-adj", NULL, -1000, 1000, "OOM score adjustment"),
-        FEATURE_GATES(P),
+            "minimum conntrack entries", .file_field = "conntrack.min"),
+        STR(P, ipvs_scheduler, "ipvsScheduler", "ipvs-scheduler", NULL, "IPVS scheduler (rr, lc, ...)",
+            .file_field = "ipvs.scheduler"),
+        LIST(P, ipvs_exclude_cidrs, "ipvsExcludeCIDRs", "ipvs-exclude-cidrs", "CIDRs IPVS leaves alone",
+             .file_field = "ipvs.excludeCIDRs"),
+        LIST(P, nodeport_addresses, "nodePortAddresses", "nodeport-addresses", "CIDRs that serve NodePorts",
+             .file_field = "nodePortAddresses"),
+        INT(P, oom_score_adj, "oomScoreAdj", "oom-score-adj", NULL, -1000, 1000, "OOM score adjustment",
+            .file_field = "oomScoreAdj"),
+        FEATURE_GATES_IN_FILE(P),
         {},
 };
 #undef P
+
+#define K KubeletConfig
+static const char *const kubelet_authorization_modes[] = { "AlwaysAllow", "Webhook", NULL };
+static const char *const kubelet_cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
+
+/* A setting of the KubeletConfiguration (kubelet.config.k8s.io/v1beta1 in 1.20 to 1.31): a file field, no
+ * flag (the kubelet's flags for these are deprecated in favour of the file). */
+#define KFILE(type_, m, key, field, h, ...) \
+        { .name = key, .type = type_, .offset = offsetof(K, m), .file_field = field, .help = h, __VA_ARGS__ }
+
+/* The kubelet of every node (masters and workers). Only the settings protokube has a reason to type: what a
+ * node of this cluster needs, cluster-wide; a node's own facts (its name, address, the container runtime's
+ * socket) are its command line's. The kubelet's own defaults (v1beta1) already refuse anonymous requests,
+ * authenticate and authorize through the API and keep the read-only port closed; protokube writes them out
+ * so that the file says what runs. */
+const Field kubelet_config_fields[] = {
+        LOG_LEVEL(K),
+        PATH(K, kubeconfig, "kubeconfig", "kubeconfig", "/var/lib/kubelet/kubeconfig",
+             "kubeconfig to reach the API server"),
+        KFILE(FIELD_STRING, static_pod_path, "staticPodPath", "staticPodPath",
+              "the static pods' directory (the node's --manifest-dir)",
+              .default_value = "/etc/kubernetes/manifests", .validate = validate_path),
+        KFILE(FIELD_DURATION, sync_frequency, "syncFrequency", "syncFrequency",
+              "how often running pods are synced (kubelet's default 1m)"),
+        KFILE(FIELD_DURATION, file_check_frequency, "fileCheckFrequency", "fileCheckFrequency",
+              "how often the static pods' directory is read (kubelet's default 20s)"),
+        KFILE(FIELD_STRING, address, "address", "address", "address of the kubelet's API (default 0.0.0.0)",
+              .validate = validate_ip_address),
+        KFILE(FIELD_INT, port, "port", "port", "port of the kubelet's API (default 10250)", .min = 1,
+              .max = 65535),
+        KFILE(FIELD_INT, read_only_port, "readOnlyPort", "readOnlyPort",
+              "unauthenticated read-only port, 0 = off", .default_value = "0", .min = 0, .max = 65535),
+        KFILE(FIELD_STRING, healthz_bind_address, "healthzBindAddress", "healthzBindAddress",
+              "address of /healthz (default 127.0.0.1)", .validate = validate_ip_address),
+        KFILE(FIELD_INT, healthz_port, "healthzPort", "healthzPort",
+              "port of /healthz, 0 = off (default 10248)", .min = 0, .max = 65535),
+        KFILE(FIELD_STRING, tls_cert_file, "tlsCertFile", "tlsCertFile",
+              "serving certificate (else self-signed, or serverTLSBootstrap)", .validate = validate_path),
+        KFILE(FIELD_STRING, tls_private_key_file, "tlsPrivateKeyFile", "tlsPrivateKeyFile", "serving key",
+              .validate = validate_path),
+        KFILE(FIELD_BOOL, rotate_certificates, "rotateCertificates", "rotateCertificates",
+              "renew the client certificate through CSRs"),
+        KFILE(FIELD_BOOL, server_tls_bootstrap, "serverTLSBootstrap", "serverTLSBootstrap",
+              "get the serving certificate through CSRs"),
+        KFILE(FIELD_STRING, client_ca_file, "clientCAFile", "authentication.x509.clientCAFile",
+              "CA of client certificates (the API server's)", .default_value = "/srv/kubernetes/ca.crt",
+              .validate = validate_path),
+        KFILE(FIELD_BOOL, anonymous_auth, "anonymousAuth", "authentication.anonymous.enabled",
+              "anonymous requests", .default_value = "false"),
+        KFILE(FIELD_BOOL, authentication_webhook, "authenticationWebhook", "authentication.webhook.enabled",
+              "bearer tokens checked by TokenReview", .default_value = "true"),
+        KFILE(FIELD_DURATION, authentication_webhook_cache_ttl, "authenticationWebhookCacheTTL",
+              "authentication.webhook.cacheTTL", "how long TokenReview answers are kept"),
+        KFILE(FIELD_ENUM, authorization_mode, "authorizationMode", "authorization.mode",
+              "AlwaysAllow | Webhook (SubjectAccessReview)", .default_value = "Webhook",
+              .enum_values = kubelet_authorization_modes),
+        KFILE(FIELD_ENUM, cgroup_driver, "cgroupDriver", "cgroupDriver",
+              "cgroupfs | systemd: the container runtime's (kubelet's default cgroupfs)",
+              .enum_values = kubelet_cgroup_drivers),
+        KFILE(FIELD_STRING, cgroup_root, "cgroupRoot", "cgroupRoot", "root cgroup of the pods",
+              .validate = validate_path),
+        KFILE(FIELD_BOOL, fail_swap_on, "failSwapOn", "failSwapOn",
+              "refuse to start with swap on (kubelet's default true)"),
+        KFILE(FIELD_STRV, cluster_dns, "clusterDNS", "clusterDNS", "the pods' DNS servers (IP addresses)",
+              .validate = validate_ip_list),
+        KFILE(FIELD_STRING, cluster_domain, "clusterDomain", "clusterDomain",
+              "default spec.clusterDNSDomain", .validate = validate_dns_domain),
+        KFILE(FIELD_STRING, resolv_conf, "resolvConf", "resolvConf",
+              "resolver file the pods' DNS is based on", .validate = validate_path),
+        KFILE(FIELD_INT, max_pods, "maxPods", "maxPods", "pods per node (kubelet's default 110)", .min = 1,
+              .max = 100000),
+        KFILE(FIELD_MAP, eviction_hard, "evictionHard", "evictionHard",
+              "signal -> threshold (memory.available: 100Mi)", .validate = validate_flag_map),
+        KFILE(FIELD_INT, image_gc_high_threshold_percent, "imageGCHighThresholdPercent",
+              "imageGCHighThresholdPercent", "disk usage that starts image GC (kubelet's default 85)",
+              .min = 0, .max = 100),
+        KFILE(FIELD_INT, image_gc_low_threshold_percent, "imageGCLowThresholdPercent",
+              "imageGCLowThresholdPercent", "disk usage image GC frees down to (kubelet's default 80)",
+              .min = 0, .max = 100),
+        {
+            .name = "featureGates",
+            .type = FIELD_MAP,
+            .offset = offsetof(K, feature_gates),
+            .flags = FIELD_FILE_BOOL_VALUES,
+            .validate = validate_feature_gates,
+            .k8s_values = &kube_feature_gates,
+            .help = "feature gates: name -> true|false",
+            .file_field = "featureGates",
+        },
+        {},
+};
+#undef K

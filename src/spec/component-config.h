@@ -162,9 +162,49 @@ typedef struct KubeProxyConfig {
         char **feature_gates; /* map */
 } KubeProxyConfig;
 
+/* spec.kubelet: the KubeletConfiguration of every node's kubelet (components/kubelet.h), and the two flags
+ * it keeps. Per-node facts (the node's name and address, the container runtime) are not here. */
+typedef struct KubeletConfig {
+        OptInt log_level;
+        char *kubeconfig;      /* default /var/lib/kubelet/kubeconfig; the pki layout's with stateStore */
+        char *static_pod_path; /* default /etc/kubernetes/manifests */
+        OptDuration sync_frequency;
+        OptDuration file_check_frequency;
+        char *address;
+        OptInt port;
+        OptInt read_only_port; /* default 0 (off) */
+        char *healthz_bind_address;
+        OptInt healthz_port;
+        char *tls_cert_file;
+        char *tls_private_key_file;
+        OptBool rotate_certificates;
+        OptBool server_tls_bootstrap;
+        char *client_ca_file;   /* default /srv/kubernetes/ca.crt; the pki layout's with stateStore */
+        OptBool anonymous_auth; /* default false */
+        OptBool authentication_webhook; /* default true */
+        OptDuration authentication_webhook_cache_ttl;
+        OptEnum authorization_mode; /* AlwaysAllow | Webhook (default) */
+        OptEnum cgroup_driver;      /* cgroupfs | systemd */
+        char *cgroup_root;
+        OptBool fail_swap_on;
+        char **cluster_dns;
+        char *cluster_domain; /* default spec.clusterDNSDomain */
+        char *resolv_conf;
+        OptInt max_pods;
+        char **eviction_hard; /* map */
+        OptInt image_gc_high_threshold_percent;
+        OptInt image_gc_low_threshold_percent;
+        char **feature_gates; /* map */
+} KubeletConfig;
+
+/* A feature gate's value as the binaries read it (Go's strconv.ParseBool: "true", "True", "1", "t" ...):
+ * -EINVAL for anything else. */
+int component_config_parse_bool(const char *s, bool *ret);
+
 /* The field tables (component-config.c), referenced by the spec loader's table for spec.kubeAPIServer etc.
  */
 extern const Field kube_apiserver_config_fields[];
 extern const Field kube_controller_manager_config_fields[];
 extern const Field kube_scheduler_config_fields[];
 extern const Field kube_proxy_config_fields[];
+extern const Field kubelet_config_fields[];

@@ -3,7 +3,10 @@
 
 /* The field table: one row per typed field of the cluster spec. The loader (spec/) reads name, type, offset,
  * default, range, enum and validation; the flag builder (components/) reads the flag name, the empty value
- * and the list style. This is kops' struct tags (`json:"x" flag:"y" flag-empty:"z"`) done as data. */
+ * and the list style; the configuration-file renderer (components/component-file.h) reads the field's name
+ * in the component's file and the versions whose file has it. This is kops' struct tags (`json:"x"
+ * flag:"y" flag-empty:"z"`) done as data, one row saying both where a setting goes as a flag and where it
+ * goes in the file. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,6 +57,12 @@ enum {
         FIELD_REQUIRED = 1 << 0,    /* missing is an error */
         FIELD_FLAG_REPEAT = 1 << 1, /* STRV: one --flag=v per element instead of one comma-joined flag */
         FIELD_NO_FLAG_SORT = 1 << 2,
+        FIELD_FILE_BOOL_VALUES =
+            1 << 3, /* MAP: the file's values are bools (featureGates: "true" -> true) */
+        /* STRING: names the component's own configuration file, given by the operator
+         * (kubeScheduler.config): set, it replaces the one protokube renders, and the component ignores the
+         * flags of the settings that file has (spec-gates.c refuses them) */
+        FIELD_OPERATOR_FILE = 1 << 4,
 };
 
 typedef struct Field Field;
@@ -78,6 +87,12 @@ struct Field {
         KubeGate k8s;
         /* List elements, map keys or enum names that only some versions accept; NULL: any value. */
         const KubeValueGates *k8s_values;
+        /* The setting's field in the component's configuration file, as a dotted path
+         * ("clientConnection.kubeconfig"), and the minors whose file has it (zero: all of 1.20 to 1.31).
+         * NULL: the setting is a flag only. Where the component reads a file protokube renders, a setting
+         * whose file has the field at the chosen version goes into the file and its flag is left out. */
+        const char *file_field;
+        KubeGate file_k8s;
 };
 
 #define FIELD_PTR(obj, f) ((void *)((char *)(obj) + (f)->offset))

@@ -446,6 +446,25 @@ static void check_self_hosted(ClusterSpec *s, const YamlNode *root, SpecErrors *
                         *sharing[i] = (OptBool){ .set = true, .value = true };
 }
 
+/* The kubelet refuses to start unless image GC frees down to less than where it starts (its defaults: 85
+ * and 80, for the one the spec leaves unset). */
+static void check_kubelet(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        const KubeletConfig *k = &s->kubelet;
+        int64_t high =
+            k->image_gc_high_threshold_percent.set ? k->image_gc_high_threshold_percent.value : 85;
+        int64_t low = k->image_gc_low_threshold_percent.set ? k->image_gc_low_threshold_percent.value : 80;
+        if (low < high)
+                return;
+        bool low_given = k->image_gc_low_threshold_percent.set;
+        spec_errors_add_at(errs,
+                           node_at(root, "spec", "kubelet",
+                                   low_given ? "imageGCLowThresholdPercent" : "imageGCHighThresholdPercent",
+                                   NULL),
+                           "spec.kubelet.imageGCLowThresholdPercent: %lld must be less than "
+                           "imageGCHighThresholdPercent %lld (the kubelet's defaults: 80 and 85)",
+                           (long long)low, (long long)high);
+}
+
 int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         int r;
 
@@ -462,5 +481,6 @@ int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         if (r < 0)
                 return r;
         check_self_hosted(s, root, errs);
+        check_kubelet(s, root, errs);
         return spec_check_pki(s, root, errs);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* spec.kubernetesVersion against the Kubernetes gates of the field tables: a key the user set whose flag the
- * chosen version does not have, or a feature gate, admission plugin or proxy mode it does not know, is a
- * spec error at the key's position. The binaries would refuse to start on it ("unknown flag",
+ * chosen version does not have, or a feature gate, admission plugin or proxy mode it does not know, or a
+ * setting beside the operator's own configuration file that the component would take only from that file, is
+ * a spec error at the key's position. The binaries would refuse to start on it ("unknown flag",
  * "unrecognized feature gate"), and on a master that is a control plane that never comes up. Defaults are
  * not checked here: the flag builder leaves out a defaulted flag the version lacks. */
 #include <string.h>
@@ -53,8 +54,48 @@ static void check_values(const Field *f, const YamlNode *v, const char *name, co
                 check_value(f, v, name, ctx);
 }
 
+/* The operator's own configuration file of the component (kubeScheduler.config), if the spec names one. */
+static const Field *operator_file(const Field *table, const YamlNode *map) {
+        for (const Field *f = table; f->name; f++)
+                if ((f->flags & FIELD_OPERATOR_FILE) && yaml_tree_get(map, f->name) &&
+                    !yaml_tree_is_null(yaml_tree_get(map, f->name)))
+                        return f;
+        return NULL;
+}
+
+/* A component given its own configuration file reads every setting that file has from it, and ignores the
+ * flags of those settings (kube-scheduler keeps only the flags its file lacks: checked with 1.20.2, whose
+ * --leader-elect, --kubeconfig, --profiling and --port have no effect beside --config). protokube cannot
+ * write into the operator's file, so such a setting in the spec would be silently lost. */
+static int check_beside_operator_file(const Field *table, const YamlNode *map, const char *path,
+                                      const GateContext *ctx) {
+        const Field *own = operator_file(table, map);
+        if (!own)
+                return 0;
+        _cleanup_free_ char *own_name = qualify(path, own->name);
+        if (!own_name)
+                return -ENOMEM;
+        for (const Field *f = table; f->name; f++) {
+                const YamlNode *v = yaml_tree_get(map, f->name);
+                if (!v || yaml_tree_is_null(v) || !f->file_field ||
+                    !kube_gate_allows(f->file_k8s, ctx->minor))
+                        continue;
+                _cleanup_free_ char *name = qualify(path, f->name);
+                if (!name)
+                        return -ENOMEM;
+                spec_errors_add_at(
+                    ctx->errs, v,
+                    "%s: with %s set, Kubernetes %s ignores --%s and reads %s from that file: set it there",
+                    name, own_name, ctx->version, f->flag ?: f->name, f->file_field);
+        }
+        return 0;
+}
+
 static int check_table(const Field *table, const YamlNode *map, const char *path, const GateContext *ctx) {
         char g[KUBE_GATE_TEXT_MAX];
+        int r = check_beside_operator_file(table, map, path, ctx);
+        if (r < 0)
+                return r;
 
         for (const Field *f = table; f->name; f++) {
                 const YamlNode *v = yaml_tree_get(map, f->name);
@@ -64,7 +105,7 @@ static int check_table(const Field *table, const YamlNode *map, const char *path
                 if (!name)
                         return -ENOMEM;
                 if (f->type == FIELD_STRUCT && f->sub) {
-                        int r = check_table(f->sub, v, name, ctx);
+                        r = check_table(f->sub, v, name, ctx);
                         if (r < 0)
                                 return r;
                         continue;

@@ -195,6 +195,14 @@ static const PkiDefault proxy_defaults[] = {
         {},
 };
 
+/* The node's kubelet: its kubeconfig (system:node:<name>) and the cluster CA it checks clients against (the
+ * API server's kubelet-client certificate). */
+static const PkiDefault kubelet_defaults[] = {
+        IN_DIR("kubeconfig", PKI_KUBECONFIG_FILE),
+        IN_DIR("clientCAFile", PKI_CA_FILE),
+        {},
+};
+
 #define SECTION(key, member, table, dir, d)                                                              \
         {                                                                                                \
                 .section = key, .offset = offsetof(ClusterSpec, member), .fields = table, .subdir = dir, \
@@ -209,6 +217,7 @@ static const PkiSection pki_sections[] = {
         SECTION("kubeScheduler", kube_scheduler, kube_scheduler_config_fields, PKI_SCHEDULER_DIR,
                 kubeconfig_defaults),
         SECTION("kubeProxy", kube_proxy, kube_proxy_config_fields, PKI_PROXY_DIR, proxy_defaults),
+        SECTION("kubelet", kubelet, kubelet_config_fields, PKI_KUBELET_DIR, kubelet_defaults),
 };
 
 static const Field *field_find(const Field *fields, const char *key) {

@@ -237,6 +237,10 @@ static const Field spec_fields[] = {
           .type = FIELD_STRUCT,
           .offset = offsetof(ClusterSpec, kube_proxy),
           .sub = kube_proxy_config_fields },
+        { .name = "kubelet",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, kubelet),
+          .sub = kubelet_config_fields },
         {},
 };
 

@@ -99,6 +99,7 @@ typedef struct ClusterSpec {
         KubeControllerManagerConfig kube_controller_manager;
         KubeSchedulerConfig kube_scheduler;
         KubeProxyConfig kube_proxy;
+        KubeletConfig kubelet;
 } ClusterSpec;
 
 /* Loads and validates path. On a spec error returns PK_ESPEC and, if ret_errors, every error as

@@ -16,6 +16,10 @@ from conftest import IN_CI, ROOT, need_root
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 K8S = os.path.join(ROOT, "tests", "k8s")
 ORDER = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "etcd-events"]
+# The configuration files render writes beside the manifests, in its order, and where they live on a node.
+CONFIG_FILES = {"kube-scheduler.yaml": "/var/lib/kube-scheduler/config.yaml",
+                "kube-proxy.yaml": "/var/lib/kube-proxy/config.yaml",
+                "kubelet.yaml": "/var/lib/kubelet/config.yaml"}
 
 
 def specs():
@@ -55,9 +59,11 @@ def manifest_order(name):
 
 @pytest.mark.parametrize("spec", specs(), ids=os.path.basename)
 def test_render_matches_golden(pk, tmp_path, spec):
+    """The manifests and, beside them, the configuration files (kubelet.yaml for every spec)."""
     render(pk, spec, out=str(tmp_path))
-    want = {f: b for f, b in read_dir(golden_dir(spec)).items() if f.endswith(".manifest")}
+    want = read_dir(golden_dir(spec))
     assert want, f"no goldens for {spec}: run scripts/update-golden-manifests.sh"
+    assert "kubelet.yaml" in want and not [f for f in want if not f.endswith(".manifest") and f not in CONFIG_FILES]
     got = read_dir(tmp_path)
     assert sorted(got) == sorted(want)
     for f in want:
@@ -71,7 +77,8 @@ def test_stdout_is_the_goldens_in_order(pk, spec):
     assert out1 == out2
     want = read_dir(golden_dir(spec))
     names = sorted((f for f in want if f.endswith(".manifest")), key=manifest_order)
-    assert out1 == "---\n".join(want[f].decode() for f in names)
+    files = "".join(f"---\n# {path}\n{want[f].decode()}" for f, path in CONFIG_FILES.items() if f in want)
+    assert out1 == "---\n".join(want[f].decode() for f in names) + files
 
 
 def test_flags_golden(pk, tmp_path):
@@ -101,12 +108,19 @@ def test_one_spec_per_version_goldens_differ_only_by_version(pk, tmp_path):
     texts = {m: open(p).read() for m, p in specs_by_minor.items()}
     assert texts[20].replace("kubernetesVersion: 1.20.2", "kubernetesVersion: 1.31.2") == texts[31]
     goldens = {m: read_dir(golden_dir(p)) for m, p in specs_by_minor.items()}
-    assert sorted(goldens[20]) == sorted(goldens[31])
-    only_120 = {"kube-controller-manager.manifest": ["--port=0"], "kube-scheduler.manifest": ["--port=0"]}
-    for f in goldens[20]:
+    # 1.31's scheduler reads a KubeSchedulerConfiguration; 1.20's keeps its flags (docs/components.md)
+    assert sorted([*goldens[20], "kube-scheduler.yaml"]) == sorted(goldens[31])
+    for f in ("kube-proxy.yaml", "kubelet.yaml"):
+        assert goldens[20][f] == goldens[31][f], f
+    assert b"leaderElect: true" in goldens[31]["kube-scheduler.yaml"]
+    only_120 = {"kube-controller-manager.manifest": ["--port=0"],
+                "kube-scheduler.manifest": ["--kubeconfig=/var/lib/kube-scheduler/kubeconfig",
+                                            "--leader-elect=true", "--port=0", "--profiling=false"]}
+    only_131 = {"kube-scheduler.manifest": ["--config=/var/lib/kube-scheduler/config.yaml"]}
+    for f in (f for f in goldens[20] if f.endswith(".manifest")):
         old, new = command_of(goldens[20][f]), command_of(goldens[31][f])
         assert [a for a in old if a not in new] == only_120.get(f, []), f
-        assert [a for a in new if a not in old] == [], f
+        assert [a for a in new if a not in old] == only_131.get(f, []), f
         a, b = yaml.safe_load(goldens[20][f]), yaml.safe_load(goldens[31][f])
         for pod in (a, b):
             pod["spec"]["containers"][0]["command"] = []
@@ -213,6 +227,7 @@ def test_kube_proxy_disabled(pk, tmp_path):
                     .replace("kubeProxy: {}", "kubeProxy: {enabled: false}"))
     render(pk, str(spec), out=str(tmp_path / "o"))
     assert "kube-proxy.manifest" not in os.listdir(tmp_path / "o")
+    assert "kube-proxy.yaml" not in os.listdir(tmp_path / "o")
 
 
 def node_checker():
@@ -230,8 +245,10 @@ def test_kubernetes_checks_pass_on_every_rendered_manifest(pk, tmp_path):
     for spec in specs():
         out = tmp_path / os.path.basename(spec)
         render(pk, spec, out=str(out))
-        files += sorted(str(out / f) for f in os.listdir(out))
-        (tmp_path / (os.path.basename(spec) + ".stdout")).write_text(render(pk, spec).stdout)
+        # the pods (the configuration files are checked by the binaries: test_k8s_config_files.py)
+        files += sorted(str(out / f) for f in os.listdir(out) if f.endswith(".manifest"))
+        manifests = render(pk, spec).stdout.split("---\n# /")[0]
+        (tmp_path / (os.path.basename(spec) + ".stdout")).write_text(manifests)
         files.append(str(tmp_path / (os.path.basename(spec) + ".stdout")))
     p = subprocess.run(checker + files, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr

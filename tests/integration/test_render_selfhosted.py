@@ -125,7 +125,9 @@ def workloads(out):
 
 def test_flags_and_mounts_are_the_static_pods(pk, node):
     """Same command (kube-apiserver: its node's address through the downward API), every credential from a
-    Secret mounted at the node's layout directory, every other host path as in the static pod."""
+    Secret mounted at the node's layout directory, the configuration file protokube renders (kube-proxy's)
+    from a ConfigMap holding the file render writes beside the static pods, mounted where they mount its
+    directory, every other host path as in the static pod."""
     out, static = node["tmp"] / "out", node["tmp"] / "static"
     assert render(pk, node, out).returncode == 0
     assert pk("--log-level", "error", "render", "-c", node["spec"], "--out", str(static)).returncode == 0
@@ -143,6 +145,10 @@ def test_flags_and_mounts_are_the_static_pods(pk, node):
             if "secret" in v:
                 assert m["mountPath"] == os.path.join(node["pki"], name) and m["readOnly"], name
                 secret_paths.add(m["mountPath"])
+            elif "configMap" in v:
+                assert name == "kube-proxy" and m["mountPath"] == "/var/lib/kube-proxy" and m["readOnly"], name
+                cm = yaml.safe_load((out / f"30-configmap-{v['configMap']['name']}.yaml").read_text())
+                assert cm["data"] == {"config.yaml": (static / "kube-proxy.yaml").read_text()}
             else:
                 assert "hostPath" in v, (name, v)
                 assert not v["hostPath"]["path"].startswith(node["pki"]), f"{name}: credentials by hostPath"
@@ -236,8 +242,8 @@ def test_stdout_never_holds_key_material(pk, node):
             if os.path.isfile(path):
                 assert base64.b64encode(open(path, "rb").read()).decode()[:40] not in p.stdout, path
     docs = [d for d in yaml.safe_load_all(p.stdout) if d]
-    assert sorted(d["kind"] for d in docs) == sorted(["ServiceAccount", "ClusterRoleBinding"] + ["DaemonSet"] * 2 +
-                                                     ["Deployment"] * 2)
+    assert sorted(d["kind"] for d in docs) == sorted(["ServiceAccount", "ClusterRoleBinding", "ConfigMap"] +
+                                                     ["DaemonSet"] * 2 + ["Deployment"] * 2)
 
 
 def test_errors(pk, node):
@@ -261,7 +267,8 @@ def test_kubernetes_checks_pass_on_every_object(pk, node):
     files = [str(out / f) for f in sorted(os.listdir(out))] + [str(stdout)]
     p = subprocess.run(checker + files, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "11 files, 16 documents, 0 problems" in p.stdout
+    # kube-proxy's configuration file is a ConfigMap too (docs/components.md, "Configuration files")
+    assert "12 files, 18 documents, 0 problems" in p.stdout
 
 
 def test_kubernetes_checks_catch_broken_objects(pk, node):
@@ -316,4 +323,4 @@ def test_configuration_files_become_config_maps(pk, node):
     checker = node_checker()
     files = [str(out / f) for f in sorted(os.listdir(out))]
     c = subprocess.run(checker + files, capture_output=True, text=True, timeout=120)
-    assert c.returncode == 0 and "12 files, 12 documents, 0 problems" in c.stdout, c.stdout + c.stderr
+    assert c.returncode == 0 and "13 files, 13 documents, 0 problems" in c.stdout, c.stdout + c.stderr

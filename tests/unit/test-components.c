@@ -418,10 +418,18 @@ static void test_kube_scheduler(void **state) {
         const PodContainer *c = only_container(pod);
         assert_go_runner(c, "kube-scheduler", flags);
         assert_true(strv_contains(flags, "--secure-port=11259"));
-        assert_true(strv_contains(flags, "--kubeconfig=/var/lib/kube-scheduler/kubeconfig"));
+        /* 1.31: the kubeconfig is in the file the pod reads, not a flag */
+        assert_true(strv_contains(flags, "--config=/var/lib/kube-scheduler/config.yaml"));
+        assert_false(strv_contains(flags, "--kubeconfig=/var/lib/kube-scheduler/kubeconfig"));
         assert_int_equal(c->liveness_probe.http_get.port, 11259);
         assert_string_equal(c->liveness_probe.http_get.path, "/healthz");
         assert_true(mounted_at(c, "/var/lib/kube-scheduler", true));
+
+        _cleanup_strv_free_ char **plain = NULL;
+        assert_int_equal(component_flags_form(COMPONENT_KUBE_SCHEDULER, &s, COMPONENT_FORM_FLAGS, &plain),
+                         0);
+        assert_true(strv_contains(plain, "--kubeconfig=/var/lib/kube-scheduler/kubeconfig"));
+        assert_false(strv_contains(plain, "--config=/var/lib/kube-scheduler/config.yaml"));
 }
 
 static void test_kube_proxy(void **state) {
@@ -437,8 +445,13 @@ static void test_kube_proxy(void **state) {
         assert_go_runner(c, "kube-proxy", flags);
         assert_string_equal(pod->priority_class_name, "system-node-critical");
         assert_true(c->privileged);
-        assert_true(strv_contains(flags, "--cluster-cidr=10.200.0.0/16"));
-        assert_true(strv_contains(flags, "--proxy-mode=ipvs"));
+        /* every setting but the log level is in its file */
+        char *file_form[] = { "--config=/var/lib/kube-proxy/config.yaml", "--v=2", NULL };
+        assert_true(strv_equal(flags, file_form));
+        _cleanup_strv_free_ char **plain = NULL;
+        assert_int_equal(component_flags_form(COMPONENT_KUBE_PROXY, &s, COMPONENT_FORM_FLAGS, &plain), 0);
+        assert_true(strv_contains(plain, "--cluster-cidr=10.200.0.0/16"));
+        assert_true(strv_contains(plain, "--proxy-mode=ipvs"));
         assert_int_equal(c->liveness_probe.http_get.port, 10266);
         assert_string_equal(c->liveness_probe.http_get.scheme, "HTTP");
         assert_true(mounted_at(c, "/run/xtables.lock", false));
@@ -478,7 +491,7 @@ static void test_inherited_defaults(void **state) {
         _cleanup_strv_free_ char **kcm = NULL, **proxy = NULL;
         assert_int_equal(component_flags(COMPONENT_KUBE_CONTROLLER_MANAGER, &s, &kcm), 0);
         assert_true(strv_contains(kcm, "--service-cluster-ip-range=100.64.0.0/13"));
-        assert_int_equal(component_flags(COMPONENT_KUBE_PROXY, &s, &proxy), 0);
+        assert_int_equal(component_flags_form(COMPONENT_KUBE_PROXY, &s, COMPONENT_FORM_FLAGS, &proxy), 0);
         assert_true(strv_contains(proxy, "--cluster-cidr=100.96.0.0/11"));
         /* the spec itself is not modified */
         assert_null(s.kube_controller_manager.service_cluster_ip_range);
@@ -702,10 +715,15 @@ static void test_pki_managed_render(void **state) {
         assert_mounts(sched, "/var/log/kube-scheduler.log:FileOrCreate", "/pk/kube-scheduler:Directory:ro",
                       NULL);
         assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, s, &proxy), 0);
-        assert_true(has_arg(only_container(proxy), "--kubeconfig=/pk/kube-proxy/kubeconfig"));
+        assert_true(has_arg(only_container(proxy), "--config=/var/lib/kube-proxy/config.yaml"));
+        /* the kubeconfig is named in the file, and its directory mounted all the same; the file's too */
         assert_mounts(proxy, "/var/log/kube-proxy.log:FileOrCreate", "/pk/kube-proxy:Directory:ro",
-                      "/lib/modules:Directory:ro", "/run/xtables.lock:FileOrCreate",
-                      "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
+                      "/var/lib/kube-proxy:Directory:ro", "/lib/modules:Directory:ro",
+                      "/run/xtables.lock:FileOrCreate", "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
+        ComponentConfigFile file = {};
+        assert_int_equal(component_config_file(COMPONENT_KUBE_PROXY, s, &file), 0);
+        assert_non_null(strstr(file.text, "clientConnection:\n  kubeconfig: /pk/kube-proxy/kubeconfig\n"));
+        free(file.text);
 
         assert_int_equal(etcd_pod_build(s, &(EtcdMemberAssignment){ "events", "b", abc, "/mnt/v" }, &etcd),
                          0);

@@ -16,10 +16,12 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "certs/certs.h"
+#include "components/control-plane.h"
 #include "components/self-hosted.h"
 #include "daemon/pass-types.h"
 #include "manifest/pod-yaml.h"
 #include "shared/crypto.h"
+#include "shared/yaml-tree.h"
 #include "spec/spec.h"
 #include "unit-test.h"
 
@@ -149,6 +151,8 @@ static void test_objects(void **state) {
                   "20-secret-kube-controller-manager-pki.yaml" },
                 { SELF_HOSTED_SECRET, "kube-proxy-pki", "20-secret-kube-proxy-pki.yaml" },
                 { SELF_HOSTED_SECRET, "kube-scheduler-pki", "20-secret-kube-scheduler-pki.yaml" },
+                { SELF_HOSTED_CONFIG_MAP, "kube-proxy-kube-proxy",
+                  "30-configmap-kube-proxy-kube-proxy.yaml" },
                 { SELF_HOSTED_DAEMON_SET, "kube-apiserver", "40-daemonset-kube-apiserver.yaml" },
                 { SELF_HOSTED_DAEMON_SET, "kube-proxy", "40-daemonset-kube-proxy.yaml" },
                 { SELF_HOSTED_DEPLOYMENT, "kube-controller-manager",
@@ -318,6 +322,65 @@ static void test_config_map_and_refusals(void **state) {
         spec->state_store = store;
 }
 
+/* The value of data[key] of a ConfigMap's text (caller frees), or NULL. */
+static char *config_map_value(const SelfHostedObject *cm, const char *key) {
+        _cleanup_(yaml_tree_freep) YamlNode *root = NULL;
+        assert_int_equal(yaml_tree_parse(cm->text, strlen(cm->text), 0, &root, NULL), 0);
+        const YamlNode *v = yaml_tree_get(yaml_tree_get(root, "data"), key);
+        return v ? strdup(v->value) : NULL;
+}
+
+static const SelfHostedObject *find_in(const SelfHostedAssets *a, SelfHostedKind kind, const char *name) {
+        const SelfHostedObject *o = find(a, kind, name);
+        if (!o)
+                fail_msg("no %s %s", self_hosted_kind_to_string(kind), name);
+        return o;
+}
+
+/* The configuration files protokube renders travel as ConfigMaps, mounted at the directory the static pods
+ * mount from the host, with the text the static pods' file has (the scheduler's with leader election on,
+ * as its workload's flags had it), not read from the node. */
+static void test_rendered_config_files(void **state) {
+        Fixture *f = *state;
+        SelfHostedAssets a = {};
+        render_ok(f, NULL, 3, &a);
+        _cleanup_(cluster_spec_freep) ClusterSpec *spec = load(f, NULL);
+        ComponentConfigFile file = {};
+        assert_int_equal(component_config_file(COMPONENT_KUBE_PROXY, spec, &file), 0);
+        _cleanup_free_ char *value =
+            config_map_value(find_in(&a, SELF_HOSTED_CONFIG_MAP, "kube-proxy-kube-proxy"), "config.yaml");
+        assert_non_null(value);
+        assert_string_equal(value, file.text);
+        free(file.text);
+        const SelfHostedObject *proxy = find_in(&a, SELF_HOSTED_DAEMON_SET, "kube-proxy");
+        assert_non_null(strstr(proxy->text, "- --config=/var/lib/kube-proxy/config.yaml\n"));
+        assert_null(strstr(proxy->text, "--kubeconfig"));
+        assert_non_null(strstr(proxy->text, "configMap:\n"));
+        assert_non_null(strstr(proxy->text, "mountPath: /var/lib/kube-proxy\n"));
+        assert_null(strstr(proxy->text, "path: /var/lib/kube-proxy\n"));
+        /* 1.20's scheduler keeps its flags (component-table.c says why) */
+        assert_null(find(&a, SELF_HOSTED_CONFIG_MAP, "kube-scheduler-kube-scheduler"));
+        self_hosted_assets_done(&a);
+
+        _cleanup_free_ char *text = strdup(f->spec_text);
+        char *v = strstr(text, "1.20.2");
+        assert_non_null(v);
+        memcpy(v, "1.31.2", 6);
+        _cleanup_free_ char *with = strjoin(text, "  kubeScheduler: {leaderElect: false}\n");
+        _cleanup_(cluster_spec_freep) ClusterSpec *s131 = NULL;
+        assert_int_equal(cluster_spec_load_string("t.yaml", with, strlen(with), &s131, NULL), 0);
+        SelfHostedParams p = { .n_masters = 3 };
+        assert_int_equal(self_hosted_render(s131, &p, &a, NULL), 0);
+        const SelfHostedObject *sched = find_in(&a, SELF_HOSTED_DEPLOYMENT, "kube-scheduler");
+        assert_non_null(strstr(sched->text, "- --config=/var/lib/kube-scheduler/config.yaml\n"));
+        assert_null(strstr(sched->text, "--leader-elect"));
+        _cleanup_free_ char *sched_file = config_map_value(
+            find_in(&a, SELF_HOSTED_CONFIG_MAP, "kube-scheduler-kube-scheduler"), "config.yaml");
+        assert_non_null(strstr(sched_file, "apiVersion: kubescheduler.config.k8s.io/v1\n"));
+        assert_non_null(strstr(sched_file, "leaderElection:\n  leaderElect: true\n"));
+        self_hosted_assets_done(&a);
+}
+
 static void test_missing_file_is_named(void **state) {
         Fixture *f = *state;
         _cleanup_(cluster_spec_freep) ClusterSpec *spec = load(f, NULL);
@@ -374,6 +437,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_workloads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_node_digest_is_the_pass_digest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_config_map_and_refusals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rendered_config_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_missing_file_is_named, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_kube_proxy_disabled, setup, teardown),
                 cmocka_unit_test(test_workload_selector),

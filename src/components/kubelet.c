@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "components/kubelet.h"
+
+#include <string.h>
+
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "components/flags.h"
+
+/* v1beta1 is the KubeletConfiguration of every release from 1.10 to 1.31 (v1 is not out in 1.31). */
+const ComponentFileDef kubelet_file = {
+        .kind = "KubeletConfiguration",
+        .versions =
+            (const ComponentFileVersion[]){
+                { {}, "kubelet.config.k8s.io/v1beta1" },
+                {},
+            },
+        .path = KUBELET_CONFIG_PATH,
+        .out_name = "kubelet.yaml",
+};
+
+/* The effective config: a scratch copy with the table's defaults, and the cluster's DNS domain. Its strings
+ * alias the spec and the table. */
+static int kubelet_prepare(const ClusterSpec *spec, KubeletConfig *c, unsigned *ret_minor) {
+        KubeVersion v;
+        int r = kube_version_parse(spec->kubernetes_version, &v);
+        if (r < 0)
+                return r;
+        if (!kube_version_supported(&v))
+                return -EOPNOTSUPP;
+        *c = spec->kubelet;
+        r = flags_fill_defaults(kubelet_config_fields, c);
+        if (r < 0)
+                return r;
+        if (!c->cluster_domain)
+                c->cluster_domain = spec->cluster_dns_domain;
+        *ret_minor = v.minor;
+        return 0;
+}
+
+int kubelet_config_render(const ClusterSpec *spec, char **ret) {
+        KubeletConfig c;
+        unsigned minor;
+        if (!spec || !ret)
+                return -EINVAL;
+        int r = kubelet_prepare(spec, &c, &minor);
+        if (r < 0)
+                return r;
+        return component_file_render(&kubelet_file, kubelet_config_fields, &c, minor, ret);
+}
+
+int kubelet_flags(const ClusterSpec *spec, const char *config_path, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        KubeletConfig c;
+        unsigned minor;
+        if (!spec || !ret)
+                return -EINVAL;
+        int r = kubelet_prepare(spec, &c, &minor);
+        if (r < 0)
+                return r;
+        r = flags_build_beside_file(kubelet_config_fields, &c, minor, &l);
+        if (r < 0)
+                return r;
+        r = flags_push(&l, "config", config_path ?: KUBELET_CONFIG_PATH);
+        if (r < 0)
+                return r;
+        strv_sort(l);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
