@@ -250,6 +250,13 @@ typedef struct PassRole {
 /* The table of a role (pass-roles.c); NULL for a role without one. */
 const PassRole *pass_role(NodeRole role);
 
+/* Whether the pass's role's table holds step (in any phase). */
+bool pass_has_step(const Pass *pass, const PassStep *step);
+/* For a verb that shows or runs one step's part (`volumes`, `pki show`, `pki renew`): 0 when the role's
+ * table holds step, else -EOPNOTSUPP, logged with the verb, the step and the role (a worker holds no
+ * volume and keeps no master's certificates). */
+int pass_require_step(const Pass *pass, const PassStep *step, const char *verb);
+
 /* Runs every row of phase of the pass's role, in order: observe and plan (-ENOMEM only), apply (0; 1:
  * observe and plan again; < 0), finish, print. */
 int pass_run_phase(PassContext *ctx, PassPhase phase);

@@ -696,6 +696,21 @@ static void test_worker_table(void **state) {
                 assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));
 }
 
+/* The verbs about one step (`volumes`, `pki show`, `pki renew`) go by the table: a worker's has neither
+ * volumes nor certificates, so they refuse it where they would show a master's parts of an empty plan. */
+static void test_verbs_follow_the_table(void **state) {
+        _cleanup_(pass_freep) Pass *worker = test_node_pass(hosts_spec_text, NODE_ROLE_WORKER, "w1");
+        _cleanup_(pass_freep) Pass *master = test_pass("n1");
+        assert_true(pass_has_step(worker, &pass_step_api_view));
+        assert_false(pass_has_step(worker, &pass_step_volumes));
+        assert_false(pass_has_step(master, &pass_step_api_view));
+        assert_true(pass_has_step(master, &pass_step_volumes));
+        assert_int_equal(pass_require_step(worker, &pass_step_volumes, "volumes"), -EOPNOTSUPP);
+        assert_int_equal(pass_check_certificates(worker, "pki show"), -EOPNOTSUPP);
+        assert_int_equal(pass_require_step(master, &pass_step_volumes, "volumes"), 0);
+        assert_int_equal(pass_check_certificates(master, "pki renew"), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cold_start),
@@ -710,6 +725,7 @@ int main(void) {
                 cmocka_unit_test(test_worker_rfc2136_only_reads),
                 cmocka_unit_test(test_master_table),
                 cmocka_unit_test(test_worker_table),
+                cmocka_unit_test(test_verbs_follow_the_table),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
