@@ -257,11 +257,16 @@ def test_hosts_survives_kill_rename_path(pk, tmp_path):
     hosts.write_text(head + BLOCK + tail)
     os.chown(hosts, 1234, 2345)
     os.chmod(hosts, 0o640)
-    ino = os.stat(hosts).st_ino
-    torn, stale_temps = run_killed_rounds(pk, tmp_path, str(hosts), head, tail)
-    st = os.stat(hosts)
-    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1234, 2345, 0o640)
-    assert st.st_ino != ino
+    # held open: the replaced file's inode stays allocated, so its number cannot be handed to a later file of
+    # the rounds (it was once, in CI, and the two numbers compared equal)
+    original = os.open(hosts, os.O_RDONLY)
+    try:
+        torn, stale_temps = run_killed_rounds(pk, tmp_path, str(hosts), head, tail)
+        st = os.stat(hosts)
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (1234, 2345, 0o640)
+        assert st.st_ino != os.fstat(original).st_ino  # replaced, not written in place
+    finally:
+        os.close(original)
     assert torn == 0  # never a mix: that is what the rename is for
     print(f"rename path: {KILL_ROUNDS} kills, {stale_temps} left a temporary file")
 

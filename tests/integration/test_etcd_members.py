@@ -121,16 +121,22 @@ class EtcdProc:
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_etcd(self.proc)
 
     def text(self):
         return open(self.log, errors="replace").read()
+
+
+def stop_etcd(proc, sig=signal.SIGTERM):
+    """Stops an etcd started by a test (a leader whose peers are gone can take seconds on SIGTERM: SIGKILL
+    after 10 s)."""
+    if proc.poll() is None:
+        os.kill(proc.pid, sig)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
 
 
 def etcdctl(env, member, *args, timeout=15):

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from conftest import IN_CI, ROOT, need_root, protokube_bin
+from test_etcd_members import stop_etcd
 
 CLUSTER = "upgrade.k8s.test"
 CLIENT_PORT, PEER_PORT = 24811, 24812  # not kops' defaults: nothing else on this host uses them
@@ -125,14 +126,7 @@ class Member:
                                          stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop(self, sig=signal.SIGTERM):
-        """Stops it (a leader whose peers are gone can take seconds on SIGTERM: SIGKILL after 10 s)."""
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_etcd(self.proc, sig)
 
     def text(self):
         with open(self.log, errors="replace") as f:

@@ -121,11 +121,23 @@ class Master:
             time.sleep(2)
         raise AssertionError(f"kubectl {' '.join(args)}: {errors}")
 
+    def wait_default_service_account(self, timeout=180):
+        """The ServiceAccount admission refuses every pod of kube-system until the controller-manager's
+        serviceaccount controller made kube-system/default (seen in CI: a pod created right after /readyz)."""
+        deadline, why = time.monotonic() + timeout, ""
+        while time.monotonic() < deadline:
+            got, why = self.kubectl_json("get", "serviceaccount", "default", "-n", "kube-system")
+            if got:
+                return
+            time.sleep(1)
+        raise AssertionError(f"no ServiceAccount kube-system/default after {timeout} s: {why}")
+
     def apiserver_pod_for(self, node):
         """What the API says of a master whose apiserver kubelet runs: a Ready kube-apiserver pod bound to
         node. n2 has no kubelet (its address is a's namespace's), so the test writes that pod itself: the
         object, then its status (Ready) through the status subresource. A new name each time: the pod GC
         takes pods of a node that does not exist after its 40 s quarantine."""
+        self.wait_default_service_account()
         self.stand_ins = getattr(self, "stand_ins", 0) + 1
         name = f"kube-apiserver-{node}-{self.stand_ins}"
         pod = {"apiVersion": "v1", "kind": "Pod",

@@ -115,6 +115,24 @@ def children(pid):
     return out
 
 
+def container_init(nspawn_pid):
+    """The container's PID 1 among systemd-nspawn's children: the one in a PID namespace other than nspawn's.
+    nspawn's first child (its "outer child", in nspawn's PID namespace) sets the container up and exits once
+    the init runs; taken for the init, every later nsenter failed ("cannot open /proc/PID/ns/ipc"), which a
+    loaded machine made likely, as the outer child lives longer there."""
+    try:
+        own = os.readlink(f"/proc/{nspawn_pid}/ns/pid")
+    except OSError:
+        return None
+    for kid in children(nspawn_pid):
+        try:
+            if os.readlink(f"/proc/{kid}/ns/pid") != own:
+                return kid
+        except OSError:
+            continue  # gone meanwhile: the outer child
+    return None
+
+
 # --- what a run owns, and its teardown
 #
 # Every run gets a work directory /tmp/pk-nspawn-XXXXXXXX; its name (the token) is also in the path of the
@@ -283,8 +301,7 @@ class Container:
         while time.monotonic() < deadline and not self.pid:
             if self.nspawn.poll() is not None:
                 pytest.fail(f"systemd-nspawn exited {self.nspawn.returncode}:\n{self.log_text()}")
-            kids = children(self.nspawn.pid)
-            self.pid = kids[0] if kids else None
+            self.pid = container_init(self.nspawn.pid)
             time.sleep(0.1)
         assert self.pid, "systemd-nspawn started no container:\n" + self.log_text()
 
@@ -301,6 +318,11 @@ class Container:
         # 180 s: a boot took over 120 s once on a machine loaded by other work beside the suite
         deadline, state, why = time.monotonic() + 180, "", ""
         while time.monotonic() < deadline:
+            if self.nspawn.poll() is not None:
+                pytest.fail(f"systemd-nspawn exited {self.nspawn.returncode} before the container booted:\n"
+                            f"{self.log_text()}")
+            if not os.path.exists(f"/proc/{self.pid}"):  # not the init after all: look again
+                self.pid = container_init(self.nspawn.pid) or self.pid
             p = self.run("systemctl", "is-system-running", check=False)
             state, why = p.stdout.strip(), p.stderr.strip()
             if state in ("running", "degraded"):
