@@ -157,10 +157,12 @@ static int dns_apply(PassContext *ctx, PassWave wave) {
 }
 
 static int dns_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
-        if (plan->dns_status < 0)
-                fprintf(out, "dns: cannot plan: %s\n", strna(plan->dns_note));
-        else if (plan->dns_status == PK_EWAITING)
+        /* waiting is a status below zero too: it is asked first, and is no failure of `plan` */
+        bool failed = plan->dns_status < 0 && plan->dns_status != PK_EWAITING;
+        if (plan->dns_status == PK_EWAITING)
                 fprintf(out, "dns: waiting: %s\n", strna(plan->dns_note));
+        else if (failed)
+                fprintf(out, "dns: cannot plan: %s\n", strna(plan->dns_note));
         if (plan->api_note)
                 fprintf(out, "dns: waiting: %s\n", plan->api_note);
         for (size_t i = 0; i < plan->dns_changes.n; i++) {
@@ -169,7 +171,7 @@ static int dns_print(const Pass *pass, const PassObservation *o, const PassPlan 
                 fprintf(out, "dns-replace %s %s %s\n", s->name, s->type == DNS_TYPE_AAAA ? "AAAA" : "A",
                         isempty(a) ? "(delete)" : a);
         }
-        if (plan->dns_status < 0) /* the plan prints whole; `plan` fails for it */
+        if (failed) /* the plan prints whole; `plan` fails for it */
                 return log_error_errno(plan->dns_status, "DNS: %s", strna(plan->dns_note));
         return 0;
 }

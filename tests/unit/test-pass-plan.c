@@ -711,6 +711,27 @@ static void test_verbs_follow_the_table(void **state) {
         assert_int_equal(pass_check_certificates(master, "pki renew"), 0);
 }
 
+/* A master whose view is empty plans no records and waits: `plan` prints that it waits and does not fail
+ * (waiting is a status below zero too; it once printed "cannot plan" and failed). A real failure still
+ * fails. */
+static void test_master_dns_waiting_prints(void **state) {
+        _cleanup_(pass_freep) Pass *p = test_pass("n1");
+        PassObservation o = {};
+        PassPlan plan = { .dns_status = PK_EWAITING, .dns_note = (char *)"the view has no masters" };
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        assert_int_equal(pass_step_dns.print(p, &o, &plan, f), 0);
+        plan.dns_status = -EIO;
+        plan.dns_note = (char *)"the server refused";
+        assert_int_equal(pass_step_dns.print(p, &o, &plan, f), -EIO);
+        assert_int_equal(fclose(f), 0);
+        assert_string_equal(text, "dns: waiting: the view has no masters\n"
+                                  "dns: cannot plan: the server refused\n");
+        free(text);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cold_start),
@@ -726,6 +747,7 @@ int main(void) {
                 cmocka_unit_test(test_master_table),
                 cmocka_unit_test(test_worker_table),
                 cmocka_unit_test(test_verbs_follow_the_table),
+                cmocka_unit_test(test_master_dns_waiting_prints),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
