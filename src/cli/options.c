@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
 #include "cli/cli.h"
 
 int cli_usage_error(const char *verb, const char *format, ...) {
@@ -42,12 +44,23 @@ static int parse_external_ip(const CliOption *o, CliContext *ctx, const char *va
         return 0;
 }
 
+/* The roles the node options accept, "master, worker", from the roles' own names (caller frees). */
+static char *role_names(void) {
+        _cleanup_strv_free_ char **names = strv_new(NULL);
+        for (int i = 0; names && i < _NODE_ROLE_MAX; i++)
+                if (strv_extend(&names, node_role_to_string((NodeRole)i)) < 0)
+                        return NULL;
+        return names ? strv_join(names, ", ") : NULL;
+}
+
 static int parse_role(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         NodeRole r = node_role_from_string(value);
-        if (r < 0)
-                return cli_usage_error(ctx->name ?: "", "invalid %s '%s' (the roles: master)", source,
-                                       value),
+        if (r < 0) {
+                _cleanup_free_ char *roles = role_names();
+                return cli_usage_error(ctx->name ?: "", "invalid %s '%s' (the roles: %s)", source, value,
+                                       strna(roles)),
                        -EINVAL;
+        }
         ctx->node.role = r;
         return 0;
 }
@@ -74,7 +87,8 @@ const CliOption cli_node_options[] = {
         { .name = "role",
           .arg_name = "ROLE",
           .env = "PROTOKUBE_ROLE",
-          .help = "what this node does: master (the default: etcd volumes, DNS, the control plane)",
+          .help = "what this node does: master (the default: etcd volumes, DNS, the control plane) or "
+                  "worker (the node's DNS view of the API)",
           .parse = parse_role },
         { .name = "node-name",
           .arg_name = "NAME",

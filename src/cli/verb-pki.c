@@ -298,10 +298,13 @@ int verb_pki_init(CliContext *ctx, char **args) {
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_ERROR;
 }
 
-/* The pass of a spec whose certificates protokube manages (it names a stateStore). Logs what failed. */
-static int pass_new_managed(CliContext *ctx, Pass **ret) {
+/* The pass of a spec whose certificates protokube manages (it names a stateStore) on a node whose role keeps
+ * them. Logs what failed. */
+static int pass_new_managed(CliContext *ctx, const char *verb, Pass **ret) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         int r = pass_new(ctx->spec_path, &ctx->node, &pass);
+        if (r >= 0)
+                r = pass_check_certificates(pass, verb);
         if (r < 0)
                 return r;
         if (!pass_pki_dir(pass)) {
@@ -315,7 +318,7 @@ static int pass_new_managed(CliContext *ctx, Pass **ret) {
 
 int verb_pki_show(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
-        if (pass_new_managed(ctx, &pass) < 0 || pass_print_certificates(pass, stdout) < 0)
+        if (pass_new_managed(ctx, "pki show", &pass) < 0 || pass_print_certificates(pass, stdout) < 0)
                 return EXIT_ERROR;
         return EXIT_SUCCESS;
 }
@@ -326,7 +329,7 @@ int verb_pki_renew(CliContext *ctx, char **args) {
         _cleanup_(pass_freep) Pass *pass = NULL;
         PassReport rep = {};
 
-        if (pass_new_managed(ctx, &pass) < 0)
+        if (pass_new_managed(ctx, "pki renew", &pass) < 0)
                 return EXIT_ERROR;
         pass_renew_all(pass);
         pass_run(pass, &rep);

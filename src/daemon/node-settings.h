@@ -11,6 +11,7 @@
  * nothing outside that table decides by role. */
 typedef enum NodeRole {
         NODE_ROLE_MASTER, /* etcd volumes, DNS for discovery, the control plane, its certificates */
+        NODE_ROLE_WORKER, /* the node's view of the API (docs/workers.md); no volume, no control plane */
         _NODE_ROLE_MAX,
         _NODE_ROLE_INVALID = -EINVAL,
 } NodeRole;

@@ -6,9 +6,11 @@
 #include "basic/errors.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
+#include "basic/strv.h"
 #include "cloud/providers.h"
 #include "components/etcd.h"
 #include "daemon/pass-types.h"
+#include "dns/dns-wire.h"
 
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
         const char *cloud = cloud_provider_to_string(spec->cloud.value); /* defaulted by the spec */
@@ -75,6 +77,36 @@ int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char 
                 .existing = existing,
         };
         return etcd_manifest_render(pass->spec, &a, ret);
+}
+
+int pass_dns_observed(PassContext *ctx, int r, char **error) {
+        PassObservation *o = ctx->obs;
+        _cleanup_free_ char *note = ctx->dns ? dns_session_take_note(ctx->dns) : NULL;
+        if (note)
+                log_info("%s", note);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                o->dns_error = r;
+                o->dns_message = TAKE_PTR(*error);
+                ctx->dns = dns_session_free(ctx->dns);
+        }
+        o->dns_enabled = ctx->dns;
+        o->dns_tracks_ttl = dns_session_tracks_ttl(ctx->dns);
+        return 0;
+}
+
+void pass_dns_log_changes(const DnsRRsetList *changes, const char *provider) {
+        for (size_t i = 0; i < changes->n; i++) {
+                const DnsRRset *s = &changes->items[i];
+                _cleanup_free_ char *addrs = s->addresses ? strv_join(s->addresses, ",") : NULL;
+                if (isempty(addrs))
+                        log_info("DNS (%s): deleted %s %s.", provider, s->name,
+                                 s->type == DNS_TYPE_AAAA ? "AAAA" : "A");
+                else
+                        log_info("DNS (%s): %s %s -> %s (TTL %u).", provider, s->name,
+                                 s->type == DNS_TYPE_AAAA ? "AAAA" : "A", addrs, s->ttl);
+        }
 }
 
 bool pass_dns_plannable(const PassObservation *o, const PassPlan *plan) {

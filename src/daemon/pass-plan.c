@@ -62,6 +62,22 @@ static const PassRole *role_of(const Pass *pass) {
         return r;
 }
 
+bool pass_has_step(const Pass *pass, const PassStep *step) {
+        for (const PassRow *row = role_of(pass)->rows; row->step; row++)
+                if (row->step == step)
+                        return true;
+        return false;
+}
+
+int pass_require_step(const Pass *pass, const PassStep *step, const char *verb) {
+        if (pass_has_step(pass, step))
+                return 0;
+        return log_error_errno(-EOPNOTSUPP,
+                               "'protokube %s' is about the %s step, and a %s's pass has no such step (its "
+                               "role's table: docs/ARCHITECTURE.md).",
+                               verb, step->name, strna(node_role_to_string(pass->node.role)));
+}
+
 /* The apply's rows: a stop request ends the round (the node is consistent between two actions: the next
  * pass goes on); an apply that fails leaves only the rows that must run anyway (the checkpoint); 1 (a
  * lost claim) ends the round for a new observation. */

@@ -6,6 +6,7 @@
 #include "basic/macro.h"
 #include "daemon/pass-types.h"
 #include "daemon/step-api-names.h"
+#include "daemon/step-api-view.h"
 #include "daemon/step-backups.h"
 #include "daemon/step-certs.h"
 #include "daemon/step-control-plane.h"
@@ -85,8 +86,20 @@ static const PassRow master_rows[] = {
         {},
 };
 
+/* A worker: the node's view of the API, from the masters the volume provider lists (read only: a worker's
+ * pass never claims a volume, never looks at one's device, never renders a control-plane pod). The
+ * kubelet's bootstrap, kube-proxy, the CNI configuration and the routes come next (docs/workers.md). */
+static const PassRow worker_rows[] = {
+        OBSERVE(pass_step_api_view),
+        PLAN(pass_step_api_view),
+        APPLY(pass_step_api_view, PASS_WAVE_ALL),
+        PRINT(pass_step_api_view),
+        {},
+};
+
 static const PassRole roles[] = {
         [NODE_ROLE_MASTER] = { .role = NODE_ROLE_MASTER, .rows = master_rows },
+        [NODE_ROLE_WORKER] = { .role = NODE_ROLE_WORKER, .rows = worker_rows },
 };
 /* one table per role the node options accept */
 assert_cc(ELEMENTSOF(roles) == _NODE_ROLE_MAX);

@@ -143,6 +143,11 @@ typedef struct PassPlan {
         const char **held_members; /* per etcd cluster (parallel to Pass.etcd_clusters): the member this
                                       node holds after the plan, NULL: none (points into volumes) */
         MemberPlan *member_plans;  /* parallel to in.volumes: the decision for each observed member */
+        /* A worker's view of the API (step-api-view.c) plans into view (as observed: a worker claims
+         * nothing), dns_status, dns_note, dns_desired (api.<internalSuffix> only), dns_changes, dns_send
+         * and: */
+        bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
+        bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
 } PassPlan;
 
 void pass_plan_done(PassPlan *p);
@@ -245,6 +250,13 @@ typedef struct PassRole {
 /* The table of a role (pass-roles.c); NULL for a role without one. */
 const PassRole *pass_role(NodeRole role);
 
+/* Whether the pass's role's table holds step (in any phase). */
+bool pass_has_step(const Pass *pass, const PassStep *step);
+/* For a verb that shows or runs one step's part (`volumes`, `pki show`, `pki renew`): 0 when the role's
+ * table holds step, else -EOPNOTSUPP, logged with the verb, the step and the role (a worker holds no
+ * volume and keeps no master's certificates). */
+int pass_require_step(const Pass *pass, const PassStep *step, const char *verb);
+
 /* Runs every row of phase of the pass's role, in order: observe and plan (-ENOMEM only), apply (0; 1:
  * observe and plan again; < 0), finish, print. */
 int pass_run_phase(PassContext *ctx, PassPhase phase);
@@ -290,6 +302,15 @@ bool pass_member_existing(const PassObservation *o, const PassPlan *plan, size_t
  * members (an empty view is likelier a failed observation than a cluster without them: it must not wipe
  * the records). */
 bool pass_dns_plannable(const PassObservation *o, const PassPlan *plan);
+
+/* The end of a step's DNS read (r and error: what opening the provider and reading came to): the provider's
+ * note logged; a failure kept in the observation's dns_error and dns_message, the session closed; the
+ * observation's dns_enabled and dns_tracks_ttl set from the session. -ENOMEM only. */
+int pass_dns_observed(PassContext *ctx, int r, char **error);
+
+/* One log line per RRset a DNS provider replaced ("DNS (hosts): api.internal.c. A -> 10.0.0.1 (TTL 60).").
+ */
+void pass_dns_log_changes(const DnsRRsetList *changes, const char *provider);
 
 /* Whether a restore of cluster is under way on the volume mounted at mount: 1, 0 when not (no restore
  * record, or a finished one), < 0 when its record cannot be read or parsed (*ret_error: the path and why).

@@ -20,6 +20,7 @@
 
 static const char *const node_role_names[_NODE_ROLE_MAX] = {
         [NODE_ROLE_MASTER] = "master",
+        [NODE_ROLE_WORKER] = "worker",
 };
 
 const char *node_role_to_string(NodeRole r) {

@@ -61,6 +61,9 @@ int pass_show_volumes(Pass *p, void (*show)(const char *mount_root, const Volume
  * when the spec names no state store; < 0 (logged) when the keystore could not be read: the pairs print
  * anyway. */
 int pass_print_certificates(Pass *p, FILE *out);
+/* For `pki show` and `pki renew` (verb: "pki show"): 0 when the node's role keeps certificates, else
+ * -EOPNOTSUPP, logged naming the verb and the role. */
+int pass_check_certificates(const Pass *p, const char *verb);
 
 /* The pass's volume provider, from the spec's cloud and the node's settings; logs what failed. */
 typedef struct VolumeProvider VolumeProvider;

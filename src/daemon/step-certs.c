@@ -197,6 +197,10 @@ static void print_leaf(const CertsLeafSlot *slot, const PkiLeafState *st, const 
                         p->action == CERTS_ISSUE ? ")" : "");
 }
 
+int pass_check_certificates(const Pass *p, const char *verb) {
+        return pass_require_step(p, &pass_step_certs, verb);
+}
+
 int pass_print_certificates(Pass *p, FILE *out) {
         PassObservation o = {};
         PassPlan plan = {};

@@ -35,19 +35,7 @@ static int dns_observe(PassContext *ctx) {
         if (r >= 0 && ctx->dns)
                 r = dns_session_read(ctx->dns, &owned, &o->dns_served, &o->dns_repair, &error);
         trace_mark("DNS: read");
-        _cleanup_free_ char *note = ctx->dns ? dns_session_take_note(ctx->dns) : NULL;
-        if (note)
-                log_info("%s", note);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                o->dns_error = r;
-                o->dns_message = TAKE_PTR(error);
-                ctx->dns = dns_session_free(ctx->dns);
-        }
-        o->dns_enabled = ctx->dns;
-        o->dns_tracks_ttl = dns_session_tracks_ttl(ctx->dns);
-        return 0;
+        return pass_dns_observed(ctx, r, &error);
 }
 
 static int dns_plan(const Pass *pass, const PassObservation *o, PassPlan *plan) {
@@ -86,19 +74,6 @@ static int dns_plan(const Pass *pass, const PassObservation *o, PassPlan *plan) 
                 return r;
         plan->dns_send = plan->dns_changes.n > 0 || o->dns_repair;
         return 0;
-}
-
-static void log_dns_changes(const DnsRRsetList *changes, const char *provider) {
-        for (size_t i = 0; i < changes->n; i++) {
-                const DnsRRset *s = &changes->items[i];
-                _cleanup_free_ char *addrs = s->addresses ? strv_join(s->addresses, ",") : NULL;
-                if (isempty(addrs))
-                        log_info("DNS (%s): deleted %s %s.", provider, s->name,
-                                 s->type == DNS_TYPE_AAAA ? "AAAA" : "A");
-                else
-                        log_info("DNS (%s): %s %s -> %s (TTL %u).", provider, s->name,
-                                 s->type == DNS_TYPE_AAAA ? "AAAA" : "A", addrs, s->ttl);
-        }
 }
 
 /* The changes earlier passes submitted: one status request each (no waiting); those served everywhere now
@@ -166,7 +141,7 @@ static int dns_apply(PassContext *ctx, PassWave wave) {
                         pass_report_error(rep, PASS_STAGE_DNS, r, why);
                         return 0;
                 }
-                log_dns_changes(&plan->dns_changes, dns_session_provider(dns));
+                pass_dns_log_changes(&plan->dns_changes, dns_session_provider(dns));
                 rep->actions_applied += (unsigned)plan->dns_changes.n;
                 take_dns_changes(p, dns);
         }
@@ -182,10 +157,12 @@ static int dns_apply(PassContext *ctx, PassWave wave) {
 }
 
 static int dns_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
-        if (plan->dns_status < 0)
-                fprintf(out, "dns: cannot plan: %s\n", strna(plan->dns_note));
-        else if (plan->dns_status == PK_EWAITING)
+        /* waiting is a status below zero too: it is asked first, and is no failure of `plan` */
+        bool failed = plan->dns_status < 0 && plan->dns_status != PK_EWAITING;
+        if (plan->dns_status == PK_EWAITING)
                 fprintf(out, "dns: waiting: %s\n", strna(plan->dns_note));
+        else if (failed)
+                fprintf(out, "dns: cannot plan: %s\n", strna(plan->dns_note));
         if (plan->api_note)
                 fprintf(out, "dns: waiting: %s\n", plan->api_note);
         for (size_t i = 0; i < plan->dns_changes.n; i++) {
@@ -194,7 +171,7 @@ static int dns_print(const Pass *pass, const PassObservation *o, const PassPlan 
                 fprintf(out, "dns-replace %s %s %s\n", s->name, s->type == DNS_TYPE_AAAA ? "AAAA" : "A",
                         isempty(a) ? "(delete)" : a);
         }
-        if (plan->dns_status < 0) /* the plan prints whole; `plan` fails for it */
+        if (failed) /* the plan prints whole; `plan` fails for it */
                 return log_error_errno(plan->dns_status, "DNS: %s", strna(plan->dns_note));
         return 0;
 }

@@ -278,7 +278,9 @@ int pass_show_volumes(Pass *p, void (*show)(const char *mount_root, const Volume
                                             const VolumesPlan *plan)) {
         PassObservation o = {};
         PassPlan plan = {};
-        int r = pass_observe_and_plan(p, &o, &plan);
+        int r = pass_require_step(p, &pass_step_volumes, "volumes");
+        if (r >= 0)
+                r = pass_observe_and_plan(p, &o, &plan);
         if (r < 0)
                 return r;
         show(p->node.mount_root, &o.volumes, &plan.volumes);

@@ -296,14 +296,11 @@ int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRs
         return dns_desired_records_except(spec, view, NULL, ret, ret_error);
 }
 
-int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view, char *const *withheld,
-                               DnsRRsetList *ret, char **ret_error) {
-        _cleanup_rrset_list_ DnsRRsetList l = {};
-        _cleanup_free_ char *api_internal = NULL, *api_external = NULL;
-        char *error = NULL;
-        int r;
-
-        /* The loaded spec holds every default (spec-check.c); nothing is derived again here. */
+/* The spec's TTL and the API's internal and external names (ret_external may be NULL). The loaded spec holds
+ * every default (spec-check.c): nothing is derived again here. */
+static int api_names(const ClusterSpec *spec, uint32_t *ret_ttl, char **ret_internal, char **ret_external,
+                     char **ret_error) {
+        _cleanup_free_ char *internal = NULL, *external = NULL;
         if (!spec->name || !spec->dns.internal_suffix || !spec->dns.ttl.set) {
                 *ret_error = strdup("the spec has no cluster name, dns.internalSuffix or dns.ttl");
                 return PK_ESPEC;
@@ -313,29 +310,66 @@ int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view,
                 *ret_error = strprintf("dns.ttl %lld is out of range", (long long)ttl);
                 return PK_ESPEC;
         }
-        const char *suffix = spec->dns.internal_suffix;
-        r = api_name(suffix, "dns.internalSuffix", &api_internal, ret_error);
+        int r = api_name(spec->dns.internal_suffix, "dns.internalSuffix", &internal, ret_error);
+        if (r >= 0 && ret_external)
+                r = api_name(spec->name, "metadata.name", &external, ret_error);
         if (r < 0)
                 return r;
-        r = api_name(spec->name, "metadata.name", &api_external, ret_error);
+        *ret_ttl = (uint32_t)ttl;
+        *ret_internal = TAKE_PTR(internal);
+        if (ret_external)
+                *ret_external = TAKE_PTR(external);
+        return 0;
+}
+
+int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view, char *const *withheld,
+                               DnsRRsetList *ret, char **ret_error) {
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        _cleanup_free_ char *api_internal = NULL, *api_external = NULL;
+        char *error = NULL;
+        uint32_t ttl;
+        int r = api_names(spec, &ttl, &api_internal, &api_external, ret_error);
         if (r < 0)
                 return r;
 
-        r = add_members(spec, view, suffix, (uint32_t)ttl, &l, &error);
+        r = add_members(spec, view, spec->dns.internal_suffix, ttl, &l, &error);
         if (r >= 0)
-                r = add_owned(&l, api_internal, (uint32_t)ttl, NULL, NULL, &error);
+                r = add_owned(&l, api_internal, ttl, NULL, NULL, &error);
         if (r >= 0)
-                r = add_owned(&l, api_external, (uint32_t)ttl, NULL, NULL, &error);
+                r = add_owned(&l, api_external, ttl, NULL, NULL, &error);
         for (size_t i = 0; r >= 0 && i < view->n_masters; i++) {
                 const MasterNode *m = &view->masters[i];
                 if (strv_contains((char **)withheld, m->name))
                         continue;
-                r = add_owned(&l, api_internal, (uint32_t)ttl, m->internal_ips, m->name, &error);
+                r = add_owned(&l, api_internal, ttl, m->internal_ips, m->name, &error);
                 if (r >= 0)
-                        r = add_owned(&l, api_external, (uint32_t)ttl, m->external_ips, m->name, &error);
+                        r = add_owned(&l, api_external, ttl, m->external_ips, m->name, &error);
         }
         if (r < 0) {
                 *ret_error = error;
+                return r;
+        }
+        dns_rrset_list_sort(&l);
+        *ret = l;
+        l = (DnsRRsetList){};
+        return 0;
+}
+
+int dns_api_internal_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
+                             char **ret_error) {
+        _cleanup_rrset_list_ DnsRRsetList l = {};
+        _cleanup_free_ char *api_internal = NULL;
+        char *error = NULL;
+        uint32_t ttl;
+        int r = api_names(spec, &ttl, &api_internal, NULL, ret_error);
+        if (r >= 0)
+                r = add_owned(&l, api_internal, ttl, NULL, NULL, &error);
+        for (size_t i = 0; r >= 0 && view && i < view->n_masters; i++)
+                r = add_owned(&l, api_internal, ttl, view->masters[i].internal_ips, view->masters[i].name,
+                              &error);
+        if (r < 0) {
+                if (error)
+                        *ret_error = error;
                 return r;
         }
         dns_rrset_list_sort(&l);

@@ -82,6 +82,12 @@ int dns_desired_records(const ClusterSpec *spec, const ClusterView *view, DnsRRs
 int dns_desired_records_except(const ClusterSpec *spec, const ClusterView *view, char *const *withheld,
                                DnsRRsetList *ret, char **ret_error);
 
+/* The API's internal name only: api.<internalSuffix>, A and AAAA, with the internal addresses of view's
+ * masters (view NULL: both RRsets empty, the names to read). What a worker keeps in its hosts file
+ * (docs/workers.md): the same name, TTL and addresses as dns_desired_records() gives it. Same errors. */
+int dns_api_internal_records(const ClusterSpec *spec, const ClusterView *view, DnsRRsetList *ret,
+                             char **ret_error);
+
 /* Whether name's RRsets in served hold every address of ips (one at least): for api.<internalSuffix> and a
  * master's internal addresses, whether the master is "listed". name in any case, with or without the final
  * dot. */

@@ -245,9 +245,13 @@ int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **
         return 0;
 }
 
+int volumes_list(VolumeProvider *p, const char *cluster, VolumeList *ret, char **ret_error) {
+        return p->vtable->list_volumes(p->state, cluster, NULL, ret, ret_error);
+}
+
 int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret, char **ret_error) {
         VolumeList l = {};
-        int r = p->vtable->list_volumes(p->state, cluster, NULL, &l, ret_error);
+        int r = volumes_list(p, cluster, &l, ret_error);
         if (r < 0)
                 return r;
         VolumesInput in = { .cluster = cluster, .volumes = l.items, .n_volumes = l.n };

@@ -101,5 +101,8 @@ char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster);
  * releases folded in (plan NULL: as observed): a master is a node holding an eligible etcd-main volume,
  * with the IPs recorded in the attachment (this node's own for its claims). Pure. */
 int volumes_view(const VolumesInput *in, const VolumesPlan *plan, ClusterView **ret);
+/* The provider's volumes of cluster in every zone, and nothing else: no node identity, no device, no mount,
+ * no claim. What a node that holds no volume needs to learn the masters (volumes_view() over it). */
+int volumes_list(VolumeProvider *p, const char *cluster, VolumeList *ret, char **ret_error);
 /* The same as the provider lists it now, without a pass (`protokube dns`). */
 int volumes_list_view(VolumeProvider *p, const char *cluster, ClusterView **ret, char **ret_error);

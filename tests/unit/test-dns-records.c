@@ -571,6 +571,91 @@ static void test_hosts_provider(void **state) {
         unlink(path);
 }
 
+/* A worker's records: api.<internalSuffix> alone, each RRset exactly as the masters' desired set has it
+ * (name, TTL, addresses); without a view, the two empty RRsets to read. */
+static void test_api_internal_records(void **state) {
+        ClusterSpec spec = make_spec();
+        _cleanup_(cluster_view_freep) ClusterView *v = make_view();
+        _cleanup_rrset_list_ DnsRRsetList api = {}, desired = {}, names = {};
+        _cleanup_free_ char *error = NULL;
+        static const char *const name = "api.internal.demo.k8s.test.";
+
+        assert_int_equal(dns_api_internal_records(&spec, v, &api, &error), 0);
+        assert_int_equal(dns_desired_records(&spec, v, &desired, &error), 0);
+        assert_int_equal(api.n, 2);
+        for (size_t i = 0; i < api.n; i++) {
+                assert_string_equal(api.items[i].name, name);
+                const DnsRRset *d = dns_rrset_list_find(&desired, name, api.items[i].type);
+                assert_non_null(d);
+                assert_true(dns_rrset_equal(&api.items[i], d, true));
+        }
+        assert_int_equal(dns_rrset_size(dns_rrset_list_find(&api, name, DNS_TYPE_A)), 2);
+        assert_int_equal(dns_rrset_size(dns_rrset_list_find(&api, name, DNS_TYPE_AAAA)), 1);
+
+        assert_int_equal(dns_api_internal_records(&spec, NULL, &names, &error), 0);
+        assert_int_equal(names.n, 2);
+        assert_int_equal(dns_rrset_size(&names.items[0]) + dns_rrset_size(&names.items[1]), 0);
+
+        spec.dns.internal_suffix = (char *)"bad..suffix";
+        dns_rrset_list_done(&names);
+        assert_int_equal(dns_api_internal_records(&spec, v, &names, &error), PK_ESPEC);
+        assert_string_equal(error, "dns.internalSuffix 'bad..suffix' gives no valid DNS name");
+}
+
+/* The hosts file a master wrote (its whole desired set), then a worker's change of api.internal alone:
+ * the block's other records and every line outside the block stay as they were. */
+static void test_hosts_worker_changes_only_api_internal(void **state) {
+        char path[] = "/tmp/test-dns-hosts-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        static const char head[] = "127.0.0.1 localhost\n# the operator's\n",
+                          tail[] = "192.0.2.7 tail.example\n";
+        ClusterSpec spec = make_spec();
+        spec.dns.hosts.file = path;
+        _cleanup_(cluster_view_freep) ClusterView *v = make_view(), *only_m1 = new0(ClusterView, 1);
+        _cleanup_rrset_list_ DnsRRsetList desired = {}, api = {}, changes = {};
+        _cleanup_free_ char *error = NULL, *before = NULL, *after = NULL;
+        char *m1_int[] = { (char *)"10.0.0.1", NULL };
+        DnsProviderState *s = NULL;
+        const DnsProvider *p = dns_provider_find("hosts");
+        size_t len;
+
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(head, f);
+        fclose(f);
+        assert_int_equal(dns_desired_records(&spec, v, &desired, &error), 0);
+        assert_int_equal(p->open(&spec, &s, &error), 0);
+        assert_int_equal(dns_sync(p, s, &desired, false, &changes, &error), 0);
+        f = fopen(path, "ae");
+        assert_non_null(f);
+        fputs(tail, f);
+        fclose(f);
+        assert_int_equal(read_full_file(path, 1 << 20, &before, &len), 0);
+
+        assert_non_null(only_m1);
+        assert_int_equal(cluster_view_add_master(only_m1, "m1", m1_int, NULL), 0);
+        assert_int_equal(dns_api_internal_records(&spec, only_m1, &api, &error), 0);
+        dns_rrset_list_done(&changes);
+        assert_int_equal(dns_sync(p, s, &api, false, &changes, &error), 0);
+        assert_int_equal(changes.n, 2); /* m2's IPv4 and IPv6 addresses leave the name */
+        p->close(s);
+        assert_int_equal(read_full_file(path, 1 << 20, &after, &len), 0);
+        unlink(path);
+
+        assert_memory_equal(after, head, strlen(head));
+        assert_true(len > strlen(tail));
+        assert_string_equal(after + len - strlen(tail), tail);
+        /* the masters' other names keep m2's addresses: only the API's internal name lost them */
+        assert_non_null(
+            strstr(before, "10.0.0.10\tapi.internal.demo.k8s.test etcd-b.internal.demo.k8s.test\n"));
+        assert_non_null(strstr(after, "10.0.0.10\tetcd-b.internal.demo.k8s.test\n"));
+        assert_non_null(strstr(after, "fd00::2\tetcd-b.internal.demo.k8s.test\n"));
+        assert_non_null(strstr(after, "10.0.0.1\tapi.internal.demo.k8s.test"));
+        assert_null(strstr(after, "fd00::2\tapi.internal"));
+}
+
 /* Large lists go through the hash index: every entry is found, before and after a sort (which moves
  * them), and entries appended after the sort too. */
 static void test_large_list_index(void **state) {
@@ -636,6 +721,8 @@ int main(void) {
                 cmocka_unit_test(test_hosts_roundtrip),
                 cmocka_unit_test(test_hosts_malformed),
                 cmocka_unit_test(test_hosts_provider),
+                cmocka_unit_test(test_api_internal_records),
+                cmocka_unit_test(test_hosts_worker_changes_only_api_internal),
                 cmocka_unit_test(test_large_list_index),
                 cmocka_unit_test(test_desired_except),
                 cmocka_unit_test(test_rrsets_hold_all),

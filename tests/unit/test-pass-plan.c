@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The whole plan of a master's pass (pass_plan_steps() over the role's table), in process: a Pass built by
- * hand from a spec text and observations built by hand, no root, no device, no server. Each test is one
- * situation of a master's life; the last checks that the master's table is complete. */
+/* The whole plan of a master's and a worker's pass (pass_plan_steps() over the role's table), in process: a
+ * Pass built by hand from a spec text and observations built by hand, no root, no device, no server. Each
+ * test is one situation of a node's life; the last ones check that each role's table is complete. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "daemon/pass-types.h"
 #include "daemon/step-api-names.h"
+#include "daemon/step-api-view.h"
 #include "daemon/step-backups.h"
 #include "daemon/step-certs.h"
 #include "daemon/step-control-plane.h"
@@ -24,30 +26,39 @@
 #include "unit-test.h"
 
 /* No stateStore: the certificates are not managed, so the plan needs no keystore. */
-static const char spec_text[] = "apiVersion: protokube/v1alpha1\n"
-                                "kind: Cluster\n"
-                                "metadata:\n"
-                                "  name: demo.k8s.test\n"
-                                "spec:\n"
-                                "  cloud: local\n"
-                                "  dns:\n"
-                                "    provider: rfc2136\n"
-                                "    zone: k8s.test.\n"
-                                "    internalSuffix: internal.demo.k8s.test\n"
-                                "    ttl: 60\n"
-                                "    rfc2136:\n"
-                                "      server: \"127.0.0.1:15353\"\n"
-                                "      tsigKeyFile: /etc/protokube/tsig.key\n"
-                                "  etcdClusters:\n"
-                                "    - name: main\n"
-                                "      image: registry.k8s.io/etcd:3.5.16-0\n"
-                                "    - name: events\n"
-                                "      image: registry.k8s.io/etcd:3.5.16-0\n"
-                                "  kubernetesVersion: 1.31.2\n"
-                                "  kubeAPIServer: {}\n"
-                                "  kubeControllerManager: {}\n"
-                                "  kubeScheduler: {}\n"
-                                "  kubeProxy: {}\n";
+#define SPEC_HEAD                          \
+        "apiVersion: protokube/v1alpha1\n" \
+        "kind: Cluster\n"                  \
+        "metadata:\n"                      \
+        "  name: demo.k8s.test\n"          \
+        "spec:\n"                          \
+        "  cloud: local\n"
+#define SPEC_REST                                      \
+        "  etcdClusters:\n"                            \
+        "    - name: main\n"                           \
+        "      image: registry.k8s.io/etcd:3.5.16-0\n" \
+        "    - name: events\n"                         \
+        "      image: registry.k8s.io/etcd:3.5.16-0\n" \
+        "  kubernetesVersion: 1.31.2\n"                \
+        "  kubeAPIServer: {}\n"                        \
+        "  kubeControllerManager: {}\n"                \
+        "  kubeScheduler: {}\n"                        \
+        "  kubeProxy: {}\n"
+
+static const char spec_text[] = SPEC_HEAD "  dns:\n"
+                                          "    provider: rfc2136\n"
+                                          "    zone: k8s.test.\n"
+                                          "    internalSuffix: internal.demo.k8s.test\n"
+                                          "    ttl: 60\n"
+                                          "    rfc2136:\n"
+                                          "      server: \"127.0.0.1:15353\"\n"
+                                          "      tsigKeyFile: /etc/protokube/tsig.key\n" SPEC_REST;
+
+/* The same cluster named through each node's hosts file (a cluster without a DNS server). */
+static const char hosts_spec_text[] = SPEC_HEAD "  dns:\n"
+                                                "    provider: hosts\n"
+                                                "    hosts:\n"
+                                                "      file: /nonexistent/protokube-test/hosts\n" SPEC_REST;
 
 /* Paths the plan only names: nothing is read or written there. */
 #define MOUNT_ROOT   "/nonexistent/protokube-test/mnt"
@@ -77,19 +88,17 @@ static size_t node_index(const char *name) {
         return 0;
 }
 
-/* A master's Pass, as pass_new() and pass_configure() set it up, without a volume provider. */
-static Pass *test_pass(const char *node_name) {
+/* A node's Pass, as pass_new() and pass_configure() set it up, without a volume provider. */
+static Pass *test_node_pass(const char *spec, NodeRole role, const char *node_name) {
         _cleanup_strv_free_ char **errors = NULL;
         Pass *p = calloc(1, sizeof(Pass));
         assert_non_null(p);
-        assert_int_equal(
-            cluster_spec_load_string("cluster.yaml", spec_text, strlen(spec_text), &p->spec, &errors), 0);
+        assert_int_equal(cluster_spec_load_string("cluster.yaml", spec, strlen(spec), &p->spec, &errors), 0);
         assert_null(errors);
         assert_non_null(p->etcd_clusters = strv_new("main", "events"));
-        p->node = (NodeSettings){ .role = NODE_ROLE_MASTER,
-                                  .node_name = node_name,
-                                  .manifest_dir = MANIFEST_DIR,
-                                  .mount_root = MOUNT_ROOT };
+        p->node = (NodeSettings){
+                .role = role, .node_name = node_name, .manifest_dir = MANIFEST_DIR, .mount_root = MOUNT_ROOT
+        };
         p->cfg = (VolumesPassConfig){ .cluster = p->spec->name,
                                       .etcd_clusters = p->etcd_clusters,
                                       .mount_root = MOUNT_ROOT,
@@ -97,6 +106,11 @@ static Pass *test_pass(const char *node_name) {
         p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
         assert_null(p->certs.store_url);
         return p;
+}
+
+/* A master's Pass. */
+static Pass *test_pass(const char *node_name) {
+        return test_node_pass(spec_text, NODE_ROLE_MASTER, node_name);
 }
 
 static void add_volume(VolumeList *l, const char *etcd, size_t member, const char *holder) {
@@ -457,6 +471,148 @@ static void test_pivot_step(void **state) {
         pass_observation_done(&o);
 }
 
+/* What a worker's pass observes: the provider's listing of main's and events' volumes, member k of both held
+ * by holders[k] (NULL: free), as its api-view step keeps it (no node identity, no device, no mount); DNS is
+ * read through the spec's provider: served, the A records of the API's internal name (NULL: none). */
+static void observe_worker(const Pass *p, PassObservation *o, const char *const holders[3],
+                           const char *served) {
+        *o = (PassObservation){ .realtime = 1700000000 * USEC_PER_SEC, .dns_enabled = true };
+        for (size_t k = 0; k < 3; k++) {
+                add_volume(&o->volumes.volumes, "main", k, holders[k]);
+                add_volume(&o->volumes.volumes, "events", k, holders[k]);
+        }
+        o->in = (VolumesInput){ .cluster = p->spec->name,
+                                .etcd_clusters = p->etcd_clusters,
+                                .volumes = o->volumes.volumes.items,
+                                .n_volumes = o->volumes.volumes.n };
+        _cleanup_strv_free_ char **addresses = NULL;
+        assert_int_equal(strv_split(strempty(served), ",", &addresses), 0);
+        STRV_FOREACH (a, addresses)
+                assert_int_equal(dns_rrset_list_add_address(&o->dns_served, API_INT, 60, *a), 0);
+}
+
+/* Nothing of a master's: no volume selected or claimed, no etcd manifest, no control-plane pod, no
+ * certificate, no etcd member decided. */
+static void assert_no_master_work(const PassPlan *plan) {
+        assert_int_equal(plan->volumes.n_selections, 0);
+        assert_int_equal(plan->volumes.n_actions, 0);
+        assert_null(plan->etcd_texts);
+        assert_null(plan->held_members);
+        assert_null(plan->member_plans);
+        assert_int_equal(plan->control_plane.n, 0);
+        assert_null(plan->control_plane_write);
+        assert_false(plan->certs.managed);
+        assert_int_equal(plan->certs.n_leaves, 0);
+        assert_int_equal(plan->certs.n_files, 0);
+        assert_null(plan->certs.create);
+}
+
+/* Every RRset of l is the API's internal name: nothing else is the worker's to write. */
+static void assert_only_api_internal(const DnsRRsetList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                if (!streq(l->items[i].name, API_INT))
+                        fail_msg("a worker plans '%s'", l->items[i].name);
+}
+
+/* A worker with dns.provider hosts, n1, n2 and n3 holding main's volumes: its plan claims nothing, renders
+ * nothing, and writes exactly api.internal with their internal addresses into the hosts file; once the
+ * file has them, nothing. */
+static void test_worker_hosts(void **state) {
+        _cleanup_(pass_freep) Pass *p = test_node_pass(hosts_spec_text, NODE_ROLE_WORKER, "w1");
+        PassObservation o;
+        PassPlan plan;
+        observe_worker(p, &o, (const char *const[]){ "n1", "n2", "n3" }, NULL);
+        assert_int_equal(pass_plan_steps(p, &o, &plan), 0);
+        assert_no_master_work(&plan);
+        assert_int_equal(plan.dns_status, 0);
+        assert_false(plan.api_view_check);
+        assert_int_equal(plan.view->n_masters, 3);
+        assert_only_api_internal(&plan.dns_desired);
+        assert_a(&plan.dns_desired, API_INT, "10.0.0.1,10.0.0.2,10.0.0.3");
+        assert_a(&plan.dns_desired, API_EXT, "(none)");
+        assert_a(&plan.dns_desired, ETCD_A, "(none)");
+        assert_only_api_internal(&plan.dns_changes);
+        assert_int_equal(plan.dns_changes.n, 1); /* the A RRset: the masters have no IPv6 address */
+        assert_a(&plan.dns_changes, API_INT, "10.0.0.1,10.0.0.2,10.0.0.3");
+        assert_true(plan.dns_send);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+
+        observe_worker(p, &o, (const char *const[]){ "n1", "n2", "n3" }, "10.0.0.3,10.0.0.1,10.0.0.2");
+        assert_int_equal(pass_plan_steps(p, &o, &plan), 0);
+        assert_int_equal(plan.dns_status, 0);
+        assert_int_equal(plan.dns_changes.n, 0);
+        assert_false(plan.dns_send);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+}
+
+/* n2 is gone and n4 holds its volumes: the worker's hosts file follows, n2's address out, n4's in. */
+static void test_worker_follows_a_replaced_master(void **state) {
+        _cleanup_(pass_freep) Pass *p = test_node_pass(hosts_spec_text, NODE_ROLE_WORKER, "w1");
+        PassObservation o;
+        PassPlan plan;
+        observe_worker(p, &o, (const char *const[]){ "n1", "n4", "n3" }, "10.0.0.1,10.0.0.2,10.0.0.3");
+        assert_int_equal(pass_plan_steps(p, &o, &plan), 0);
+        assert_no_master_work(&plan);
+        assert_only_api_internal(&plan.dns_changes);
+        assert_a(&plan.dns_changes, API_INT, "10.0.0.1,10.0.0.3,10.0.0.4");
+        assert_true(plan.dns_send);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+}
+
+/* No master holds a main volume (a cluster coming up, or a listing that lost them): the worker plans
+ * nothing, above all no empty api.internal that would erase the name, and says it waits. */
+static void test_worker_without_masters(void **state) {
+        _cleanup_(pass_freep) Pass *p = test_node_pass(hosts_spec_text, NODE_ROLE_WORKER, "w1");
+        PassObservation o;
+        PassPlan plan;
+        observe_worker(p, &o, (const char *const[]){ NULL, NULL, NULL }, "10.0.0.1");
+        assert_int_equal(pass_plan_steps(p, &o, &plan), 0);
+        assert_no_master_work(&plan);
+        assert_int_equal(plan.view->n_masters, 0);
+        assert_int_equal(plan.dns_status, PK_EWAITING);
+        assert_non_null(plan.dns_note);
+        assert_non_null(strstr(plan.dns_note, "no master"));
+        assert_non_null(strstr(plan.dns_note, "waits"));
+        assert_int_equal(plan.dns_desired.n, 0);
+        assert_int_equal(plan.dns_changes.n, 0);
+        assert_false(plan.dns_send);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+}
+
+/* With rfc2136 the records are the masters': the worker compares what the name answers with the masters'
+ * internal addresses and sends nothing, whether they agree or not. */
+static void test_worker_rfc2136_only_reads(void **state) {
+        _cleanup_(pass_freep) Pass *p = test_node_pass(spec_text, NODE_ROLE_WORKER, "w1");
+        PassObservation o;
+        PassPlan plan;
+        observe_worker(p, &o, (const char *const[]){ "n1", "n2", "n3" }, "10.0.0.1,10.0.0.2");
+        assert_int_equal(pass_plan_steps(p, &o, &plan), 0);
+        assert_no_master_work(&plan);
+        assert_true(plan.api_view_check);
+        assert_false(plan.api_view_answers);
+        assert_int_equal(plan.dns_status, PK_EWAITING);
+        assert_non_null(strstr(plan.dns_note, "10.0.0.1,10.0.0.2, not"));
+        assert_int_equal(plan.dns_changes.n, 0);
+        assert_false(plan.dns_send);
+        assert_only_api_internal(&plan.dns_desired);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+
+        observe_worker(p, &o, (const char *const[]){ "n1", "n2", "n3" }, "10.0.0.1,10.0.0.2,10.0.0.3");
+        assert_int_equal(pass_plan_steps(p, &o, &plan), 0);
+        assert_true(plan.api_view_check);
+        assert_true(plan.api_view_answers);
+        assert_int_equal(plan.dns_status, 0);
+        assert_int_equal(plan.dns_changes.n, 0);
+        assert_false(plan.dns_send);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+}
+
 static bool has_row(const PassRow *rows, PassPhase phase, const PassStep *s) {
         for (const PassRow *r = rows; r->step; r++)
                 if (r->phase == phase && r->step == s)
@@ -464,55 +620,134 @@ static bool has_row(const PassRow *rows, PassPhase phase, const PassStep *s) {
         return false;
 }
 
-/* Every row of the master's table is a step for masters with the row's hook, and every hook of every step
- * (the steps of the step files, listed here) has its row: a hook left out of the table would never run. */
-static void test_master_table(void **state) {
-        const PassStep *const steps[] = {
-                &pass_step_pivot,          &pass_step_volumes, &pass_step_volume_devices,
-                &pass_step_volumes_done,   &pass_step_dns,     &pass_step_api_names,
-                &pass_step_members,        &pass_step_certs,   &pass_step_control_plane,
-                &pass_step_etcd_manifests, &pass_step_restore, &pass_step_backups,
-        };
-        const PassRole *role = pass_role(NODE_ROLE_MASTER);
+/* Every row of role's table is a step for that role with the row's hook, and every hook of every step the
+ * role takes (steps, all the step files' steps with that role's bit) has its row: a hook left out of the
+ * table would never run. A step of the role missing from steps fails too: add it there. */
+static void check_table(NodeRole role, const PassStep *const *steps, size_t n_steps) {
+        const PassRole *r = pass_role(role);
         size_t n_rows = 0;
-        assert_non_null(role);
-        assert_int_equal(role->role, NODE_ROLE_MASTER);
-        assert_null(pass_role(_NODE_ROLE_MAX));
-        for (const PassRow *r = role->rows; r->step; r++, n_rows++) {
-                const PassStep *s = r->step;
+        assert_non_null(r);
+        assert_int_equal(r->role, role);
+        for (const PassRow *row = r->rows; row->step; row++, n_rows++) {
+                const PassStep *s = row->step;
                 assert_true(n_rows < 100);
                 bool listed = false;
-                for (size_t i = 0; i < ELEMENTSOF(steps); i++)
+                for (size_t i = 0; i < n_steps; i++)
                         listed = listed || steps[i] == s;
-                if (!listed) /* a new step: add it to steps[] above, so that its hooks are checked */
+                if (!listed) /* a new step: add it to the test's list of steps, so that its hooks are checked
+                              */
                         fail_msg("step '%s' is not in this test's list of steps", s->name);
-                assert_true(s->roles & (1U << NODE_ROLE_MASTER));
-                assert_true(r->phase == PASS_PHASE_APPLY || r->wave == PASS_WAVE_ALL);
+                assert_true(s->roles & (1U << role));
+                assert_true(row->phase == PASS_PHASE_APPLY || row->wave == PASS_WAVE_ALL);
                 const bool hook[_PASS_PHASE_MAX] = {
                         [PASS_PHASE_OBSERVE] = s->observe, [PASS_PHASE_PLAN] = s->plan,
                         [PASS_PHASE_APPLY] = s->apply,     [PASS_PHASE_FINISH] = s->finish,
                         [PASS_PHASE_PRINT] = s->print,
                 };
-                if (!hook[r->phase])
-                        fail_msg("step '%s' has a row in phase %d without its hook", s->name, r->phase);
+                if (!hook[row->phase])
+                        fail_msg("step '%s' has a row in phase %d without its hook", s->name, row->phase);
         }
-        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+        for (size_t i = 0; i < n_steps; i++) {
                 const PassStep *s = steps[i];
-                assert_true(s->roles & (1U << NODE_ROLE_MASTER));
-                assert_true(!s->observe || has_row(role->rows, PASS_PHASE_OBSERVE, s));
-                assert_true(!s->plan || has_row(role->rows, PASS_PHASE_PLAN, s));
-                assert_true(!(s->apply || s->revise) || has_row(role->rows, PASS_PHASE_APPLY, s));
-                assert_true(!s->finish || has_row(role->rows, PASS_PHASE_FINISH, s));
-                assert_true(!s->print || has_row(role->rows, PASS_PHASE_PRINT, s));
+                assert_true(s->roles & (1U << role));
+                assert_true(!s->observe || has_row(r->rows, PASS_PHASE_OBSERVE, s));
+                assert_true(!s->plan || has_row(r->rows, PASS_PHASE_PLAN, s));
+                assert_true(!(s->apply || s->revise) || has_row(r->rows, PASS_PHASE_APPLY, s));
+                assert_true(!s->finish || has_row(r->rows, PASS_PHASE_FINISH, s));
+                assert_true(!s->print || has_row(r->rows, PASS_PHASE_PRINT, s));
         }
+}
+
+/* Every step of every step file, and the roles' tables. */
+static const PassStep *const all_steps[] = {
+        &pass_step_pivot,          &pass_step_volumes, &pass_step_volume_devices,
+        &pass_step_volumes_done,   &pass_step_dns,     &pass_step_api_names,
+        &pass_step_members,        &pass_step_certs,   &pass_step_control_plane,
+        &pass_step_etcd_manifests, &pass_step_restore, &pass_step_backups,
+        &pass_step_api_view,
+};
+
+/* The steps of all_steps whose roles include role. */
+static size_t steps_of(NodeRole role, const PassStep **ret) {
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(all_steps); i++)
+                if (all_steps[i]->roles & (1U << role))
+                        ret[n++] = all_steps[i];
+        return n;
+}
+
+static void test_master_table(void **state) {
+        const PassStep *steps[ELEMENTSOF(all_steps)];
+        size_t n = steps_of(NODE_ROLE_MASTER, steps);
+        assert_int_equal(n, 12);
+        assert_null(pass_role(_NODE_ROLE_MAX));
+        check_table(NODE_ROLE_MASTER, steps, n);
+}
+
+/* The worker's table holds only its own steps: none that claims, mounts, renders or publishes for a master.
+ */
+static void test_worker_table(void **state) {
+        const PassStep *steps[ELEMENTSOF(all_steps)];
+        size_t n = steps_of(NODE_ROLE_WORKER, steps);
+        assert_int_equal(n, 1);
+        assert_ptr_equal(steps[0], &pass_step_api_view);
+        check_table(NODE_ROLE_WORKER, steps, n);
+        for (const PassRow *row = pass_role(NODE_ROLE_WORKER)->rows; row->step; row++)
+                assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));
+}
+
+/* The verbs about one step (`volumes`, `pki show`, `pki renew`) go by the table: a worker's has neither
+ * volumes nor certificates, so they refuse it where they would show a master's parts of an empty plan. */
+static void test_verbs_follow_the_table(void **state) {
+        _cleanup_(pass_freep) Pass *worker = test_node_pass(hosts_spec_text, NODE_ROLE_WORKER, "w1");
+        _cleanup_(pass_freep) Pass *master = test_pass("n1");
+        assert_true(pass_has_step(worker, &pass_step_api_view));
+        assert_false(pass_has_step(worker, &pass_step_volumes));
+        assert_false(pass_has_step(master, &pass_step_api_view));
+        assert_true(pass_has_step(master, &pass_step_volumes));
+        assert_int_equal(pass_require_step(worker, &pass_step_volumes, "volumes"), -EOPNOTSUPP);
+        assert_int_equal(pass_check_certificates(worker, "pki show"), -EOPNOTSUPP);
+        assert_int_equal(pass_require_step(master, &pass_step_volumes, "volumes"), 0);
+        assert_int_equal(pass_check_certificates(master, "pki renew"), 0);
+}
+
+/* A master whose view is empty plans no records and waits: `plan` prints that it waits and does not fail
+ * (waiting is a status below zero too; it once printed "cannot plan" and failed). A real failure still
+ * fails. */
+static void test_master_dns_waiting_prints(void **state) {
+        _cleanup_(pass_freep) Pass *p = test_pass("n1");
+        PassObservation o = {};
+        PassPlan plan = { .dns_status = PK_EWAITING, .dns_note = (char *)"the view has no masters" };
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        assert_int_equal(pass_step_dns.print(p, &o, &plan, f), 0);
+        plan.dns_status = -EIO;
+        plan.dns_note = (char *)"the server refused";
+        assert_int_equal(pass_step_dns.print(p, &o, &plan, f), -EIO);
+        assert_int_equal(fclose(f), 0);
+        assert_string_equal(text, "dns: waiting: the view has no masters\n"
+                                  "dns: cannot plan: the server refused\n");
+        free(text);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cold_start),        cmocka_unit_test(test_converged),
-                cmocka_unit_test(test_replaced_master),   cmocka_unit_test(test_blank_member),
-                cmocka_unit_test(test_restore_under_way), cmocka_unit_test(test_pivot_step),
+                cmocka_unit_test(test_cold_start),
+                cmocka_unit_test(test_converged),
+                cmocka_unit_test(test_replaced_master),
+                cmocka_unit_test(test_blank_member),
+                cmocka_unit_test(test_restore_under_way),
+                cmocka_unit_test(test_pivot_step),
+                cmocka_unit_test(test_worker_hosts),
+                cmocka_unit_test(test_worker_follows_a_replaced_master),
+                cmocka_unit_test(test_worker_without_masters),
+                cmocka_unit_test(test_worker_rfc2136_only_reads),
                 cmocka_unit_test(test_master_table),
+                cmocka_unit_test(test_worker_table),
+                cmocka_unit_test(test_verbs_follow_the_table),
+                cmocka_unit_test(test_master_dns_waiting_prints),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
