@@ -4,10 +4,16 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <strings.h>
 
 char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);
         return strncmp(s, prefix, l) == 0 ? (char *)s + l : NULL;
+}
+
+char *startswith_no_case(const char *s, const char *prefix) {
+        size_t l = strlen(prefix);
+        return strncasecmp(s, prefix, l) == 0 ? (char *)s + l : NULL;
 }
 
 char *endswith(const char *s, const char *suffix) {

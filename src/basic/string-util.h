@@ -9,6 +9,8 @@
 
 /* Pointer just past prefix in s, or NULL. */
 char *startswith(const char *s, const char *prefix) _pure_;
+/* startswith() with ASCII letters compared without regard to case (header names). */
+char *startswith_no_case(const char *s, const char *prefix) _pure_;
 char *endswith(const char *s, const char *suffix) _pure_;
 
 /* Newly allocated concatenation of the NULL-terminated arguments; caller frees. NULL on OOM. */

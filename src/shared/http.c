@@ -287,8 +287,12 @@ static int tls_context(HttpExchange *x) {
                 return fail(x, -ENOMEM, "cannot create a TLS context: %s", ssl_reason(e, sizeof(e)));
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+        if (req->unverified_server) {
+                SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+                return 0; /* and no client certificate: http_check_request() */
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         if (req->ca_file ? SSL_CTX_load_verify_file(ctx, req->ca_file) != 1
                          : SSL_CTX_set_default_verify_paths(ctx) != 1)
                 return fail(x, -EIO, "cannot read the CA certificates %s: %s",
@@ -316,7 +320,9 @@ static int tls_handshake(HttpExchange *x) {
                 return fail(x, -ENOMEM, "cannot set up TLS: %s", ssl_reason(e, sizeof(e)));
         SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
         /* The name checked is the URL's, also through connect_to or a proxy's tunnel. */
-        if (in_addr_literal_valid(host)
+        if (x->req->unverified_server
+                ? !in_addr_literal_valid(host) && SSL_set_tlsext_host_name(ssl, host) != 1
+            : in_addr_literal_valid(host)
                 ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
                 : SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
                 return fail(x, -EINVAL, "cannot check the server's name %s", host);
@@ -737,6 +743,20 @@ static bool http_connect_to_valid(const char *s) {
         return n[3] > 0;
 }
 
+/* A request to a server it does not authenticate sends nothing that a stranger may not see: https (it is
+ * no request for plain http), no client certificate, no body, no credentials in a header, no proxy. */
+static bool http_unverified_request_valid(const HttpRequest *req, const HttpUrl *url) {
+        if (!url->tls || req->cert_file || req->key_file || req->ca_file || req->body_len > 0 ||
+            req->via_proxy)
+                return false;
+        for (size_t i = 0; i < req->n_headers; i++)
+                if (startswith_no_case(req->headers[i], "Authorization:") ||
+                    startswith_no_case(req->headers[i], "Proxy-Authorization:") ||
+                    startswith_no_case(req->headers[i], "Cookie:"))
+                        return false;
+        return true;
+}
+
 static int http_check_request(const HttpRequest *req, HttpUrl *url) {
         if (!req || isempty(req->method) || isempty(req->url) || string_has_cc(req->url) ||
             string_has_cc(req->method) || strpbrk(req->method, " \t"))
@@ -752,6 +772,8 @@ static int http_check_request(const HttpRequest *req, HttpUrl *url) {
         for (size_t i = 0; i < req->n_headers; i++)
                 if (!req->headers[i] || string_has_cc(req->headers[i]) || !strchr(req->headers[i], ':'))
                         return -EINVAL; /* a CR or LF would inject headers */
+        if (req->unverified_server && !http_unverified_request_valid(req, url))
+                return -EINVAL;
         return 0;
 }
 

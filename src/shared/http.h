@@ -42,6 +42,11 @@ typedef struct HttpRequest {
         void *sink_userdata;
         bool sensitive; /* the response holds a secret (IMDS token, role credentials): its buffers
                            are erased before they are freed, http_response_done() included */
+        /* https whose server is not authenticated (no CA, no name check): only for a request that sends
+         * nothing a stranger may not see and whose answer the caller checks by other means (a worker
+         * fetches the cluster's CA this way, and trusts it only when it has the pin it was given). Such a
+         * request carries no client certificate, no body, no Authorization header and no proxy. */
+        bool unverified_server;
 } HttpRequest;
 
 typedef struct HttpResponse {

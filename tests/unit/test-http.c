@@ -190,6 +190,63 @@ static void test_refused_and_invalid(void **state) {
         assert_int_equal(http_request(&file, &resp, NULL), -EINVAL);
 }
 
+/* A request to a server it does not authenticate is refused before any connection when it would send
+ * anything a stranger may not see: a client certificate, a body, credentials in a header, through a proxy,
+ * or in plain http (where "unverified" means nothing). The refused URLs name a host nobody resolves: a
+ * request that went out would fail otherwise than -EINVAL. */
+static void test_unverified_server_sends_nothing_secret(void **state) {
+        HttpResponse resp;
+        const char *auth[] = { "authorization: Bearer abcdef.0123456789abcdef" };
+        const char *cookie[] = { "Cookie: a=b" };
+        const char *accept[] = { "Accept: application/json" };
+        const HttpRequest refused[] = {
+                { .method = "GET", .url = "http://api.pk.invalid/", .unverified_server = true },
+                { .method = "GET",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .cert_file = "/c.crt",
+                  .key_file = "/c.key" },
+                { .method = "POST",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .body = "x",
+                  .body_len = 1 },
+                { .method = "GET",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .headers = auth,
+                  .n_headers = 1 },
+                { .method = "GET",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .headers = cookie,
+                  .n_headers = 1 },
+                { .method = "GET",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .via_proxy = true },
+                { .method = "GET",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .ca_file = "/ca.crt" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                _cleanup_free_ char *err = NULL;
+                assert_int_equal(http_request(&refused[i], &resp, &err), -EINVAL);
+                assert_non_null(strstr(err, "invalid request"));
+                assert_null(strstr(err, "abcdef")); /* never a header's value */
+        }
+        /* an innocent header passes the check: the request goes out (and cannot connect) */
+        HttpRequest ok = { .method = "GET",
+                           .url = "https://127.0.0.1:1/",
+                           .unverified_server = true,
+                           .headers = accept,
+                           .n_headers = 1,
+                           .connect_timeout = USEC_PER_SEC };
+        _cleanup_free_ char *err = NULL;
+        assert_int_equal(http_request(&ok, &resp, &err), -ECONNREFUSED);
+}
+
 /* connect_to: the URL names a host nobody resolves; the connection goes to the loopback server, and the
  * request still carries the URL's name (Host), as the TLS name check would. A malformed value is refused. */
 static void test_connect_to(void **state) {
@@ -351,6 +408,7 @@ int main(void) {
                 cmocka_unit_test(test_timeout),
                 cmocka_unit_test(test_sink),
                 cmocka_unit_test(test_refused_and_invalid),
+                cmocka_unit_test(test_unverified_server_sends_nothing_secret),
                 cmocka_unit_test(test_connect_to),
                 cmocka_unit_test(test_chunked_interim_and_short),
                 cmocka_unit_test(test_proxy),
