@@ -27,6 +27,30 @@ static int check_name(const char *field, const char *s, char **ret_error) {
         return 0;
 }
 
+/* A bearer token's user: the CA one way, no client certificate either way. The token is a secret: a
+ * message names its field only. */
+static int check_token(const PkiKubeconfig *kc, char **ret_error) {
+        size_t n = strlen(kc->token);
+        if (n == 0 || n > 1024 ||
+            strspn(kc->token, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != n) {
+                if (ret_error)
+                        *ret_error =
+                            strdup("invalid kubeconfig token: must be 1 to 1024 letters, digits and . - _");
+                return -EINVAL;
+        }
+        if (kc->cert_file || kc->key_file || kc->cert_pem || kc->key_pem)
+                return field_error(ret_error, "credentials", kc->user,
+                                   "either a token or a certificate, not both");
+        if (!kc->ca_file == !kc->ca_pem)
+                return field_error(ret_error, "certificate-authority", kc->user,
+                                   "the CA is required, as a file or a PEM");
+        if (kc->ca_file && (kc->ca_file[0] != '/' || strlen(kc->ca_file) > 4096 ||
+                            strpbrk(kc->ca_file, " \"'#\\:") || string_has_cc(kc->ca_file)))
+                return field_error(ret_error, "file", kc->ca_file,
+                                   "must be an absolute path without spaces or quotes");
+        return 0;
+}
+
 static int check(const PkiKubeconfig *kc, char **ret_error) {
         int r;
         if ((r = check_name("cluster", kc->cluster, ret_error)) < 0 ||
@@ -37,6 +61,8 @@ static int check(const PkiKubeconfig *kc, char **ret_error) {
             string_has_cc(kc->server))
                 return field_error(ret_error, "server", kc->server,
                                    "must be an https:// URL without spaces");
+        if (kc->token)
+                return check_token(kc, ret_error);
         bool files = kc->ca_file || kc->cert_file || kc->key_file;
         if (files && (kc->ca_pem || kc->cert_pem || kc->key_pem))
                 return field_error(ret_error, "credentials", kc->user, "either files or PEMs, not both");
@@ -82,7 +108,9 @@ int pki_kubeconfig_render(const PkiKubeconfig *kc, char **ret, size_t *ret_len, 
                     "  user:\n",
                     kc->server, kc->cluster, kc->cluster, kc->user, kc->user, kc->cluster, kc->user,
                     kc->cluster, kc->user);
-        if (r >= 0 && kc->cert_file)
+        if (r >= 0 && kc->token)
+                r = buf_printf(&b, "    token: %s\n", kc->token);
+        else if (r >= 0 && kc->cert_file)
                 r = buf_printf(&b, "    client-certificate: %s\n    client-key: %s\n", kc->cert_file,
                                kc->key_file);
         else if (r >= 0) {

@@ -17,6 +17,9 @@ typedef struct PkiKubeconfig {
         /* Instead of the three PEMs: the files holding them, absolute paths (a component mounts their
          * directory; the text then holds no secret and stays the same when the pair is renewed). */
         const char *ca_file, *cert_file, *key_file;
+        /* Instead of a client certificate: a bearer token (a secret; a bootstrap token "<id>.<secret>"),
+         * with the CA by ca_file or ca_pem. */
+        const char *token;
 } PkiKubeconfig;
 
 /* The YAML text. -EINVAL with *ret_error (naming the field and value; caller frees) for bad input. The

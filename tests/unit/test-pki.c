@@ -637,6 +637,54 @@ static void test_kubeconfig(void **state) {
         assert_non_null(strstr(err, "server 'http://api.k8s.test'"));
 }
 
+/* A bootstrap kubeconfig: the CA by path and a bearer token; a token beside a certificate, a token without
+ * a CA, a token of other characters are refused, and no message quotes the token. */
+static void test_kubeconfig_token(void **state) {
+        PkiKubeconfig kc = { .cluster = "k8s.test",
+                             .server = "https://api.internal.k8s.test",
+                             .user = "kubelet-bootstrap",
+                             .ca_file = "/var/lib/kubelet/ca.crt",
+                             .token = "abcdef.0123456789abcdef" };
+        char *text = NULL;
+        size_t len = 0;
+        assert_int_equal(pki_kubeconfig_render(&kc, &text, &len, NULL), 0);
+        assert_string_equal(
+            text, "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
+                  "    certificate-authority: /var/lib/kubelet/ca.crt\n"
+                  "    server: https://api.internal.k8s.test\n  name: k8s.test\ncontexts:\n- context:\n"
+                  "    cluster: k8s.test\n    user: kubelet-bootstrap\n  name: kubelet-bootstrap@k8s.test\n"
+                  "current-context: kubelet-bootstrap@k8s.test\npreferences: {}\nusers:\n"
+                  "- name: kubelet-bootstrap\n  user:\n    token: abcdef.0123456789abcdef\n");
+        erase_and_free(text, len);
+
+        const PkiKubeconfig bad[] = {
+                { .cluster = "c",
+                  .server = "https://a",
+                  .user = "u",
+                  .ca_file = "/ca",
+                  .cert_file = "/c",
+                  .key_file = "/k",
+                  .token = "abcdef.0123456789abcdef" },
+                { .cluster = "c", .server = "https://a", .user = "u", .token = "abcdef.0123456789abcdef" },
+                { .cluster = "c",
+                  .server = "https://a",
+                  .user = "u",
+                  .ca_file = "/ca",
+                  .token = "abcdef.0123456789abcdef\nx: y" },
+                { .cluster = "c",
+                  .server = "https://a",
+                  .user = "u",
+                  .ca_file = "ca",
+                  .token = "abcdef.0123456789abcdef" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *err = NULL;
+                assert_int_equal(pki_kubeconfig_render(&bad[i], &text, &len, &err), -EINVAL);
+                assert_non_null(err);
+                assert_null(strstr(err, "0123456789abcdef"));
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_keys),
@@ -649,6 +697,7 @@ int main(void) {
                 cmocka_unit_test(test_pair_race),
                 cmocka_unit_test(test_pair_two_writers),
                 cmocka_unit_test(test_kubeconfig),
+                cmocka_unit_test(test_kubeconfig_token),
                 cmocka_unit_test(test_pair_cache),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
