@@ -200,9 +200,7 @@ static char *local_server(const CertsSettings *s) {
 
 /* https://api.<domain>[:port]: a name protokube publishes. */
 static char *api_server(const CertsSettings *s, const char *domain) {
-        if (s->apiserver_port == APISERVER_PORT_DEFAULT) /* https's own: the URL leaves it out */
-                return strprintf("https://%s.%s", API_LABEL, domain);
-        return strprintf("https://%s.%s:%d", API_LABEL, domain, s->apiserver_port);
+        return api_server_url(domain, s->apiserver_port);
 }
 
 /* The operator's: the API's public name. */

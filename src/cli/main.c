@@ -381,6 +381,7 @@ int main(int argc, char **argv) {
                         .mount_root = "/mnt",
                         .pool_dir = "/var/lib/protokube/pool",
                         .state_dir = STATE_DIR_DEFAULT,
+                        .kubelet_dir = "/var/lib/kubelet",
                 },
                 .listen = "127.0.0.1:9797",
                 .interval = 10 * USEC_PER_SEC,

@@ -9,6 +9,7 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "cli/cli.h"
+#include "join/join-pin.h"
 
 int cli_usage_error(const char *verb, const char *format, ...) {
         va_list ap;
@@ -65,6 +66,15 @@ static int parse_role(const CliOption *o, CliContext *ctx, const char *value, co
         return 0;
 }
 
+static int parse_ca_pin(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        if (!join_pin_valid(value))
+                return cli_usage_error(ctx->name ?: "", "invalid %s '%s': sha256: and 64 hex digits", source,
+                                       value),
+                       -EINVAL;
+        ctx->node.ca_pin = value;
+        return 0;
+}
+
 static int parse_interval(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         ctx->interval_text = value;
         ctx->interval_source = source;
@@ -88,7 +98,7 @@ const CliOption cli_node_options[] = {
           .arg_name = "ROLE",
           .env = "PROTOKUBE_ROLE",
           .help = "what this node does: master (the default: etcd volumes, DNS, the control plane) or "
-                  "worker (the node's DNS view of the API)",
+                  "worker (the node's DNS view of the API and its kubelet's bootstrap)",
           .parse = parse_role },
         { .name = "node-name",
           .arg_name = "NAME",
@@ -136,6 +146,25 @@ const CliOption cli_node_options[] = {
           .help = "the local volume pool (default /var/lib/protokube/pool)",
           .parse = cli_option_string,
           .field = offsetof(CliContext, node.pool_dir) },
+        { .name = "kubelet-dir",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_KUBELET_DIR",
+          .help = "a worker's kubelet files: its configuration, bootstrap kubeconfig, CA and flags (default "
+                  "/var/lib/kubelet)",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.kubelet_dir) },
+        { .name = "token-file",
+          .arg_name = "FILE",
+          .env = "PROTOKUBE_TOKEN_FILE",
+          .help = "a worker's bootstrap token ('protokube token create' on a master), in a file of mode 0600",
+          .parse = cli_option_string,
+          .field = offsetof(CliContext, node.token_file) },
+        { .name = "ca-pin",
+          .arg_name = "PIN",
+          .env = "PROTOKUBE_CA_PIN",
+          .help = "the cluster CA's pin, sha256:HEX ('protokube token create' prints it): a worker trusts "
+                  "only an API whose CA has it",
+          .parse = parse_ca_pin },
         { .name = "interval",
           .arg_name = "DURATION",
           .env = "PROTOKUBE_INTERVAL",

@@ -29,6 +29,7 @@ void pass_observation_done(PassObservation *o) {
         strv_free(o->manifest_names);
         strv_free(o->manifest_texts);
         certs_observation_done(&o->certs);
+        pass_kubelet_observed_done(&o->kubelet);
         for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
                 pass_etcd_member_done(&o->etcd_members[i]);
         free(o->etcd_members);
@@ -51,6 +52,7 @@ void pass_plan_done(PassPlan *p) {
         rendered_manifests_done(&p->control_plane);
         free(p->control_plane_write);
         certs_plan_done(&p->certs);
+        pass_kubelet_plan_done(&p->kubelet);
         free(p->held_members);
         free(p->member_plans);
         *p = (PassPlan){};

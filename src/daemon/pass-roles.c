@@ -12,6 +12,7 @@
 #include "daemon/step-control-plane.h"
 #include "daemon/step-dns.h"
 #include "daemon/step-etcd-manifests.h"
+#include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-restore.h"
@@ -87,13 +88,18 @@ static const PassRow master_rows[] = {
 };
 
 /* A worker: the node's view of the API, from the masters the volume provider lists (read only: a worker's
- * pass never claims a volume, never looks at one's device, never renders a control-plane pod). The
- * kubelet's bootstrap, kube-proxy, the CNI configuration and the routes come next (docs/workers.md). */
+ * pass never claims a volume, never looks at one's device, never renders a control-plane pod), then its
+ * kubelet's bootstrap, whose CA is fetched from the masters of that view. kube-proxy, the CNI configuration
+ * and the routes come next (docs/workers.md). */
 static const PassRow worker_rows[] = {
         OBSERVE(pass_step_api_view),
+        OBSERVE(pass_step_kubelet_boot),
         PLAN(pass_step_api_view),
+        PLAN(pass_step_kubelet_boot),
         APPLY(pass_step_api_view, PASS_WAVE_ALL),
+        APPLY(pass_step_kubelet_boot, PASS_WAVE_ALL),
         PRINT(pass_step_api_view),
+        PRINT(pass_step_kubelet_boot),
         {},
 };
 

@@ -26,6 +26,7 @@
 #include "dns/dns-provider.h"
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
+#include "join/join-token.h"
 #include "model/conventions.h"
 #include "pivot/pivot.h"
 #include "spec/spec.h"
@@ -94,6 +95,36 @@ typedef struct PassEtcdMember {
 
 void pass_etcd_member_done(PassEtcdMember *m);
 
+/* A worker's kubelet files as they are (step-kubelet-boot.c), and its bootstrap token's file. */
+typedef struct PassKubeletObserved {
+        bool observed;
+        char *config, *ca_pem, *env; /* the texts on disk; NULL: absent */
+        char *bootstrap;             /* the bootstrap kubeconfig: it holds the token, erased after use */
+        size_t bootstrap_len;
+        bool joined;          /* the kubelet's own kubeconfig exists: its certificate was issued */
+        bool ca_pinned;       /* ca_pem parses and has the pin */
+        char *ca_message;     /* ca_pem is there but not taken: why */
+        bool has_token;       /* token was read from the token file (a secret: erased) */
+        JoinToken token;
+        int token_error;      /* the token file could not be taken: token_message says why */
+        char *token_message;
+} PassKubeletObserved;
+
+void pass_kubelet_observed_done(PassKubeletObserved *k);
+
+/* What a worker's kubelet bootstrap will write: the texts rendered, and whether each differs. */
+typedef struct PassKubeletPlan {
+        int status; /* 0; PK_EWAITING (no master to ask the CA of yet); < 0: cannot bootstrap (note) */
+        char *note;
+        bool discover; /* the CA must be fetched (and checked against the pin) before anything is written */
+        char *config, *env;
+        char *bootstrap; /* holds the token: erased */
+        size_t bootstrap_len;
+        bool write_config, write_bootstrap, write_env;
+} PassKubeletPlan;
+
+void pass_kubelet_plan_done(PassKubeletPlan *k);
+
 /* What one observation saw: data only (the sessions it read through are the context's). */
 typedef struct PassObservation {
         int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
@@ -117,6 +148,7 @@ typedef struct PassObservation {
         bool api_gated;
         DnsApiReadiness api;
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
+        PassKubeletObserved kubelet; /* a worker's kubelet files */
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
@@ -148,6 +180,7 @@ typedef struct PassPlan {
          * and: */
         bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
+        PassKubeletPlan kubelet; /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
 } PassPlan;
 
 void pass_plan_done(PassPlan *p);

@@ -16,6 +16,7 @@ static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
         [PASS_STAGE_ETCD] = "etcd-members", [PASS_STAGE_BACKUP] = "etcd-backups",
         [PASS_STAGE_PIVOT] = "pivot",       [PASS_STAGE_CHECKPOINT] = "checkpoint",
+        [PASS_STAGE_KUBELET] = "kubelet",
 };
 
 const char *pass_stage_to_string(PassStage s) {

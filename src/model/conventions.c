@@ -100,6 +100,12 @@ int api_dns_name(const char *domain, char **ret) {
         return dns_name_join(API_LABEL, domain, ret);
 }
 
+char *api_server_url(const char *domain, int port) {
+        if (port == APISERVER_PORT_DEFAULT) /* https's own: the URL leaves it out */
+                return strprintf("https://%s.%s", API_LABEL, domain);
+        return strprintf("https://%s.%s:%d", API_LABEL, domain, port);
+}
+
 char *master_mount_path(const char *mount_root, const char *volume_id) {
         return strjoin(mount_root, "/" MASTER_MOUNT_PREFIX, volume_id);
 }

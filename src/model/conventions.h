@@ -62,6 +62,9 @@ int etcd_cluster_token(const char *cluster, char **ret);
 /* "api.<domain>": the API server's name, below the internal suffix and below the cluster name (domain a
  * host name without the final dot). */
 int api_dns_name(const char *domain, char **ret);
+/* "https://api.<domain>", with ":<port>" unless it is https's own (APISERVER_PORT_DEFAULT). NULL when out
+ * of memory. */
+char *api_server_url(const char *domain, int port);
 
 /* "<mount_root>/master-<volume id>" and "<mount path>/k8s.io/manifests/<manifest file name>": NULL when out
  * of memory or the cluster name is not a label. */
