@@ -47,38 +47,28 @@ const CliOption verb_csr_approve_options[] = {
 /* What a round needs of the spec, and (to sign) the cluster CA from its state store. */
 typedef struct CsrContext {
         ClusterSpec *spec;
-        Store *store;
-        Keystore *keystore;
         KubeClient *api;
-        JoinSettings settings;
+        JoinSettings settings; /* its ca and ca_key are owned here */
 } CsrContext;
 
 static void csr_context_done(CsrContext *c) {
-        keystore_free(c->keystore);
-        store_free(c->store);
+        X509_free(c->settings.ca);
+        EVP_PKEY_free(c->settings.ca_key); /* OpenSSL clears the private key's numbers */
         kube_client_free(c->api);
         cluster_spec_free(c->spec);
 }
 
 static int read_cluster_ca(CsrContext *c) {
+        _cleanup_(store_freep) Store *store = NULL;
         _cleanup_free_ char *err = NULL;
         const ClusterSpec *s = c->spec;
         if (isempty(s->state_store))
                 return log_error_errno(-EINVAL, "The spec names no stateStore: no cluster CA to sign with.");
-        int r = store_open(s->state_store, &c->store, &err);
+        int r = store_open(s->state_store, &store, &err);
+        if (r >= 0)
+                r = keystore_read_cluster_ca(store, &c->settings.ca, &c->settings.ca_key, &err);
         if (r < 0)
                 return log_error_errno(r, "%s", err ?: pk_strerror(r));
-        KeystoreSpec ks = { .ca_key_type = (PkiKeyType)s->pki.key_type.value,
-                            .sa_key_type = (PkiKeyType)s->pki.service_account_key_type.value };
-        r = keystore_read(c->store, &ks, &c->keystore, &err);
-        if (r < 0)
-                return log_error_errno(r, "%s", err ?: pk_strerror(r));
-        const KeystoreEntry *e = keystore_find(c->keystore, KEYSTORE_CLUSTER_CA);
-        if (!e || !e->cert || !e->key)
-                return log_error_errno(-ENOENT, "The state store '%s' holds no cluster CA yet.",
-                                       s->state_store);
-        c->settings.ca = e->cert;
-        c->settings.ca_key = e->key;
         return 0;
 }
 

@@ -10,6 +10,8 @@
 #include "cloud/providers.h"
 #include "components/etcd.h"
 #include "daemon/pass-types.h"
+#include "model/pki-layout.h"
+#include "shared/http.h"
 #include "dns/dns-wire.h"
 
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
@@ -122,4 +124,26 @@ bool pass_member_existing(const PassObservation *o, const PassPlan *plan, size_t
                 return d->existing;
         const char *text = o->in.observed ? o->in.observed[i].manifest_text : NULL;
         return d->existing || (text && strstr(text, "--initial-cluster-state=existing"));
+}
+
+char *pass_api_kubeconfig(const ClusterSpec *spec) {
+        return pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR, PKI_KUBECONFIG_FILE);
+}
+
+int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address, usec_t timeout,
+                  KubeClient **ret, char **ret_error) {
+        _cleanup_(kube_client_freep) KubeClient *c = NULL;
+        _cleanup_free_ char *server = host ? strprintf("https://%s:%u", host, port) : NULL,
+                            *to = host && address ? http_connect_to_address(host, port, address) : NULL;
+        if ((host && !server) || (host && address && !to))
+                return -ENOMEM;
+        int r = kube_client_new_from_kubeconfig(kubeconfig, &c, ret_error);
+        if (r >= 0 && host)
+                r = kube_client_override(c, &(KubeClientConfig){ .server = server, .connect_to = to },
+                                         ret_error);
+        if (r < 0)
+                return r;
+        kube_client_set_retry(c, &(KubeRetryPolicy){ .max_tries = 1, .request_timeout = timeout });
+        *ret = TAKE_PTR(c);
+        return 0;
 }

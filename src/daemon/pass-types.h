@@ -27,6 +27,7 @@
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
 #include "join/join-token.h"
+#include "kube/kube-client.h"
 #include "model/conventions.h"
 #include "pivot/pivot.h"
 #include "spec/spec.h"
@@ -350,6 +351,15 @@ void pass_dns_log_changes(const DnsRRsetList *changes, const char *provider);
  * Read by the restore step, and by the members' observation: a member whose data a restore moved aside is
  * not blank. */
 int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_error);
+
+/* protokube's own kubeconfig on this master (the certificates step writes it: its server is this master's
+ * own apiserver on 127.0.0.1). Caller frees; NULL on allocation failure. */
+char *pass_api_kubeconfig(const ClusterSpec *spec);
+
+/* protokube's client of the API from kubeconfig, each request one try of timeout. host (may be NULL: the
+ * kubeconfig's server): https://host:port instead, connected to address when not NULL. */
+int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address, usec_t timeout,
+                  KubeClient **ret, char **ret_error);
 
 /* The pass's volume provider, from the spec's cloud and the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -19,8 +19,6 @@
 #include "kube/kube-client.h"
 #include "model/cluster-view.h"
 #include "model/conventions.h"
-#include "model/pki-layout.h"
-#include "shared/http.h"
 
 /* One apiserver's answer. A port bound by an apiserver that does not serve yet accepts the connection and
  * never answers the TLS handshake: the probe ends here. */
@@ -34,29 +32,10 @@ typedef struct ApiClientConfig {
         unsigned port;
 } ApiClientConfig;
 
-/* protokube's client of the API's name, one try of API_PROBE_TIMEOUT; connected to address when not NULL. */
-static int open_api(const char *kubeconfig, const char *host, unsigned port, const char *address,
-                    KubeClient **ret, char **ret_error) {
-        _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *server = strprintf("https://%s:%u", host, port),
-                            *to = address ? http_connect_to_address(host, port, address) : NULL;
-        if (!server || (address && !to))
-                return -ENOMEM;
-        int r = kube_client_new_from_kubeconfig(kubeconfig, &c, ret_error);
-        if (r >= 0)
-                r = kube_client_override(c, &(KubeClientConfig){ .server = server, .connect_to = to },
-                                         ret_error);
-        if (r < 0)
-                return r;
-        kube_client_set_retry(c, &(KubeRetryPolicy){ .max_tries = 1, .request_timeout = API_PROBE_TIMEOUT });
-        *ret = TAKE_PTR(c);
-        return 0;
-}
-
 static int probe_readyz(const char *kubeconfig, const char *host, unsigned port, const char *address,
                         usec_t deadline, char **ret_error) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        int r = open_api(kubeconfig, host, port, address, &c, ret_error);
+        int r = pass_open_api(kubeconfig, host, port, address, API_PROBE_TIMEOUT, &c, ret_error);
         return r < 0 ? r : kube_probe(c, "readyz", deadline, ret_error);
 }
 
@@ -80,7 +59,8 @@ static json_t *list_through(const ClusterView *view, const ApiClientConfig *cfg,
                         continue;
                 free(*ret_error);
                 *ret_error = NULL;
-                int r = open_api(cfg->kubeconfig, cfg->host, cfg->port, address, &c, ret_error);
+                int r = pass_open_api(cfg->kubeconfig, cfg->host, cfg->port, address, API_PROBE_TIMEOUT, &c,
+                                      ret_error);
                 if (r >= 0)
                         r = kube_list(c, "v1", kind, namespace, selector,
                                       now(CLOCK_MONOTONIC) + API_PROBE_TIMEOUT, &list, ret_error);
@@ -218,8 +198,7 @@ static int observe_view(Pass *p, PassObservation *o, const ClusterView *view) {
         _cleanup_free_ char *kubeconfig = NULL, *host = NULL;
         if (!self)
                 return 0;
-        kubeconfig =
-            pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR, PKI_KUBECONFIG_FILE);
+        kubeconfig = pass_api_kubeconfig(spec);
         if (!kubeconfig)
                 return -ENOMEM;
         if (access(kubeconfig, R_OK) < 0)

@@ -479,6 +479,28 @@ int keystore_read_cached(Store *s, const KeystoreSpec *spec, KeystoreCache *cach
         return keystore_load(s, spec, cache, 0, false, ret, ret_error);
 }
 
+int keystore_read_cluster_ca(Store *s, X509 **ret_ca, EVP_PKEY **ret_key, char **ret_error) {
+        _cleanup_(keystore_freep) Keystore *k = calloc(1, sizeof(Keystore));
+        if (!s || !ret_ca)
+                return -EINVAL;
+        if (!k || !(k->entries = calloc(1, sizeof(KeystoreEntry))))
+                return -ENOMEM;
+        int r = entry_add(k, 1, KEYSTORE_CLUSTER_CA, true);
+        if (r < 0)
+                return r;
+        KeystoreEntry *e = &k->entries[0];
+        r = entry_read(s, e, true, ret_error);
+        if (r == -ENOENT)
+                return error_setf(ret_error, -ENOENT, "the state store '%s' holds no cluster CA ('%s') yet",
+                                  store_url(s), e->store_key);
+        if (r < 0)
+                return r;
+        *ret_ca = TAKE_PTR(e->cert);
+        if (ret_key)
+                *ret_key = TAKE_PTR(e->key);
+        return 0; /* the key not asked for is freed with k */
+}
+
 size_t keystore_missing(const Keystore *k) {
         size_t n = 0;
         for (size_t i = 0; k && i < k->n; i++)

@@ -77,6 +77,12 @@ int keystore_get_or_create(Store *s, const KeystoreSpec *spec, usec_t at, Keysto
  */
 int keystore_read(Store *s, const KeystoreSpec *spec, Keystore **ret, char **ret_error);
 
+/* Only the cluster CA (KEYSTORE_CLUSTER_CA), for its signers outside a pass's certificates (the masters'
+ * signer of kubelet CSRs, `protokube csr approve`): its certificate and, when ret_key is not NULL, its
+ * private key (the caller frees it at once after use: EVP_PKEY_free() clears its numbers). -ENOENT with a
+ * message naming the store when it holds none yet; a corrupt object as keystore_read(). */
+int keystore_read_cluster_ca(Store *s, X509 **ret_ca, EVP_PKEY **ret_key, char **ret_error);
+
 /* What keystore_read_cached() decoded, kept across calls (a daemon's passes). The store is listed once
  * per read (one request, however many entries: an entry created or replaced by another master is seen at
  * once, a deleted one is absent); only an object whose version (store_list_versions) changed is read and
