@@ -156,7 +156,8 @@ const CliOption cli_node_options[] = {
         { .name = "token-file",
           .arg_name = "FILE",
           .env = "PROTOKUBE_TOKEN_FILE",
-          .help = "a worker's bootstrap token ('protokube token create' on a master), in a file of mode 0600",
+          .help =
+              "a worker's bootstrap token ('protokube token create' on a master), in a file of mode 0600",
           .parse = cli_option_string,
           .field = offsetof(CliContext, node.token_file) },
         { .name = "ca-pin",

@@ -102,12 +102,12 @@ typedef struct PassKubeletObserved {
         char *config, *ca_pem, *env; /* the texts on disk; NULL: absent */
         char *bootstrap;             /* the bootstrap kubeconfig: it holds the token, erased after use */
         size_t bootstrap_len;
-        bool joined;          /* the kubelet's own kubeconfig exists: its certificate was issued */
-        bool ca_pinned;       /* ca_pem parses and has the pin */
-        char *ca_message;     /* ca_pem is there but not taken: why */
-        bool has_token;       /* token was read from the token file (a secret: erased) */
+        bool joined;      /* the kubelet's own kubeconfig exists: its certificate was issued */
+        bool ca_pinned;   /* ca_pem parses and has the pin */
+        char *ca_message; /* ca_pem is there but not taken: why */
+        bool has_token;   /* token was read from the token file (a secret: erased) */
         JoinToken token;
-        int token_error;      /* the token file could not be taken: token_message says why */
+        int token_error; /* the token file could not be taken: token_message says why */
         char *token_message;
 } PassKubeletObserved;
 
@@ -358,8 +358,8 @@ char *pass_api_kubeconfig(const ClusterSpec *spec);
 
 /* protokube's client of the API from kubeconfig, each request one try of timeout. host (may be NULL: the
  * kubeconfig's server): https://host:port instead, connected to address when not NULL. */
-int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address, usec_t timeout,
-                  KubeClient **ret, char **ret_error);
+int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address,
+                  usec_t timeout, KubeClient **ret, char **ret_error);
 
 /* The pass's volume provider, from the spec's cloud and the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -35,9 +35,9 @@
 #include "shared/http.h"
 #include "shared/openssl-util.h"
 
-#define KUBELET_FILE_MAX   (1024U * 1024U)
-#define DISCOVERY_TIMEOUT  (10ULL * USEC_PER_SEC) /* each master asked for the CA */
-#define BOOTSTRAP_USER     "kubelet-bootstrap"
+#define KUBELET_FILE_MAX  (1024U * 1024U)
+#define DISCOVERY_TIMEOUT (10ULL * USEC_PER_SEC) /* each master asked for the CA */
+#define BOOTSTRAP_USER    "kubelet-bootstrap"
 
 typedef enum KubeletFile {
         KUBELET_FILE_CONFIG,
@@ -50,9 +50,12 @@ typedef enum KubeletFile {
 } KubeletFile;
 
 static const char *const kubelet_file_names[_KUBELET_FILE_MAX] = {
-        [KUBELET_FILE_CONFIG] = "config.yaml",   [KUBELET_FILE_CA] = "ca.crt",
-        [KUBELET_FILE_BOOTSTRAP] = "bootstrap-kubeconfig", [KUBELET_FILE_KUBECONFIG] = "kubeconfig",
-        [KUBELET_FILE_ENV] = "kubelet.env",     [KUBELET_FILE_CERT_DIR] = "pki",
+        [KUBELET_FILE_CONFIG] = "config.yaml",
+        [KUBELET_FILE_CA] = "ca.crt",
+        [KUBELET_FILE_BOOTSTRAP] = "bootstrap-kubeconfig",
+        [KUBELET_FILE_KUBECONFIG] = "kubeconfig",
+        [KUBELET_FILE_ENV] = "kubelet.env",
+        [KUBELET_FILE_CERT_DIR] = "pki",
 };
 
 /* "<kubelet dir>/<file>". NULL: out of memory. */
@@ -139,16 +142,17 @@ static int kubelet_boot_observe(PassContext *ctx) {
                 return r;
         if (r < 0) { /* a file there that cannot be read: nothing is written over it */
                 k->token_error = r;
-                k->token_message = strprintf("cannot read the kubelet's files in %s: %s", p->node.kubelet_dir,
-                                             pk_strerror(r));
+                k->token_message = strprintf("cannot read the kubelet's files in %s: %s",
+                                             p->node.kubelet_dir, pk_strerror(r));
                 return k->token_message ? 0 : -ENOMEM;
         }
         k->joined = access(kubeconfig, F_OK) == 0;
         k->observed = true;
         if (!p->node.token_file) {
                 k->token_error = -ENOKEY;
-                k->token_message = strdup("no bootstrap token: give --token-file (protokube token create on a "
-                                          "master makes one)");
+                k->token_message =
+                    strdup("no bootstrap token: give --token-file (protokube token create on a "
+                           "master makes one)");
                 return k->token_message ? 0 : -ENOMEM;
         }
         r = join_token_file_read(p->node.token_file, &k->token, &k->token_message);
@@ -174,14 +178,16 @@ static ClusterSpec node_spec(const Pass *p, char *const paths[_KUBELET_FILE_MAX]
 /* KUBELET_ARGS="--a=b --c=d" for a systemd unit's EnvironmentFile=: the flags beside the file, where the
  * kubelet's bootstrap kubeconfig and certificates are, and the node's name and address when it was given
  * them. A value with a space or quote cannot be written there and is refused. */
-static int render_env(const Pass *p, const ClusterSpec *s, char *const paths[_KUBELET_FILE_MAX], char **ret) {
+static int render_env(const Pass *p, const ClusterSpec *s, char *const paths[_KUBELET_FILE_MAX],
+                      char **ret) {
         _cleanup_strv_free_ char **flags = NULL;
         int r = kubelet_flags(s, paths[KUBELET_FILE_CONFIG], &flags);
         if (r < 0)
                 return r;
         _cleanup_free_ char *boot = strjoin("--bootstrap-kubeconfig=", paths[KUBELET_FILE_BOOTSTRAP]),
                             *certs = strjoin("--cert-dir=", paths[KUBELET_FILE_CERT_DIR]),
-                            *name = p->node.node_name ? strjoin("--hostname-override=", p->node.node_name) : NULL,
+                            *name = p->node.node_name ? strjoin("--hostname-override=", p->node.node_name)
+                                                      : NULL,
                             *ip = p->node.internal_ip ? strjoin("--node-ip=", p->node.internal_ip) : NULL;
         if (!boot || !certs || (p->node.node_name && !name) || (p->node.internal_ip && !ip))
                 return -ENOMEM;
@@ -208,8 +214,8 @@ static int plan_status(PassKubeletPlan *k, int status, char *note) {
 }
 
 /* The bootstrap kubeconfig, from the token read; without one (a joined node) the file stays as it is. */
-static int render_bootstrap(const Pass *p, const PassKubeletObserved *o, char *const paths[_KUBELET_FILE_MAX],
-                            PassKubeletPlan *k) {
+static int render_bootstrap(const Pass *p, const PassKubeletObserved *o,
+                            char *const paths[_KUBELET_FILE_MAX], PassKubeletPlan *k) {
         _cleanup_free_ char *server = api_server_url(p->spec->dns.internal_suffix, p->certs.apiserver_port),
                             *error = NULL;
         char token[JOIN_TOKEN_TEXT_MAX];
@@ -227,7 +233,8 @@ static int render_bootstrap(const Pass *p, const PassKubeletObserved *o, char *c
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return plan_status(k, r, strprintf("cannot write the bootstrap kubeconfig: %s", strna(error)));
+                return plan_status(k, r,
+                                   strprintf("cannot write the bootstrap kubeconfig: %s", strna(error)));
         k->write_bootstrap = !o->bootstrap || o->bootstrap_len != k->bootstrap_len ||
                              memcmp(o->bootstrap, k->bootstrap, k->bootstrap_len) != 0;
         return 0;
@@ -238,8 +245,9 @@ static int render_bootstrap(const Pass *p, const PassKubeletObserved *o, char *c
 static int plan_preconditions(const Pass *p, const PassKubeletObserved *o, const PassPlan *plan,
                               PassKubeletPlan *k) {
         if (!p->node.ca_pin)
-                return plan_status(k, -ENOKEY,
-                                   strdup("no CA pin: give --ca-pin (protokube token create on a master prints it)"));
+                return plan_status(
+                    k, -ENOKEY,
+                    strdup("no CA pin: give --ca-pin (protokube token create on a master prints it)"));
         if (o->token_error < 0 && (!o->joined || o->token_error != -ENOKEY))
                 return plan_status(k, o->token_error, strdup(strna(o->token_message)));
         k->discover = !o->ca_pinned;
@@ -255,7 +263,8 @@ static int kubelet_boot_plan(const Pass *p, const PassObservation *o, PassPlan *
         char *paths[_KUBELET_FILE_MAX] = {};
         int r = 0;
         if (!o->kubelet.observed)
-                return plan_status(k, o->kubelet.token_error ?: -EIO, strdup(strna(o->kubelet.token_message)));
+                return plan_status(k, o->kubelet.token_error ?: -EIO,
+                                   strdup(strna(o->kubelet.token_message)));
         for (size_t i = 0; i < _KUBELET_FILE_MAX; i++)
                 if (!(paths[i] = kubelet_path(p, (KubeletFile)i)))
                         r = -ENOMEM;
@@ -263,7 +272,8 @@ static int kubelet_boot_plan(const Pass *p, const PassObservation *o, PassPlan *
                 r = plan_preconditions(p, &o->kubelet, plan, k);
         ClusterSpec s = node_spec(p, paths);
         if (r >= 0 && k->status == 0 && (r = kubelet_config_render(&s, &k->config)) < 0 && r != -ENOMEM)
-                r = plan_status(k, r, strprintf("cannot render the kubelet's configuration: %s", pk_strerror(r)));
+                r = plan_status(k, r,
+                                strprintf("cannot render the kubelet's configuration: %s", pk_strerror(r)));
         if (r >= 0 && k->status == 0 && (r = render_env(p, &s, paths, &k->env)) < 0 && r != -ENOMEM)
                 r = plan_status(k, r, strprintf("cannot render the kubelet's flags: %s", pk_strerror(r)));
         if (r >= 0 && k->status == 0)
@@ -290,8 +300,8 @@ static int discover_ca(const Pass *p, const ClusterView *view, char **ret_pem, c
                 const MasterNode *m = &view->masters[i];
                 if (strv_length(m->internal_ips) == 0)
                         continue;
-                _cleanup_free_ char *to = http_connect_to_address(host, (unsigned)p->certs.apiserver_port,
-                                                                 m->internal_ips[0]);
+                _cleanup_free_ char *to =
+                    http_connect_to_address(host, (unsigned)p->certs.apiserver_port, m->internal_ips[0]);
                 if (!to)
                         return -ENOMEM;
                 free(*ret_error);
@@ -330,7 +340,8 @@ static int apply_discovery(PassContext *ctx) {
         if (r < 0) {
                 log_error_errno(r, "kubelet: no CA with the pin %s: %s", ctx->pass->node.ca_pin,
                                 error ?: pk_strerror(r));
-                _cleanup_free_ char *why = strprintf("kubelet: no CA with the pin: %s", error ?: pk_strerror(r));
+                _cleanup_free_ char *why =
+                    strprintf("kubelet: no CA with the pin: %s", error ?: pk_strerror(r));
                 pass_report_error(ctx->rep, PASS_STAGE_KUBELET, r, why);
                 return r;
         }
@@ -360,12 +371,14 @@ static int kubelet_boot_apply(PassContext *ctx, PassWave wave) {
         /* the CA first: the other files name it, and the kubelet must not start with another */
         if (k->discover && (r = apply_discovery(ctx)) < 0)
                 return r == -ENOMEM ? r : 0;
-        if (k->write_config && (r = write_kubelet_file(ctx, KUBELET_FILE_CONFIG, k->config, strlen(k->config), 0644)) < 0)
+        if (k->write_config &&
+            (r = write_kubelet_file(ctx, KUBELET_FILE_CONFIG, k->config, strlen(k->config), 0644)) < 0)
                 return r == -ENOMEM ? r : 0;
         if (k->write_bootstrap &&
             (r = write_kubelet_file(ctx, KUBELET_FILE_BOOTSTRAP, k->bootstrap, k->bootstrap_len, 0600)) < 0)
                 return r == -ENOMEM ? r : 0;
-        if (k->write_env && (r = write_kubelet_file(ctx, KUBELET_FILE_ENV, k->env, strlen(k->env), 0644)) < 0)
+        if (k->write_env &&
+            (r = write_kubelet_file(ctx, KUBELET_FILE_ENV, k->env, strlen(k->env), 0644)) < 0)
                 return r == -ENOMEM ? r : 0;
         return 0;
 }

@@ -17,8 +17,8 @@
 #include "shared/http.h"
 #include "shared/openssl-util.h"
 
-#define CLUSTER_INFO_PATH "/api/v1/namespaces/kube-public/configmaps/cluster-info"
-#define CLUSTER_INFO_MAX  (256U * 1024U)
+#define CLUSTER_INFO_PATH \
+        "/api/v1/namespaces/" JOIN_CLUSTER_INFO_NAMESPACE "/configmaps/" JOIN_CLUSTER_INFO_NAME
 
 int join_token_file_read(const char *path, JoinToken *ret, char **ret_error) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
@@ -33,9 +33,10 @@ int join_token_file_read(const char *path, JoinToken *ret, char **ret_error) {
                 return -EINVAL;
         }
         if (st.st_mode & 077) {
-                *ret_error = strprintf("bootstrap token file %s: mode %04o lets others read a credential (chmod "
-                                       "600 it)",
-                                       path, (unsigned)(st.st_mode & 07777));
+                *ret_error =
+                    strprintf("bootstrap token file %s: mode %04o lets others read a credential (chmod "
+                              "600 it)",
+                              path, (unsigned)(st.st_mode & 07777));
                 return -EPERM;
         }
         _cleanup_free_ char *fdpath = strprintf("/proc/self/fd/%d", fd);
@@ -56,54 +57,49 @@ int join_token_file_read(const char *path, JoinToken *ret, char **ret_error) {
         return r;
 }
 
-/* GET of the cluster-info ConfigMap: unauthenticated server when ca_file is NULL. The object in *ret. */
+/* GET of the cluster-info ConfigMap (the server unauthenticated when ca_file is NULL); the body in *ret. */
 static int fetch_cluster_info(const char *url, const char *connect_to, const char *ca_file, usec_t timeout,
-                              json_t **ret, char **ret_error) {
+                              HttpResponse *ret, char **ret_error) {
         static const char *const accept[] = { "Accept: application/json" };
         HttpRequest req = { .method = "GET",
                             .url = url,
                             .headers = accept,
                             .n_headers = 1,
                             .timeout = timeout,
-                            .max_response = CLUSTER_INFO_MAX,
+                            .max_response = JOIN_CLUSTER_INFO_MAX,
                             .connect_to = connect_to,
                             .ca_file = ca_file,
                             .unverified_server = !ca_file };
-        _cleanup_(http_response_done) HttpResponse resp = {};
         _cleanup_free_ char *err = NULL;
-        int r = http_request(&req, &resp, &err);
+        int r = http_request(&req, ret, &err);
         if (r < 0) {
                 *ret_error = strprintf("%s: %s", url, err ?: pk_strerror(r));
                 return r;
         }
-        if (resp.status == 404) {
-                *ret_error = strprintf("%s: no cluster-info yet (404): the masters publish it once the API is up", url);
-                return -ENOENT;
-        }
-        if (resp.status == 401 || resp.status == 403) {
+        if (ret->status == 200)
+                return 0;
+        if (ret->status == 404) {
+                *ret_error = strprintf(
+                    "%s: no cluster-info yet (404): the masters publish it once the API is up", url);
+                r = -ENOENT;
+        } else if (ret->status == 401 || ret->status == 403) {
                 *ret_error = strprintf("%s: HTTP %ld: cluster-info must be readable anonymously "
-                                       "(kube-apiserver --anonymous-auth, the masters' Role for it)",
-                                       url, resp.status);
-                return -EACCES;
+                                       "(kube-apiserver's anonymous requests, the masters' Role for it)",
+                                       url, ret->status);
+                r = -EACCES;
+        } else {
+                *ret_error = strprintf("%s: HTTP %ld", url, ret->status);
+                r = -EIO;
         }
-        if (resp.status != 200) {
-                *ret_error = strprintf("%s: HTTP %ld", url, resp.status);
-                return -EIO;
-        }
-        json_error_t je;
-        json_t *obj = json_loadb(resp.body, resp.body_len, JSON_REJECT_DUPLICATES, &je);
-        if (!obj) {
-                *ret_error = strprintf("%s: not JSON: %s", url, je.text);
-                return PK_EMALFORMED;
-        }
-        *ret = obj;
-        return 0;
+        http_response_done(ret);
+        return r;
 }
 
-/* The CA of a cluster-info object, and its PEM. */
-static int cluster_info_ca(const char *url, const json_t *obj, X509 **ret, char **ret_pem, char **ret_error) {
+/* The CA of a cluster-info response, and its PEM. */
+static int cluster_info_ca(const char *url, const HttpResponse *resp, X509 **ret, char **ret_pem,
+                           char **ret_error) {
         _cleanup_free_ char *why = NULL;
-        int r = join_cluster_info_ca(obj, ret, &why);
+        int r = join_cluster_info_ca(resp->body, resp->body_len, ret, NULL, &why);
         if (r < 0) {
                 *ret_error = strprintf("%s: %s", url, strna(why));
                 return r;
@@ -133,14 +129,14 @@ int join_discover_ca(const char *server, const char *connect_to, const char *pin
                      char **ret_pem, char **ret_error) {
         _cleanup_free_ char *url = strjoin(server, CLUSTER_INFO_PATH), *pem = NULL, *again_pem = NULL,
                             *ca_path = NULL;
-        _cleanup_(json_decrefp) json_t *obj = NULL, *again = NULL;
+        _cleanup_(http_response_done) HttpResponse first = {}, again = {};
         _cleanup_(X509_freep) X509 *ca = NULL, *again_ca = NULL;
         _cleanup_close_ int ca_fd = -1;
         if (!url)
                 return -ENOMEM;
-        int r = fetch_cluster_info(url, connect_to, NULL, timeout, &obj, ret_error);
+        int r = fetch_cluster_info(url, connect_to, NULL, timeout, &first, ret_error);
         if (r >= 0)
-                r = cluster_info_ca(url, obj, &ca, &pem, ret_error);
+                r = cluster_info_ca(url, &first, &ca, &pem, ret_error);
         if (r < 0)
                 return r;
         _cleanup_free_ char *why = NULL;
@@ -154,13 +150,14 @@ int join_discover_ca(const char *server, const char *connect_to, const char *pin
                 return r;
         r = fetch_cluster_info(url, connect_to, ca_path, timeout, &again, ret_error);
         if (r == -EIO && *ret_error && strstr(*ret_error, "certificate")) {
-                char *e = strprintf("%s (the server holds no certificate of the pinned CA for its name)", *ret_error);
+                char *e = strprintf("%s (the server holds no certificate of the pinned CA for its name)",
+                                    *ret_error);
                 free(*ret_error);
                 *ret_error = e;
                 return -EKEYREJECTED;
         }
         if (r >= 0)
-                r = cluster_info_ca(url, again, &again_ca, &again_pem, ret_error);
+                r = cluster_info_ca(url, &again, &again_ca, &again_pem, ret_error);
         if (r < 0)
                 return r;
         if (!streq(pem, again_pem)) {

@@ -17,6 +17,7 @@
 #include "daemon/step-control-plane.h"
 #include "daemon/step-dns.h"
 #include "daemon/step-etcd-manifests.h"
+#include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-restore.h"
@@ -660,11 +661,11 @@ static void check_table(NodeRole role, const PassStep *const *steps, size_t n_st
 
 /* Every step of every step file, and the roles' tables. */
 static const PassStep *const all_steps[] = {
-        &pass_step_pivot,          &pass_step_volumes, &pass_step_volume_devices,
-        &pass_step_volumes_done,   &pass_step_dns,     &pass_step_api_names,
-        &pass_step_members,        &pass_step_certs,   &pass_step_control_plane,
-        &pass_step_etcd_manifests, &pass_step_restore, &pass_step_backups,
-        &pass_step_api_view,
+        &pass_step_pivot,          &pass_step_volumes,      &pass_step_volume_devices,
+        &pass_step_volumes_done,   &pass_step_dns,          &pass_step_api_names,
+        &pass_step_members,        &pass_step_certs,        &pass_step_control_plane,
+        &pass_step_etcd_manifests, &pass_step_restore,      &pass_step_backups,
+        &pass_step_api_view,       &pass_step_kubelet_boot,
 };
 
 /* The steps of all_steps whose roles include role. */
@@ -689,8 +690,9 @@ static void test_master_table(void **state) {
 static void test_worker_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_WORKER, steps);
-        assert_int_equal(n, 1);
+        assert_int_equal(n, 2);
         assert_ptr_equal(steps[0], &pass_step_api_view);
+        assert_ptr_equal(steps[1], &pass_step_kubelet_boot);
         check_table(NODE_ROLE_WORKER, steps, n);
         for (const PassRow *row = pass_role(NODE_ROLE_WORKER)->rows; row->step; row++)
                 assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));
