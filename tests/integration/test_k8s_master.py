@@ -216,6 +216,7 @@ def master():
                     etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"))
         m = Master(env, pki, hosts)
         m.netns, m.netif = ns, f"{lab.tag}pa"
+        m.lab = lab  # a test may add a worker to the lab
         yield env, node, m
     finally:
         errors = node.close() if node else []

@@ -101,7 +101,7 @@ class Node:
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
-                 resolv_conf=None, keep_server=False):
+                 resolv_conf=None, keep_server=False, worker_kubelet_dir=None):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
@@ -111,6 +111,9 @@ class Node:
         # keep_server: kubelet talks to the kubeconfig's server as written (protokube's kubelet kubeconfig:
         # api.internal.<C> on a self-hosted master, docs/pki.md), resolved through resolv_conf; else 127.0.0.1
         self.keep_server = keep_server
+        # a worker: protokube wrote the kubelet's files there (docs/workers.md: config.yaml, kubelet.env with
+        # KUBELET_ARGS, the bootstrap kubeconfig); the kubelet starts from them, not from this harness's
+        self.worker_kubelet_dir = worker_kubelet_dir
         self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
         self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
         self.own_base = base is None
@@ -313,6 +316,10 @@ state = "{cd}/state"
                 "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
                 "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
                 f"--pod-infra-container-image={PAUSE_IMAGE}", "--v=2"]
+        return self.kubelet_namespaces(argv)
+
+    def kubelet_namespaces(self, argv):
+        """argv run in the node's network namespace, with its hosts file or resolver bound for kubelet alone."""
         if self.hosts_file:
             # propagation unchanged: the machine's mounts are private, so the /etc/hosts bind stays in
             # kubelet's namespace, while its root dir (made a shared mount in start_kubelet) stays a peer of
@@ -342,14 +349,31 @@ state = "{cd}/state"
             run(["mount", "--bind", self.kubelet_root, self.kubelet_root])
         run(["mount", "--make-shared", self.kubelet_root])
 
+    def worker_kubelet_argv(self):
+        """A worker's kubelet as its init system would start it: the flags protokube wrote (KUBELET_ARGS of
+        kubelet.env, --config among them), and this machine's own (where kubelet keeps its state, the
+        container runtime's socket, the pause image)."""
+        with open(os.path.join(self.worker_kubelet_dir, "kubelet.env")) as f:
+            m = re.search(r'^KUBELET_ARGS="([^"]*)"$', f.read(), re.M)
+        if not m:
+            raise ValueError(f"{self.worker_kubelet_dir}/kubelet.env: no KUBELET_ARGS line")
+        argv = [os.path.join(k8s_bin(), "kubelet"), *m.group(1).split(), "--root-dir", self.kubelet_root,
+                "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
+                "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
+                f"--pod-infra-container-image={PAUSE_IMAGE}", "--v=2"]
+        return self.kubelet_namespaces(argv)
+
     def start_kubelet(self):
-        config, kubeconfig = self.write_kubelet_files()
+        if self.worker_kubelet_dir:
+            os.makedirs(self.kubelet_root, exist_ok=True)
+            argv = self.worker_kubelet_argv()
+        else:
+            argv = self.kubelet_argv(*self.write_kubelet_files())
         if self.hosts_file:
             self.share_kubelet_root()
         self.kubelet_started = time.monotonic()
         with self.log("kubelet") as log:
-            self.kubelet = subprocess.Popen(self.kubelet_argv(config, kubeconfig), stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.kubelet = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
         def up():
             if self.kubelet.poll() is not None:

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One master and one worker on real kubelets (docs/workers.md): the master of test_k8s_master.py (protokube,
+a real kubelet 1.20.2 and containerd running its static pods in a network namespace), with `protokube run` on
+it keeping its pass (the join step: the bootstrap RBAC, kube-public/cluster-info, approving and signing the
+kubelets' CSRs with the store's CA); a worker in a namespace of its own, whose spec names no state store,
+given only a token (`protokube token create` on the master) and the CA's pin.
+
+`protokube once --role worker` on the worker writes api.internal into the worker's hosts file (the masters
+from the volume pool), fetches the CA and takes it with the pin, and writes the kubelet's files; its kubelet
+then starts from them as an init system would (KUBELET_ARGS of kubelet.env). The kubelet's bootstrap CSR is
+approved and signed by the master's protokube, its Node registers and turns Ready, its serving certificate
+comes through its own CSR (approved for its addresses only), and a pod bound to it runs, its logs read
+through the API. The worker never holds a private key of the CA. The time from the worker's
+first pass to its Node Ready is printed."""
+import json
+import os
+import re
+import subprocess
+import time
+
+from conftest import protokube_bin
+from loopdev import CLUSTER
+from test_k8s_master import NODE_IP, master, wait  # noqa: F401  (master: the fixture)
+from node import PAUSE_IMAGE, Node
+
+WORKER = "w1"
+WORKER_IP = "198.18.43.20"
+CLIENT = "kubernetes.io/kube-apiserver-client-kubelet"
+SERVING = "kubernetes.io/kubelet-serving"
+
+
+def master_pk(m, env, *args, check=0):
+    """protokube as the master, in its namespace (its own kubeconfig names 127.0.0.1)."""
+    argv = ["nsenter", f"--net=/run/netns/{m.netns}", protokube_bin(), "-c", env.spec, *args]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert check is None or p.returncode == check, f"{args}: {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+def worker_spec(env, base, hosts, cgroup_root):
+    """The cluster's spec as a worker has it: no state store, no pki dir; its own hosts file; its kubelet's
+    settings for this test machine (the harness's: cgroupfs under a root of its own, no swap check, images
+    never collected)."""
+    with open(env.spec) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^  stateStore: .*\n  pki:\n    dir: .*\n", "", text)
+    assert "stateStore" not in text and "pki:" not in text, text
+    text = re.sub(r"(?m)^      file: .*$", f"      file: {hosts}", text)
+    resolv = os.path.join(base, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("options ndots:1 timeout:1 attempts:1\n")
+    kubelet = ("  kubelet:\n    cgroupDriver: cgroupfs\n"
+               f"    cgroupRoot: {cgroup_root}\n    failSwapOn: false\n    resolvConf: {resolv}\n"
+               "    imageGCHighThresholdPercent: 100\n    imageGCLowThresholdPercent: 99\n"
+               "    evictionHard:\n      memory.available: 1Mi\n      nodefs.available: 1%\n"
+               "      imagefs.available: 1%\n")
+    text = text.replace("  kubernetesVersion:", kubelet + "  kubernetesVersion:")
+    path = os.path.join(base, "cluster.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def csrs_of(m, node):
+    """{signer: [(name, approved, issued)]} of node's CSRs."""
+    got, err = m.kubectl_json("get", "csr")
+    out = {}
+    for c in (got or {}).get("items", []):
+        spec = c["spec"]
+        if spec.get("username") not in (f"system:node:{node}",) and not spec.get("username", "").startswith(
+                "system:bootstrap:"):
+            continue
+        approved = any(x["type"] == "Approved" for x in c.get("status", {}).get("conditions", []))
+        out.setdefault(spec["signerName"], []).append((c["metadata"]["name"], approved,
+                                                       bool(c.get("status", {}).get("certificate"))))
+    return out
+
+
+def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
+    env, node, m = master
+    node.start()
+    wait("kube-apiserver /readyz", lambda: (m.readyz(), "not ready"), 300, node, interval=2)
+
+    # the master's pass, kept running: its join step publishes cluster-info and signs the kubelets' CSRs
+    mlog = open(os.path.join(env.base, "master-run.log"), "ab")
+    argv = env.argv("run", "a", "--interval", "2s", "--listen", "127.0.0.1:9797")
+    argv[argv.index("--internal-ip") + 1] = NODE_IP
+    runner = subprocess.Popen(["nsenter", f"--net=/run/netns/{m.netns}", *argv], stdout=subprocess.DEVNULL,
+                              stderr=mlog, start_new_session=True)
+    wnode = None
+    try:
+        out = master_pk(m, env, "token", "create", "--ttl", "1h", "--description", "the test's worker",
+                        "--kubeconfig", os.path.join(m.pki, "protokube", "kubeconfig")).stdout
+        token = re.search(r"^token: ([a-z0-9]{6}\.[a-z0-9]{16})$", out, re.M).group(1)
+        pin = re.search(r"^ca-pin: (sha256:[0-9a-f]{64})$", out, re.M).group(1)
+
+        base = os.path.join(env.base, "worker-" + WORKER)
+        os.makedirs(base)
+        wns = m.lab.add_host(WORKER, WORKER_IP)
+        hosts = os.path.join(base, "hosts")
+        with open(hosts, "w") as f:
+            f.write("127.0.0.1 localhost\n::1 localhost\n")
+        token_file = os.path.join(base, "token")
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        wnode = Node(WORKER, os.path.join(base, "manifests"), None, None, WORKER_IP, netns=wns, hosts_file=hosts,
+                     base=os.path.join(base, "node"), worker_kubelet_dir=os.path.join(base, "kubelet"))
+        spec = worker_spec(env, base, hosts, wnode.cgroup_root)
+        os.makedirs(os.path.join(base, "manifests"))
+
+        t0 = time.monotonic()
+        wargv = ["nsenter", f"--net=/run/netns/{wns}", protokube_bin(), "-c", spec, "once", "--role", "worker",
+                 "--node-name", WORKER, "--zone", "z1", "--internal-ip", WORKER_IP, "--pool", env.pool,
+                 "--mount-root", os.path.join(base, "mnt"), "--manifest-dir", os.path.join(base, "manifests"),
+                 "--kubelet-dir", wnode.worker_kubelet_dir, "--token-file", token_file, "--ca-pin", pin]
+
+        def worker_pass():
+            p = subprocess.run(wargv, capture_output=True, text=True, timeout=120)
+            return p.returncode == 0, p.stderr[-2000:]
+        wait("the worker's pass (its hosts file, the CA with the pin, the kubelet's files)", worker_pass, 120,
+             node, interval=2)
+        assert re.search(rf"^{re.escape(NODE_IP)}\s+api\.internal\.{re.escape(CLUSTER)}$", open(hosts).read(),
+                         re.M), open(hosts).read()
+        assert sorted(os.listdir(wnode.worker_kubelet_dir)) == ["bootstrap-kubeconfig", "ca.crt", "config.yaml",
+                                                               "kubelet.env"]
+
+        wnode.start()
+
+        def node_ready():
+            n, err = m.kubectl_json("get", "node", WORKER)
+            conds = {c["type"]: c["status"] for c in (n or {}).get("status", {}).get("conditions", [])}
+            return conds.get("Ready") == "True", err or conds
+        wait(f"node {WORKER} Ready", node_ready, 240, wnode)
+        ready_after = time.monotonic() - t0
+
+        def serving_issued():
+            c = csrs_of(m, WORKER)
+            return any(a and i for _, a, i in c.get(SERVING, [])), c
+        csrs = wait("the worker's serving certificate issued", serving_issued, 120, wnode)
+        c = csrs_of(m, WORKER)
+        assert any(a and i for _, a, i in c.get(CLIENT, [])), c
+
+        # the kubelet runs on what it was given: its client certificate from the CSR, in its cert dir
+        pki = os.path.join(wnode.worker_kubelet_dir, "pki")
+        assert os.path.exists(os.path.join(pki, "kubelet-client-current.pem")), os.listdir(pki)
+        assert os.path.exists(os.path.join(wnode.worker_kubelet_dir, "kubeconfig"))
+        # the worker holds no private key of the CA: none of the cluster's keys is anywhere under its tree
+        for root, _, files in os.walk(base):
+            for fn in files:
+                path = os.path.join(root, fn)
+                if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > 1 << 20:
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read()
+                if b"PRIVATE KEY" in data:
+                    # only the kubelet's own keys: its client and serving pairs
+                    assert path.startswith(pki + "/"), path
+
+        # kubectl logs through the API: the apiserver reaches the worker's kubelet on its serving port
+        m.wait_default_service_account()
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "on-the-worker", "namespace": "default"},
+               "spec": {"nodeName": WORKER, "hostNetwork": True, "automountServiceAccountToken": False,
+                        "containers": [{"name": "c", "image": PAUSE_IMAGE}]}}
+        m.kubectl_ok("create", "-f", "-", stdin=json.dumps(pod))
+
+        def pod_running():
+            p, err = m.kubectl_json("get", "pod", "on-the-worker")
+            return (p or {}).get("status", {}).get("phase") == "Running", err or (p or {}).get("status")
+        wait("a pod on the worker Running", pod_running, 180, wnode)
+        logs = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "logs",
+                               "on-the-worker"], capture_output=True, text=True, timeout=60)
+        assert logs.returncode == 0, logs.stderr
+        print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {csrs}")
+    finally:
+        if wnode:
+            errors = wnode.close()
+            assert not errors, errors
+        runner.terminate()
+        try:
+            runner.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            runner.kill()
+            runner.wait(timeout=10)
+        mlog.close()
