@@ -53,9 +53,9 @@ int join_cluster_info_kubeconfig(X509 *ca, const char *server, char **ret) {
 
 static json_t *config_map(const char *kubeconfig) {
         return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
-                         "metadata", "name", JOIN_CLUSTER_INFO_NAME, "namespace", JOIN_CLUSTER_INFO_NAMESPACE,
-                         "labels", JOIN_MANAGED_BY_LABEL, "protokube", "data", JOIN_CLUSTER_INFO_KEY,
-                         kubeconfig);
+                         "metadata", "name", JOIN_CLUSTER_INFO_NAME, "namespace",
+                         JOIN_CLUSTER_INFO_NAMESPACE, "labels", JOIN_MANAGED_BY_LABEL, "protokube", "data",
+                         JOIN_CLUSTER_INFO_KEY, kubeconfig);
 }
 
 /* get on the one ConfigMap, nothing else of kube-public */
@@ -162,7 +162,8 @@ static int server_of(const YamlNode *s, char **ret, char **ret_error) {
 }
 
 /* The one cluster of the kubeconfig text. */
-static int parse_kubeconfig(const char *text, size_t len, X509 **ret_ca, char **ret_server, char **ret_error) {
+static int parse_kubeconfig(const char *text, size_t len, X509 **ret_ca, char **ret_server,
+                            char **ret_error) {
         _cleanup_(yaml_tree_freep) YamlNode *root = NULL;
         _cleanup_free_ char *err = NULL;
         _cleanup_(X509_freep) X509 *ca = NULL;
