@@ -17,9 +17,6 @@
 #include "shared/openssl-util.h"
 #include "shared/yaml-tree.h"
 
-#define PEM_BEGIN      "-----BEGIN "
-#define PEM_BEGIN_CERT "-----BEGIN CERTIFICATE-----"
-
 int join_cluster_info_kubeconfig(X509 *ca, const char *server, char **ret) {
         _cleanup_free_ char *pem = NULL, *b64 = NULL;
         size_t len = 0;
@@ -115,15 +112,6 @@ static int refuse(char **ret_error, const char *why) {
         return error_setf(ret_error, PK_EMALFORMED, "cluster-info: %s", why);
 }
 
-static size_t count(const char *p, size_t len, const char *what) {
-        size_t n = 0, skip = strlen(what);
-        const char *end = p + len;
-        /* bounded: each hit moves p forward by skip bytes */
-        for (const char *q; p < end && (q = memmem(p, (size_t)(end - p), what, skip)); p = q + skip)
-                n++;
-        return n;
-}
-
 /* The one PEM certificate of a CA in the base64 text b64. */
 static int ca_from_data(const YamlNode *b64, X509 **ret, char **ret_error) {
         _cleanup_free_ uint8_t *pem = NULL;
@@ -136,9 +124,9 @@ static int ca_from_data(const YamlNode *b64, X509 **ret, char **ret_error) {
                 return r;
         if (r < 0)
                 return refuse(ret_error, "certificate-authority-data is not base64");
-        if (count((const char *)pem, len, PEM_BEGIN_CERT) == 0)
+        if (pki_pem_count((const char *)pem, len, PKI_PEM_BEGIN_CERT) == 0)
                 return refuse(ret_error, "certificate-authority-data holds no PEM certificate");
-        if (count((const char *)pem, len, PEM_BEGIN) != 1)
+        if (pki_pem_count((const char *)pem, len, PKI_PEM_BEGIN) != 1)
                 return refuse(ret_error, "certificate-authority-data holds more than one PEM block (one CA "
                                          "certificate expected)");
         if (pki_cert_from_pem((const char *)pem, len, &ca) < 0)
