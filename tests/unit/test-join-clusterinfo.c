@@ -47,9 +47,12 @@ static void test_kubeconfig_is_kubeadms(void **state) {
                          "kind: Config\npreferences: {}\nusers: null\n",
                          b64);
         assert_string_equal(text, want);
+        free(text);
+        text = NULL;
         assert_int_equal(join_cluster_info_kubeconfig(ca, "", &text), -EINVAL);
         assert_int_equal(join_cluster_info_kubeconfig(ca, "https://a\nb", &text), -EINVAL);
         assert_int_equal(join_cluster_info_kubeconfig(NULL, SERVER, &text), -EINVAL);
+        assert_null(text);
         free(want);
         free(b64);
         free(pem);
