@@ -25,7 +25,7 @@
 #include "shared/openssl-util.h"
 
 /* /readyz of this master's apiserver: one that has bound its port and does not serve yet never answers */
-#define JOIN_PROBE_TIMEOUT (2 * USEC_PER_SEC)
+#define JOIN_PROBE_TIMEOUT (1 * USEC_PER_SEC)
 /* each later request of the round (a round makes one per CSR and binding) */
 #define JOIN_CALL_TIMEOUT (10 * USEC_PER_SEC)
 
@@ -43,6 +43,20 @@ static JoinSettings pass_join_settings(const Pass *p, const PassObservation *o) 
                                .machines_known = false };
 }
 
+/* Whether the API names step asked this master's apiserver already in this pass (one probe per pass): 1
+ * it answered, -EHOSTDOWN it did not (*ret_why), 0 it was not asked. */
+static int asked_already(const PassObservation *o, const char *self, const char **ret_why) {
+        for (size_t k = 0; self && o->api.probed && o->api.probed[k]; k++) {
+                if (!streq(o->api.probed[k], self))
+                        continue;
+                if (strv_contains(o->api.ready, self))
+                        return 1;
+                *ret_why = o->api_why ? o->api_why[k] : NULL;
+                return -EHOSTDOWN;
+        }
+        return 0;
+}
+
 static int observe_round(PassContext *ctx, const char *kubeconfig) {
         PassObservation *o = ctx->obs;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
@@ -55,18 +69,25 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
                 o->join_message = strprintf("protokube's kubeconfig '%s': %s", kubeconfig, strna(err));
                 return o->join_message ? 0 : -ENOMEM;
         }
-        r = kube_probe(c, "readyz", now(CLOCK_MONOTONIC) + JOIN_PROBE_TIMEOUT, &err);
-        /* 401/403: it answers HTTP; whether its checks pass, this identity may not read */
-        if (r < 0 && r != -EACCES && r != -ENOMEM) {
+        const char *why = NULL;
+        r = asked_already(o, o->in.node ? o->in.node->name : NULL, &why);
+        if (r == 0) {
+                r = kube_probe(c, "readyz", now(CLOCK_MONOTONIC) + JOIN_PROBE_TIMEOUT, &err);
+                /* 401/403: it answers HTTP; whether its checks pass, this identity may not read */
+                r = r == -EACCES ? 1 : r;
+                why = err;
+        }
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
                 o->join_status = PK_EWAITING;
                 o->join_message = strprintf("this master's apiserver (%s) does not answer: %s",
-                                            kube_client_server(c), strna(err));
+                                            kube_client_server(c), strna(why));
                 return o->join_message ? 0 : -ENOMEM;
         }
         free(err);
         err = NULL;
-        if (r >= 0 || r == -EACCES)
-                r = join_observe(c, 0, &o->join, &err);
+        r = join_observe(c, 0, &o->join, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
