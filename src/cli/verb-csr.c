@@ -87,27 +87,6 @@ static int csr_context_open(CliContext *ctx, bool sign, CsrContext *ret) {
         return cli_kube_open(&ret->api);
 }
 
-static const char *kind_text(JoinCsrKind k) {
-        return k == JOIN_CSR_CLIENT ? "client" : k == JOIN_CSR_SERVING ? "serving" : "other";
-}
-
-static void print_plan(const JoinObservation *o, const JoinPlan *p) {
-        if (p->n_csrs == 0)
-                printf("no open kubelet CSR\n");
-        for (size_t i = 0; i < p->n_csrs; i++) {
-                const JoinCsrPlan *e = &p->csrs[i];
-                const JoinCsr *c = o->csrs[e->csr];
-                const char *what = c->approved ? (e->not_signed ? "not signed" : "sign")
-                                               : join_verdict_to_string(e->decision.verdict);
-                printf("%s  node %s  %s  by %s  %s: %s\n", c->name, strna(e->decision.node),
-                       kind_text(c->kind), strna(c->username), what,
-                       c->approved ? (e->not_signed ?: "approved before") : e->decision.reason);
-        }
-        for (size_t i = 0; i < p->n_adopt; i++)
-                printf("binding of %s: to be owned by Node %s\n", o->bindings[p->adopt[i]].node,
-                       o->nodes[p->adopt_nodes[i]].name);
-}
-
 static int observe_and_plan(CsrContext *c, JoinObservation *o, JoinPlan *p) {
         _cleanup_free_ char *err = NULL;
         /* 0: each call its own deadline, the client's --timeout (a round makes many) */
@@ -126,7 +105,7 @@ int verb_csr(CliContext *ctx, char **args) {
         _cleanup_(join_plan_done) JoinPlan p = {};
         if (csr_context_open(ctx, false, &c) < 0 || observe_and_plan(&c, &o, &p) < 0)
                 return EXIT_ERROR;
-        print_plan(&o, &p);
+        join_plan_print(&o, &p, "", stdout);
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_ERROR;
 }
 

@@ -94,8 +94,7 @@ static int ca_pin(const KubeClient *c, char pin[static JOIN_PIN_TEXT_MAX]) {
         int r = read_full_file(path, CA_FILE_MAX, &pem, &len);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the CA file '%s': %m", path);
-        for (const char *p = pem; (p = strstr(p, "-----BEGIN CERTIFICATE-----")); p++)
-                n++;
+        n = pki_pem_count(pem, len, PKI_PEM_BEGIN_CERT);
         if (n != 1)
                 return log_error_errno(
                     -EINVAL, "The CA file '%s' holds %zu certificates, not one: which to pin?", path, n);

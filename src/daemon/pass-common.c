@@ -10,9 +10,9 @@
 #include "cloud/providers.h"
 #include "components/etcd.h"
 #include "daemon/pass-types.h"
+#include "dns/dns-wire.h"
 #include "model/pki-layout.h"
 #include "shared/http.h"
-#include "dns/dns-wire.h"
 
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret) {
         const char *cloud = cloud_provider_to_string(spec->cloud.value); /* defaulted by the spec */
@@ -130,8 +130,8 @@ char *pass_api_kubeconfig(const ClusterSpec *spec) {
         return pki_layout_file(spec->pki.dir ?: PKI_DIR_DEFAULT, PKI_PROTOKUBE_DIR, PKI_KUBECONFIG_FILE);
 }
 
-int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address, usec_t timeout,
-                  KubeClient **ret, char **ret_error) {
+int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address,
+                  usec_t timeout, KubeClient **ret, char **ret_error) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_free_ char *server = host ? strprintf("https://%s:%u", host, port) : NULL,
                             *to = host && address ? http_connect_to_address(host, port, address) : NULL;

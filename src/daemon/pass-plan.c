@@ -33,6 +33,8 @@ void pass_observation_done(PassObservation *o) {
         for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
                 pass_etcd_member_done(&o->etcd_members[i]);
         free(o->etcd_members);
+        free(o->join_message);
+        join_observation_done(&o->join);
         *o = (PassObservation){};
 }
 
@@ -55,6 +57,8 @@ void pass_plan_done(PassPlan *p) {
         pass_kubelet_plan_done(&p->kubelet);
         free(p->held_members);
         free(p->member_plans);
+        join_plan_done(&p->join);
+        free(p->join_server);
         *p = (PassPlan){};
 }
 
@@ -165,6 +169,7 @@ int pass_print_steps(const Pass *pass, const PassObservation *o, const PassPlan 
 void pass_context_done(PassContext *ctx) {
         dns_session_free(ctx->dns);
         store_free(ctx->store);
+        kube_client_free(ctx->join_api);
         volumes_apply_free(ctx->volumes_apply);
         free(ctx->first);
         free(ctx->rest);

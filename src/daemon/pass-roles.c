@@ -12,6 +12,7 @@
 #include "daemon/step-control-plane.h"
 #include "daemon/step-dns.h"
 #include "daemon/step-etcd-manifests.h"
+#include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
 #include "daemon/step-pivot.h"
@@ -50,6 +51,7 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_members),
         OBSERVE(pass_step_certs),
         OBSERVE(pass_step_control_plane),
+        OBSERVE(pass_step_join), /* the cluster CA as the certificates' observation read it */
 
         PLAN(pass_step_members),
         PLAN(pass_step_volumes),
@@ -58,6 +60,7 @@ static const PassRow master_rows[] = {
         PLAN(pass_step_api_names),
         PLAN(pass_step_dns),
         PLAN(pass_step_control_plane),
+        PLAN(pass_step_join),
 
         APPLY(pass_step_volumes, PASS_WAVE_ALL), /* every claim */
         APPLY(pass_step_volume_devices, PASS_WAVE_FIRST),
@@ -73,6 +76,7 @@ static const PassRow master_rows[] = {
         APPLY(pass_step_etcd_manifests, PASS_WAVE_REST),
         APPLY(pass_step_control_plane, PASS_WAVE_ALL),
         APPLY(pass_step_backups, PASS_WAVE_ALL),
+        APPLY(pass_step_join, PASS_WAVE_ALL), /* after every step of the node's own control plane */
         APPLY(pass_step_volumes_done, PASS_WAVE_ALL),
         APPLY(pass_step_pivot, PASS_WAVE_ALL), /* the checkpoint, then one pivot step */
 
@@ -84,6 +88,7 @@ static const PassRow master_rows[] = {
         PRINT(pass_step_certs),
         PRINT(pass_step_members),
         PRINT(pass_step_pivot),
+        PRINT(pass_step_join),
         {},
 };
 

@@ -26,6 +26,7 @@
 #include "dns/dns-provider.h"
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
+#include "join/join-round.h"
 #include "join/join-token.h"
 #include "kube/kube-client.h"
 #include "model/conventions.h"
@@ -46,6 +47,16 @@ typedef struct PassBackupSeen {
 /* Relist a cluster's backups this long after a listing that did not show the current slot's backup yet
  * (another master may take it): the report follows another master's backup within this. */
 #define PASS_BACKUP_RELIST_USEC (60ULL * USEC_PER_SEC)
+
+/* The refusals of kubelet CSRs the last pass logged, each a hash of (CSR, reason), kept across passes: a
+ * pending CSR is refused every pass, and its refusal is logged again only when its reason changes
+ * (step-join.c). Past the bound, the rest are logged every pass. */
+#define PASS_JOIN_REFUSALS_MAX 512U
+typedef struct PassJoinSeen {
+        unsigned n_refusals;
+        uint64_t refusals[PASS_JOIN_REFUSALS_MAX];
+        bool waiting; /* the last pass waited for the API: said once, and once when it answers */
+} PassJoinSeen;
 
 struct Pass {
         char *spec_path;
@@ -70,6 +81,7 @@ struct Pass {
         /* every master's apiserver pod has been seen Ready in the API since this process started: the
          * passes stop reading them (step-api-names.c; docs/dns.md, "While the apiservers come up") */
         bool api_pods_all_seen;
+        PassJoinSeen join_seen; /* what the approver step said in the last pass (step-join.c) */
 };
 
 /* A held, mounted etcd member's volume and, when its data is gone or a replacement of ours is under way,
@@ -150,6 +162,14 @@ typedef struct PassObservation {
         DnsApiReadiness api;
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
         PassKubeletObserved kubelet; /* a worker's kubelet files */
+        /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
+         * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
+         * the round was read (join); PK_EWAITING the apiserver does not answer; < 0 the round could not be
+         * read; join_message says why. */
+        bool join_enabled;
+        int join_status;
+        char *join_message;
+        JoinObservation join;
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);
@@ -182,6 +202,10 @@ typedef struct PassPlan {
         bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
         PassKubeletPlan kubelet; /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
+        bool join_planned;       /* the approver's round was observed and planned (join) */
+        JoinPlan join;
+        char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */
+        bool join_has_ca;  /* the keystore's cluster CA was read: cluster-info is published, CSRs signed */
 } PassPlan;
 
 void pass_plan_done(PassPlan *p);
@@ -205,8 +229,9 @@ typedef struct PassContext {
         PassReport *rep;
         bool last_round; /* a lost claim is not observed again: PASS_ROUNDS_MAX rounds were made */
         /* sessions, opened by the observation's steps and used again by their apply */
-        DnsSession *dns; /* NULL: no DNS in the spec, or it could not be opened (obs->dns_error) */
-        Store *store;    /* the state store the certificates' observation opened (NULL: none) */
+        DnsSession *dns;      /* NULL: no DNS in the spec, or it could not be opened (obs->dns_error) */
+        Store *store;         /* the state store the certificates' observation opened (NULL: none) */
+        KubeClient *join_api; /* this master's apiserver, as the approver's observation reached it */
         /* the apply's working state */
         VolumesApply *volumes_apply; /* the volume steps of the plan, in their three phases */
         bool *first, *rest;          /* the waves' selections; NULL: one wave of every selection */

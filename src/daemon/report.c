@@ -7,6 +7,7 @@
 
 #include "basic/errors.h"
 #include "basic/macro.h"
+#include "join/join-round.h"
 
 static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_SPEC] = "spec",         [PASS_STAGE_DISCOVER] = "discover",
@@ -16,8 +17,9 @@ static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
         [PASS_STAGE_ETCD] = "etcd-members", [PASS_STAGE_BACKUP] = "etcd-backups",
         [PASS_STAGE_PIVOT] = "pivot",       [PASS_STAGE_CHECKPOINT] = "checkpoint",
-        [PASS_STAGE_KUBELET] = "kubelet",
+        [PASS_STAGE_KUBELET] = "kubelet",   [PASS_STAGE_JOIN] = "join",
 };
+assert_cc(PASS_JOIN_OUTCOME_KINDS == _JOIN_OUTCOME_KIND_MAX);
 
 const char *pass_stage_to_string(PassStage s) {
         return s >= 0 && s < _PASS_STAGE_MAX ? pass_stage_table[s] : NULL;
@@ -89,6 +91,8 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
         m->duration_sum += secs;
         for (size_t i = 0; i < _PASS_STAGE_MAX; i++)
                 m->errors[i] += r->errors[i];
+        for (size_t i = 0; i < PASS_JOIN_OUTCOME_KINDS; i++)
+                m->join_outcomes[i] += r->join_outcomes[i];
         m->volumes_held = r->volumes_held;
         m->volumes_member_conflicts = r->volumes_member_conflicts;
         m->records_published = r->records_published;
@@ -148,6 +152,14 @@ int metrics_format(const Metrics *m, Buf *out) {
         for (size_t i = 0; i < _PASS_STAGE_MAX; i++)
                 EMIT("protokube_errors_total{stage=\"%s\"} %llu\n", pass_stage_table[i],
                      (unsigned long long)m->errors[i]);
+        EMIT(
+            "# HELP protokube_join_csr_outcomes_total What the masters' approver and signer of kubelet CSRs "
+            "did, by outcome (a refusal counts when its reason for that CSR changes).\n"
+            "# TYPE protokube_join_csr_outcomes_total counter\n");
+        for (size_t i = 0; i < PASS_JOIN_OUTCOME_KINDS; i++)
+                EMIT("protokube_join_csr_outcomes_total{outcome=\"%s\"} %llu\n",
+                     join_outcome_kind_to_string((JoinOutcomeKind)i),
+                     (unsigned long long)m->join_outcomes[i]);
         EMIT("# HELP protokube_volumes_held etcd volumes this node holds and has mounted.\n"
              "# TYPE protokube_volumes_held gauge\n");
         EMIT("protokube_volumes_held %u\n", m->volumes_held);

@@ -29,6 +29,7 @@ typedef enum PassStage {
         PASS_STAGE_PIVOT,      /* the pivot to a self-hosted control plane (docs/pivot.md) */
         PASS_STAGE_CHECKPOINT, /* the self-hosted pods' checkpoint (docs/pivot.md, "The checkpoint") */
         PASS_STAGE_KUBELET,    /* a worker's kubelet bootstrap (docs/workers.md) */
+        PASS_STAGE_JOIN,       /* the approver and signer of the workers' CSRs (docs/workers.md) */
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
@@ -54,6 +55,10 @@ typedef struct PassBackupInfo {
         unsigned unreadable; /* backups whose manifest is there but cannot be read: retention holds */
 } PassBackupInfo;
 
+/* The outcomes of the masters' approver and signer, by kind (join/join-round.h's JoinOutcomeKind: approved,
+ * signed, refused, lost-race, failed, adopted; a static assertion in report.c keeps them equal). */
+#define PASS_JOIN_OUTCOME_KINDS 6
+
 typedef struct PassReport {
         int status;   /* 0 converged, PK_EWAITING waiting on something outside us, < 0 error */
         char *reason; /* why not converged / what failed; NULL when converged */
@@ -77,6 +82,8 @@ typedef struct PassReport {
         unsigned dns_pending;      /* DNS changes accepted and still propagating (Route 53: not INSYNC) */
         usec_t dns_pending_oldest; /* CLOCK_MONOTONIC when the oldest of them was submitted */
         char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];
+        /* what the approver and signer did this pass, as logged (a refusal once per reason) */
+        unsigned join_outcomes[PASS_JOIN_OUTCOME_KINDS];
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -92,6 +99,7 @@ typedef struct Metrics {
         uint64_t duration_bucket[PASS_DURATION_BUCKETS]; /* cumulative counts, Prometheus style */
         double duration_sum;
         uint64_t errors[_PASS_STAGE_MAX];
+        uint64_t join_outcomes[PASS_JOIN_OUTCOME_KINDS];
         unsigned volumes_held;
         unsigned volumes_member_conflicts;
         unsigned records_published;

@@ -17,9 +17,6 @@
 #include "shared/openssl-util.h"
 #include "shared/yaml-tree.h"
 
-#define PEM_BEGIN      "-----BEGIN "
-#define PEM_BEGIN_CERT "-----BEGIN CERTIFICATE-----"
-
 int join_cluster_info_kubeconfig(X509 *ca, const char *server, char **ret) {
         _cleanup_free_ char *pem = NULL, *b64 = NULL;
         size_t len = 0;
@@ -53,9 +50,9 @@ int join_cluster_info_kubeconfig(X509 *ca, const char *server, char **ret) {
 
 static json_t *config_map(const char *kubeconfig) {
         return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
-                         "metadata", "name", JOIN_CLUSTER_INFO_NAME, "namespace", JOIN_CLUSTER_INFO_NAMESPACE,
-                         "labels", JOIN_MANAGED_BY_LABEL, "protokube", "data", JOIN_CLUSTER_INFO_KEY,
-                         kubeconfig);
+                         "metadata", "name", JOIN_CLUSTER_INFO_NAME, "namespace",
+                         JOIN_CLUSTER_INFO_NAMESPACE, "labels", JOIN_MANAGED_BY_LABEL, "protokube", "data",
+                         JOIN_CLUSTER_INFO_KEY, kubeconfig);
 }
 
 /* get on the one ConfigMap, nothing else of kube-public */
@@ -115,15 +112,6 @@ static int refuse(char **ret_error, const char *why) {
         return error_setf(ret_error, PK_EMALFORMED, "cluster-info: %s", why);
 }
 
-static size_t count(const char *p, size_t len, const char *what) {
-        size_t n = 0, skip = strlen(what);
-        const char *end = p + len;
-        /* bounded: each hit moves p forward by skip bytes */
-        for (const char *q; p < end && (q = memmem(p, (size_t)(end - p), what, skip)); p = q + skip)
-                n++;
-        return n;
-}
-
 /* The one PEM certificate of a CA in the base64 text b64. */
 static int ca_from_data(const YamlNode *b64, X509 **ret, char **ret_error) {
         _cleanup_free_ uint8_t *pem = NULL;
@@ -136,9 +124,9 @@ static int ca_from_data(const YamlNode *b64, X509 **ret, char **ret_error) {
                 return r;
         if (r < 0)
                 return refuse(ret_error, "certificate-authority-data is not base64");
-        if (count((const char *)pem, len, PEM_BEGIN_CERT) == 0)
+        if (pki_pem_count((const char *)pem, len, PKI_PEM_BEGIN_CERT) == 0)
                 return refuse(ret_error, "certificate-authority-data holds no PEM certificate");
-        if (count((const char *)pem, len, PEM_BEGIN) != 1)
+        if (pki_pem_count((const char *)pem, len, PKI_PEM_BEGIN) != 1)
                 return refuse(ret_error, "certificate-authority-data holds more than one PEM block (one CA "
                                          "certificate expected)");
         if (pki_cert_from_pem((const char *)pem, len, &ca) < 0)
@@ -162,7 +150,8 @@ static int server_of(const YamlNode *s, char **ret, char **ret_error) {
 }
 
 /* The one cluster of the kubeconfig text. */
-static int parse_kubeconfig(const char *text, size_t len, X509 **ret_ca, char **ret_server, char **ret_error) {
+static int parse_kubeconfig(const char *text, size_t len, X509 **ret_ca, char **ret_server,
+                            char **ret_error) {
         _cleanup_(yaml_tree_freep) YamlNode *root = NULL;
         _cleanup_free_ char *err = NULL;
         _cleanup_(X509_freep) X509 *ca = NULL;

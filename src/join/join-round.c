@@ -268,3 +268,24 @@ int join_plan(const JoinObservation *o, const JoinSettings *s, JoinPlan *ret) {
         p = (JoinPlan){};
         return 0;
 }
+
+static const char *kind_text(JoinCsrKind k) {
+        return k == JOIN_CSR_CLIENT ? "client" : k == JOIN_CSR_SERVING ? "serving" : "other";
+}
+
+void join_plan_print(const JoinObservation *o, const JoinPlan *p, const char *prefix, FILE *out) {
+        if (p->n_csrs == 0)
+                fprintf(out, "%sno open kubelet CSR\n", prefix);
+        for (size_t i = 0; i < p->n_csrs; i++) {
+                const JoinCsrPlan *e = &p->csrs[i];
+                const JoinCsr *c = o->csrs[e->csr];
+                const char *what = c->approved ? (e->not_signed ? "not signed" : "sign")
+                                               : join_verdict_to_string(e->decision.verdict);
+                fprintf(out, "%s%s  node %s  %s  by %s  %s: %s\n", prefix, c->name, strna(e->decision.node),
+                        kind_text(c->kind), strna(c->username), what,
+                        c->approved ? (e->not_signed ?: "approved before") : e->decision.reason);
+        }
+        for (size_t i = 0; i < p->n_adopt; i++)
+                fprintf(out, "%sbinding of %s: to be owned by Node %s\n", prefix,
+                        o->bindings[p->adopt[i]].node, o->nodes[p->adopt_nodes[i]].name);
+}

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -73,6 +74,10 @@ void join_plan_done(JoinPlan *p);
 
 /* Pure. Only -ENOMEM fails. */
 int join_plan(const JoinObservation *o, const JoinSettings *s, JoinPlan *ret);
+
+/* The plan as `protokube csr` and `protokube plan` show it, a line per CSR (its decision and why) and per
+ * binding to adopt, each after prefix; "no open kubelet CSR" when there is none. */
+void join_plan_print(const JoinObservation *o, const JoinPlan *p, const char *prefix, FILE *out);
 
 typedef enum JoinOutcomeKind {
         JOIN_OUTCOME_APPROVED,  /* approved, not signed (no CA given, or the signer refused it) */

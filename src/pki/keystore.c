@@ -20,9 +20,6 @@
 #include "shared/openssl-util.h"
 #include "store/store.h"
 
-#define PEM_BEGIN      "-----BEGIN "
-#define PEM_BEGIN_CERT "-----BEGIN CERTIFICATE-----"
-
 struct Keystore {
         KeystoreEntry *entries;
         size_t n;
@@ -153,22 +150,13 @@ static int fingerprint_compute(KeystoreEntry *e) {
         return 0;
 }
 
-static size_t count_pem_blocks(const char *p, size_t len) {
-        size_t n = 0, skip = strlen(PEM_BEGIN);
-        const char *end = p + len;
-        /* bounded: each hit moves p forward by at least one byte */
-        for (const char *q; p < end && (q = memmem(p, (size_t)(end - p), PEM_BEGIN, skip)); p = q + skip)
-                n++;
-        return n;
-}
-
 /* Parses a stored object into e (key and, for a CA, certificate) and checks it: exactly one key block and
  * (CA) one certificate block after it, the key is the certificate's, the certificate is a self-signed CA
  * called e->name. On failure *ret_why says what is wrong (static text). */
 static int entry_parse(KeystoreEntry *e, bool is_ca, const char *data, size_t len, const char **ret_why) {
         _cleanup_(EVP_PKEY_freep) EVP_PKEY *key = NULL;
         _cleanup_(X509_freep) X509 *cert = NULL;
-        const char *c = data ? memmem(data, len, PEM_BEGIN_CERT, strlen(PEM_BEGIN_CERT)) : NULL;
+        const char *c = data ? memmem(data, len, PKI_PEM_BEGIN_CERT, strlen(PKI_PEM_BEGIN_CERT)) : NULL;
         size_t key_len = c ? (size_t)(c - data) : len;
 
         if (!data || len == 0)
@@ -177,13 +165,14 @@ static int entry_parse(KeystoreEntry *e, bool is_ca, const char *data, size_t le
                 return *ret_why = "no certificate after the key", PK_EMALFORMED;
         if (!is_ca && c)
                 return *ret_why = "a certificate where only a key belongs", PK_EMALFORMED;
-        if (count_pem_blocks(data, key_len) != 1 || pki_key_from_pem(data, key_len, &key) < 0)
+        if (pki_pem_count(data, key_len, PKI_PEM_BEGIN) != 1 || pki_key_from_pem(data, key_len, &key) < 0)
                 return *ret_why = "the private key does not parse (expected one unencrypted PEM key first)",
                        PK_EMALFORMED;
         if (is_ca) {
                 _cleanup_free_ char *cn = NULL;
                 size_t cert_len = len - key_len;
-                if (count_pem_blocks(c, cert_len) != 1 || pki_cert_from_pem(c, cert_len, &cert) < 0)
+                if (pki_pem_count(c, cert_len, PKI_PEM_BEGIN) != 1 ||
+                    pki_cert_from_pem(c, cert_len, &cert) < 0)
                         return *ret_why = "the certificate does not parse", PK_EMALFORMED;
                 if (!pki_cert_matches_key(cert, key))
                         return *ret_why = "the key is not the certificate's", PK_EMALFORMED;

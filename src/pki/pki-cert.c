@@ -262,6 +262,16 @@ int pki_cert_to_pem(X509 *cert, char **ret, size_t *ret_len) {
         return 0;
 }
 
+size_t pki_pem_count(const char *pem, size_t len, const char *begin) {
+        size_t n = 0, skip = strlen(begin);
+        const char *end = pem + len;
+        /* bounded: each hit moves p forward by skip bytes */
+        for (const char *p = pem, *q; p && p < end && (q = memmem(p, (size_t)(end - p), begin, skip));
+             p = q + skip)
+                n++;
+        return n;
+}
+
 int pki_cert_from_pem(const char *pem, size_t len, X509 **ret) {
         if (!pem || len == 0 || len > PKI_CERT_PEM_MAX)
                 return PK_EMALFORMED;

@@ -61,6 +61,10 @@ int pki_cert_issue(const PkiCertRequest *req, EVP_PKEY *leaf_key, X509 *ca, EVP_
 int pki_cert_to_pem(X509 *cert, char **ret, size_t *ret_len);
 /* The first certificate in the PEM; PK_EMALFORMED if there is none. Caller frees. */
 int pki_cert_from_pem(const char *pem, size_t len, X509 **ret);
+/* How many PEM blocks of pem begin with begin: PKI_PEM_BEGIN (any block) or PKI_PEM_BEGIN_CERT. */
+#define PKI_PEM_BEGIN      "-----BEGIN "
+#define PKI_PEM_BEGIN_CERT "-----BEGIN CERTIFICATE-----"
+size_t pki_pem_count(const char *pem, size_t len, const char *begin);
 
 /* Inspection. Strings and vectors: caller frees. -ENOENT if the certificate has no CN. */
 int pki_cert_subject_cn(X509 *cert, char **ret);

@@ -314,6 +314,8 @@ const Field kube_apiserver_config_fields[] = {
              "allow privileged containers"),
         BOOL(A, anonymous_auth, "anonymousAuth", "anonymous-auth", NULL,
              "anonymous requests (the kubelet's /livez probe needs them)"),
+        BOOL(A, enable_bootstrap_token_auth, "enableBootstrapTokenAuth", "enable-bootstrap-token-auth",
+             "true", "bootstrap tokens authenticate (workers joining with TLS bootstrap)"),
         BOOL(A, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof"),
         LIST(A, requestheader_username_headers, "requestheaderUsernameHeaders",
              "requestheader-username-headers", "default X-Remote-User"),

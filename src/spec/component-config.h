@@ -58,6 +58,7 @@ typedef struct KubeAPIServerConfig {
         char *oidc_ca_file;
         OptBool allow_privileged;
         OptBool anonymous_auth;
+        OptBool enable_bootstrap_token_auth;
         OptBool enable_profiling;
         char **requestheader_username_headers;
         char **requestheader_group_headers;

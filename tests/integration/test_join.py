@@ -16,11 +16,13 @@ import base64
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
 
 import pytest
+import yaml
 
 from conftest import protokube_bin
 from test_kube_client import running_api
@@ -344,3 +346,173 @@ def test_deleted_and_expired_tokens_no_longer_authenticate(api, joined):
     listed = pk(api, "token", "list", check=0).stdout
     assert token[:6] not in listed and joined["token"][:6] in listed, listed
     assert "no expired token" in pk(api, "token", "delete", "--expired", check=0).stdout
+
+
+# ---- the masters' step: a master's own pass (protokube once / run) approves, signs and publishes ----
+
+PASS_LINE = re.compile(r"^Pass (\d+) ", re.M)
+
+
+def logged(text):
+    """The log lines without their level ("info: ")."""
+    return re.sub(r"^(debug|info|notice|warning|error): ", "", text, flags=re.M)
+
+
+def master_argv(api, verb, *extra, ns=True):
+    """protokube VERB as the master n1 of the fixture's pass, in the apiserver's namespace (ns) or in an empty
+    one of its own (no apiserver: loopback up, nothing listening)."""
+    argv = api.env.argv(verb, "n1", *extra)
+    argv[2] = api.env.node_spec("n1")
+    if ns:
+        return ["ip", "netns", "exec", api.ns, *argv]
+    return ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$0" "$@"', *argv]
+
+
+def master_pass(api, ns=True):
+    p = subprocess.run(master_argv(api, "once", ns=ns), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, f"once exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    p.stderr = logged(p.stderr)
+    return p
+
+
+def anonymous_get(api, path):
+    """The status and body of a GET without any credential, over TLS not verified (as a worker that holds
+    only a token and a pin reads cluster-info)."""
+    argv = ["ip", "netns", "exec", api.ns, "curl", "-sS", "-k", "--http1.1", "-A", "protokube",
+            "-H", "Accept: application/json", "-o", "-", "-w", "\n%{http_code}", "https://127.0.0.1:443" + path]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    text, _, code = p.stdout.rpartition("\n")
+    return int(code), text
+
+
+CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
+
+
+def test_master_pass_without_api_waits_and_converges(api):
+    """No apiserver answers (a namespace of its own): the step says it waits, and the rest of the pass
+    (volumes, certificates, manifests) converges as before."""
+    p = master_pass(api, ns=False)
+    assert "Join: waiting for the API: this master's apiserver (https://127.0.0.1:443) does not answer" \
+        in p.stderr, p.stderr
+    assert re.search(r"^Converged in ", p.stderr, re.M), p.stderr
+
+
+def test_master_pass_approves_signs_and_publishes(api, joined):
+    """`protokube once` on the master: the bootstrap RBAC, kube-public/cluster-info readable anonymously (and
+    nothing else of kube-public), expired tokens deleted, and a bootstrap CSR made with a token approved and
+    signed with the cluster CA, with a line for each."""
+    token = joined["token"]
+    expired, _ = new_token(api, "--ttl", "1s")
+    m = Machine(api, "wp1")
+    m.create_csr("csr-pass-wp1", m.request("/O=system:nodes/CN=system:node:wp1"), token=token)
+    bad = Machine(api, "wp-bad")
+    bad.create_csr("csr-pass-bad", bad.request("/O=system:masters/CN=system:node:wp2"), token=token)
+    # nobody else may have deleted it yet: the pass does
+    time.sleep(2.5)
+    api.kube("delete", "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "protokube:kubelet-bootstrap",
+             check=0)
+
+    p = master_pass(api)
+    assert re.search(r"^Join: CSR csr-pass-wp1 \(node wp1\): signed: new node wp1 \(bootstrap token "
+                     r"system:bootstrap:[a-z0-9]{6}\)", p.stderr, re.M), p.stderr
+    assert "Join: CSR csr-pass-bad (node wp2): refused: the subject's O must be exactly system:nodes" in p.stderr
+    assert f"Join: deleted the expired bootstrap token {expired[:6]}." in p.stderr, p.stderr
+    assert token.split(".")[1] not in p.stdout + p.stderr and expired.split(".")[1] not in p.stderr
+    assert re.search(r"^Converged in ", p.stderr, re.M), p.stderr
+
+    # the certificate: the cluster CA's, for the node
+    crt = certificate(api, "csr-pass-wp1", os.path.join(m.dir, "client.crt"))
+    ca = os.path.join(api.pki, "protokube", "ca.crt")
+    assert b": OK" in openssl("verify", "-CAfile", ca, crt)
+    assert "Subject: CN=system:node:wp1,O=system:nodes" in cert_text(crt)
+    assert conditions(get_csr(api, "csr-pass-bad")) == []
+    # the bootstrap RBAC, applied again
+    api.kube("get", "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "protokube:kubelet-bootstrap", check=0)
+    assert expired[:6] not in pk(api, "token", "list", check=0).stdout
+
+    # cluster-info, anonymously: kubeadm's kubeconfig with the CA the pin names
+    code, body = anonymous_get(api, CLUSTER_INFO)
+    assert code == 200, body
+    cm = json.loads(body)
+    kc = yaml.safe_load(cm["data"]["kubeconfig"])
+    assert kc["kind"] == "Config" and kc["contexts"] is None and kc["users"] is None, kc
+    assert len(kc["clusters"]) == 1 and kc["clusters"][0]["name"] == "", kc
+    cluster = kc["clusters"][0]["cluster"]
+    assert cluster["server"] == "https://api.internal.demo.k8s.test:443", cluster
+    with open(ca, "rb") as f:
+        assert base64.b64decode(cluster["certificate-authority-data"]) == f.read()
+    der = openssl("pkey", "-pubin", "-outform", "DER",
+                  data=openssl("x509", "-noout", "-pubkey", data=base64.b64decode(cluster["certificate-authority-data"])))
+    assert joined["pin"] == "sha256:" + openssl("dgst", "-sha256", "-r", data=der).decode().split()[0]
+    # nothing else of kube-public
+    api.kube("apply", api.write("other-cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                                       "  name: other\n  namespace: kube-public\ndata:\n  a: b\n"),
+             check=0)
+    for path in ("/api/v1/namespaces/kube-public/configmaps/other", "/api/v1/namespaces/kube-public/configmaps",
+                 "/api/v1/namespaces/kube-system/configmaps/cluster-info"):
+        code, body = anonymous_get(api, path)
+        assert code == 403, (path, code, body)
+
+
+def test_plan_prints_each_csr_decision(api, joined):
+    bad = Machine(api, "wp-plan")
+    bad.create_csr("csr-plan-bad", bad.request("/O=system:nodes/CN=wp3"), token=joined["token"])
+    p = subprocess.run(master_argv(api, "plan"), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "join: publish kube-public/cluster-info (server https://api.internal.demo.k8s.test:443) readable " \
+           "by system:anonymous" in p.stdout, p.stdout
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("join: csr-plan-bad  ")]
+    assert len(line) == 1 and "refuse: the subject's CN must be system:node:<name>" in line[0], p.stdout
+    assert conditions(get_csr(api, "csr-plan-bad")) == []  # plan changes nothing
+
+
+def metrics(api, port):
+    p = subprocess.run(["ip", "netns", "exec", api.ns, "curl", "-sS", f"http://127.0.0.1:{port}/metrics"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_daemon_says_a_refusal_once_and_counts_outcomes(api, joined):
+    """`protokube run`: a CSR refused in every pass is logged once (its reason does not change), another
+    signed once; /metrics counts the outcomes as they were logged."""
+    m = Machine(api, "wp-run")
+    m.create_csr("csr-run-bad", m.request("/O=system:nodes/CN=system:node:wp4", "DNS:wp4"), token=joined["token"])
+    port = 19180 + os.getpid() % 500
+    log = os.path.join(api.work, "run.log")
+
+    def passes_after(n):
+        deadline = time.monotonic() + 120
+        while len(PASS_LINE.findall(logged(open(log).read()))) < n and time.monotonic() < deadline:
+            assert proc.poll() is None, open(log).read()
+            time.sleep(0.2)
+        assert len(PASS_LINE.findall(logged(open(log).read()))) >= n, open(log).read()
+        return n
+
+    with open(log, "w") as f:
+        proc = subprocess.Popen(master_argv(api, "run", "--listen", f"127.0.0.1:{port}", "--interval", "1s"),
+                                stdout=f, stderr=subprocess.STDOUT)
+    try:
+        n = passes_after(3)
+        good = Machine(api, "wp-run-good")
+        good.create_csr("csr-run-good", good.request("/O=system:nodes/CN=system:node:wp5"), token=joined["token"])
+        deadline = time.monotonic() + 60
+        while "csr-run-good" not in open(log).read() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        # two passes more: the one that signed has reported, and one that found nothing new
+        n = passes_after(len(PASS_LINE.findall(logged(open(log).read()))) + 2)
+        text = metrics(api, port)
+        out = logged(open(log).read())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert n >= 5
+    refused = [ln for ln in out.splitlines() if "Join: CSR csr-run-bad (node wp4): refused: " in ln]
+    assert len(refused) == 1 and "a client certificate names no SAN" in refused[0], out
+    assert len([ln for ln in out.splitlines() if "Join: CSR csr-run-good (node wp5): signed: " in ln]) == 1, out
+    for kind in ("refused", "signed", "approved", "failed"):
+        said = len(re.findall(rf"^Join: CSR \S+ \(node \S+\): {kind}: ", out, re.M))
+        assert f'protokube_join_csr_outcomes_total{{outcome="{kind}"}} {said}\n' in text, (kind, said, text)
+    assert 'protokube_join_csr_outcomes_total{outcome="failed"} 0\n' in text, text
+    assert 'protokube_errors_total{stage="join"} 0\n' in text, text

@@ -40,15 +40,19 @@ static void test_kubeconfig_is_kubeadms(void **state) {
         X509 *ca = vector_ca(&pem, &len);
         assert_int_equal(crypto_base64_encode(pem, len, &b64), 0);
         assert_int_equal(join_cluster_info_kubeconfig(ca, SERVER, &text), 0);
-        /* clientcmd.Write of kubeadm's cluster-info Config (cmd/kubeadm/app/phases/bootstraptoken/clusterinfo) */
+        /* clientcmd.Write of kubeadm's cluster-info Config
+         * (cmd/kubeadm/app/phases/bootstraptoken/clusterinfo) */
         want = strprintf("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: %s\n"
                          "    server: " SERVER "\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\n"
                          "kind: Config\npreferences: {}\nusers: null\n",
                          b64);
         assert_string_equal(text, want);
+        free(text);
+        text = NULL;
         assert_int_equal(join_cluster_info_kubeconfig(ca, "", &text), -EINVAL);
         assert_int_equal(join_cluster_info_kubeconfig(ca, "https://a\nb", &text), -EINVAL);
         assert_int_equal(join_cluster_info_kubeconfig(NULL, SERVER, &text), -EINVAL);
+        assert_null(text);
         free(want);
         free(b64);
         free(pem);
@@ -64,11 +68,12 @@ static void test_objects(void **state) {
         assert_non_null(strstr(cm, "\"kind\":\"ConfigMap\""));
         assert_non_null(strstr(cm, "\"name\":\"cluster-info\",\"namespace\":\"kube-public\""));
         char *role = json_dumps(json_array_get(l, 1), JSON_SORT_KEYS | JSON_COMPACT);
-        assert_string_equal(role, "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\","
-                                  "\"metadata\":{\"labels\":{\"app.kubernetes.io/managed-by\":\"protokube\"},"
-                                  "\"name\":\"protokube:bootstrap-signer-clusterinfo\",\"namespace\":"
-                                  "\"kube-public\"},\"rules\":[{\"apiGroups\":[\"\"],\"resourceNames\":["
-                                  "\"cluster-info\"],\"resources\":[\"configmaps\"],\"verbs\":[\"get\"]}]}");
+        assert_string_equal(role,
+                            "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\","
+                            "\"metadata\":{\"labels\":{\"app.kubernetes.io/managed-by\":\"protokube\"},"
+                            "\"name\":\"protokube:bootstrap-signer-clusterinfo\",\"namespace\":"
+                            "\"kube-public\"},\"rules\":[{\"apiGroups\":[\"\"],\"resourceNames\":["
+                            "\"cluster-info\"],\"resources\":[\"configmaps\"],\"verbs\":[\"get\"]}]}");
         char *binding = json_dumps(json_array_get(l, 2), JSON_SORT_KEYS | JSON_COMPACT);
         assert_string_equal(binding,
                             "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBinding\","
@@ -118,8 +123,9 @@ static char *config_map(const char *kind, const char *name, const char *key, con
 }
 
 static char *kubeconfig_with(const char *ca_data, const char *server, unsigned n_clusters) {
-        char *one = strprintf("- cluster:\n    certificate-authority-data: %s\n    server: %s\n  name: \"\"\n",
-                              ca_data, server);
+        char *one =
+            strprintf("- cluster:\n    certificate-authority-data: %s\n    server: %s\n  name: \"\"\n",
+                      ca_data, server);
         char *t = strprintf("apiVersion: v1\nclusters:%s\n%s%scontexts: null\nkind: Config\n",
                             n_clusters ? "" : " []", n_clusters > 0 ? one : "", n_clusters > 1 ? one : "");
         free(one);
@@ -178,7 +184,8 @@ static void test_refusals(void **state) {
         refused_kubeconfig(t, "more than one cluster");
         free(t);
         refused_kubeconfig("clusters:\n- name: \"\"\n", "cluster entry has no cluster");
-        refused_kubeconfig("clusters:\n- cluster:\n    server: " SERVER "\n", "no certificate-authority-data");
+        refused_kubeconfig("clusters:\n- cluster:\n    server: " SERVER "\n",
+                           "no certificate-authority-data");
         t = kubeconfig_with("not*base64!", SERVER, 1);
         refused_kubeconfig(t, "not base64");
         free(t);
@@ -215,9 +222,10 @@ static void test_refusals(void **state) {
         char *leaf_pem = NULL;
         size_t leaf_len = 0;
         assert_int_equal(pki_ca_create("kubernetes-ca", key, 0, T0, &self), 0);
-        assert_int_equal(pki_cert_issue(&(PkiCertRequest){ .cn = "system:node:w1", .usage = PKI_USAGE_CLIENT },
-                                        key, self, key, T0, &leaf, NULL),
-                         0);
+        assert_int_equal(
+            pki_cert_issue(&(PkiCertRequest){ .cn = "system:node:w1", .usage = PKI_USAGE_CLIENT }, key, self,
+                           key, T0, &leaf, NULL),
+            0);
         assert_int_equal(pki_cert_to_pem(leaf, &leaf_pem, &leaf_len), 0);
         char *lb = b64_of(leaf_pem, leaf_len);
         t = kubeconfig_with(lb, SERVER, 1);
