@@ -137,7 +137,7 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         def serving_issued():
             c = csrs_of(m, WORKER)
             return any(a and i for _, a, i in c.get(SERVING, [])), c
-        csrs = wait("the worker's serving certificate issued", serving_issued, 120, wnode)
+        wait("the worker's serving certificate issued", serving_issued, 120, wnode)
         c = csrs_of(m, WORKER)
         assert any(a and i for _, a, i in c.get(CLIENT, [])), c
 
@@ -172,7 +172,7 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         logs = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "logs",
                                "on-the-worker"], capture_output=True, text=True, timeout=60)
         assert logs.returncode == 0, logs.stderr
-        print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {csrs}")
+        print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {c}")
     finally:
         if wnode:
             errors = wnode.close()
