@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "basic/errors.h"
+#include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "daemon/pass-types.h"
@@ -207,11 +208,43 @@ static void test_blocked(void **state) {
         }
 }
 
+/* The worker's three rendered files for the test's spec, against tests/golden/worker/ (the token there is
+ * the test's, not a secret). PROTOKUBE_UPDATE_GOLDEN=1 writes them instead
+ * (scripts/update-golden-worker.sh): review the diff, it is what every worker's kubelet runs with. */
+static void check_golden(const char *name, const char *text) {
+        _cleanup_free_ char *path = strjoin(SRCDIR, "/tests/golden/worker/", name), *want = NULL;
+        assert_non_null(path);
+        if (getenv("PROTOKUBE_UPDATE_GOLDEN")) {
+                assert_int_equal(write_file_atomic(path, text, strlen(text), 0644, true) >= 0, true);
+                return;
+        }
+        size_t len;
+        if (read_full_file(path, 1U << 20, &want, &len) < 0)
+                fail_msg("cannot read %s (scripts/update-golden-worker.sh writes it)", path);
+        if (!streq(want, text))
+                fail_msg("%s differs from the rendered text:\n%s", path, text);
+}
+
+static void test_golden(void **state) {
+        Pass *p = worker_pass(PIN, "/etc/protokube/token");
+        PassObservation o;
+        PassPlan plan;
+        observe(&o, &plan, 1);
+        assert_int_equal(pass_step_kubelet_boot.plan(p, &o, &plan), 0);
+        check_golden("config.yaml", plan.kubelet.config);
+        check_golden("kubelet.env", plan.kubelet.env);
+        check_golden("bootstrap-kubeconfig", plan.kubelet.bootstrap);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+        free_pass(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_first_pass),
                 cmocka_unit_test(test_current),
                 cmocka_unit_test(test_blocked),
+                cmocka_unit_test(test_golden),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
