@@ -7,6 +7,27 @@
 #include <string.h>
 #include <strings.h>
 
+int in_addr_prefix_parse(const char *s) {
+        unsigned char buf[sizeof(struct in6_addr)];
+        char addr[IN_ADDR_LITERAL_MAX + 1];
+        const char *slash = s ? strchr(s, '/') : NULL;
+        if (!slash || (size_t)(slash - s) > IN_ADDR_LITERAL_MAX || !slash[1] || strlen(slash + 1) > 3 ||
+            strspn(slash + 1, "0123456789") != strlen(slash + 1) || (slash[1] == '0' && slash[2]))
+                return -EINVAL;
+        memcpy(addr, s, (size_t)(slash - s));
+        addr[slash - s] = 0;
+        int family = in_addr_literal_parse(addr, NULL);
+        if (family < 0)
+                return family;
+        unsigned len = (unsigned)atoi(slash + 1), bits = family == AF_INET ? 32 : 128;
+        if (len > bits || inet_pton(family, addr, buf) != 1)
+                return -EINVAL;
+        for (unsigned b = len; b < bits; b++) /* no host bit set past the prefix */
+                if (buf[b / 8] & (0x80U >> (b % 8)))
+                        return -EINVAL;
+        return family;
+}
+
 int in_addr_literal_parse(const char *s, char **ret_canonical) {
         unsigned char buf[sizeof(struct in6_addr)];
         char text[INET6_ADDRSTRLEN];

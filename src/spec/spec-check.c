@@ -74,6 +74,19 @@ int spec_check_dns_name(const void *value, char **ret_message) {
         return 0;
 }
 
+int spec_check_ifname(const void *value, char **ret_message) {
+        char b[SPEC_ECHO_MAX];
+        const char *s = string_of(value);
+        size_t n = strlen(s);
+        if (n == 0 || n > 15 ||
+            strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n ||
+            streq(s, ".") || streq(s, ".."))
+                return spec_check_fail(ret_message,
+                                       "%s is not an interface name (1 to 15 letters, digits and . _ -)",
+                                       spec_echo(b, s));
+        return 0;
+}
+
 int spec_check_dns_label(const void *value, char **ret_message) {
         char b[SPEC_ECHO_MAX];
         const char *s = string_of(value);

@@ -21,6 +21,9 @@ int spec_check_dns_name(const void *value, char **ret_message);
 int spec_check_dns_label(const void *value, char **ret_message);
 int spec_check_zone(const void *value, char **ret_message);
 int spec_check_absolute_path(const void *value, char **ret_message);
+/* A network interface's name: 1 to 15 letters, digits and . _ - (the kernel's IFNAMSIZ, and nothing a
+ * CNI configuration or a shell would read otherwise). */
+int spec_check_ifname(const void *value, char **ret_message);
 int spec_check_server(const void *value, char **ret_message);
 int spec_check_timeout(const void *value, char **ret_message);
 int spec_check_image(const void *value, char **ret_message);

@@ -174,6 +174,34 @@ static const Field pki_fields[] = {
         {},
 };
 
+static const char *const networking_provider_table[_NETWORKING_MAX + 1] = {
+        [NETWORKING_NONE] = "none",
+        [NETWORKING_KUBENET] = "kubenet",
+};
+
+static const Field networking_fields[] = {
+        { .name = "provider",
+          .type = FIELD_ENUM,
+          .offset = offsetof(NetworkingSpec, provider),
+          .default_value = "none",
+          .enum_values = networking_provider_table,
+          .help = "none (the operator's CNI) | kubenet (bridge and host-local CNI on each node's podCIDR, "
+                  "routes to the other nodes' podCIDRs)" },
+        { .name = "cniConfDir",
+          .type = FIELD_STRING,
+          .offset = offsetof(NetworkingSpec, cni_conf_dir),
+          .default_value = "/etc/cni/net.d",
+          .validate = spec_check_absolute_path,
+          .help = "where the container runtime reads its CNI networks (kubenet)" },
+        { .name = "bridge",
+          .type = FIELD_STRING,
+          .offset = offsetof(NetworkingSpec, bridge),
+          .default_value = "cbr0",
+          .validate = spec_check_ifname,
+          .help = "the pods' bridge on each node (kubenet)" },
+        {},
+};
+
 static const Field spec_fields[] = {
         { .name = "cloud",
           .type = FIELD_ENUM,
@@ -241,6 +269,11 @@ static const Field spec_fields[] = {
           .type = FIELD_STRUCT,
           .offset = offsetof(ClusterSpec, kubelet),
           .sub = kubelet_config_fields },
+        { .name = "networking",
+          .type = FIELD_STRUCT,
+          .offset = offsetof(ClusterSpec, networking),
+          .sub = networking_fields,
+          .help = "the pods' network" },
         {},
 };
 

@@ -33,6 +33,23 @@ typedef enum DnsProviderKind {
 
 #include "spec/spec-dns.h"
 
+/* spec.networking.provider: who gives pods their network. kubenet: protokube, on every node
+ * (docs/workers.md, "Pod networking"): the standard bridge and host-local CNI plugins on the node's podCIDR,
+ * and a route to every other node's podCIDR via its internal address. none: the operator's CNI (nothing is
+ * written). */
+typedef enum NetworkingProvider {
+        NETWORKING_NONE,
+        NETWORKING_KUBENET,
+        _NETWORKING_MAX,
+        _NETWORKING_INVALID = -EINVAL,
+} NetworkingProvider;
+
+typedef struct NetworkingSpec {
+        OptEnum provider;   /* NetworkingProvider, default none */
+        char *cni_conf_dir; /* where the container runtime reads CNI networks; default /etc/cni/net.d */
+        char *bridge;       /* the pods' bridge on each node; default cbr0 (kubenet's) */
+} NetworkingSpec;
+
 /* The key types of spec.pki: the same two values, in the same order and with the same names, as pki's
  * PkiKeyType (pki/pki-key.h), which the spec cannot include (layers); the pass maps one onto the other. */
 typedef enum SpecKeyType {
@@ -100,6 +117,7 @@ typedef struct ClusterSpec {
         KubeSchedulerConfig kube_scheduler;
         KubeProxyConfig kube_proxy;
         KubeletConfig kubelet;
+        NetworkingSpec networking;
 } ClusterSpec;
 
 /* Loads and validates path. On a spec error returns PK_ESPEC and, if ret_errors, every error as

@@ -67,6 +67,24 @@ static void test_in_addr_literal(void **state) {
         assert_false(in_addr_literal_valid(NULL));
 }
 
+/* Network prefixes as the API gives a node's podCIDR: a network in either family, nothing else. */
+static void test_in_addr_prefix(void **state) {
+        static const char *const good4[] = { "10.1.2.0/24", "100.96.0.0/11", "0.0.0.0/0", "10.1.2.3/32" };
+        static const char *const good6[] = { "fd00::/64", "2001:db8::/32", "::/0" };
+        static const char *const bad[] = { "10.1.2.3/24",  "10.1.2.0",     "10.1.2.0/",   "10.1.2.0/33",
+                                           "10.1.2.0/024", "10.1.2.0/-1",  "10.1.2.0/2x", "fd00::1/64",
+                                           "fd00::/129",   "x/24",         "/24",         "10.1.2.0/24 ",
+                                           " 10.1.2.0/24", "10.1.2.0/24/1" };
+        for (size_t i = 0; i < ELEMENTSOF(good4); i++)
+                assert_int_equal(in_addr_prefix_parse(good4[i]), AF_INET);
+        for (size_t i = 0; i < ELEMENTSOF(good6); i++)
+                assert_int_equal(in_addr_prefix_parse(good6[i]), AF_INET6);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                if (in_addr_prefix_parse(bad[i]) >= 0)
+                        fail_msg("accepted '%s'", bad[i]);
+        assert_int_equal(in_addr_prefix_parse(NULL), -EINVAL);
+}
+
 /* The one loopback rule (plain http is allowed only there: the AWS endpoints, the API server). */
 static void test_host_is_loopback(void **state) {
         static const struct {
@@ -283,9 +301,13 @@ static void test_holder_comparison(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_in_addr_literal),        cmocka_unit_test(test_host_is_loopback),
-                cmocka_unit_test(test_interface_filter),       cmocka_unit_test(test_interface_filter_bound),
-                cmocka_unit_test(test_detect_on_this_machine), cmocka_unit_test(test_machine_id),
+                cmocka_unit_test(test_in_addr_literal),
+                cmocka_unit_test(test_in_addr_prefix),
+                cmocka_unit_test(test_host_is_loopback),
+                cmocka_unit_test(test_interface_filter),
+                cmocka_unit_test(test_interface_filter_bound),
+                cmocka_unit_test(test_detect_on_this_machine),
+                cmocka_unit_test(test_machine_id),
                 cmocka_unit_test(test_holder_comparison),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
