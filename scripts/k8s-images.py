@@ -4,7 +4,7 @@
 reachable): each an OCI image layout tarball of one uncompressed layer, whose index.json carries the annotation
 io.containerd.image.name = the exact NAME:TAG, so `ctr -n k8s.io images import TAR` makes kubelet find it.
 
-    k8s-images.py --out DIR --k8s-bin DIR --go-runner FILE --pause FILE --etcd-image NAME:TAG[=BINDIR]...
+    k8s-images.py --out DIR --k8s-bin DIR --go-runner FILE --pause FILE --podnet FILE --etcd-image NAME:TAG[=BINDIR]...
 
 Called by scripts/k8s-images.sh, which builds go-runner and pause and picks the cache directory. Layers are
 reproducible (owner root, mtime 0, sorted), so the same inputs give the same digests. Writes DIR/images.json:
@@ -24,6 +24,7 @@ import tempfile
 
 K8S_VERSION = "v1.20.2"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.2"
+PODNET_IMAGE = "protokube.test/podnet:1"  # the tests' and demos' workload (tools/podnet/podnet.c)
 KUBE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
 PASSWD = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
 GROUP = "root:x:0:\nnogroup:x:65534:\n"
@@ -190,6 +191,7 @@ def main():
     ap.add_argument("--k8s-bin", required=True)
     ap.add_argument("--go-runner", required=True)
     ap.add_argument("--pause", required=True)
+    ap.add_argument("--podnet", required=True)
     ap.add_argument("--etcd", default="/usr/bin/etcd")
     ap.add_argument("--etcdctl", default="/usr/bin/etcdctl")
     ap.add_argument("--etcd-image", action="append", default=[])
@@ -215,6 +217,10 @@ def main():
     r = Rootfs()
     r.file("/pause", a.pause, 0o755)
     made.append((PAUSE_IMAGE, write_image(a.out, PAUSE_IMAGE, r, ["/pause"])))
+
+    r = Rootfs()
+    r.file("/podnet", a.podnet, 0o755)
+    made.append((PODNET_IMAGE, write_image(a.out, PODNET_IMAGE, r, ["/podnet"])))
 
     for kube in KUBE:
         src = os.path.join(a.k8s_bin, kube)

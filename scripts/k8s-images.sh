@@ -11,6 +11,8 @@
 #   PROTOKUBE_IMAGES_CACHE=DIR                 parent of the cache directories (default /var/cache/protokube)
 #
 # Images: registry.k8s.io/pause:3.2 (gcc -Os -static of the Kubernetes tree's build/pause/linux/pause.c);
+# protokube.test/podnet:1, the tests' and demos' workload (tools/podnet/podnet.c, static: a server that says
+# its pod's name, and a client);
 # registry.k8s.io/kube-{apiserver,controller-manager,scheduler,proxy}:v1.20.2 (the static binaries of
 # scripts/k8s-binaries.sh at /usr/local/bin/<name> and our /go-runner, tools/go-runner/go-runner.c; kube-proxy
 # also gets Debian's legacy iptables); each etcd image: an etcd at /usr/local/bin/etcd with the libraries it
@@ -67,7 +69,7 @@ done
 key=$({
         # contents only: the same files reached by another path (the script run as ./scripts/... or by its
         # absolute path) are the same key
-        sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/scripts/k8s-images.py" "$0" "${etcd_bins[@]}" /bin/dash | cut -d' ' -f1
+        sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/tools/podnet/podnet.c" "$top/scripts/k8s-images.py" "$0" "${etcd_bins[@]}" /bin/dash | cut -d' ' -f1
         ldd "${etcd_bins[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $1 !~ /:$/ {print $1}' | sort -u | xargs -r readlink -f | xargs -r sha256sum
         stat -L -c '%n %s %Y' "$bin"/kube-* /usr/sbin/xtables-legacy-multi 2>/dev/null || true
         gcc --version | head -1
@@ -91,6 +93,7 @@ fi
 work=$(mktemp -d "$parent/.images-$key.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 gcc -std=gnu11 -Os -static -Wall -Wextra -Werror -o "$work/go-runner" "$top/tools/go-runner/go-runner.c"
+gcc -std=gnu11 -Os -static -Wall -Wextra -Werror -o "$work/podnet" "$top/tools/podnet/podnet.c"
 # pause.c as upstream builds it (build/pause/Makefile: -Os -Wall -Werror -static, VERSION defined).
 gcc -Os -Wall -Werror -static -DVERSION=v3.2-protokube -o "$work/pause" "$pause_c"
 args=()
@@ -98,7 +101,7 @@ for spec in "${etcd_specs[@]}"; do
         args+=(--etcd-image "$spec")
 done
 /usr/bin/python3 "$top/scripts/k8s-images.py" --out "$work/images" --k8s-bin "$bin" \
-        --go-runner "$work/go-runner" --pause "$work/pause" --etcd "$etcd" "${args[@]}"
+        --go-runner "$work/go-runner" --pause "$work/pause" --podnet "$work/podnet" --etcd "$etcd" "${args[@]}"
 rm -rf "$out"
 mv "$work/images" "$out"
 echo "k8s-images: built in $(($(date +%s) - started)) s: $(ls "$out" | grep -c '\.tar$') images" >&2

@@ -30,6 +30,7 @@ void pass_observation_done(PassObservation *o) {
         strv_free(o->manifest_texts);
         certs_observation_done(&o->certs);
         pass_kubelet_observed_done(&o->kubelet);
+        pass_pod_network_observed_done(&o->pod_network);
         for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
                 pass_etcd_member_done(&o->etcd_members[i]);
         free(o->etcd_members);
@@ -55,6 +56,7 @@ void pass_plan_done(PassPlan *p) {
         free(p->control_plane_write);
         certs_plan_done(&p->certs);
         pass_kubelet_plan_done(&p->kubelet);
+        pass_pod_network_plan_done(&p->pod_network);
         free(p->held_members);
         free(p->member_plans);
         join_plan_done(&p->join);

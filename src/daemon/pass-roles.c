@@ -15,6 +15,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
+#include "daemon/step-pod-network.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-restore.h"
 #include "daemon/step-volumes.h"
@@ -52,6 +53,7 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_certs),
         OBSERVE(pass_step_control_plane),
         OBSERVE(pass_step_join), /* the cluster CA as the certificates' observation read it */
+        OBSERVE(pass_step_pod_network_master), /* the Nodes, through this master's own apiserver */
 
         PLAN(pass_step_members),
         PLAN(pass_step_volumes),
@@ -61,6 +63,7 @@ static const PassRow master_rows[] = {
         PLAN(pass_step_dns),
         PLAN(pass_step_control_plane),
         PLAN(pass_step_join),
+        PLAN(pass_step_pod_network_master),
 
         APPLY(pass_step_volumes, PASS_WAVE_ALL), /* every claim */
         APPLY(pass_step_volume_devices, PASS_WAVE_FIRST),
@@ -77,6 +80,7 @@ static const PassRow master_rows[] = {
         APPLY(pass_step_control_plane, PASS_WAVE_ALL),
         APPLY(pass_step_backups, PASS_WAVE_ALL),
         APPLY(pass_step_join, PASS_WAVE_ALL), /* after every step of the node's own control plane */
+        APPLY(pass_step_pod_network_master, PASS_WAVE_ALL),
         APPLY(pass_step_volumes_done, PASS_WAVE_ALL),
         APPLY(pass_step_pivot, PASS_WAVE_ALL), /* the checkpoint, then one pivot step */
 
@@ -89,22 +93,28 @@ static const PassRow master_rows[] = {
         PRINT(pass_step_members),
         PRINT(pass_step_pivot),
         PRINT(pass_step_join),
+        PRINT(pass_step_pod_network_master),
         {},
 };
 
 /* A worker: the node's view of the API, from the masters the volume provider lists (read only: a worker's
  * pass never claims a volume, never looks at one's device, never renders a control-plane pod), then its
- * kubelet's bootstrap, whose CA is fetched from the masters of that view. kube-proxy, the CNI configuration
- * and the routes come next (docs/workers.md). */
+ * kubelet's bootstrap, whose CA is fetched from the masters of that view, then (kubenet) the pods'
+ * network, read through a master of that view with the kubelet's identity once it joined. kube-proxy comes
+ * next (docs/workers.md). */
 static const PassRow worker_rows[] = {
         OBSERVE(pass_step_api_view),
         OBSERVE(pass_step_kubelet_boot),
+        OBSERVE(pass_step_pod_network_worker), /* after the listing: the masters to ask */
         PLAN(pass_step_api_view),
         PLAN(pass_step_kubelet_boot),
+        PLAN(pass_step_pod_network_worker),
         APPLY(pass_step_api_view, PASS_WAVE_ALL),
         APPLY(pass_step_kubelet_boot, PASS_WAVE_ALL),
+        APPLY(pass_step_pod_network_worker, PASS_WAVE_ALL),
         PRINT(pass_step_api_view),
         PRINT(pass_step_kubelet_boot),
+        PRINT(pass_step_pod_network_worker),
         {},
 };
 

@@ -29,8 +29,10 @@
 #include "join/join-round.h"
 #include "join/join-token.h"
 #include "kube/kube-client.h"
+#include "kube/kube-node.h"
 #include "model/conventions.h"
 #include "pivot/pivot.h"
+#include "shared/netlink-route.h"
 #include "spec/spec.h"
 #include "store/store.h"
 #include "volumes/volumes.h"
@@ -138,6 +140,37 @@ typedef struct PassKubeletPlan {
 
 void pass_kubelet_plan_done(PassKubeletPlan *k);
 
+/* The kubelet's own kubeconfig in the node's kubelet directory: the kubelet writes it once its client
+ * certificate is issued (a worker's bootstrap step, its pod network step). */
+#define PASS_KUBELET_KUBECONFIG "kubeconfig"
+
+/* The pods' network in kubenet mode (step-pod-network.c): the Nodes, the node's CNI file, the routes. */
+typedef struct PassPodNetworkObserved {
+        bool observed;  /* all of it was read */
+        int status;     /* not observed: PK_EWAITING (no API yet) or < 0 */
+        char *message;
+        char *self;     /* this node's Node name */
+        KubeNodeNetwork *nodes;
+        size_t n_nodes;
+        char **warnings; /* the Nodes' values left out */
+        char *conflist;  /* the CNI file as it is; NULL: absent */
+        NetlinkRoute *routes; /* the main table's unicast routes of every owner */
+        size_t n_routes;
+} PassPodNetworkObserved;
+
+void pass_pod_network_observed_done(PassPodNetworkObserved *n);
+
+typedef struct PassPodNetworkPlan {
+        bool enabled; /* spec.networking.provider kubenet */
+        int status;   /* 0; PK_EWAITING; < 0 */
+        char *note;
+        char *conflist, *conflist_path;
+        bool write_conflist;
+        NetlinkRoutePlan routes;
+} PassPodNetworkPlan;
+
+void pass_pod_network_plan_done(PassPodNetworkPlan *n);
+
 /* What one observation saw: data only (the sessions it read through are the context's). */
 typedef struct PassObservation {
         int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
@@ -162,6 +195,7 @@ typedef struct PassObservation {
         DnsApiReadiness api;
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
         PassKubeletObserved kubelet; /* a worker's kubelet files */
+        PassPodNetworkObserved pod_network; /* kubenet: the Nodes, the CNI file, the routes */
         /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
          * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
          * the round was read (join); PK_EWAITING the apiserver does not answer; < 0 the round could not be
@@ -202,6 +236,7 @@ typedef struct PassPlan {
         bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
         PassKubeletPlan kubelet; /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
+        PassPodNetworkPlan pod_network; /* kubenet (step-pod-network.c) */
         bool join_planned;       /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */

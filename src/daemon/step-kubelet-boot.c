@@ -53,7 +53,7 @@ static const char *const kubelet_file_names[_KUBELET_FILE_MAX] = {
         [KUBELET_FILE_CONFIG] = "config.yaml",
         [KUBELET_FILE_CA] = "ca.crt",
         [KUBELET_FILE_BOOTSTRAP] = "bootstrap-kubeconfig",
-        [KUBELET_FILE_KUBECONFIG] = "kubeconfig",
+        [KUBELET_FILE_KUBECONFIG] = PASS_KUBELET_KUBECONFIG,
         [KUBELET_FILE_ENV] = "kubelet.env",
         [KUBELET_FILE_CERT_DIR] = "pki",
 };

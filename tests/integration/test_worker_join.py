@@ -9,9 +9,11 @@ given only a token (`protokube token create` on the master) and the CA's pin.
 from the volume pool), fetches the CA and takes it with the pin, and writes the kubelet's files; its kubelet
 then starts from them as an init system would (KUBELET_ARGS of kubelet.env). The kubelet's bootstrap CSR is
 approved and signed by the master's protokube, its Node registers and turns Ready, its serving certificate
-comes through its own CSR (approved for its addresses only), and a pod bound to it runs, its logs read
-through the API. The worker never holds a private key of the CA. The time from the worker's
+comes through its own CSR (approved for its addresses only). With spec.networking kubenet, protokube
+writes each node's CNI network on its podCIDR and routes each node's podCIDR via its address: a pod on the
+worker reaches a pod on the master by its pod address, and its log is read through the API. The worker never holds a private key of the CA. The time from the worker's
 first pass to its Node Ready is printed."""
+import ipaddress
 import json
 import os
 import re
@@ -21,7 +23,7 @@ import time
 from conftest import protokube_bin
 from loopdev import CLUSTER
 from test_k8s_master import NODE_IP, master, wait  # noqa: F401  (master: the fixture)
-from node import PAUSE_IMAGE, Node
+from node import PODNET_IMAGE, Node
 
 WORKER = "w1"
 WORKER_IP = "198.18.43.20"
@@ -37,7 +39,7 @@ def master_pk(m, env, *args, check=0):
     return p
 
 
-def worker_spec(env, base, hosts, cgroup_root):
+def worker_spec(env, base, hosts, cgroup_root, cni_conf_dir):
     """The cluster's spec as a worker has it: no state store, no pki dir; its own hosts file; its kubelet's
     settings for this test machine (the harness's: cgroupfs under a root of its own, no swap check, images
     never collected)."""
@@ -46,6 +48,7 @@ def worker_spec(env, base, hosts, cgroup_root):
     text = re.sub(r"(?m)^  stateStore: .*\n  pki:\n    dir: .*\n", "", text)
     assert "stateStore" not in text and "pki:" not in text, text
     text = re.sub(r"(?m)^      file: .*$", f"      file: {hosts}", text)
+    text = re.sub(r"(?m)^    cniConfDir: .*$", f"    cniConfDir: {cni_conf_dir}", text)
     resolv = os.path.join(base, "resolv.conf")
     with open(resolv, "w") as f:
         f.write("options ndots:1 timeout:1 attempts:1\n")
@@ -59,6 +62,28 @@ def worker_spec(env, base, hosts, cgroup_root):
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def pod_spec(name, node, command):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "podnet", "image": PODNET_IMAGE, "command": command,
+                                     "env": [{"name": "POD_NAME", "value": name}]}]}}
+
+
+def pod_ip(m, name):
+    p, err = m.kubectl_json("get", "pod", name)
+    st = (p or {}).get("status", {})
+    return (st.get("podIP") if st.get("phase") == "Running" else None), err or st
 
 
 def csrs_of(m, node):
@@ -78,6 +103,13 @@ def csrs_of(m, node):
 
 def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
     env, node, m = master
+    # kubenet: protokube writes each node's CNI network where its containerd reads them, and the routes
+    node.cni = False
+    with open(env.spec) as f:
+        text = f.read()
+    with open(env.spec, "w") as f:
+        f.write(text.replace("  kubernetesVersion:", "  networking:\n    provider: kubenet\n"
+                             f"    cniConfDir: {node.cni_conf_dir()}\n  kubernetesVersion:"))
     node.start()
     wait("kube-apiserver /readyz", lambda: (m.readyz(), "not ready"), 300, node, interval=2)
 
@@ -87,7 +119,7 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
     argv[argv.index("--internal-ip") + 1] = NODE_IP
     runner = subprocess.Popen(["nsenter", f"--net=/run/netns/{m.netns}", *argv], stdout=subprocess.DEVNULL,
                               stderr=mlog, start_new_session=True)
-    wnode = None
+    wnode = wrun = None
     try:
         out = master_pk(m, env, "token", "create", "--ttl", "1h", "--description", "the test's worker",
                         "--kubeconfig", os.path.join(m.pki, "protokube", "kubeconfig")).stdout
@@ -105,8 +137,8 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
         wnode = Node(WORKER, os.path.join(base, "manifests"), None, None, WORKER_IP, netns=wns, hosts_file=hosts,
-                     base=os.path.join(base, "node"), worker_kubelet_dir=os.path.join(base, "kubelet"))
-        spec = worker_spec(env, base, hosts, wnode.cgroup_root)
+                     base=os.path.join(base, "node"), worker_kubelet_dir=os.path.join(base, "kubelet"), cni=False)
+        spec = worker_spec(env, base, hosts, wnode.cgroup_root, wnode.cni_conf_dir())
         os.makedirs(os.path.join(base, "manifests"))
 
         t0 = time.monotonic()
@@ -126,6 +158,12 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
                                                                "kubelet.env"]
 
         wnode.start()
+        # the worker's daemon from now on: its pod network comes once its kubelet joined and its Node has a
+        # podCIDR
+        wlog = open(os.path.join(base, "protokube-run.log"), "ab")
+        wrun = subprocess.Popen([*wargv[:wargv.index("once")], "run", *wargv[wargv.index("once") + 1:],
+                                 "--interval", "2s", "--listen", "127.0.0.1:9797"],
+                                stdout=subprocess.DEVNULL, stderr=wlog, start_new_session=True)
 
         def node_ready():
             n, err = m.kubectl_json("get", "node", WORKER)
@@ -157,30 +195,38 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
                     # only the kubelet's own keys: its client and serving pairs
                     assert path.startswith(pki + "/"), path
 
-        # kubectl logs through the API: the apiserver reaches the worker's kubelet on its serving port
-        m.wait_default_service_account()
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "on-the-worker", "namespace": "default"},
-               "spec": {"nodeName": WORKER, "hostNetwork": True, "automountServiceAccountToken": False,
-                        "containers": [{"name": "c", "image": PAUSE_IMAGE}]}}
-        m.kubectl_ok("create", "-f", "-", stdin=json.dumps(pod))
+        # kubenet: each node's CNI network on its podCIDR, and a route to the other's through protokube
+        routes = subprocess.run(["ip", "-n", wns, "route", "show", "proto", "0xb5"], capture_output=True,
+                                text=True, timeout=10).stdout
+        master_cidr = m.kubectl_json("get", "node", "a")[0]["spec"]["podCIDR"]
+        assert f"{master_cidr} via {NODE_IP}" in routes, routes
 
-        def pod_running():
-            p, err = m.kubectl_json("get", "pod", "on-the-worker")
-            return (p or {}).get("status", {}).get("phase") == "Running", err or (p or {}).get("status")
-        wait("a pod on the worker Running", pod_running, 180, wnode)
-        logs = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "logs",
-                               "on-the-worker"], capture_output=True, text=True, timeout=60)
-        assert logs.returncode == 0, logs.stderr
+        # a pod on the master answers a pod on the worker across the nodes, by its pod address; the client's
+        # log is read through the API from the worker's kubelet
+        m.wait_default_service_account()
+        server = pod_spec("podnet-server", "a", ["/podnet", "serve", "8080"])
+        m.kubectl_ok("create", "-f", "-", stdin=json.dumps(server))
+        server_ip = wait("a pod on the master Running with an address", lambda: pod_ip(m, "podnet-server"), 180,
+                         node)
+        client = pod_spec("podnet-client", WORKER, ["/podnet", "get", server_ip, "8080"])
+        m.kubectl_ok("create", "-f", "-", stdin=json.dumps(client))
+        client_ip = wait("a pod on the worker Running with an address", lambda: pod_ip(m, "podnet-client"),
+                         180, wnode)
+        wcidr = m.kubectl_json("get", "node", WORKER)[0]["spec"]["podCIDR"]
+        assert ipaddress.ip_address(client_ip) in ipaddress.ip_network(wcidr), (client_ip, wcidr)
+
+        def answered():
+            logs = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "logs",
+                                   "podnet-client"], capture_output=True, text=True, timeout=60)
+            return "got: podnet podnet-server" in logs.stdout, logs.stdout[-500:] + logs.stderr[-500:]
+        wait("the worker's pod got the master's pod's answer", answered, 120, wnode)
         print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {c}")
     finally:
+        if wrun:
+            stop(wrun)
+            wlog.close()
         if wnode:
             errors = wnode.close()
             assert not errors, errors
-        runner.terminate()
-        try:
-            runner.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            runner.kill()
-            runner.wait(timeout=10)
+        stop(runner)
         mlog.close()

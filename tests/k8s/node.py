@@ -37,6 +37,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAUSE_IMAGE = "registry.k8s.io/pause:3.2"
+PODNET_IMAGE = "protokube.test/podnet:1"  # the tests' workload (tools/podnet/podnet.c, scripts/k8s-images.sh)
 CGROUP = "/sys/fs/cgroup"
 CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd")
 CNI_BIN = "/usr/lib/cni"
@@ -101,7 +102,7 @@ class Node:
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
-                 resolv_conf=None, keep_server=False, worker_kubelet_dir=None):
+                 resolv_conf=None, keep_server=False, worker_kubelet_dir=None, cni=True):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
@@ -114,6 +115,9 @@ class Node:
         # a worker: protokube wrote the kubelet's files there (docs/workers.md: config.yaml, kubelet.env with
         # KUBELET_ARGS, the bootstrap kubeconfig); the kubelet starts from them, not from this harness's
         self.worker_kubelet_dir = worker_kubelet_dir
+        # cni: this harness writes the node's CNI network (in a namespace of the test); False: protokube does
+        # (spec.networking.provider kubenet, cniConfDir = cni_conf_dir())
+        self.cni = cni
         self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
         self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
         self.own_base = base is None
@@ -213,7 +217,7 @@ state = "{cd}/state"
 """
         with open(os.path.join(cd, "config.toml"), "w") as f:
             f.write(cfg)
-        if self.netns:
+        if self.netns and self.cni:
             # A CNI network makes containerd report NetworkReady, so the node becomes Ready. Only in a namespace
             # of the test: the bridge plugin would create its bridge (on the first pod that is not hostNetwork)
             # wherever the node runs.
@@ -225,6 +229,10 @@ state = "{cd}/state"
             with open(os.path.join(cd, "net.d", "10-pk-node.conflist"), "w") as f:
                 json.dump(conf, f, indent=1)
         return os.path.join(cd, "config.toml")
+
+    def cni_conf_dir(self):
+        """Where this node's containerd reads its CNI networks."""
+        return self.path("containerd", "net.d")
 
     def start_containerd(self):
         cfg = self.write_containerd_config()

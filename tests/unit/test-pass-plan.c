@@ -20,6 +20,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
+#include "daemon/step-pod-network.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-restore.h"
 #include "daemon/step-volumes.h"
@@ -666,7 +667,7 @@ static const PassStep *const all_steps[] = {
         &pass_step_volumes_done,   &pass_step_dns,          &pass_step_api_names,
         &pass_step_members,        &pass_step_certs,        &pass_step_control_plane,
         &pass_step_etcd_manifests, &pass_step_restore,      &pass_step_backups,
-        &pass_step_api_view,       &pass_step_kubelet_boot, &pass_step_join,
+        &pass_step_api_view,       &pass_step_kubelet_boot, &pass_step_join, &pass_step_pod_network_master, &pass_step_pod_network_worker,
 };
 
 /* The steps of all_steps whose roles include role. */
@@ -681,7 +682,7 @@ static size_t steps_of(NodeRole role, const PassStep **ret) {
 static void test_master_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_MASTER, steps);
-        assert_int_equal(n, 13);
+        assert_int_equal(n, 14);
         assert_null(pass_role(_NODE_ROLE_MAX));
         check_table(NODE_ROLE_MASTER, steps, n);
 }
@@ -691,9 +692,10 @@ static void test_master_table(void **state) {
 static void test_worker_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_WORKER, steps);
-        assert_int_equal(n, 2);
+        assert_int_equal(n, 3);
         assert_ptr_equal(steps[0], &pass_step_api_view);
         assert_ptr_equal(steps[1], &pass_step_kubelet_boot);
+        assert_ptr_equal(steps[2], &pass_step_pod_network_worker);
         check_table(NODE_ROLE_WORKER, steps, n);
         for (const PassRow *row = pass_role(NODE_ROLE_WORKER)->rows; row->step; row++)
                 assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));
