@@ -21,7 +21,7 @@ static json_t *bridge_plugin(const ClusterSpec *spec, const char *pod_cidr, int 
 }
 
 int cni_kubenet_conflist(const ClusterSpec *spec, const char *pod_cidr, char **ret, char **ret_error) {
-        int family = in_addr_prefix_parse(pod_cidr);
+        int family = in_addr_prefix_parse(pod_cidr, NULL, NULL);
         if (family < 0) {
                 *ret_error = strprintf("the Node's podCIDR '%s' is not a network prefix", strna(pod_cidr));
                 return -EINVAL;

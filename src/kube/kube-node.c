@@ -32,7 +32,7 @@ static int warn(char ***warnings, const char *node, const char *what, const char
 /* Appends cidr to *l when it is a network prefix and not there yet. */
 static int add_cidr(char ***l, const char *node, const json_t *v, char ***warnings) {
         const char *s = json_string_value(v);
-        if (!s || in_addr_prefix_parse(s) < 0)
+        if (!s || in_addr_prefix_parse(s, NULL, NULL) < 0)
                 return warn(warnings, node, "podCIDR", s);
         return strv_contains(*l, s) ? 0 : strv_extend(l, s);
 }

@@ -76,13 +76,13 @@ static void test_in_addr_prefix(void **state) {
                                            "fd00::/129",   "x/24",         "/24",         "10.1.2.0/24 ",
                                            " 10.1.2.0/24", "10.1.2.0/24/1" };
         for (size_t i = 0; i < ELEMENTSOF(good4); i++)
-                assert_int_equal(in_addr_prefix_parse(good4[i]), AF_INET);
+                assert_int_equal(in_addr_prefix_parse(good4[i], NULL, NULL), AF_INET);
         for (size_t i = 0; i < ELEMENTSOF(good6); i++)
-                assert_int_equal(in_addr_prefix_parse(good6[i]), AF_INET6);
+                assert_int_equal(in_addr_prefix_parse(good6[i], NULL, NULL), AF_INET6);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                if (in_addr_prefix_parse(bad[i]) >= 0)
+                if (in_addr_prefix_parse(bad[i], NULL, NULL) >= 0)
                         fail_msg("accepted '%s'", bad[i]);
-        assert_int_equal(in_addr_prefix_parse(NULL), -EINVAL);
+        assert_int_equal(in_addr_prefix_parse(NULL, NULL, NULL), -EINVAL);
 }
 
 /* The one loopback rule (plain http is allowed only there: the AWS endpoints, the API server). */
