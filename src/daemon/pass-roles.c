@@ -15,8 +15,8 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
-#include "daemon/step-pod-network.h"
 #include "daemon/step-pivot.h"
+#include "daemon/step-pod-network.h"
 #include "daemon/step-restore.h"
 #include "daemon/step-volumes.h"
 
@@ -52,7 +52,7 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_members),
         OBSERVE(pass_step_certs),
         OBSERVE(pass_step_control_plane),
-        OBSERVE(pass_step_join), /* the cluster CA as the certificates' observation read it */
+        OBSERVE(pass_step_join),               /* the cluster CA as the certificates' observation read it */
         OBSERVE(pass_step_pod_network_master), /* the Nodes, through this master's own apiserver */
 
         PLAN(pass_step_members),

@@ -146,14 +146,14 @@ void pass_kubelet_plan_done(PassKubeletPlan *k);
 
 /* The pods' network in kubenet mode (step-pod-network.c): the Nodes, the node's CNI file, the routes. */
 typedef struct PassPodNetworkObserved {
-        bool observed;  /* all of it was read */
-        int status;     /* not observed: PK_EWAITING (no API yet) or < 0 */
+        bool observed; /* all of it was read */
+        int status;    /* not observed: PK_EWAITING (no API yet) or < 0 */
         char *message;
-        char *self;     /* this node's Node name */
+        char *self; /* this node's Node name */
         KubeNodeNetwork *nodes;
         size_t n_nodes;
-        char **warnings; /* the Nodes' values left out */
-        char *conflist;  /* the CNI file as it is; NULL: absent */
+        char **warnings;      /* the Nodes' values left out */
+        char *conflist;       /* the CNI file as it is; NULL: absent */
         NetlinkRoute *routes; /* the main table's unicast routes of every owner */
         size_t n_routes;
 } PassPodNetworkObserved;
@@ -194,7 +194,7 @@ typedef struct PassObservation {
         bool api_gated;
         DnsApiReadiness api;
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
-        PassKubeletObserved kubelet; /* a worker's kubelet files */
+        PassKubeletObserved kubelet;        /* a worker's kubelet files */
         PassPodNetworkObserved pod_network; /* kubenet: the Nodes, the CNI file, the routes */
         /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
          * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
@@ -235,9 +235,9 @@ typedef struct PassPlan {
          * and: */
         bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
-        PassKubeletPlan kubelet; /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
+        PassKubeletPlan kubelet;        /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
         PassPodNetworkPlan pod_network; /* kubenet (step-pod-network.c) */
-        bool join_planned;       /* the approver's round was observed and planned (join) */
+        bool join_planned;              /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */
         bool join_has_ca;  /* the keystore's cluster CA was read: cluster-info is published, CSRs signed */

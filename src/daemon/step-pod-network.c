@@ -66,8 +66,8 @@ static int observe_with(PassContext *ctx, KubeClient *c) {
         const Pass *p = ctx->pass;
         PassPodNetworkObserved *n = &ctx->obs->pod_network;
         _cleanup_(json_decrefp) json_t *list = NULL;
-        _cleanup_free_ char *error = NULL, *path = strjoin(p->spec->networking.cni_conf_dir, "/",
-                                                            CNI_KUBENET_CONF_NAME);
+        _cleanup_free_ char *error = NULL,
+                            *path = strjoin(p->spec->networking.cni_conf_dir, "/", CNI_KUBENET_CONF_NAME);
         if (!path)
                 return -ENOMEM;
         int r = kube_list(c, "v1", "Node", NULL, NULL, now(CLOCK_MONOTONIC) + POD_NETWORK_TIMEOUT, &list,
@@ -81,10 +81,14 @@ static int observe_with(PassContext *ctx, KubeClient *c) {
                 return r == -ENOMEM ? r : observe_status(n, r, strdup("cannot read the Nodes"));
         r = read_full_file(path, CNI_CONF_MAX, &n->conflist, NULL);
         if (r < 0 && r != -ENOENT)
-                return r == -ENOMEM ? r : observe_status(n, r, strprintf("cannot read %s: %s", path, pk_strerror(r)));
+                return r == -ENOMEM
+                           ? r
+                           : observe_status(n, r, strprintf("cannot read %s: %s", path, pk_strerror(r)));
         r = netlink_route_list(AF_UNSPEC, &n->routes, &n->n_routes, &error);
         if (r < 0)
-                return r == -ENOMEM ? r : observe_status(n, r, strprintf("cannot list the routes: %s", strna(error)));
+                return r == -ENOMEM
+                           ? r
+                           : observe_status(n, r, strprintf("cannot list the routes: %s", strna(error)));
         n->observed = true;
         return 0;
 }
@@ -109,10 +113,12 @@ static int pod_network_observe_master(PassContext *ctx) {
                 return -ENOMEM;
         int r = api_dns_name(p->spec->dns.internal_suffix, &host);
         if (r >= 0)
-                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port,
-                                  self->internal_ips[0], POD_NETWORK_TIMEOUT, &c, &error);
+                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, self->internal_ips[0],
+                                  POD_NETWORK_TIMEOUT, &c, &error);
         if (r < 0)
-                return r == -ENOMEM ? r : observe_status(n, PK_EWAITING, strprintf("no API client: %s", strna(error)));
+                return r == -ENOMEM
+                           ? r
+                           : observe_status(n, PK_EWAITING, strprintf("no API client: %s", strna(error)));
         return observe_with(ctx, c);
 }
 
@@ -131,7 +137,8 @@ static int pod_network_observe_worker(PassContext *ctx) {
         if (!kubeconfig || !(n->self = strdup(strempty(p->node.node_name))))
                 return -ENOMEM;
         if (access(kubeconfig, F_OK) < 0)
-                return observe_status(n, PK_EWAITING, strdup("the kubelet has not joined yet (no kubeconfig)"));
+                return observe_status(n, PK_EWAITING,
+                                      strdup("the kubelet has not joined yet (no kubeconfig)"));
         int r = o->volumes_error < 0 ? o->volumes_error : volumes_view(&o->in, NULL, &view);
         if (r == -ENOMEM)
                 return r;
@@ -146,7 +153,9 @@ static int pod_network_observe_worker(PassContext *ctx) {
                 r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, m->internal_ips[0],
                                   POD_NETWORK_TIMEOUT, &c, &error);
         if (r < 0)
-                return r == -ENOMEM ? r : observe_status(n, PK_EWAITING, strprintf("no API client: %s", strna(error)));
+                return r == -ENOMEM
+                           ? r
+                           : observe_status(n, PK_EWAITING, strprintf("no API client: %s", strna(error)));
         return observe_with(ctx, c);
 }
 
@@ -280,11 +289,13 @@ static int pod_network_apply(PassContext *ctx, PassWave wave) {
         if (k->write_conflist) {
                 r = mkdir_p(ctx->pass->spec->networking.cni_conf_dir, 0755);
                 if (r >= 0)
-                        r = write_file_atomic(k->conflist_path, k->conflist, strlen(k->conflist), 0644, true);
+                        r = write_file_atomic(k->conflist_path, k->conflist, strlen(k->conflist), 0644,
+                                              true);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        _cleanup_free_ char *why = strprintf("cannot write %s: %s", k->conflist_path, pk_strerror(r));
+                        _cleanup_free_ char *why =
+                            strprintf("cannot write %s: %s", k->conflist_path, pk_strerror(r));
                         report(ctx, r, strna(why));
                 } else {
                         log_info("pod network: wrote %s.", k->conflist_path);
@@ -312,7 +323,8 @@ static int pod_network_print(const Pass *p, const PassObservation *o, const Pass
         for (size_t i = 0; i < k->routes.n_replace; i++)
                 fprintf(out, "pod-network-route %s\n", netlink_route_to_text(&k->routes.replace[i], buf));
         for (size_t i = 0; i < k->routes.n_delete; i++)
-                fprintf(out, "pod-network-delete-route %s\n", netlink_route_to_text(&k->routes.delete[i], buf));
+                fprintf(out, "pod-network-delete-route %s\n",
+                        netlink_route_to_text(&k->routes.delete[i], buf));
         for (size_t i = 0; i < k->routes.n_conflicts; i++)
                 fprintf(out, "pod-network: not routing %s: another owner routes it (%s)\n",
                         netlink_route_to_text(&k->routes.conflicts[i].want, buf),

@@ -71,10 +71,10 @@ static void test_in_addr_literal(void **state) {
 static void test_in_addr_prefix(void **state) {
         static const char *const good4[] = { "10.1.2.0/24", "100.96.0.0/11", "0.0.0.0/0", "10.1.2.3/32" };
         static const char *const good6[] = { "fd00::/64", "2001:db8::/32", "::/0" };
-        static const char *const bad[] = { "10.1.2.3/24",  "10.1.2.0",     "10.1.2.0/",   "10.1.2.0/33",
-                                           "10.1.2.0/024", "10.1.2.0/-1",  "10.1.2.0/2x", "fd00::1/64",
-                                           "fd00::/129",   "x/24",         "/24",         "10.1.2.0/24 ",
-                                           " 10.1.2.0/24", "10.1.2.0/24/1" };
+        static const char *const bad[] = { "10.1.2.3/24",  "10.1.2.0",    "10.1.2.0/",    "10.1.2.0/33",
+                                           "10.1.2.0/-1",  "10.1.2.0/2x", "fd00::1/64",   "fd00::/129",
+                                           "x/24",         "/24",         "10.1.2.0/24 ", " 10.1.2.0/24",
+                                           "10.1.2.0/24/1" };
         for (size_t i = 0; i < ELEMENTSOF(good4); i++)
                 assert_int_equal(in_addr_prefix_parse(good4[i], NULL, NULL), AF_INET);
         for (size_t i = 0; i < ELEMENTSOF(good6); i++)

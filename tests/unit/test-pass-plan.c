@@ -20,8 +20,8 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
-#include "daemon/step-pod-network.h"
 #include "daemon/step-pivot.h"
+#include "daemon/step-pod-network.h"
 #include "daemon/step-restore.h"
 #include "daemon/step-volumes.h"
 #include "dns/dns-wire.h"
@@ -663,11 +663,23 @@ static void check_table(NodeRole role, const PassStep *const *steps, size_t n_st
 
 /* Every step of every step file, and the roles' tables. */
 static const PassStep *const all_steps[] = {
-        &pass_step_pivot,          &pass_step_volumes,      &pass_step_volume_devices,
-        &pass_step_volumes_done,   &pass_step_dns,          &pass_step_api_names,
-        &pass_step_members,        &pass_step_certs,        &pass_step_control_plane,
-        &pass_step_etcd_manifests, &pass_step_restore,      &pass_step_backups,
-        &pass_step_api_view,       &pass_step_kubelet_boot, &pass_step_join, &pass_step_pod_network_master, &pass_step_pod_network_worker,
+        &pass_step_pivot,
+        &pass_step_volumes,
+        &pass_step_volume_devices,
+        &pass_step_volumes_done,
+        &pass_step_dns,
+        &pass_step_api_names,
+        &pass_step_members,
+        &pass_step_certs,
+        &pass_step_control_plane,
+        &pass_step_etcd_manifests,
+        &pass_step_restore,
+        &pass_step_backups,
+        &pass_step_api_view,
+        &pass_step_kubelet_boot,
+        &pass_step_join,
+        &pass_step_pod_network_master,
+        &pass_step_pod_network_worker,
 };
 
 /* The steps of all_steps whose roles include role. */

@@ -111,9 +111,10 @@ static void test_routes(void **state) {
         assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
         free(text);
         text = print_step(p, &o, &plan, &r);
-        assert_string_equal(text, "pod-network-delete-route 100.96.9.0/24 via 10.0.0.9\n"
-                                  "pod-network: not routing 100.96.2.0/24 via 10.0.0.3: another owner routes "
-                                  "it (100.96.2.0/24 via 10.0.0.254)\n");
+        assert_string_equal(text,
+                            "pod-network-delete-route 100.96.9.0/24 via 10.0.0.9\n"
+                            "pod-network: not routing 100.96.2.0/24 via 10.0.0.3: another owner routes "
+                            "it (100.96.2.0/24 via 10.0.0.254)\n");
         pass_plan_done(&plan);
         pass_plan_done(&first);
         pass_observation_done(&o);
