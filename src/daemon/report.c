@@ -17,8 +17,8 @@ static const char *const pass_stage_table[_PASS_STAGE_MAX] = {
         [PASS_STAGE_DNS] = "dns",           [PASS_STAGE_CERTS] = "certificates",
         [PASS_STAGE_ETCD] = "etcd-members", [PASS_STAGE_BACKUP] = "etcd-backups",
         [PASS_STAGE_PIVOT] = "pivot",       [PASS_STAGE_CHECKPOINT] = "checkpoint",
-        [PASS_STAGE_KUBELET] = "kubelet",
-        [PASS_STAGE_POD_NETWORK] = "pod-network",   [PASS_STAGE_JOIN] = "join",
+        [PASS_STAGE_KUBELET] = "kubelet",   [PASS_STAGE_POD_NETWORK] = "pod-network",
+        [PASS_STAGE_JOIN] = "join",
 };
 assert_cc(PASS_JOIN_OUTCOME_KINDS == _JOIN_OUTCOME_KIND_MAX);
 

@@ -24,13 +24,13 @@ typedef enum PassStage {
         PASS_STAGE_MANIFEST,
         PASS_STAGE_DNS,
         PASS_STAGE_CERTS,
-        PASS_STAGE_ETCD,       /* etcd membership: a member's replacement (docs/etcd-members.md) */
-        PASS_STAGE_BACKUP,     /* etcd backups into the state store (docs/etcd-backups.md) */
-        PASS_STAGE_PIVOT,      /* the pivot to a self-hosted control plane (docs/pivot.md) */
-        PASS_STAGE_CHECKPOINT, /* the self-hosted pods' checkpoint (docs/pivot.md, "The checkpoint") */
-        PASS_STAGE_KUBELET,    /* a worker's kubelet bootstrap (docs/workers.md) */
+        PASS_STAGE_ETCD,        /* etcd membership: a member's replacement (docs/etcd-members.md) */
+        PASS_STAGE_BACKUP,      /* etcd backups into the state store (docs/etcd-backups.md) */
+        PASS_STAGE_PIVOT,       /* the pivot to a self-hosted control plane (docs/pivot.md) */
+        PASS_STAGE_CHECKPOINT,  /* the self-hosted pods' checkpoint (docs/pivot.md, "The checkpoint") */
+        PASS_STAGE_KUBELET,     /* a worker's kubelet bootstrap (docs/workers.md) */
         PASS_STAGE_POD_NETWORK, /* kubenet: the CNI network and the routes (docs/workers.md) */
-        PASS_STAGE_JOIN,       /* the approver and signer of the workers' CSRs (docs/workers.md) */
+        PASS_STAGE_JOIN,        /* the approver and signer of the workers' CSRs (docs/workers.md) */
         _PASS_STAGE_MAX,
         _PASS_STAGE_INVALID = -EINVAL,
 } PassStage;
