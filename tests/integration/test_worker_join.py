@@ -148,8 +148,11 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
                  "--kubelet-dir", wnode.worker_kubelet_dir, "--token-file", token_file, "--ca-pin", pin]
 
         def worker_pass():
+            # the pod network waits for the kubelet, which starts from these files: the pass reports that
+            # wait (exit 1) until then
             p = subprocess.run(wargv, capture_output=True, text=True, timeout=120)
-            return p.returncode == 0, p.stderr[-2000:]
+            done = os.path.exists(os.path.join(wnode.worker_kubelet_dir, "kubelet.env"))
+            return done, p.stderr[-2000:]
         wait("the worker's pass (its hosts file, the CA with the pin, the kubelet's files)", worker_pass, 120,
              node, interval=2)
         assert re.search(rf"^{re.escape(NODE_IP)}\s+api\.internal\.{re.escape(CLUSTER)}$", open(hosts).read(),
