@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The masters' approver and signer of kubelet CSRs (docs/workers.md): one round of join/join-round.h per
- * pass, through this master's own apiserver (protokube's kubeconfig, 127.0.0.1), with the state store's
- * cluster CA; and, every pass, what a worker's bootstrap needs of the API: the bootstrap RBAC, the
- * cluster-info ConfigMap anyone may read, expired tokens deleted. While the apiserver does not answer, the
- * step waits (and says so once); whatever fails here is reported in its own stage and the pass goes on:
- * volumes, DNS and etcd never wait for it. The CA's private key is read only by an apply that signs, and
- * freed as soon as it has. */
+ * pass, through this master's own apiserver (protokube's kubeconfig; the API's name at this master's
+ * internal address, as the API names step asks it), with the state store's cluster CA; and, every pass,
+ * what a worker's bootstrap needs of the API: the bootstrap RBAC, the cluster-info ConfigMap anyone may
+ * read, expired tokens deleted. While the apiserver does not answer, the step waits (and says so once);
+ * whatever fails here is reported in its own stage and the pass goes on: volumes, DNS and etcd never wait
+ * for it. The CA's private key is read only by an apply that signs, and freed as soon as it has. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,9 +59,20 @@ static int asked_already(const PassObservation *o, const char *self, const char 
 
 static int observe_round(PassContext *ctx, const char *kubeconfig) {
         PassObservation *o = ctx->obs;
+        const ClusterSpec *spec = ctx->pass->spec;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *err = NULL;
-        int r = pass_open_api(kubeconfig, NULL, 0, NULL, JOIN_CALL_TIMEOUT, &c, &err);
+        _cleanup_free_ char *err = NULL, *host = NULL;
+        const char *address =
+            o->in.node && strv_length(o->in.node->internal_ips) > 0 ? o->in.node->internal_ips[0] : NULL;
+        if (!address) {
+                o->join_status = PK_EWAITING;
+                o->join_message = strdup("this master's internal address is not known yet");
+                return o->join_message ? 0 : -ENOMEM;
+        }
+        int r = api_dns_name(spec->dns.internal_suffix, &host);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0; /* the spec's suffix is checked when it loads */
+        r = pass_open_api(kubeconfig, host, pass_apiserver_port(spec), address, JOIN_CALL_TIMEOUT, &c, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -81,8 +92,8 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
                 return r;
         if (r < 0) {
                 o->join_status = PK_EWAITING;
-                o->join_message = strprintf("this master's apiserver (%s) does not answer: %s",
-                                            kube_client_server(c), strna(why));
+                o->join_message = strprintf("this master's apiserver (%s at %s) does not answer: %s",
+                                            kube_client_server(c), address, strna(why));
                 return o->join_message ? 0 : -ENOMEM;
         }
         free(err);
