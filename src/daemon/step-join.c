@@ -19,6 +19,7 @@
 #include "join/join-clusterinfo.h"
 #include "join/join-rbac.h"
 #include "join/join-token.h"
+#include "model/cluster-view.h"
 #include "model/conventions.h"
 #include "pki/keystore.h"
 #include "shared/crypto.h"
@@ -62,14 +63,24 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
         const ClusterSpec *spec = ctx->pass->spec;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_free_ char *err = NULL, *host = NULL;
-        const char *address =
-            o->in.node && strv_length(o->in.node->internal_ips) > 0 ? o->in.node->internal_ips[0] : NULL;
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        const char *self = o->in.node ? o->in.node->name : NULL;
+        int r = o->volumes_error >= 0 ? volumes_view(&o->in, NULL, &view) : o->volumes_error;
+        if (r == -ENOMEM)
+                return r;
+        /* As the API names step: a master that holds no etcd main volume yet (it claims one in this pass)
+         * is not asked, its apiserver cannot serve before its etcd runs. */
+        const MasterNode *me = r >= 0 && self ? cluster_view_find_master(view, self) : NULL;
+        const char *address = me && strv_length(me->internal_ips) > 0 ? me->internal_ips[0] : NULL;
         if (!address) {
                 o->join_status = PK_EWAITING;
-                o->join_message = strdup("this master's internal address is not known yet");
+                o->join_message =
+                    strdup(me ? "this master has no internal address yet"
+                              : "this master holds no etcd main volume yet: its apiserver cannot "
+                                "serve before its etcd runs");
                 return o->join_message ? 0 : -ENOMEM;
         }
-        int r = api_dns_name(spec->dns.internal_suffix, &host);
+        r = api_dns_name(spec->dns.internal_suffix, &host);
         if (r < 0)
                 return r == -ENOMEM ? r : 0; /* the spec's suffix is checked when it loads */
         r = pass_open_api(kubeconfig, host, pass_apiserver_port(spec), address, JOIN_CALL_TIMEOUT, &c, &err);
