@@ -244,12 +244,17 @@ static int say_outcomes(PassContext *ctx, const JoinReport *rep) {
                         if (known)
                                 continue;
                 }
+                _cleanup_free_ char *line =
+                    strprintf("%s%s (node %s): %s: %s", e->csr ? "CSR " : "binding", strempty(e->csr),
+                              strna(e->node), kind, strna(e->message));
+                if (!line)
+                        return -ENOMEM;
                 if (e->kind == JOIN_OUTCOME_FAILED) {
-                        _cleanup_free_ char *what = strprintf("CSR %s", strna(e->csr));
-                        report(ctx, -EIO, what ?: "a CSR", e->message);
+                        log_warning("Join: %s", line);
+                        _cleanup_free_ char *why = strjoin("join: ", line);
+                        pass_report_error(ctx->rep, PASS_STAGE_JOIN, -EIO, why ?: line);
                 } else
-                        log_info("Join: %s%s (node %s): %s: %s", e->csr ? "CSR " : "binding",
-                                 strempty(e->csr), strna(e->node), kind, strna(e->message));
+                        log_info("Join: %s", line);
                 ctx->rep->join_outcomes[e->kind]++;
                 if (e->kind == JOIN_OUTCOME_APPROVED || e->kind == JOIN_OUTCOME_SIGNED ||
                     e->kind == JOIN_OUTCOME_ADOPTED)
