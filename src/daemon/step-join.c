@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The masters' approver and signer of kubelet CSRs (docs/workers.md): one round of join/join-round.h per
- * pass, through this master's own apiserver (protokube's kubeconfig, 127.0.0.1), with the state store's
- * cluster CA; and, every pass, what a worker's bootstrap needs of the API: the bootstrap RBAC, the
- * cluster-info ConfigMap anyone may read, expired tokens deleted. While the apiserver does not answer, the
- * step waits (and says so once); whatever fails here is reported in its own stage and the pass goes on:
- * volumes, DNS and etcd never wait for it. The CA's private key is read only by an apply that signs, and
- * freed as soon as it has. */
+ * pass, through this master's own apiserver (protokube's kubeconfig; the API's name at this master's
+ * internal address, as the API names step asks it), with the state store's cluster CA; and, every pass,
+ * what a worker's bootstrap needs of the API: the bootstrap RBAC, the cluster-info ConfigMap anyone may
+ * read, expired tokens deleted. While the apiserver does not answer, the step waits (and says so once);
+ * whatever fails here is reported in its own stage and the pass goes on: volumes, DNS and etcd never wait
+ * for it. The CA's private key is read only by an apply that signs, and freed as soon as it has. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +19,7 @@
 #include "join/join-clusterinfo.h"
 #include "join/join-rbac.h"
 #include "join/join-token.h"
+#include "model/cluster-view.h"
 #include "model/conventions.h"
 #include "pki/keystore.h"
 #include "shared/crypto.h"
@@ -59,9 +60,30 @@ static int asked_already(const PassObservation *o, const char *self, const char 
 
 static int observe_round(PassContext *ctx, const char *kubeconfig) {
         PassObservation *o = ctx->obs;
+        const ClusterSpec *spec = ctx->pass->spec;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *err = NULL;
-        int r = pass_open_api(kubeconfig, NULL, 0, NULL, JOIN_CALL_TIMEOUT, &c, &err);
+        _cleanup_free_ char *err = NULL, *host = NULL;
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        const char *self = o->in.node ? o->in.node->name : NULL;
+        int r = o->volumes_error >= 0 ? volumes_view(&o->in, NULL, &view) : o->volumes_error;
+        if (r == -ENOMEM)
+                return r;
+        /* As the API names step: a master that holds no etcd main volume yet (it claims one in this pass)
+         * is not asked, its apiserver cannot serve before its etcd runs. */
+        const MasterNode *me = r >= 0 && self ? cluster_view_find_master(view, self) : NULL;
+        const char *address = me && strv_length(me->internal_ips) > 0 ? me->internal_ips[0] : NULL;
+        if (!address) {
+                o->join_status = PK_EWAITING;
+                o->join_message =
+                    strdup(me ? "this master has no internal address yet"
+                              : "this master holds no etcd main volume yet: its apiserver cannot "
+                                "serve before its etcd runs");
+                return o->join_message ? 0 : -ENOMEM;
+        }
+        r = api_dns_name(spec->dns.internal_suffix, &host);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0; /* the spec's suffix is checked when it loads */
+        r = pass_open_api(kubeconfig, host, pass_apiserver_port(spec), address, JOIN_CALL_TIMEOUT, &c, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -81,8 +103,8 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
                 return r;
         if (r < 0) {
                 o->join_status = PK_EWAITING;
-                o->join_message = strprintf("this master's apiserver (%s) does not answer: %s",
-                                            kube_client_server(c), strna(why));
+                o->join_message = strprintf("this master's apiserver (%s at %s) does not answer: %s",
+                                            kube_client_server(c), address, strna(why));
                 return o->join_message ? 0 : -ENOMEM;
         }
         free(err);
@@ -222,12 +244,17 @@ static int say_outcomes(PassContext *ctx, const JoinReport *rep) {
                         if (known)
                                 continue;
                 }
+                _cleanup_free_ char *line =
+                    strprintf("%s%s (node %s): %s: %s", e->csr ? "CSR " : "binding", strempty(e->csr),
+                              strna(e->node), kind, strna(e->message));
+                if (!line)
+                        return -ENOMEM;
                 if (e->kind == JOIN_OUTCOME_FAILED) {
-                        _cleanup_free_ char *what = strprintf("CSR %s", strna(e->csr));
-                        report(ctx, -EIO, what ?: "a CSR", e->message);
+                        log_warning("Join: %s", line);
+                        _cleanup_free_ char *why = strjoin("join: ", line);
+                        pass_report_error(ctx->rep, PASS_STAGE_JOIN, -EIO, why ?: line);
                 } else
-                        log_info("Join: %s%s (node %s): %s: %s", e->csr ? "CSR " : "binding",
-                                 strempty(e->csr), strna(e->node), kind, strna(e->message));
+                        log_info("Join: %s", line);
                 ctx->rep->join_outcomes[e->kind]++;
                 if (e->kind == JOIN_OUTCOME_APPROVED || e->kind == JOIN_OUTCOME_SIGNED ||
                     e->kind == JOIN_OUTCOME_ADOPTED)
