@@ -47,6 +47,39 @@ const char *netlink_route_to_text(const NetlinkRoute *r, char buf[static NETLINK
         return buf;
 }
 
+const char *netlink_route_protocol_to_text(unsigned char protocol,
+                                           char buf[static NETLINK_ROUTE_PROTOCOL_TEXT_MAX]) {
+        static const char *const names[] = {
+                [RTPROT_UNSPEC] = "unspec",
+                [RTPROT_REDIRECT] = "redirect",
+                [RTPROT_KERNEL] = "kernel",
+                [RTPROT_BOOT] = "boot",
+                [RTPROT_STATIC] = "static",
+                [RTPROT_GATED] = "gated",
+                [RTPROT_RA] = "ra",
+                [RTPROT_MRT] = "mrt",
+                [RTPROT_ZEBRA] = "zebra",
+                [RTPROT_BIRD] = "bird",
+                [RTPROT_DNROUTED] = "dnrouted",
+                [RTPROT_XORP] = "xorp",
+                [RTPROT_NTK] = "ntk",
+                [RTPROT_DHCP] = "dhcp",
+                [RTPROT_KEEPALIVED] = "keepalived",
+                [RTPROT_BABEL] = "babel",
+                [RTPROT_OPENR] = "openr",
+                [RTPROT_BGP] = "bgp",
+                [RTPROT_ISIS] = "isis",
+                [RTPROT_OSPF] = "ospf",
+                [RTPROT_RIP] = "rip",
+                [RTPROT_EIGRP] = "eigrp",
+                [NETLINK_ROUTE_PROTO_PROTOKUBE] = "protokube",
+        };
+        if (protocol < ELEMENTSOF(names) && names[protocol])
+                return names[protocol];
+        snprintf(buf, NETLINK_ROUTE_PROTOCOL_TEXT_MAX, "%u", protocol);
+        return buf;
+}
+
 int netlink_route_parse_spec(const char *s, NetlinkRoute *ret, char **ret_error) {
         char prefix[IN_ADDR_LITERAL_MAX + 5];
         NetlinkRoute r = { .protocol = NETLINK_ROUTE_PROTO_PROTOKUBE, .has_gateway = true };

@@ -44,6 +44,12 @@ typedef struct NetlinkRoute {
 #define NETLINK_ROUTE_TEXT_MAX 128
 const char *netlink_route_to_text(const NetlinkRoute *r, char buf[static NETLINK_ROUTE_TEXT_MAX]);
 
+/* An owner's name as iproute2 spells it ("kernel", "static", "dhcp", "protokube" for ours), else its number,
+ * into buf. */
+#define NETLINK_ROUTE_PROTOCOL_TEXT_MAX 16
+const char *netlink_route_protocol_to_text(unsigned char protocol,
+                                           char buf[static NETLINK_ROUTE_PROTOCOL_TEXT_MAX]);
+
 /* Parses "PREFIX=GATEWAY" ("10.1.2.0/24=10.0.0.2", "fd00:1::/64=fd00::2"; the same family on both sides,
  * no bit set beyond the prefix's length) into *ret (our protocol, no ifindex). -EINVAL with a message
  * naming the text and what is wrong. */

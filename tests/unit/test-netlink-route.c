@@ -64,6 +64,10 @@ static void test_parse_spec(void **state) {
         assert_string_equal(netlink_route_to_text(&r, text), "10.1.2.0/24 via 10.0.0.2");
         assert_int_equal(netlink_route_parse_spec("fd00:1::/64=fd00::2", &r, &error), 0);
         assert_string_equal(netlink_route_to_text(&r, text), "fd00:1::/64 via fd00::2");
+        char proto[NETLINK_ROUTE_PROTOCOL_TEXT_MAX];
+        assert_string_equal(netlink_route_protocol_to_text(RTPROT_STATIC, proto), "static");
+        assert_string_equal(netlink_route_protocol_to_text(0xb5, proto), "protokube");
+        assert_string_equal(netlink_route_protocol_to_text(200, proto), "200");
 
         struct {
                 const char *spec, *message;
