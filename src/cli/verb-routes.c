@@ -42,15 +42,18 @@ int verb_routes(CliContext *ctx, char **args) {
 /* Replaces, then deletes (a replace may have taken an old route over: ESRCH is fine then). Returns the
  * number of failures. */
 static unsigned apply(const NetlinkRoutePlan *p) {
-        char text[NETLINK_ROUTE_TEXT_MAX], theirs[NETLINK_ROUTE_TEXT_MAX];
+        char text[NETLINK_ROUTE_TEXT_MAX], theirs[NETLINK_ROUTE_TEXT_MAX],
+            proto[NETLINK_ROUTE_PROTOCOL_TEXT_MAX];
         unsigned failed = 0;
 
-        for (size_t i = 0; i < p->n_conflicts; i++, failed++)
-                log_error("%s: refused: another owner's route has this prefix (%s, protocol %u, type %u); "
-                          "protokube leaves it alone",
+        for (size_t i = 0; i < p->n_conflicts; i++, failed++) {
+                const NetlinkRoute *t = &p->conflicts[i].theirs;
+                log_error("%s: refused: another owner's route has this prefix (%s%s proto %s); protokube "
+                          "leaves it alone",
                           netlink_route_to_text(&p->conflicts[i].want, text),
-                          netlink_route_to_text(&p->conflicts[i].theirs, theirs),
-                          p->conflicts[i].theirs.protocol, p->conflicts[i].theirs.type);
+                          t->type == RTN_UNICAST ? "" : "not unicast: ", netlink_route_to_text(t, theirs),
+                          netlink_route_protocol_to_text(t->protocol, proto));
+        }
         for (size_t i = 0; i < p->n_replace; i++) {
                 _cleanup_free_ char *error = NULL;
                 int r = netlink_route_replace(&p->replace[i], &error);

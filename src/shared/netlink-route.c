@@ -286,6 +286,13 @@ static int parse_message(NetlinkRouteReply *reply, const struct nlmsghdr *h, cha
         }
 }
 
+/* NLMSG_OK(), spelled out: the macro compares the header's u32 length with the int one, which clang's
+ * -Wsign-compare refuses; the int is compared only once known to be at least a header's size. */
+static bool nlmsg_ok(const struct nlmsghdr *h, int len) {
+        return len >= (int)sizeof(struct nlmsghdr) && h->nlmsg_len >= sizeof(struct nlmsghdr) &&
+               h->nlmsg_len <= (unsigned)len;
+}
+
 int netlink_route_reply_feed(NetlinkRouteReply *reply, const void *buf, size_t len, char **ret_error) {
         if (len > NL_DATAGRAM_MAX)
                 return error_setf(ret_error, PK_ETOOBIG, "datagram of %zu bytes", len);
@@ -293,7 +300,7 @@ int netlink_route_reply_feed(NetlinkRouteReply *reply, const void *buf, size_t l
                 return error_setf(ret_error, PK_EMALFORMED, "empty or misaligned datagram");
         int left = (int)len;
         const struct nlmsghdr *h = buf;
-        for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        for (; nlmsg_ok(h, left); h = NLMSG_NEXT(h, left)) {
                 int r = parse_message(reply, h, ret_error);
                 if (r < 0)
                         return r;
