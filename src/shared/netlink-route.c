@@ -464,7 +464,9 @@ static int route_request(const NetlinkRoute *r, uint16_t type, uint16_t flags, N
 
         if (size == 0 || r->dst_len > size * 8 || !in_addr_prefix_is_network(r->family, &r->dst, r->dst_len))
                 return error_setf(ret_error, -EINVAL, "%s: not a route", netlink_route_to_text(r, text));
-        if (!r->has_gateway && r->ifindex <= 0)
+        /* a route to add needs a next hop; one to delete may have none we can name (a multipath route of
+         * ours made by hand), its prefix, metric and our protocol say which it is */
+        if (type == RTM_NEWROUTE && !r->has_gateway && r->ifindex <= 0)
                 return error_setf(ret_error, -EINVAL, "%s: neither a gateway nor an interface",
                                   netlink_route_to_text(r, text));
         *q = (NlRequest){

@@ -83,6 +83,15 @@ def test_routes_set_adds_replaces_and_deletes_ipv4_and_ipv6(ns):
     assert "delete fd00:2::/64 via fd00::3" in lines
     assert not any("10.1.0.0/24 via 10.0.0.2" in line for line in lines)  # taken over, not deleted apart
 
+    # a route of ours with no gateway of its own (multipath, made by hand) changed to one gateway in place:
+    # the delete of the old one must not take the new one with it
+    ns.ip("route", "add", "10.6.0.0/24", "proto", PROTO, "nexthop", "via", "10.0.0.6", "nexthop", "via", "10.0.0.7")
+    ns.ip("-6", "route", "add", "fd00:6::/64", "proto", PROTO, "nexthop", "via", "fd00::6", "nexthop", "via",
+          "fd00::7")
+    ok(ns.pk("routes", "set", "10.6.0.0/24=10.0.0.8", "fd00:6::/64=fd00::8"))
+    assert ns.ours("-4") == [("10.6.0.0/24", "10.0.0.8")]
+    assert ns.ours("-6") == [("fd00:6::/64", "fd00::8")]
+
     # nothing wanted: none of ours is left; the kernel's own routes are all there
     ok(ns.pk("routes", "set"))
     assert ns.ours("-4") == [] and ns.ours("-6") == []
