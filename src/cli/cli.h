@@ -133,6 +133,8 @@ int verb_etcd_restore(CliContext *ctx, char **args);
 int verb_checkpoint(CliContext *ctx, char **args);
 int verb_pivot(CliContext *ctx, char **args);
 int verb_pivot_plan(CliContext *ctx, char **args);
+int verb_routes(CliContext *ctx, char **args);
+int verb_routes_set(CliContext *ctx, char **args);
 
 /* The verbs' own options. */
 extern const CliOption verb_render_options[];

@@ -9,6 +9,7 @@
 #include "basic/trace.h"
 #include "cli/cli.h"
 #include "pivot/pivot-record.h"
+#include "shared/netlink-route.h"
 #include "version.h"
 
 static int verb_version(CliContext *ctx, char **args) {
@@ -230,6 +231,16 @@ static const CliVerb pivot_verbs[] = {
         {},
 };
 
+/* protokube's routes in the main table (shared/netlink-route.h): list (the default), set. */
+static const CliVerb routes_verbs[] = {
+        { .name = "set",
+          .run = verb_routes_set,
+          .help = "make protokube's routes exactly those given (never another owner's)",
+          .args_synopsis = "[PREFIX=GATEWAY...]",
+          .max_args = NETLINK_ROUTES_MAX },
+        {},
+};
+
 /* A new verb is one row here (and its function and option table declared in cli.h). */
 static const CliVerb verbs[] = {
         { .name = "run",
@@ -309,6 +320,10 @@ static const CliVerb verbs[] = {
           .flags = CLI_NEEDS_SPEC | CLI_NEEDS_ROOT | CLI_NODE_OPTIONS,
           .options = verb_pivot_options,
           .sub_verbs = pivot_verbs },
+        { .name = "routes",
+          .run = verb_routes,
+          .help = "list protokube's routes (protocol 0xb5, main table); 'routes set': make them those given",
+          .sub_verbs = routes_verbs },
         { .name = "version", .run = verb_version, .help = "print the version" },
         {},
 };

@@ -2,8 +2,11 @@
 /* The diff between the routes protokube wants and the main table: pure, sorted lookups so that a table of
  * NETLINK_ROUTES_MAX routes is planned in n log n. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "basic/macro.h"
 #include "basic/string-util.h"
@@ -64,18 +67,31 @@ static bool is_ours(const NetlinkRoute *r) {
         return r->protocol == NETLINK_ROUTE_PROTO_PROTOKUBE;
 }
 
-/* For want: nothing to do (0), a replace (1), or a conflict with *ret_theirs (2). */
+/* The metric the kernel gives a route added without one: IPv4 0, IPv6 IP6_RT_PRIO_USER. */
+static uint32_t default_metric(int family) {
+        return family == AF_INET6 ? 1024 : 0;
+}
+
+/* For want: nothing to do (0), a replace (1), or a conflict with *ret_theirs (2). A replace changes in
+ * place the first route of the prefix with the default metric: *ret_taken, if it is ours (the caller must
+ * not delete it after the replace: its delete, without a gateway to tell them apart, would match the new
+ * route). */
 static int plan_want(const NetlinkRoute *want, const NetlinkRoute **have, size_t n_have,
-                     const NetlinkRoute **ret_theirs) {
-        const NetlinkRoute *theirs = NULL;
+                     const NetlinkRoute **ret_theirs, const NetlinkRoute **ret_taken) {
+        const NetlinkRoute *theirs = NULL, *taken = NULL;
         for (size_t i = prefix_first(have, n_have, want); i < n_have && prefix_compare(have[i], want) == 0;
              i++) {
                 if (is_ours(have[i]) && route_is_as_wanted(have[i], want))
                         return 0;
+                /* the first listed, whatever the sort's order */
                 if (!is_ours(have[i]) && (!theirs || have[i] < theirs))
-                        theirs = have[i]; /* the first listed, whatever the sort's order */
+                        theirs = have[i];
+                if (is_ours(have[i]) && have[i]->priority == default_metric(want->family) &&
+                    (!taken || have[i] < taken))
+                        taken = have[i];
         }
         *ret_theirs = theirs;
+        *ret_taken = theirs ? NULL : taken;
         return theirs ? 2 : 1;
 }
 
@@ -101,22 +117,27 @@ static int check_unique(const NetlinkRoute **want, size_t n_want, char **ret_err
 static int plan_fill(const NetlinkRoute *want, size_t n_want, const NetlinkRoute **want_sorted,
                      const NetlinkRoute *have, size_t n_have, const NetlinkRoute **have_sorted,
                      NetlinkRoutePlan *p) {
+        _cleanup_free_ bool *taken = calloc(MAX(n_have, (size_t)1), sizeof(bool));
+        if (!taken)
+                return -ENOMEM;
         p->replace = calloc(MAX(n_want, (size_t)1), sizeof(*p->replace));
         p->conflicts = calloc(MAX(n_want, (size_t)1), sizeof(*p->conflicts));
         p->delete = calloc(MAX(n_have, (size_t)1), sizeof(*p->delete));
         if (!p->replace || !p->conflicts || !p->delete)
                 return -ENOMEM;
         for (size_t i = 0; i < n_want; i++) {
-                const NetlinkRoute *theirs = NULL;
-                int k = plan_want(&want[i], have_sorted, n_have, &theirs);
+                const NetlinkRoute *theirs = NULL, *old = NULL;
+                int k = plan_want(&want[i], have_sorted, n_have, &theirs, &old);
                 if (k == 1)
                         p->replace[p->n_replace++] = want[i];
-                else if (k == 2)
+                if (old)
+                        taken[old - have] = true;
+                if (k == 2)
                         p->conflicts[p->n_conflicts++] =
                             (NetlinkRouteConflict){ .want = want[i], .theirs = *theirs };
         }
         for (size_t i = 0; i < n_have; i++)
-                if (is_ours(&have[i]) && !is_wanted(&have[i], want_sorted, n_want))
+                if (is_ours(&have[i]) && !taken[i] && !is_wanted(&have[i], want_sorted, n_want))
                         p->delete[p->n_delete++] = have[i];
         return 0;
 }

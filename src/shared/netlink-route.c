@@ -47,6 +47,39 @@ const char *netlink_route_to_text(const NetlinkRoute *r, char buf[static NETLINK
         return buf;
 }
 
+const char *netlink_route_protocol_to_text(unsigned char protocol,
+                                           char buf[static NETLINK_ROUTE_PROTOCOL_TEXT_MAX]) {
+        static const char *const names[] = {
+                [RTPROT_UNSPEC] = "unspec",
+                [RTPROT_REDIRECT] = "redirect",
+                [RTPROT_KERNEL] = "kernel",
+                [RTPROT_BOOT] = "boot",
+                [RTPROT_STATIC] = "static",
+                [RTPROT_GATED] = "gated",
+                [RTPROT_RA] = "ra",
+                [RTPROT_MRT] = "mrt",
+                [RTPROT_ZEBRA] = "zebra",
+                [RTPROT_BIRD] = "bird",
+                [RTPROT_DNROUTED] = "dnrouted",
+                [RTPROT_XORP] = "xorp",
+                [RTPROT_NTK] = "ntk",
+                [RTPROT_DHCP] = "dhcp",
+                [RTPROT_KEEPALIVED] = "keepalived",
+                [RTPROT_BABEL] = "babel",
+                [RTPROT_OPENR] = "openr",
+                [RTPROT_BGP] = "bgp",
+                [RTPROT_ISIS] = "isis",
+                [RTPROT_OSPF] = "ospf",
+                [RTPROT_RIP] = "rip",
+                [RTPROT_EIGRP] = "eigrp",
+                [NETLINK_ROUTE_PROTO_PROTOKUBE] = "protokube",
+        };
+        if (protocol < ELEMENTSOF(names) && names[protocol])
+                return names[protocol];
+        snprintf(buf, NETLINK_ROUTE_PROTOCOL_TEXT_MAX, "%u", protocol);
+        return buf;
+}
+
 int netlink_route_parse_spec(const char *s, NetlinkRoute *ret, char **ret_error) {
         char prefix[IN_ADDR_LITERAL_MAX + 5];
         NetlinkRoute r = { .protocol = NETLINK_ROUTE_PROTO_PROTOKUBE, .has_gateway = true };
@@ -253,6 +286,13 @@ static int parse_message(NetlinkRouteReply *reply, const struct nlmsghdr *h, cha
         }
 }
 
+/* NLMSG_OK(), spelled out: the macro compares the header's u32 length with the int one, which clang's
+ * -Wsign-compare refuses; the int is compared only once known to be at least a header's size. */
+static bool nlmsg_ok(const struct nlmsghdr *h, int len) {
+        return len >= (int)sizeof(struct nlmsghdr) && h->nlmsg_len >= sizeof(struct nlmsghdr) &&
+               h->nlmsg_len <= (unsigned)len;
+}
+
 int netlink_route_reply_feed(NetlinkRouteReply *reply, const void *buf, size_t len, char **ret_error) {
         if (len > NL_DATAGRAM_MAX)
                 return error_setf(ret_error, PK_ETOOBIG, "datagram of %zu bytes", len);
@@ -260,7 +300,7 @@ int netlink_route_reply_feed(NetlinkRouteReply *reply, const void *buf, size_t l
                 return error_setf(ret_error, PK_EMALFORMED, "empty or misaligned datagram");
         int left = (int)len;
         const struct nlmsghdr *h = buf;
-        for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        for (; nlmsg_ok(h, left); h = NLMSG_NEXT(h, left)) {
                 int r = parse_message(reply, h, ret_error);
                 if (r < 0)
                         return r;
@@ -424,7 +464,9 @@ static int route_request(const NetlinkRoute *r, uint16_t type, uint16_t flags, N
 
         if (size == 0 || r->dst_len > size * 8 || !in_addr_prefix_is_network(r->family, &r->dst, r->dst_len))
                 return error_setf(ret_error, -EINVAL, "%s: not a route", netlink_route_to_text(r, text));
-        if (!r->has_gateway && r->ifindex <= 0)
+        /* a route to add needs a next hop; one to delete may have none we can name (a multipath route of
+         * ours made by hand), its prefix, metric and our protocol say which it is */
+        if (type == RTM_NEWROUTE && !r->has_gateway && r->ifindex <= 0)
                 return error_setf(ret_error, -EINVAL, "%s: neither a gateway nor an interface",
                                   netlink_route_to_text(r, text));
         *q = (NlRequest){

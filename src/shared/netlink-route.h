@@ -44,6 +44,12 @@ typedef struct NetlinkRoute {
 #define NETLINK_ROUTE_TEXT_MAX 128
 const char *netlink_route_to_text(const NetlinkRoute *r, char buf[static NETLINK_ROUTE_TEXT_MAX]);
 
+/* An owner's name as iproute2 spells it ("kernel", "static", "dhcp", "protokube" for ours), else its number,
+ * into buf. */
+#define NETLINK_ROUTE_PROTOCOL_TEXT_MAX 16
+const char *netlink_route_protocol_to_text(unsigned char protocol,
+                                           char buf[static NETLINK_ROUTE_PROTOCOL_TEXT_MAX]);
+
 /* Parses "PREFIX=GATEWAY" ("10.1.2.0/24=10.0.0.2", "fd00:1::/64=fd00::2"; the same family on both sides,
  * no bit set beyond the prefix's length) into *ret (our protocol, no ifindex). -EINVAL with a message
  * naming the text and what is wrong. */
@@ -64,8 +70,9 @@ int netlink_route_list_ours(int family, NetlinkRoute **ret, size_t *ret_n, char 
  * (netlink_route_plan()). On failure -errno with "PREFIX via GATEWAY: reason". */
 int netlink_route_replace(const NetlinkRoute *r, char **ret_error);
 
-/* RTM_DELROUTE of exactly r (prefix, gateway, ifindex and metric when set) and our protocol, so that
- * another owner's route of the same prefix is never the one deleted. -ESRCH if there is no such route. */
+/* RTM_DELROUTE of exactly r (prefix, and gateway, ifindex, metric and type when set) and our protocol, so
+ * that another owner's route of the same prefix is never the one deleted. -ESRCH if there is no such
+ * route. */
 int netlink_route_delete(const NetlinkRoute *r, char **ret_error);
 
 typedef struct NetlinkRouteConflict {
@@ -76,7 +83,7 @@ typedef struct NetlinkRouteConflict {
 typedef struct NetlinkRoutePlan {
         NetlinkRoute *replace; /* wanted, not there as wanted, no other owner routes the prefix */
         size_t n_replace;
-        NetlinkRoute *delete; /* ours, not wanted as they are (a wrong gateway included) */
+        NetlinkRoute *delete; /* ours, not wanted as they are, but for those a replace changes in place */
         size_t n_delete;
         NetlinkRouteConflict *conflicts; /* wanted, not there, another owner routes the prefix: left alone */
         size_t n_conflicts;
@@ -85,10 +92,11 @@ typedef struct NetlinkRoutePlan {
 void netlink_route_plan_done(NetlinkRoutePlan *p);
 
 /* The pure diff: want (each prefix at most once) against have (netlink_route_list(): every owner's).
- * Applied in order (every replace, then every delete, ESRCH being fine: a replace may have taken the
- * route over already), it makes our routes exactly want, minus the conflicts. A route is there "as
- * wanted" when one of ours has the same prefix and gateway (and ifindex, when want names one). -EINVAL
- * with a message naming the prefix when want holds a prefix twice; -ENOMEM. */
+ * Applied in order (every replace, then every delete, ESRCH being fine), it makes our routes exactly want,
+ * minus the conflicts. A replace changes the first of our routes of its prefix with the kernel's default
+ * metric in place (a new gateway without a moment with no route): that one is not on the delete list. A
+ * route is there "as wanted" when one of ours has the same prefix and gateway (and ifindex, when want names
+ * one). -EINVAL with a message naming the prefix when want holds a prefix twice; -ENOMEM. */
 int netlink_route_plan(const NetlinkRoute *want, size_t n_want, const NetlinkRoute *have, size_t n_have,
                        NetlinkRoutePlan *ret, char **ret_error);
 

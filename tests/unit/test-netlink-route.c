@@ -64,6 +64,10 @@ static void test_parse_spec(void **state) {
         assert_string_equal(netlink_route_to_text(&r, text), "10.1.2.0/24 via 10.0.0.2");
         assert_int_equal(netlink_route_parse_spec("fd00:1::/64=fd00::2", &r, &error), 0);
         assert_string_equal(netlink_route_to_text(&r, text), "fd00:1::/64 via fd00::2");
+        char proto[NETLINK_ROUTE_PROTOCOL_TEXT_MAX];
+        assert_string_equal(netlink_route_protocol_to_text(RTPROT_STATIC, proto), "static");
+        assert_string_equal(netlink_route_protocol_to_text(0xb5, proto), "protokube");
+        assert_string_equal(netlink_route_protocol_to_text(200, proto), "200");
 
         struct {
                 const char *spec, *message;
@@ -137,11 +141,10 @@ static void test_plan_converges(void **state) {
         assert_route(&p.replace[0], "10.1.2.0/24 via 10.0.0.2");
         assert_route(&p.replace[1], "10.1.3.0/24 via 10.0.0.30");
         assert_route(&p.replace[2], "fd00:4::/64 via fd00::4");
-        /* the old gateway's route is on the list too: the replace takes it over, else it is deleted */
-        assert_int_equal(p.n_delete, 3);
-        assert_route(&p.delete[0], "10.1.3.0/24 via 10.0.0.3");
-        assert_route(&p.delete[1], "10.1.9.0/24 via 10.0.0.9");
-        assert_route(&p.delete[2], "fd00:9::/64 via fd00::9");
+        /* the old gateway's route is not on the list: the replace changes it in place */
+        assert_int_equal(p.n_delete, 2);
+        assert_route(&p.delete[0], "10.1.9.0/24 via 10.0.0.9");
+        assert_route(&p.delete[1], "fd00:9::/64 via fd00::9");
         assert_int_equal(p.n_conflicts, 0);
         netlink_route_plan_done(&p);
 
@@ -198,6 +201,30 @@ static void test_plan_other_owner(void **state) {
         netlink_route_plan_done(&p);
 }
 
+/* The route a replace changes in place is the first of the prefix with the kernel's default metric; a
+ * delete of it after the replace would delete the new route when nothing but the prefix names it (a
+ * multipath route: no gateway of its own). */
+static void test_plan_replace_takes_over(void **state) {
+        NetlinkRoute want[] = { route("10.6.0.0/24", "10.0.0.8", OURS),
+                                route("fd00:5::/64", "fd00::50", OURS) };
+        NetlinkRoute have[] = {
+                route("10.6.0.0/24", "", OURS),        /* a multipath route of ours: no gateway */
+                route("fd00:5::/64", "fd00::5", OURS), /* metric 512: not the one replaced */
+                route("fd00:5::/64", "fd00::6", OURS), /* metric 1024: changed in place */
+        };
+        NetlinkRoutePlan p = {};
+
+        have[0].ifindex = 0;
+        have[1].priority = 512;
+        have[2].priority = 1024;
+        assert_int_equal(netlink_route_plan(want, ELEMENTSOF(want), have, ELEMENTSOF(have), &p, NULL), 0);
+        assert_int_equal(p.n_replace, 2);
+        assert_int_equal(p.n_delete, 1);
+        assert_route(&p.delete[0], "fd00:5::/64 via fd00::5");
+        assert_int_equal(p.delete[0].priority, 512);
+        netlink_route_plan_done(&p);
+}
+
 static void test_plan_ifindex_and_families(void **state) {
         NetlinkRoute want[] = { route("10.1.0.0/24", "10.0.0.1", OURS), route("::/0", "fd00::1", OURS) };
         NetlinkRoute have[] = { route("10.1.0.0/24", "10.0.0.1", OURS),
@@ -213,11 +240,12 @@ static void test_plan_ifindex_and_families(void **state) {
         assert_route(&p.delete[0], "0.0.0.0/0 via 10.0.0.1");
         netlink_route_plan_done(&p);
 
-        /* an ifindex wanted: another one is not as wanted */
+        /* an ifindex wanted: another one is not as wanted (the replace changes it in place) */
         want[0].ifindex = 8;
         assert_int_equal(netlink_route_plan(want, 1, have, 1, &p, NULL), 0);
         assert_int_equal(p.n_replace, 1);
-        assert_int_equal(p.n_delete, 1);
+        assert_int_equal(p.replace[0].ifindex, 8);
+        assert_int_equal(p.n_delete, 0);
         netlink_route_plan_done(&p);
 }
 
@@ -594,6 +622,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_spec),
                 cmocka_unit_test(test_plan_converges),
                 cmocka_unit_test(test_plan_other_owner),
+                cmocka_unit_test(test_plan_replace_takes_over),
                 cmocka_unit_test(test_plan_ifindex_and_families),
                 cmocka_unit_test(test_plan_refuses_twice),
                 cmocka_unit_test(test_reply_dump),
