@@ -225,6 +225,10 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         wait("the worker's pod got the master's pod's answer", answered, 120, wnode)
         print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {c}")
     finally:
+        # the pods' sandboxes go through the kubelets (CNI DEL removes their network namespaces): a node
+        # stopped under them leaves each pod's /run/netns/cni-* behind
+        subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "delete", "pod", "--all",
+                        "-n", "default", "--wait=true", "--timeout=90s"], capture_output=True, timeout=120)
         if wrun:
             stop(wrun)
             wlog.close()
