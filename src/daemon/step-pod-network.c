@@ -93,13 +93,27 @@ static int observe_with(PassContext *ctx, KubeClient *c) {
         return 0;
 }
 
+/* The Nodes and the rest through the API's name at address (a master's), with kubeconfig's identity. */
+static int observe_through(PassContext *ctx, const char *kubeconfig, const char *address) {
+        const Pass *p = ctx->pass;
+        _cleanup_(kube_client_freep) KubeClient *c = NULL;
+        _cleanup_free_ char *error = NULL, *host = NULL;
+        int r = api_dns_name(p->spec->dns.internal_suffix, &host);
+        if (r >= 0)
+                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, address,
+                                  POD_NETWORK_TIMEOUT, &c, &error);
+        if (r < 0)
+                return r == -ENOMEM ? r
+                                    : observe_status(&ctx->obs->pod_network, PK_EWAITING,
+                                                     strprintf("no API client: %s", strna(error)));
+        return observe_with(ctx, c);
+}
+
 /* A master: its own apiserver, with protokube's identity, at its own internal address. */
 static int pod_network_observe_master(PassContext *ctx) {
         const Pass *p = ctx->pass;
         PassPodNetworkObserved *n = &ctx->obs->pod_network;
         const NodeIdentity *self = &ctx->obs->volumes.node;
-        _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *error = NULL, *host = NULL;
         if (!kubenet(p))
                 return 0;
         trace_mark("pod network: the Nodes");
@@ -111,15 +125,7 @@ static int pod_network_observe_master(PassContext *ctx) {
                                       strdup("this master has no name, address or API identity yet"));
         if (!(n->self = strdup(self->name)))
                 return -ENOMEM;
-        int r = api_dns_name(p->spec->dns.internal_suffix, &host);
-        if (r >= 0)
-                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, self->internal_ips[0],
-                                  POD_NETWORK_TIMEOUT, &c, &error);
-        if (r < 0)
-                return r == -ENOMEM
-                           ? r
-                           : observe_status(n, PK_EWAITING, strprintf("no API client: %s", strna(error)));
-        return observe_with(ctx, c);
+        return observe_through(ctx, kubeconfig, self->internal_ips[0]);
 }
 
 /* A worker: the API at the first master of the view that has an address, with its kubelet's identity
@@ -129,9 +135,7 @@ static int pod_network_observe_worker(PassContext *ctx) {
         PassObservation *o = ctx->obs;
         PassPodNetworkObserved *n = &o->pod_network;
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
-        _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *error = NULL, *host = NULL,
-                            *kubeconfig = strjoin(p->node.kubelet_dir, "/", PASS_KUBELET_KUBECONFIG);
+        _cleanup_free_ char *kubeconfig = strjoin(p->node.kubelet_dir, "/", PASS_KUBELET_KUBECONFIG);
         if (!kubenet(p))
                 return 0;
         if (!kubeconfig || !(n->self = strdup(strempty(p->node.node_name))))
@@ -148,15 +152,7 @@ static int pod_network_observe_worker(PassContext *ctx) {
                         m = &view->masters[i];
         if (!m)
                 return observe_status(n, PK_EWAITING, strdup("no master with an address in the view yet"));
-        r = api_dns_name(p->spec->dns.internal_suffix, &host);
-        if (r >= 0)
-                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, m->internal_ips[0],
-                                  POD_NETWORK_TIMEOUT, &c, &error);
-        if (r < 0)
-                return r == -ENOMEM
-                           ? r
-                           : observe_status(n, PK_EWAITING, strprintf("no API client: %s", strna(error)));
-        return observe_with(ctx, c);
+        return observe_through(ctx, kubeconfig, m->internal_ips[0]);
 }
 
 static int plan_status(PassPodNetworkPlan *k, int status, char *note) {
