@@ -13,6 +13,7 @@
 #include "daemon/step-api-view.h"
 #include "dns/dns-wire.h"
 #include "model/cluster-view.h"
+#include "pass-step-test.h"
 #include "unit-test.h"
 
 #define API_INT "api.internal.demo.k8s.test."
@@ -95,17 +96,6 @@ static void plan_step(const Pass *p, const PassObservation *o, PassPlan *plan) {
         assert_int_equal(pass_step_api_view.plan(p, o, plan), 0);
 }
 
-/* What the print hook writes, and its result in *ret_r. Caller frees. */
-static char *print_step(const Pass *p, const PassObservation *o, const PassPlan *plan, int *ret_r) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        assert_non_null(f);
-        *ret_r = pass_step_api_view.print(p, o, plan, f);
-        assert_int_equal(fclose(f), 0);
-        return text;
-}
-
 static void assert_rrset(const DnsRRsetList *l, uint16_t type, const char *want) {
         static char *const none[] = { NULL };
         const DnsRRset *s = dns_rrset_list_find(l, API_INT, type);
@@ -113,11 +103,6 @@ static void assert_rrset(const DnsRRsetList *l, uint16_t type, const char *want)
         assert_non_null(got);
         if (!streq(got, want))
                 fail_msg("%s %s\n got: %s\nwant: %s", API_INT, type == DNS_TYPE_A ? "A" : "AAAA", got, want);
-}
-
-static void assert_contains(const char *text, const char *want) {
-        if (!text || !strstr(text, want))
-                fail_msg("'%s' does not contain '%s'", strna(text), want);
 }
 
 /* Masters with IPv4 and IPv6 addresses: both RRsets of the one name, nothing else; the hosts file gets them;
@@ -140,7 +125,7 @@ static void test_hosts_both_families(void **state) {
         assert_true(plan.dns_send);
         assert_false(plan.api_view_check);
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_api_view, p, &o, &plan, &r);
         assert_int_equal(r, 0);
         assert_contains(text, "api-view-replace " API_INT " A 10.0.0.1,10.0.0.2\n");
         assert_contains(text, "api-view-replace " API_INT " AAAA fd00::1\n");
@@ -161,7 +146,7 @@ static void test_hosts_current_and_repair(void **state) {
         assert_int_equal(plan.dns_changes.n, 0);
         assert_false(plan.dns_send);
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_api_view, p, &o, &plan, &r);
         assert_string_equal(text, "api-view: the hosts file names 10.0.0.1 for " API_INT "\n");
         pass_plan_done(&plan);
 
@@ -188,7 +173,7 @@ static void test_route53_compares(void **state) {
         assert_int_equal(plan.dns_changes.n, 0);
         assert_false(plan.dns_send);
         int r;
-        _cleanup_free_ char *answers = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *answers = pass_test_print(&pass_step_api_view, p, &o, &plan, &r);
         assert_string_equal(answers, "api-view: " API_INT
                                      " answers with the masters' internal addresses 10.0.0.1,10.0.0.2\n");
         pass_plan_done(&plan);
@@ -204,7 +189,7 @@ static void test_route53_compares(void **state) {
         assert_string_equal(plan.dns_note,
                             API_INT " answers with nothing, not the masters' internal addresses 10.0.0.1");
         assert_false(plan.dns_send);
-        _cleanup_free_ char *waits = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *waits = pass_test_print(&pass_step_api_view, p, &o, &plan, &r);
         assert_int_equal(r, 0);
         assert_contains(waits, "api-view: waiting: " API_INT " answers with nothing");
         pass_plan_done(&plan);
@@ -243,7 +228,7 @@ static void test_bad_address_named(void **state) {
         assert_contains(plan.dns_note, "'10.0.0.999'");
         assert_false(plan.dns_send);
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_api_view, p, &o, &plan, &r);
         assert_int_equal(r, PK_EMALFORMED);
         assert_contains(text, "api-view: cannot plan: ");
         pass_plan_done(&plan);
@@ -281,7 +266,7 @@ static void test_observation_failures(void **state) {
         assert_int_equal(plan.dns_desired.n, 0);
         assert_false(plan.dns_send);
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_api_view, p, &o, &plan, &r);
         assert_string_equal(text, "api-view: dns.provider is none: nothing to do\n");
         pass_plan_done(&plan);
         pass_observation_done(&o);

@@ -13,6 +13,7 @@
 #include "basic/strv.h"
 #include "daemon/pass-types.h"
 #include "daemon/step-join.h"
+#include "pass-step-test.h"
 #include "pki/pki-csr.h"
 #include "shared/crypto.h"
 #include "shared/openssl-util.h"
@@ -109,22 +110,6 @@ static void observe_keystore(PassObservation *o) {
         assert_int_equal(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
-/* What the print hook writes. Caller frees. */
-static char *print_step(const Pass *p, const PassObservation *o, const PassPlan *plan) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        assert_non_null(f);
-        assert_int_equal(pass_step_join.print(p, o, plan, f), 0);
-        assert_int_equal(fclose(f), 0);
-        return text;
-}
-
-static void assert_contains(const char *text, const char *want) {
-        if (!text || !strstr(text, want))
-                fail_msg("'%s' does not contain '%s'", strna(text), want);
-}
-
 static void test_plan_and_print(void **state) {
         Pass *p = master_pass(spec_text);
         PassObservation o = {};
@@ -141,7 +126,7 @@ static void test_plan_and_print(void **state) {
         assert_int_equal(plan.join.csrs[1].decision.verdict, JOIN_VERDICT_REFUSE);
         assert_false(plan.join.csrs[1].sign);
 
-        char *text = print_step(p, &o, &plan);
+        char *text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
         assert_contains(text, "join: apply RBAC protokube:kubelet-bootstrap\n");
         assert_contains(text, "join: publish kube-public/cluster-info (server "
                               "https://api.internal.demo.k8s.test:443) readable by system:anonymous\n");
@@ -167,7 +152,7 @@ static void test_without_ca(void **state) {
         assert_string_equal(plan.join_server, "https://api.internal.demo.k8s.test:6443");
         assert_int_equal(plan.join.csrs[0].decision.verdict, JOIN_VERDICT_APPROVE);
         assert_false(plan.join.csrs[0].sign);
-        char *text = print_step(p, &o, &plan);
+        char *text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
         assert_contains(text, "join: kube-public/cluster-info not published: the keystore has no cluster CA "
                               "yet (nothing is signed)\n");
         assert_contains(text, "join: node-csr-w1  node w1  client");
@@ -183,7 +168,7 @@ static void test_idle_round(void **state) {
         PassPlan plan = {};
         observe_keystore(&o);
         assert_int_equal(pass_step_join.plan(p, &o, &plan), 0);
-        char *text = print_step(p, &o, &plan);
+        char *text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
         assert_contains(text, "join: publish kube-public/cluster-info");
         assert_contains(text, "join: no open kubelet CSR\n");
         free(text);
@@ -200,7 +185,7 @@ static void test_waiting_and_failed(void **state) {
         o.join_message = strdup("this master's apiserver (https://127.0.0.1:443) does not answer: refused");
         assert_int_equal(pass_step_join.plan(p, &o, &plan), 0);
         assert_false(plan.join_planned);
-        char *text = print_step(p, &o, &plan);
+        char *text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
         assert_string_equal(text, "join: waiting: this master's apiserver (https://127.0.0.1:443) does not "
                                   "answer: refused\n");
         free(text);
@@ -210,7 +195,7 @@ static void test_waiting_and_failed(void **state) {
         o.join_message = strdup("the CSRs could not be read: 403 Forbidden");
         assert_int_equal(pass_step_join.plan(p, &o, &plan), 0);
         assert_false(plan.join_planned);
-        text = print_step(p, &o, &plan);
+        text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
         assert_string_equal(text, "join: not observed: the CSRs could not be read: 403 Forbidden\n");
         free(text);
 
@@ -218,7 +203,7 @@ static void test_waiting_and_failed(void **state) {
         o.join_status = 0;
         assert_int_equal(pass_step_join.plan(p, &o, &plan), 0);
         assert_false(plan.join_planned);
-        text = print_step(p, &o, &plan);
+        text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
         assert_string_equal(text, "");
         free(text);
         pass_plan_done(&plan);

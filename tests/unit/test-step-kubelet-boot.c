@@ -13,6 +13,7 @@
 #include "daemon/pass-types.h"
 #include "daemon/step-kubelet-boot.h"
 #include "model/cluster-view.h"
+#include "pass-step-test.h"
 #include "unit-test.h"
 
 #define PIN    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -70,21 +71,6 @@ static void observe(PassObservation *o, PassPlan *plan, size_t n_masters) {
         }
 }
 
-static char *print_step(const Pass *p, const PassObservation *o, const PassPlan *plan, int *ret_r) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        assert_non_null(f);
-        *ret_r = pass_step_kubelet_boot.print(p, o, plan, f);
-        assert_int_equal(fclose(f), 0);
-        return text;
-}
-
-static void assert_contains(const char *text, const char *want) {
-        if (!text || !strstr(text, want))
-                fail_msg("expected '%s' in:\n%s", want, strna(text));
-}
-
 /* A new worker: the CA to fetch first, then the three files; the kubelet's file has the node's facts and
  * the cluster's settings, the flags the bootstrap kubeconfig; only the bootstrap kubeconfig holds the
  * token, and `plan` never shows it. */
@@ -117,7 +103,7 @@ static void test_first_pass(void **state) {
         assert_contains(k->bootstrap, "    token: " TOKEN "\n");
 
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_kubelet_boot, p, &o, &plan, &r);
         assert_int_equal(r, 0);
         assert_string_equal(text, "kubelet-fetch-ca /k/ca.crt (pin " PIN ")\n"
                                   "kubelet-write /k/config.yaml\n"
@@ -154,7 +140,7 @@ static void test_current(void **state) {
                 assert_false(plan.kubelet.discover || plan.kubelet.write_config ||
                              plan.kubelet.write_bootstrap || plan.kubelet.write_env);
                 int r;
-                _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+                _cleanup_free_ char *text = pass_test_print(&pass_step_kubelet_boot, p, &o, &plan, &r);
                 assert_int_equal(r, 0);
                 assert_string_equal(
                     text, k->joined ? "kubelet: its files are current; it has its certificate\n"
@@ -199,7 +185,7 @@ static void test_blocked(void **state) {
                 assert_false(plan.kubelet.write_config || plan.kubelet.write_bootstrap ||
                              plan.kubelet.write_env);
                 int r;
-                _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+                _cleanup_free_ char *text = pass_test_print(&pass_step_kubelet_boot, p, &o, &plan, &r);
                 assert_int_equal(r, cases[i].status == PK_EWAITING ? 0 : cases[i].status);
                 assert_contains(text, cases[i].words);
                 pass_plan_done(&plan);

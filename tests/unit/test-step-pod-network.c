@@ -11,6 +11,7 @@
 #include "basic/strv.h"
 #include "daemon/pass-types.h"
 #include "daemon/step-pod-network.h"
+#include "pass-step-test.h"
 #include "unit-test.h"
 
 static Pass *test_pass(const char *provider) {
@@ -58,16 +59,6 @@ static void observe(PassObservation *o) {
         assert_non_null(n->routes = calloc(4, sizeof(NetlinkRoute)));
 }
 
-static char *print_step(const Pass *p, const PassObservation *o, const PassPlan *plan, int *ret_r) {
-        char *text = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
-        assert_non_null(f);
-        *ret_r = pass_step_pod_network_worker.print(p, o, plan, f);
-        assert_int_equal(fclose(f), 0);
-        return text;
-}
-
 static void test_first_pass(void **state) {
         Pass *p = test_pass("kubenet");
         PassObservation o;
@@ -78,7 +69,7 @@ static void test_first_pass(void **state) {
         assert_true(plan.pod_network.write_conflist);
         assert_non_null(strstr(plan.pod_network.conflist, "\"subnet\": \"100.96.1.0/24\""));
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_pod_network_worker, p, &o, &plan, &r);
         assert_int_equal(r, 0);
         assert_string_equal(text, "pod-network-write /cni/10-protokube-kubenet.conflist\n"
                                   "pod-network-route 100.96.0.0/24 via 10.0.0.1\n");
@@ -99,7 +90,7 @@ static void test_routes(void **state) {
         add_route(&o.pod_network, "100.96.0.0/24=10.0.0.1", NETLINK_ROUTE_PROTO_PROTOKUBE);
         assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_pod_network_worker, p, &o, &plan, &r);
         assert_string_equal(text, "pod-network: the CNI network and the routes are current\n");
         pass_plan_done(&plan);
 
@@ -110,7 +101,7 @@ static void test_routes(void **state) {
         plan = (PassPlan){};
         assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
         free(text);
-        text = print_step(p, &o, &plan, &r);
+        text = pass_test_print(&pass_step_pod_network_worker, p, &o, &plan, &r);
         assert_string_equal(text,
                             "pod-network-delete-route 100.96.9.0/24 via 10.0.0.9\n"
                             "pod-network: not routing 100.96.2.0/24 via 10.0.0.3: another owner routes "
@@ -129,7 +120,7 @@ static void test_waiting_and_none(void **state) {
         assert_non_null(o.pod_network.message = strdup("the kubelet has not joined yet (no kubeconfig)"));
         assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
         int r;
-        _cleanup_free_ char *text = print_step(p, &o, &plan, &r);
+        _cleanup_free_ char *text = pass_test_print(&pass_step_pod_network_worker, p, &o, &plan, &r);
         assert_int_equal(r, 0);
         assert_string_equal(text, "pod-network: waiting: the kubelet has not joined yet (no kubeconfig)\n");
         pass_plan_done(&plan);
@@ -141,7 +132,7 @@ static void test_waiting_and_none(void **state) {
         plan = (PassPlan){};
         assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
         free(text);
-        text = print_step(p, &o, &plan, &r);
+        text = pass_test_print(&pass_step_pod_network_worker, p, &o, &plan, &r);
         assert_non_null(strstr(text, "pod-network: waiting: Node w1 has no podCIDR yet"));
         assert_false(plan.pod_network.write_conflist);
         pass_plan_done(&plan);
@@ -154,7 +145,7 @@ static void test_waiting_and_none(void **state) {
         assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
         assert_false(plan.pod_network.enabled);
         free(text);
-        text = print_step(p, &o, &plan, &r);
+        text = pass_test_print(&pass_step_pod_network_worker, p, &o, &plan, &r);
         assert_string_equal(text, "");
         pass_plan_done(&plan);
         pass_observation_done(&o);
