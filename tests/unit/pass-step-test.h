@@ -5,11 +5,29 @@
  * text must hold. */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/string-util.h"
+#include "basic/strv.h"
 #include "daemon/pass-types.h"
 #include "unit-test.h"
+
+/* A Pass of spec (a spec file's text) for node: the spec's etcd clusters, its certificates' settings; no
+ * provider, no caches. Free with pass_free(). */
+static inline Pass *pass_test_new(const char *spec, const NodeSettings *node) {
+        _cleanup_strv_free_ char **errors = NULL;
+        Pass *p = calloc(1, sizeof(Pass));
+        assert_non_null(p);
+        assert_int_equal(cluster_spec_load_string("cluster.yaml", spec, strlen(spec), &p->spec, &errors), 0);
+        assert_null(errors);
+        assert_non_null(p->etcd_clusters = strv_new(NULL));
+        for (size_t i = 0; i < p->spec->etcd_clusters.n; i++)
+                assert_int_equal(strv_extend(&p->etcd_clusters, cluster_spec_etcd(p->spec, i)->name), 0);
+        p->node = *node;
+        p->certs = pass_certs_settings(p->spec, p->etcd_clusters);
+        return p;
+}
 
 /* What step's print hook writes for (pass, observation, plan); its result in *ret_r, or asserted to be 0
  * when ret_r is NULL. Caller frees. */

@@ -48,16 +48,7 @@ static const char route53_spec[] = "apiVersion: protokube/v1alpha1\n"
                                    "      image: registry.k8s.io/etcd:3.5.16-0\n"
                                    "  kubernetesVersion: 1.31.2\n";
 
-static Pass *worker_pass(const char *spec) {
-        _cleanup_strv_free_ char **errors = NULL;
-        Pass *p = calloc(1, sizeof(Pass));
-        assert_non_null(p);
-        assert_int_equal(cluster_spec_load_string("cluster.yaml", spec, strlen(spec), &p->spec, &errors), 0);
-        assert_null(errors);
-        assert_non_null(p->etcd_clusters = strv_new("main"));
-        p->node = (NodeSettings){ .role = NODE_ROLE_WORKER, .node_name = "w1" };
-        return p;
-}
+static const NodeSettings worker_node = { .role = NODE_ROLE_WORKER, .node_name = "w1" };
 
 /* main's member (a, b, c) on a volume held by node (NULL: free) with its internal addresses ips (a
  * comma-separated list, NULL: none). */
@@ -108,7 +99,7 @@ static void assert_rrset(const DnsRRsetList *l, uint16_t type, const char *want)
 /* Masters with IPv4 and IPv6 addresses: both RRsets of the one name, nothing else; the hosts file gets them;
  * `plan` names each replacement. */
 static void test_hosts_both_families(void **state) {
-        _cleanup_(pass_freep) Pass *p = worker_pass(hosts_spec);
+        _cleanup_(pass_freep) Pass *p = pass_test_new(hosts_spec, &worker_node);
         PassObservation o = {};
         PassPlan plan;
         add_main_volume(&o.volumes.volumes, 'a', "n1", "10.0.0.1,fd00::1");
@@ -136,7 +127,7 @@ static void test_hosts_both_families(void **state) {
 /* The hosts file keeps no TTL: a file that names the masters is current, whatever the spec's TTL; an
  * interrupted rewrite still makes the plan write (the provider repairs it). */
 static void test_hosts_current_and_repair(void **state) {
-        _cleanup_(pass_freep) Pass *p = worker_pass(hosts_spec);
+        _cleanup_(pass_freep) Pass *p = pass_test_new(hosts_spec, &worker_node);
         PassObservation o = {};
         PassPlan plan;
         add_main_volume(&o.volumes.volumes, 'a', "n1", "10.0.0.1");
@@ -160,7 +151,7 @@ static void test_hosts_current_and_repair(void **state) {
 
 /* route53 is the masters' to write: the step compares, TTL aside, and never sends. */
 static void test_route53_compares(void **state) {
-        _cleanup_(pass_freep) Pass *p = worker_pass(route53_spec);
+        _cleanup_(pass_freep) Pass *p = pass_test_new(route53_spec, &worker_node);
         PassObservation o = {};
         PassPlan plan;
         add_main_volume(&o.volumes.volumes, 'a', "n1", "10.0.0.1");
@@ -199,7 +190,7 @@ static void test_route53_compares(void **state) {
 /* Masters in the view without an internal address: nothing to name them by, so nothing is written (an
  * empty RRset would erase the name) and the step waits. */
 static void test_masters_without_address_wait(void **state) {
-        _cleanup_(pass_freep) Pass *p = worker_pass(hosts_spec);
+        _cleanup_(pass_freep) Pass *p = pass_test_new(hosts_spec, &worker_node);
         PassObservation o = {};
         PassPlan plan;
         add_main_volume(&o.volumes.volumes, 'a', "n1", NULL);
@@ -217,7 +208,7 @@ static void test_masters_without_address_wait(void **state) {
 /* A master recorded with a bad address: the plan fails, naming the node and the value; `plan` prints it
  * and fails. */
 static void test_bad_address_named(void **state) {
-        _cleanup_(pass_freep) Pass *p = worker_pass(hosts_spec);
+        _cleanup_(pass_freep) Pass *p = pass_test_new(hosts_spec, &worker_node);
         PassObservation o = {};
         PassPlan plan;
         add_main_volume(&o.volumes.volumes, 'a', "n1", "10.0.0.999");
@@ -238,7 +229,7 @@ static void test_bad_address_named(void **state) {
 /* What could not be observed is the plan's status, with the observation's words; no DNS provider in the
  * spec: nothing to do. */
 static void test_observation_failures(void **state) {
-        _cleanup_(pass_freep) Pass *p = worker_pass(hosts_spec);
+        _cleanup_(pass_freep) Pass *p = pass_test_new(hosts_spec, &worker_node);
         PassObservation o = { .volumes_error = PK_ECLOUD };
         PassPlan plan;
         assert_non_null(o.volumes_message = strdup("pool '/srv/pool' is not readable"));

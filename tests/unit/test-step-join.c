@@ -37,29 +37,13 @@
         "      image: registry.k8s.io/etcd:3.5.16-0\n"    \
         "  kubernetesVersion: 1.31.2\n"
 
+static const NodeSettings master_node = { .role = NODE_ROLE_MASTER, .node_name = "n1" };
 static const char spec_text[] = SPEC_HEAD;
 static const char spec_6443[] = SPEC_HEAD "  kubeAPIServer:\n"
                                           "    securePort: 6443\n"
                                           "  stateStore: file:///nonexistent/protokube-test/store\n"
                                           "  pki:\n"
                                           "    certificateLifetime: 48h\n";
-
-static Pass *master_pass(const char *spec) {
-        _cleanup_strv_free_ char **errors = NULL;
-        Pass *p = calloc(1, sizeof(Pass));
-        assert_non_null(p);
-        assert_int_equal(cluster_spec_load_string("cluster.yaml", spec, strlen(spec), &p->spec, &errors), 0);
-        assert_null(errors);
-        assert_non_null(p->etcd_clusters = strv_new("main"));
-        p->node = (NodeSettings){ .role = NODE_ROLE_MASTER, .node_name = "n1" };
-        return p;
-}
-
-static void pass_done(Pass *p) {
-        cluster_spec_free(p->spec);
-        strv_free(p->etcd_clusters);
-        free(p);
-}
 
 /* A pending client CSR for cn, as a bootstrap token's user asks it. */
 static JoinCsr *csr(const char *name, const char *cn, const char *org) {
@@ -111,7 +95,7 @@ static void observe_keystore(PassObservation *o) {
 }
 
 static void test_plan_and_print(void **state) {
-        Pass *p = master_pass(spec_text);
+        Pass *p = pass_test_new(spec_text, &master_node);
         PassObservation o = {};
         PassPlan plan = {};
         observe_round(&o);
@@ -137,12 +121,12 @@ static void test_plan_and_print(void **state) {
         free(text);
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        pass_done(p);
+        pass_free(p);
 }
 
 /* No cluster CA in the keystore yet: approve, sign nothing, publish nothing; the spec's secure port. */
 static void test_without_ca(void **state) {
-        Pass *p = master_pass(spec_6443);
+        Pass *p = pass_test_new(spec_6443, &master_node);
         PassObservation o = {};
         PassPlan plan = {};
         observe_round(&o);
@@ -159,11 +143,11 @@ static void test_without_ca(void **state) {
         free(text);
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        pass_done(p);
+        pass_free(p);
 }
 
 static void test_idle_round(void **state) {
-        Pass *p = master_pass(spec_text);
+        Pass *p = pass_test_new(spec_text, &master_node);
         PassObservation o = { .join_enabled = true };
         PassPlan plan = {};
         observe_keystore(&o);
@@ -174,12 +158,12 @@ static void test_idle_round(void **state) {
         free(text);
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        pass_done(p);
+        pass_free(p);
 }
 
 /* The apiserver does not answer, the round could not be read, no client of its own: nothing planned. */
 static void test_waiting_and_failed(void **state) {
-        Pass *p = master_pass(spec_text);
+        Pass *p = pass_test_new(spec_text, &master_node);
         PassObservation o = { .join_enabled = true, .join_status = PK_EWAITING };
         PassPlan plan = {};
         o.join_message = strdup("this master's apiserver (https://127.0.0.1:443) does not answer: refused");
@@ -208,7 +192,7 @@ static void test_waiting_and_failed(void **state) {
         free(text);
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        pass_done(p);
+        pass_free(p);
 }
 
 /* The step belongs to the masters' table only. */

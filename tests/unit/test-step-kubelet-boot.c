@@ -34,28 +34,13 @@ static const char spec_text[] = "apiVersion: protokube/v1alpha1\n"
                                 "    maxPods: 50\n";
 
 static Pass *worker_pass(const char *pin, const char *token_file) {
-        _cleanup_strv_free_ char **errors = NULL;
-        Pass *p = calloc(1, sizeof(Pass));
-        assert_non_null(p);
-        assert_int_equal(
-            cluster_spec_load_string("cluster.yaml", spec_text, strlen(spec_text), &p->spec, &errors), 0);
-        assert_null(errors);
-        assert_non_null(p->etcd_clusters = strv_new("main"));
-        p->node = (NodeSettings){ .role = NODE_ROLE_WORKER,
-                                  .node_name = "w1",
-                                  .internal_ip = "10.0.1.5",
-                                  .manifest_dir = "/etc/kubernetes/manifests",
-                                  .kubelet_dir = "/k",
-                                  .ca_pin = pin,
-                                  .token_file = token_file };
-        p->certs.apiserver_port = 443;
-        return p;
-}
-
-static void free_pass(Pass *p) {
-        cluster_spec_free(p->spec);
-        strv_free(p->etcd_clusters);
-        free(p);
+        return pass_test_new(spec_text, &(NodeSettings){ .role = NODE_ROLE_WORKER,
+                                                         .node_name = "w1",
+                                                         .internal_ip = "10.0.1.5",
+                                                         .manifest_dir = "/etc/kubernetes/manifests",
+                                                         .kubelet_dir = "/k",
+                                                         .ca_pin = pin,
+                                                         .token_file = token_file });
 }
 
 /* A worker that read its token, has none of its files yet, and whose view has n_masters masters. */
@@ -111,7 +96,7 @@ static void test_first_pass(void **state) {
                                   "kubelet-write /k/kubelet.env\n");
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 }
 
 /* The files as the first pass left them, the CA pinned: nothing to write, and the kubelet is waiting for its
@@ -149,7 +134,7 @@ static void test_current(void **state) {
         }
         pass_plan_done(&first);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 }
 
 /* What blocks a worker's bootstrap, each said: no pin, no token (before it joined), an unreadable token
@@ -190,7 +175,7 @@ static void test_blocked(void **state) {
                 assert_contains(text, cases[i].words);
                 pass_plan_done(&plan);
                 pass_observation_done(&o);
-                free_pass(p);
+                pass_free(p);
         }
 }
 
@@ -222,7 +207,7 @@ static void test_golden(void **state) {
         check_golden("bootstrap-kubeconfig", plan.kubelet.bootstrap);
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 }
 
 int main(void) {

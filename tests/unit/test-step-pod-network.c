@@ -20,17 +20,8 @@ static Pass *test_pass(const char *provider) {
             "  etcdClusters:\n    - name: main\n      image: registry.k8s.io/etcd:3.4.13-0\n"
             "  kubernetesVersion: 1.20.2\n  networking:\n    provider: %s\n    cniConfDir: /cni\n",
             provider);
-        _cleanup_strv_free_ char **errors = NULL;
-        Pass *p = calloc(1, sizeof(Pass));
-        assert_non_null(p);
-        assert_int_equal(cluster_spec_load_string("cluster.yaml", text, strlen(text), &p->spec, &errors), 0);
-        p->node = (NodeSettings){ .role = NODE_ROLE_WORKER, .node_name = "w1" };
-        return p;
-}
-
-static void free_pass(Pass *p) {
-        cluster_spec_free(p->spec);
-        free(p);
+        assert_non_null(text);
+        return pass_test_new(text, &(NodeSettings){ .role = NODE_ROLE_WORKER, .node_name = "w1" });
 }
 
 static void add_node(PassPodNetworkObserved *n, const char *name, const char *cidr, const char *ip) {
@@ -75,7 +66,7 @@ static void test_first_pass(void **state) {
                                   "pod-network-route 100.96.0.0/24 via 10.0.0.1\n");
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 }
 
 /* The file as written and the route there: nothing to do. A route of ours to a Node that is gone is
@@ -109,7 +100,7 @@ static void test_routes(void **state) {
         pass_plan_done(&plan);
         pass_plan_done(&first);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 }
 
 /* Waiting: the API not read (its words), the node's podCIDR not allocated yet; none: nothing at all. */
@@ -137,7 +128,7 @@ static void test_waiting_and_none(void **state) {
         assert_false(plan.pod_network.write_conflist);
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 
         p = test_pass("none");
         observe(&o);
@@ -149,7 +140,7 @@ static void test_waiting_and_none(void **state) {
         assert_string_equal(text, "");
         pass_plan_done(&plan);
         pass_observation_done(&o);
-        free_pass(p);
+        pass_free(p);
 }
 
 int main(void) {
