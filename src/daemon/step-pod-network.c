@@ -227,6 +227,10 @@ static int pod_network_plan(const Pass *p, const PassObservation *o, PassPlan *p
                 r = netlink_route_plan(want, n_want, n->routes, n->n_routes, &k->routes, &error);
         if (r < 0)
                 return r == -ENOMEM ? r : plan_status(k, r, TAKE_PTR(error));
+        /* A Node with a value that did not pass its check is not a Node that is gone: while any was left
+         * out, none of our routes is deleted (the one to that Node's podCIDR may still be right). */
+        if (strv_length(n->warnings) > 0)
+                k->routes.n_delete = 0;
         return 0;
 }
 
@@ -277,6 +281,8 @@ static int pod_network_apply(PassContext *ctx, PassWave wave) {
         if (!k->enabled)
                 return 0;
         pass_progress_step("pod network");
+        STRV_FOREACH (w, ctx->obs->pod_network.warnings)
+                log_warning("pod network: %s: left out, and no route of ours deleted this pass.", *w);
         if (k->status != 0) {
                 report(ctx, k->status, strna(k->note));
                 return 0;

@@ -98,6 +98,13 @@ static void test_routes(void **state) {
                             "pod-network: not routing 100.96.2.0/24 via 10.0.0.3: another owner routes "
                             "it (100.96.2.0/24 via 10.0.0.254)\n");
         pass_plan_done(&plan);
+
+        /* a Node's value left out as unreadable: the route to the gone Node stays this pass */
+        assert_non_null(o.pod_network.warnings = strv_new("Node w3: podCIDR 'x' is not a network prefix"));
+        plan = (PassPlan){};
+        assert_int_equal(pass_step_pod_network_worker.plan(p, &o, &plan), 0);
+        assert_int_equal(plan.pod_network.routes.n_delete, 0);
+        pass_plan_done(&plan);
         pass_plan_done(&first);
         pass_observation_done(&o);
         pass_free(p);
