@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What kube-proxy needs beyond its row in the component table: a privileged pod with the host's kernel
- * modules and iptables lock, probed on its healthz address. */
+/* What kube-proxy needs beyond its row in the component table: a privileged pod with the iptables lock (and
+ * the host's kernel modules in ipvs and nftables modes), probed on its healthz address. */
 #include <string.h>
 
 #include "basic/parse-util.h"
@@ -34,9 +34,15 @@ int kube_proxy_finish_pod(Pod *pod, PodContainer *ct, const void *config) {
         r = pod_probe_http(&ct->liveness_probe, "HTTP", HEALTH_PROBE_HOST, "/healthz", port, 10, 15);
         if (r < 0)
                 return r;
-        /* kernel modules for ipvs/nftables, and the lock iptables shares with the kubelet and CNI */
-        r = pod_add_host_mount(pod, ct, "modules", "/lib/modules", "Directory", true);
-        if (r < 0)
-                return r;
+        /* The kernel's modules only for the modes that load their own (ipvs, nftables). iptables mode (the
+         * default) loads none: kube-proxy 1.20 runs without /lib/modules, and a machine without that
+         * directory (a container, this project's simulation) would keep the pod Pending on a hostPath of
+         * type Directory ("hostPath type check failed"). */
+        if (c->proxy_mode.set && c->proxy_mode.value != PROXY_MODE_IPTABLES) {
+                r = pod_add_host_mount(pod, ct, "modules", "/lib/modules", "Directory", true);
+                if (r < 0)
+                        return r;
+        }
+        /* the lock iptables shares with the kubelet and CNI */
         return pod_add_host_mount(pod, ct, "iptableslock", "/run/xtables.lock", "FileOrCreate", false);
 }

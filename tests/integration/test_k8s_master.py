@@ -8,11 +8,9 @@ etcd main and events, kube-apiserver, kube-controller-manager, kube-scheduler, k
 kubectl (the cache's, same version) with protokube's admin kubeconfig lists the node, the mirror pods of the
 static pods appear in kube-system, and the controller-manager and the scheduler hold their leader leases.
 
-kube-proxy is not required to run: its manifest mounts /lib/modules as a hostPath of type Directory (as
-kops' does), and a machine without kernel modules (this one: no /lib/modules) leaves it Pending ("hostPath type
-check failed: /lib/modules is not a directory"). Its mirror pod then appears only when kubelet's 2-minute wait
-for the pod's volumes ends (the first attempt failed while the apiserver was starting), so on such a machine
-the test does not wait for it; with /lib/modules it must appear. The test prints every phase.
+kube-proxy's mirror pod must appear too: in iptables mode (the default) its pod mounts no /lib/modules, so a
+machine without kernel modules (this one) no longer keeps it Pending on a hostPath check. The test prints
+every phase.
 
 The Kubernetes binaries come from scripts/k8s-binaries.sh (a cold build is ~16 min; CI builds it once). Without
 the cache the test builds it; it skips only if that build cannot run here (and fails in CI)."""
@@ -248,7 +246,7 @@ def test_one_master_runs_protokubes_static_pods(master):
         return conds.get("Ready") == "True", err or conds
     wait("node a Ready", node_ready, 120, node)
 
-    expected = STATIC_PODS if os.path.isdir("/lib/modules") else CONTROL_PLANE
+    expected = STATIC_PODS
 
     def mirror_pods():
         pods, err = m.kubectl_json("get", "pods", "-n", "kube-system")

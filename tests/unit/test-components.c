@@ -717,9 +717,10 @@ static void test_pki_managed_render(void **state) {
         assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, s, &proxy), 0);
         assert_true(has_arg(only_container(proxy), "--config=/var/lib/kube-proxy/config.yaml"));
         /* the kubeconfig is named in the file, and its directory mounted all the same; the file's too */
+        /* iptables mode (the default): no /lib/modules (ipvs mounts it: test_kube_proxy) */
         assert_mounts(proxy, "/var/log/kube-proxy.log:FileOrCreate", "/pk/kube-proxy:Directory:ro",
-                      "/var/lib/kube-proxy:Directory:ro", "/lib/modules:Directory:ro",
-                      "/run/xtables.lock:FileOrCreate", "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
+                      "/var/lib/kube-proxy:Directory:ro", "/run/xtables.lock:FileOrCreate",
+                      "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
         ComponentConfigFile file = {};
         assert_int_equal(component_config_file(COMPONENT_KUBE_PROXY, s, &file), 0);
         assert_non_null(strstr(file.text, "clientConnection:\n  kubeconfig: /pk/kube-proxy/kubeconfig\n"));
