@@ -148,3 +148,22 @@ int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams 
         m = (RenderedManifests){};
         return 0;
 }
+
+int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, char **ret_text) {
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        _cleanup_free_ char *name = NULL, *text = NULL;
+        int r = component_pod_build_form(COMPONENT_KUBE_PROXY, spec, COMPONENT_FORM_FLAGS, &pod);
+        if (r < 0)
+                return r;
+        if (pod) {
+                name = strjoin(component_to_string(COMPONENT_KUBE_PROXY), MANIFEST_SUFFIX);
+                if (!name)
+                        return -ENOMEM;
+                r = pod_to_yaml(pod, &text);
+                if (r < 0)
+                        return r;
+        }
+        *ret_file_name = TAKE_PTR(name);
+        *ret_text = TAKE_PTR(text);
+        return 0;
+}

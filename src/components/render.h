@@ -55,5 +55,10 @@ int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams 
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
                          char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed);
 
+/* kube-proxy's static pod alone, every setting a flag, for a node outside the control plane (a worker:
+ * its copy of the spec names the node's own kubeconfig and name): its manifest's file name
+ * ("kube-proxy.manifest") and text. Disabled (kubeProxy.enabled: false): both NULL, and 0. */
+int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, char **ret_text);
+
 /* The pod_annotations rules above: 0 or -EINVAL. */
 int render_check_pod_annotations(char *const *pod_annotations);

@@ -31,6 +31,7 @@ void pass_observation_done(PassObservation *o) {
         certs_observation_done(&o->certs);
         pass_kubelet_observed_done(&o->kubelet);
         pass_pod_network_observed_done(&o->pod_network);
+        free(o->node_proxy.text);
         for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
                 pass_etcd_member_done(&o->etcd_members[i]);
         free(o->etcd_members);
@@ -57,6 +58,7 @@ void pass_plan_done(PassPlan *p) {
         certs_plan_done(&p->certs);
         pass_kubelet_plan_done(&p->kubelet);
         pass_pod_network_plan_done(&p->pod_network);
+        pass_node_proxy_plan_done(&p->node_proxy);
         free(p->held_members);
         free(p->member_plans);
         join_plan_done(&p->join);

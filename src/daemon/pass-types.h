@@ -171,6 +171,22 @@ typedef struct PassPodNetworkPlan {
 
 void pass_pod_network_plan_done(PassPodNetworkPlan *n);
 
+/* A worker's kube-proxy (step-node-proxy.c): its manifest as it is, and whether the kubelet has joined. */
+typedef struct PassNodeProxyObserved {
+        bool joined;
+        char *text;     /* the manifest on disk; NULL: absent */
+        int read_error; /* < 0: it could not be read (nothing is written over it) */
+} PassNodeProxyObserved;
+
+typedef struct PassNodeProxyPlan {
+        int status; /* 0; PK_EWAITING (the kubelet has not joined); < 0 */
+        char *note;
+        char *path, *text; /* text NULL: kubeProxy.enabled false */
+        bool write;
+} PassNodeProxyPlan;
+
+void pass_node_proxy_plan_done(PassNodeProxyPlan *k);
+
 /* What one observation saw: data only (the sessions it read through are the context's). */
 typedef struct PassObservation {
         int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
@@ -196,6 +212,7 @@ typedef struct PassObservation {
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
         PassKubeletObserved kubelet;        /* a worker's kubelet files */
         PassPodNetworkObserved pod_network; /* kubenet: the Nodes, the CNI file, the routes */
+        PassNodeProxyObserved node_proxy;   /* a worker's kube-proxy */
         /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
          * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
          * the round was read (join); PK_EWAITING the apiserver does not answer; < 0 the round could not be
@@ -237,6 +254,7 @@ typedef struct PassPlan {
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
         PassKubeletPlan kubelet;        /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
         PassPodNetworkPlan pod_network; /* kubenet (step-pod-network.c) */
+        PassNodeProxyPlan node_proxy;   /* a worker's kube-proxy (step-node-proxy.c) */
         bool join_planned;              /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */

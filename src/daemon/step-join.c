@@ -330,7 +330,7 @@ static int join_step_print(const Pass *pass, const PassObservation *o, const Pas
                 fprintf(out, "join: not observed: %s\n", strna(o->join_message));
         if (!plan->join_planned)
                 return 0;
-        fprintf(out, "join: apply RBAC " JOIN_BOOTSTRAP_BINDING "\n");
+        fprintf(out, "join: apply RBAC " JOIN_BOOTSTRAP_BINDING " " JOIN_NODE_PROXIER_BINDING "\n");
         if (plan->join_has_ca && plan->join_server)
                 fprintf(out,
                         "join: publish " JOIN_CLUSTER_INFO_NAMESPACE "/" JOIN_CLUSTER_INFO_NAME

@@ -11,7 +11,8 @@ then starts from them as an init system would (KUBELET_ARGS of kubelet.env). The
 approved and signed by the master's protokube, its Node registers and turns Ready, its serving certificate
 comes through its own CSR (approved for its addresses only). With spec.networking kubenet, protokube
 writes each node's CNI network on its podCIDR and routes each node's podCIDR via its address: a pod on the
-worker reaches a pod on the master by its pod address, and its log is read through the API. The worker never holds a private key of the CA. The time from the worker's
+worker reaches a pod on the master by its pod address, and its log is read through the API; kube-proxy, a
+static pod protokube writes on the worker with the node's own credentials, makes a Service's IP reach it. The worker never holds a private key of the CA. The time from the worker's
 first pass to its Node Ready is printed."""
 import ipaddress
 import json
@@ -74,7 +75,8 @@ def stop(proc):
 
 
 def pod_spec(name, node, command):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
             "spec": {"nodeName": node, "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
                      "containers": [{"name": "podnet", "image": PODNET_IMAGE, "command": command,
                                      "env": [{"name": "POD_NAME", "value": name}]}]}}
@@ -223,12 +225,39 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
                                    "podnet-client"], capture_output=True, text=True, timeout=60)
             return "got: podnet podnet-server" in logs.stdout, logs.stdout[-500:] + logs.stderr[-500:]
         wait("the worker's pod got the master's pod's answer", answered, 120, wnode)
+
+        # kube-proxy on the worker (its static pod from protokube, with the node's credentials) makes a
+        # Service's IP reach the master's pod from a pod on the worker
+        def proxy_running():
+            p, err = m.kubectl_json("get", "pod", "-n", "kube-system", f"kube-proxy-{WORKER}")
+            st = (p or {}).get("status", {})
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions", []))
+            return st.get("phase") == "Running" and ready, err or st.get("containerStatuses")
+        wait("kube-proxy on the worker Running and Ready", proxy_running, 180, wnode)
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "podnet", "namespace": "default"},
+                   "spec": {"selector": {"app": "podnet-server"},
+                            "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}}
+        m.kubectl_ok("create", "-f", "-", stdin=json.dumps(service))
+        cluster_ip = m.kubectl_json("get", "service", "podnet")[0]["spec"]["clusterIP"]
+        m.kubectl_ok("create", "-f", "-", stdin=json.dumps(pod_spec("podnet-via-service", WORKER,
+                                                                   ["/podnet", "get", cluster_ip, "80"])))
+
+        def answered_via_service():
+            logs = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "logs",
+                                   "podnet-via-service"], capture_output=True, text=True, timeout=60)
+            return "got: podnet podnet-server" in logs.stdout, logs.stdout[-500:] + logs.stderr[-500:]
+        wait(f"the worker's pod got the master's pod's answer through the Service {cluster_ip}",
+             answered_via_service, 120, wnode)
         print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {c}")
     finally:
         # the pods' sandboxes go through the kubelets (CNI DEL removes their network namespaces): a node
         # stopped under them leaves each pod's /run/netns/cni-* behind
         subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=20s", "delete", "pod", "--all",
                         "-n", "default", "--wait=true", "--timeout=90s"], capture_output=True, timeout=120)
+        if wrun:  # kube-proxy's pod too: its manifest leaves the worker's directory (a host-network pod)
+            stop(wrun)
+            wrun = None
+            wlog.close()
         if wrun:
             stop(wrun)
             wlog.close()

@@ -20,6 +20,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
+#include "daemon/step-node-proxy.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-pod-network.h"
 #include "daemon/step-restore.h"
@@ -680,6 +681,7 @@ static const PassStep *const all_steps[] = {
         &pass_step_join,
         &pass_step_pod_network_master,
         &pass_step_pod_network_worker,
+        &pass_step_node_proxy,
 };
 
 /* The steps of all_steps whose roles include role. */
@@ -704,10 +706,11 @@ static void test_master_table(void **state) {
 static void test_worker_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_WORKER, steps);
-        assert_int_equal(n, 3);
+        assert_int_equal(n, 4);
         assert_ptr_equal(steps[0], &pass_step_api_view);
         assert_ptr_equal(steps[1], &pass_step_kubelet_boot);
         assert_ptr_equal(steps[2], &pass_step_pod_network_worker);
+        assert_ptr_equal(steps[3], &pass_step_node_proxy);
         check_table(NODE_ROLE_WORKER, steps, n);
         for (const PassRow *row = pass_role(NODE_ROLE_WORKER)->rows; row->step; row++)
                 assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));
