@@ -147,3 +147,15 @@ int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const
         *ret = TAKE_PTR(c);
         return 0;
 }
+
+int pass_print_status(FILE *out, const char *name, const char *cannot, int status, const char *note) {
+        if (status == PK_EWAITING) { /* a code below zero too: before the failures */
+                fprintf(out, "%s: waiting: %s\n", name, strna(note));
+                return 1;
+        }
+        if (status < 0) {
+                fprintf(out, "%s: %s: %s\n", name, cannot, strna(note));
+                return log_error_errno(status, "%s: %s", name, strna(note));
+        }
+        return 0;
+}

@@ -430,6 +430,11 @@ void pass_dns_log_changes(const DnsRRsetList *changes, const char *provider);
  * not blank. */
 int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_error);
 
+/* What `protokube plan` prints of a step whose plan waits or cannot be made: "NAME: waiting: NOTE" (1), or
+ * "NAME: CANNOT: NOTE" and the failure logged (its code, below zero); 0 and nothing for a plan made
+ * (status 0), which the step then prints itself. */
+int pass_print_status(FILE *out, const char *name, const char *cannot, int status, const char *note);
+
 /* protokube's own kubeconfig on this master (the certificates step writes it: its server is this master's
  * own apiserver on 127.0.0.1). Caller frees; NULL on allocation failure. */
 char *pass_api_kubeconfig(const ClusterSpec *spec);

@@ -187,14 +187,9 @@ static int api_view_apply(PassContext *ctx, PassWave wave) {
 }
 
 static int api_view_print(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out) {
-        if (plan->dns_status == PK_EWAITING) { /* a code below zero too: before the failures */
-                fprintf(out, "api-view: waiting: %s\n", strna(plan->dns_note));
-                return 0;
-        }
-        if (plan->dns_status < 0) {
-                fprintf(out, "api-view: cannot plan: %s\n", strna(plan->dns_note));
-                return log_error_errno(plan->dns_status, "API view: %s", strna(plan->dns_note));
-        }
+        int r = pass_print_status(out, "api-view", "cannot plan", plan->dns_status, plan->dns_note);
+        if (r != 0)
+                return MIN(r, 0);
         if (!o->dns_enabled) {
                 fprintf(out, "api-view: dns.provider is none: nothing to do\n");
                 return 0;

@@ -385,14 +385,9 @@ static int kubelet_boot_apply(PassContext *ctx, PassWave wave) {
 
 static int kubelet_boot_print(const Pass *p, const PassObservation *o, const PassPlan *plan, FILE *out) {
         const PassKubeletPlan *k = &plan->kubelet;
-        if (k->status == PK_EWAITING) {
-                fprintf(out, "kubelet: waiting: %s\n", strna(k->note));
-                return 0;
-        }
-        if (k->status < 0) {
-                fprintf(out, "kubelet: cannot bootstrap: %s\n", strna(k->note));
-                return log_error_errno(k->status, "kubelet: %s", strna(k->note));
-        }
+        int r = pass_print_status(out, "kubelet", "cannot bootstrap", k->status, k->note);
+        if (r != 0)
+                return MIN(r, 0);
         const struct {
                 bool write;
                 KubeletFile f;

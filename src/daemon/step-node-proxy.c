@@ -131,14 +131,9 @@ static int node_proxy_print(const Pass *p, const PassObservation *o, const PassP
                 fprintf(out, "kube-proxy: the self-hosted cluster's DaemonSet\n");
                 return 0;
         }
-        if (k->status == PK_EWAITING) {
-                fprintf(out, "kube-proxy: waiting: %s\n", strna(k->note));
-                return 0;
-        }
-        if (k->status < 0) {
-                fprintf(out, "kube-proxy: cannot plan: %s\n", strna(k->note));
-                return log_error_errno(k->status, "kube-proxy: %s", strna(k->note));
-        }
+        int r = pass_print_status(out, "kube-proxy", "cannot plan", k->status, k->note);
+        if (r != 0)
+                return MIN(r, 0);
         if (!k->text)
                 fprintf(out, "kube-proxy: disabled (kubeProxy.enabled: false)\n");
         else if (k->write)

@@ -312,14 +312,9 @@ static int pod_network_print(const Pass *p, const PassObservation *o, const Pass
         char buf[NETLINK_ROUTE_TEXT_MAX], theirs[NETLINK_ROUTE_TEXT_MAX];
         if (!k->enabled)
                 return 0;
-        if (k->status == PK_EWAITING) {
-                fprintf(out, "pod-network: waiting: %s\n", strna(k->note));
-                return 0;
-        }
-        if (k->status < 0) {
-                fprintf(out, "pod-network: cannot plan: %s\n", strna(k->note));
-                return log_error_errno(k->status, "pod network: %s", strna(k->note));
-        }
+        int r = pass_print_status(out, "pod-network", "cannot plan", k->status, k->note);
+        if (r != 0)
+                return MIN(r, 0);
         if (k->write_conflist)
                 fprintf(out, "pod-network-write %s\n", k->conflist_path);
         for (size_t i = 0; i < k->routes.n_replace; i++)
