@@ -17,7 +17,7 @@
 /* A worker's kube-proxy runs with its node's own credentials (the kubelet's kubeconfig: a worker holds no
  * other, docs/workers.md "kube-proxy"): the nodes (group system:nodes) get the built-in ClusterRole
  * system:node-proxier, kube-proxy's read of Services, Endpoints, EndpointSlices and Nodes and its Events. */
-#define JOIN_NODE_PROXIER_BINDING "protokube:node-proxier"
+#define JOIN_NODE_PROXIER_BINDING "protokube:nodes-node-proxier"
 #define JOIN_NODE_PROXIER_ROLE    "system:node-proxier"
 #define JOIN_NODES_GROUP          "system:nodes"
 

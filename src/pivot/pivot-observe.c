@@ -294,6 +294,20 @@ static bool asset_stale(const Pivot *p, size_t i, const json_t *live, bool first
         return !d || (first && !streq(d, p->digests[i]));
 }
 
+/* "DaemonSet kube-system/kube-proxy (absent)", "ClusterRoleBinding x (no digest)", "... (digest X,
+ * rendered Y)": which asset keeps the pivot applying, for its log. */
+static char *asset_label(const SelfHostedObject *o, const json_t *live, const char *rendered) {
+        const char *d =
+            json_get_string((json_t *)json_get(live, "metadata", "annotations"), PIVOT_DIGEST_ANNOTATION);
+        _cleanup_free_ char *state = !live ? strdup("absent")
+                                     : !d  ? strdup("no digest")
+                                           : strprintf("digest %s, rendered %s", d, rendered);
+        if (!state)
+                return NULL;
+        return strprintf("%s %s%s%s (%s)", o->kind_name, strempty(o->namespace), o->namespace ? "/" : "",
+                         o->name, state);
+}
+
 /* An asset is stale when it is absent (or carries no digest), or, for the first master by node name only,
  * when its digest differs from this master's render. Each master renders its own certificates into the
  * Secrets and their digest into the pod templates: with every master applying what differs from its own
@@ -312,6 +326,11 @@ static int observe_assets(Pivot *p, char **ret_error) {
                         return r;
                 p->stale[i] = asset_stale(p, i, live, first);
                 p->obs.assets_stale += p->stale[i];
+                if (p->stale[i] && !p->obs.stale_asset &&
+                    !(p->obs.stale_asset = keep(p, asset_label(&a->items[i], live, p->digests[i])))) {
+                        live_free(&a->items[i], live);
+                        return -ENOMEM;
+                }
                 live_free(&a->items[i], live);
         }
         return 0;

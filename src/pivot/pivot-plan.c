@@ -292,8 +292,9 @@ int pivot_decide(const PivotObservation *obs, PivotDecision *ret) {
         if (!obs->complete && obs->assets_stale > 0)
                 return decide(
                     ret, PIVOT_APPLY_ASSETS, NULL, PIVOT_APISERVER,
-                    strprintf("%zu self-hosted asset(s) absent or different from the rendered ones",
-                              obs->assets_stale));
+                    strprintf("%zu self-hosted asset(s) absent or different from the rendered ones "
+                              "(first: %s)",
+                              obs->assets_stale, strna(obs->stale_asset)));
         /* A master that has not labelled its Node yet is not listed: nobody retires anything before every
          * master takes part, or the one-at-a-time order would skip it. */
         if (obs->masters_expected > obs->n_masters)

@@ -45,6 +45,8 @@ typedef struct PivotObservation {
         bool local_api_ready; /* /readyz answered 200 on this master's own address */
         bool complete;        /* the API records the pivot as complete (kube-system/protokube-pivot) */
         size_t assets_stale;  /* assets whose live object differs from the rendered one (or is absent) */
+        /* the first of them, "Kind namespace/name (why)" (NULL: none), for the log */
+        const char *stale_asset;
         /* Once complete, on the first master by node name only: the Secrets that differ from this master's
          * render and the workloads whose pod template carries another certificates digest (a renewal). */
         size_t certificates_stale;

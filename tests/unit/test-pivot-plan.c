@@ -61,9 +61,11 @@ static void test_waits_for_api_then_applies(void **state) {
         assert_int_equal(step_of(&w.obs, NULL, NULL), PIVOT_WAIT_API);
         w.obs.api_ready = true;
         w.obs.assets_stale = 4;
+        w.obs.stale_asset = "ClusterRoleBinding x (no digest)";
         _cleanup_free_ char *why = NULL;
         assert_int_equal(step_of(&w.obs, NULL, &why), PIVOT_APPLY_ASSETS);
         assert_non_null(strstr(why, "4 self-hosted asset(s)"));
+        assert_non_null(strstr(why, "(first: ClusterRoleBinding x (no digest))"));
 }
 
 static void test_waits_for_every_self_hosted_pod(void **state) {

@@ -111,7 +111,7 @@ static void test_plan_and_print(void **state) {
         assert_false(plan.join.csrs[1].sign);
 
         char *text = pass_test_print(&pass_step_join, p, &o, &plan, NULL);
-        assert_contains(text, "join: apply RBAC protokube:kubelet-bootstrap protokube:node-proxier\n");
+        assert_contains(text, "join: apply RBAC protokube:kubelet-bootstrap protokube:nodes-node-proxier\n");
         assert_contains(text, "join: publish kube-public/cluster-info (server "
                               "https://api.internal.demo.k8s.test:443) readable by system:anonymous\n");
         assert_contains(text, "join: node-csr-w1  node w1  client  by system:bootstrap:abcdef  approve: new "
