@@ -114,6 +114,21 @@ bool string_has_cc(const char *s) {
         return false;
 }
 
+char *string_one_line(const char *s, size_t max) {
+        size_t n = strnlen(strempty(s), max + 1);
+        char *c = strndup(strempty(s), MIN(n, max));
+        if (!c)
+                return NULL;
+        for (char *p = c; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        *p = '?';
+        if (n <= max)
+                return c;
+        char *t = strjoin(c, "...");
+        free(c);
+        return t;
+}
+
 /* The escaped form of c: JSON needs quotes, backslashes and control characters escaped. */
 static size_t json_escape_char(unsigned char c, char out[static 7]) {
         if (c == '"' || c == '\\') {

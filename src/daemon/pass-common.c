@@ -159,3 +159,11 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
         }
         return 0;
 }
+
+const char *pass_join_stage_to_string(PassJoinStage s) {
+        static const char *const names[_PASS_JOIN_STAGE_MAX] = {
+                [PASS_JOIN_DNS] = "dns", [PASS_JOIN_TOKEN] = "token", [PASS_JOIN_PIN] = "pin",
+                [PASS_JOIN_CSR] = "csr", [PASS_JOIN_NODE] = "node",
+        };
+        return s >= 0 && s < _PASS_JOIN_STAGE_MAX ? names[s] : NULL;
+}

@@ -111,6 +111,19 @@ typedef struct PassEtcdMember {
 void pass_etcd_member_done(PassEtcdMember *m);
 
 /* A worker's kubelet files as they are (step-kubelet-boot.c), and its bootstrap token's file. */
+/* The stages of a worker's join, in order (`protokube join plan` names the first that is not done): the
+ * API's internal name, the bootstrap token, the CA's pin, the kubelet's client CSR, its Node Ready. */
+typedef enum PassJoinStage {
+        PASS_JOIN_DNS,
+        PASS_JOIN_TOKEN,
+        PASS_JOIN_PIN,
+        PASS_JOIN_CSR,
+        PASS_JOIN_NODE,
+        _PASS_JOIN_STAGE_MAX,
+} PassJoinStage;
+
+const char *pass_join_stage_to_string(PassJoinStage s);
+
 typedef struct PassKubeletObserved {
         bool observed;
         char *config, *ca_pem, *env; /* the texts on disk; NULL: absent */
@@ -123,6 +136,12 @@ typedef struct PassKubeletObserved {
         JoinToken token;
         int token_error; /* the token file could not be taken: token_message says why */
         char *token_message;
+        /* When the CA on disk is not the pinned one: the CA a master's cluster-info serves with the pin
+         * (ca_found, checked), or why none was taken (ca_fetch_error: PK_EWAITING no master yet, < 0 none
+         * had the pin or none answered; ca_fetch_message). */
+        char *ca_found;
+        int ca_fetch_error;
+        char *ca_fetch_message;
 } PassKubeletObserved;
 
 void pass_kubelet_observed_done(PassKubeletObserved *k);
@@ -131,7 +150,8 @@ void pass_kubelet_observed_done(PassKubeletObserved *k);
 typedef struct PassKubeletPlan {
         int status; /* 0; PK_EWAITING (no master to ask the CA of yet); < 0: cannot bootstrap (note) */
         char *note;
-        bool discover; /* the CA must be fetched (and checked against the pin) before anything is written */
+        PassJoinStage stage; /* status != 0: the join's stage it stops (the token or the pin) */
+        char *ca;            /* the pinned CA to write first (the others name it); NULL: ca.crt is current */
         char *config, *env;
         char *bootstrap; /* holds the token: erased */
         size_t bootstrap_len;

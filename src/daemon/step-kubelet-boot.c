@@ -72,11 +72,14 @@ void pass_kubelet_observed_done(PassKubeletObserved *k) {
         free(k->ca_message);
         free(k->token_message);
         join_token_erase(&k->token);
+        free(k->ca_found);
+        free(k->ca_fetch_message);
         *k = (PassKubeletObserved){};
 }
 
 void pass_kubelet_plan_done(PassKubeletPlan *k) {
         free(k->note);
+        free(k->ca);
         free(k->config);
         free(k->env);
         if (k->bootstrap)
@@ -122,6 +125,62 @@ static int observe_ca(const Pass *p, PassKubeletObserved *k) {
         return 0;
 }
 
+/* The CA from the first master that serves one with the pin, through its internal address with the API's
+ * name. NULL in *ret_pem and the last failure's words in *ret_error when none did. */
+static int discover_ca(const Pass *p, const ClusterView *view, char **ret_pem, char **ret_error) {
+        _cleanup_free_ char *server = api_server_url(p->spec->dns.internal_suffix, p->certs.apiserver_port),
+                            *host = NULL;
+        int r = api_dns_name(p->spec->dns.internal_suffix, &host);
+        if (r < 0 || !server)
+                return r < 0 ? r : -ENOMEM;
+        r = -EHOSTUNREACH;
+        for (size_t i = 0; i < view->n_masters; i++) {
+                const MasterNode *m = &view->masters[i];
+                if (strv_length(m->internal_ips) == 0)
+                        continue;
+                _cleanup_free_ char *to =
+                    http_connect_to_address(host, (unsigned)p->certs.apiserver_port, m->internal_ips[0]);
+                if (!to)
+                        return -ENOMEM;
+                free(*ret_error);
+                *ret_error = NULL;
+                r = join_discover_ca(server, to, p->node.ca_pin, DISCOVERY_TIMEOUT, ret_pem, ret_error);
+                if (r >= 0 || r == -ENOMEM)
+                        return r;
+        }
+        return r;
+}
+
+/* When the CA on disk is not the pinned one: the masters of the view (read only, as the API view step
+ * lists them) are asked for theirs. Reads only: the plan decides, the apply writes. */
+static int observe_ca_fetch(PassContext *ctx, PassKubeletObserved *k) {
+        const Pass *p = ctx->pass;
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        if (!p->node.ca_pin || k->ca_pinned)
+                return 0;
+        int r =
+            ctx->obs->volumes_error < 0 ? ctx->obs->volumes_error : volumes_view(&ctx->obs->in, NULL, &view);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || !view || view->n_masters == 0) {
+                k->ca_fetch_error = PK_EWAITING;
+                k->ca_fetch_message = strdup("no master in the view yet to fetch the cluster's CA from");
+                return k->ca_fetch_message ? 0 : -ENOMEM;
+        }
+        _cleanup_free_ char *error = NULL;
+        trace_mark("kubelet: fetching the cluster's CA");
+        r = discover_ca(p, view, &k->ca_found, &error);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                k->ca_fetch_error = r;
+                k->ca_fetch_message =
+                    strprintf("no CA with the pin %s: %s", p->node.ca_pin, error ?: pk_strerror(r));
+                return k->ca_fetch_message ? 0 : -ENOMEM;
+        }
+        return 0;
+}
+
 static int kubelet_boot_observe(PassContext *ctx) {
         const Pass *p = ctx->pass;
         PassKubeletObserved *k = &ctx->obs->kubelet;
@@ -148,6 +207,9 @@ static int kubelet_boot_observe(PassContext *ctx) {
         }
         k->joined = access(kubeconfig, F_OK) == 0;
         k->observed = true;
+        r = observe_ca_fetch(ctx, k);
+        if (r < 0)
+                return r;
         if (!p->node.token_file) {
                 k->token_error = -ENOKEY;
                 k->token_message =
@@ -207,7 +269,8 @@ static int render_env(const Pass *p, const ClusterSpec *s, char *const paths[_KU
         return *ret ? 0 : -ENOMEM;
 }
 
-static int plan_status(PassKubeletPlan *k, int status, char *note) {
+static int plan_status(PassKubeletPlan *k, PassJoinStage stage, int status, char *note) {
+        k->stage = stage;
         k->status = status;
         k->note = note;
         return note ? 0 : -ENOMEM;
@@ -233,28 +296,29 @@ static int render_bootstrap(const Pass *p, const PassKubeletObserved *o,
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return plan_status(k, r,
+                return plan_status(k, PASS_JOIN_TOKEN, r,
                                    strprintf("cannot write the bootstrap kubeconfig: %s", strna(error)));
         k->write_bootstrap = !o->bootstrap || o->bootstrap_len != k->bootstrap_len ||
                              memcmp(o->bootstrap, k->bootstrap, k->bootstrap_len) != 0;
         return 0;
 }
 
-/* Whether the plan can go on: a pin, a token unless the kubelet has its certificate already, a CA to
- * fetch from a master when the pinned one is not on disk. 0 when it can. */
-static int plan_preconditions(const Pass *p, const PassKubeletObserved *o, const PassPlan *plan,
-                              PassKubeletPlan *k) {
+/* Whether the plan can go on: a token unless the kubelet has its certificate already, a pin, and the
+ * pinned CA, on disk or found at a master. 0 when it can. */
+static int plan_preconditions(const Pass *p, const PassKubeletObserved *o, PassKubeletPlan *k) {
+        if (o->token_error < 0 && (!o->joined || o->token_error != -ENOKEY))
+                return plan_status(k, PASS_JOIN_TOKEN, o->token_error, strdup(strna(o->token_message)));
         if (!p->node.ca_pin)
                 return plan_status(
-                    k, -ENOKEY,
+                    k, PASS_JOIN_PIN, -ENOKEY,
                     strdup("no CA pin: give --ca-pin (protokube token create on a master prints it)"));
-        if (o->token_error < 0 && (!o->joined || o->token_error != -ENOKEY))
-                return plan_status(k, o->token_error, strdup(strna(o->token_message)));
-        k->discover = !o->ca_pinned;
-        if (k->discover && (!plan->view || plan->view->n_masters == 0))
-                return plan_status(k, PK_EWAITING,
-                                   strdup("no master in the view yet to fetch the cluster's CA from"));
-        return 0;
+        if (o->ca_pinned)
+                return 0;
+        if (!o->ca_found)
+                return plan_status(k, PASS_JOIN_PIN, o->ca_fetch_error ?: -EIO,
+                                   strdup(strna(o->ca_fetch_message)));
+        k->ca = strdup(o->ca_found);
+        return k->ca ? 0 : -ENOMEM;
 }
 
 /* Pure over (spec, node settings, observation, the API view's plan). */
@@ -263,19 +327,20 @@ static int kubelet_boot_plan(const Pass *p, const PassObservation *o, PassPlan *
         char *paths[_KUBELET_FILE_MAX] = {};
         int r = 0;
         if (!o->kubelet.observed)
-                return plan_status(k, o->kubelet.token_error ?: -EIO,
+                return plan_status(k, PASS_JOIN_TOKEN, o->kubelet.token_error ?: -EIO,
                                    strdup(strna(o->kubelet.token_message)));
         for (size_t i = 0; i < _KUBELET_FILE_MAX; i++)
                 if (!(paths[i] = kubelet_path(p, (KubeletFile)i)))
                         r = -ENOMEM;
         if (r >= 0)
-                r = plan_preconditions(p, &o->kubelet, plan, k);
+                r = plan_preconditions(p, &o->kubelet, k);
         ClusterSpec s = node_spec(p, paths);
         if (r >= 0 && k->status == 0 && (r = kubelet_config_render(&s, &k->config)) < 0 && r != -ENOMEM)
-                r = plan_status(k, r,
+                r = plan_status(k, PASS_JOIN_TOKEN, r,
                                 strprintf("cannot render the kubelet's configuration: %s", pk_strerror(r)));
         if (r >= 0 && k->status == 0 && (r = render_env(p, &s, paths, &k->env)) < 0 && r != -ENOMEM)
-                r = plan_status(k, r, strprintf("cannot render the kubelet's flags: %s", pk_strerror(r)));
+                r = plan_status(k, PASS_JOIN_TOKEN, r,
+                                strprintf("cannot render the kubelet's flags: %s", pk_strerror(r)));
         if (r >= 0 && k->status == 0)
                 r = render_bootstrap(p, &o->kubelet, paths, k);
         if (r >= 0 && k->status == 0) {
@@ -284,32 +349,6 @@ static int kubelet_boot_plan(const Pass *p, const PassObservation *o, PassPlan *
         }
         for (size_t i = 0; i < _KUBELET_FILE_MAX; i++)
                 free(paths[i]);
-        return r;
-}
-
-/* The CA from the first master that serves one with the pin, through its internal address with the API's
- * name. NULL in *ret_pem and the last failure's words in *ret_error when none did. */
-static int discover_ca(const Pass *p, const ClusterView *view, char **ret_pem, char **ret_error) {
-        _cleanup_free_ char *server = api_server_url(p->spec->dns.internal_suffix, p->certs.apiserver_port),
-                            *host = NULL;
-        int r = api_dns_name(p->spec->dns.internal_suffix, &host);
-        if (r < 0 || !server)
-                return r < 0 ? r : -ENOMEM;
-        r = -EHOSTUNREACH;
-        for (size_t i = 0; i < view->n_masters; i++) {
-                const MasterNode *m = &view->masters[i];
-                if (strv_length(m->internal_ips) == 0)
-                        continue;
-                _cleanup_free_ char *to =
-                    http_connect_to_address(host, (unsigned)p->certs.apiserver_port, m->internal_ips[0]);
-                if (!to)
-                        return -ENOMEM;
-                free(*ret_error);
-                *ret_error = NULL;
-                r = join_discover_ca(server, to, p->node.ca_pin, DISCOVERY_TIMEOUT, ret_pem, ret_error);
-                if (r >= 0 || r == -ENOMEM)
-                        return r;
-        }
         return r;
 }
 
@@ -332,23 +371,6 @@ static int write_kubelet_file(PassContext *ctx, KubeletFile f, const char *text,
         return 0;
 }
 
-static int apply_discovery(PassContext *ctx) {
-        _cleanup_free_ char *pem = NULL, *error = NULL;
-        int r = discover_ca(ctx->pass, ctx->plan->view, &pem, &error);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                log_error_errno(r, "kubelet: no CA with the pin %s: %s", ctx->pass->node.ca_pin,
-                                error ?: pk_strerror(r));
-                _cleanup_free_ char *why =
-                    strprintf("kubelet: no CA with the pin: %s", error ?: pk_strerror(r));
-                pass_report_error(ctx->rep, PASS_STAGE_KUBELET, r, why);
-                return r;
-        }
-        log_info("kubelet: the cluster's CA has the pin %s.", ctx->pass->node.ca_pin);
-        return write_kubelet_file(ctx, KUBELET_FILE_CA, pem, strlen(pem), 0644);
-}
-
 static int kubelet_boot_apply(PassContext *ctx, PassWave wave) {
         const PassKubeletPlan *k = &ctx->plan->kubelet;
         pass_progress_step("kubelet");
@@ -369,8 +391,11 @@ static int kubelet_boot_apply(PassContext *ctx, PassWave wave) {
                 return 0;
         }
         /* the CA first: the other files name it, and the kubelet must not start with another */
-        if (k->discover && (r = apply_discovery(ctx)) < 0)
-                return r == -ENOMEM ? r : 0;
+        if (k->ca) {
+                log_info("kubelet: the cluster's CA has the pin %s.", ctx->pass->node.ca_pin);
+                if ((r = write_kubelet_file(ctx, KUBELET_FILE_CA, k->ca, strlen(k->ca), 0644)) < 0)
+                        return r == -ENOMEM ? r : 0;
+        }
         if (k->write_config &&
             (r = write_kubelet_file(ctx, KUBELET_FILE_CONFIG, k->config, strlen(k->config), 0644)) < 0)
                 return r == -ENOMEM ? r : 0;
@@ -391,7 +416,7 @@ static int kubelet_boot_print(const Pass *p, const PassObservation *o, const Pas
         const struct {
                 bool write;
                 KubeletFile f;
-        } files[] = { { k->discover, KUBELET_FILE_CA },
+        } files[] = { { k->ca, KUBELET_FILE_CA },
                       { k->write_config, KUBELET_FILE_CONFIG },
                       { k->write_bootstrap, KUBELET_FILE_BOOTSTRAP },
                       { k->write_env, KUBELET_FILE_ENV } };
@@ -401,7 +426,8 @@ static int kubelet_boot_print(const Pass *p, const PassObservation *o, const Pas
                 if (!files[i].write)
                         continue;
                 if (files[i].f == KUBELET_FILE_CA)
-                        fprintf(out, "kubelet-fetch-ca %s (pin %s)\n", strna(path), p->node.ca_pin);
+                        fprintf(out, "kubelet-write %s (the CA a master serves has the pin %s)\n",
+                                strna(path), p->node.ca_pin);
                 else
                         fprintf(out, "kubelet-write %s\n", strna(path));
                 any = true;

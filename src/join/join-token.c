@@ -10,6 +10,8 @@
 #include "basic/strv.h"
 #include "join/join-internal.h"
 #include "join/join-token.h"
+
+#define JOIN_TOKEN_DESCRIPTION_SHOWN 256U /* characters of another tool's description shown */
 #include "shared/crypto.h"
 #include "shared/json-secret.h"
 #include "shared/json-util.h"
@@ -310,10 +312,14 @@ static int read_info(const json_t *secret, const char *name, JoinTokenInfo *i, c
                                   "Secret %s/%s: expiration: '%s' is not an RFC 3339 time (the API server "
                                   "takes the token for expired)",
                                   JOIN_TOKEN_NAMESPACE, name, exp);
-        /* another tool's description may be anything: it is shown, so never with control characters */
-        for (char *c = i->description; c && *c; c++)
-                if ((unsigned char)*c < 0x20 || *c == 0x7f)
-                        *c = '?';
+        /* another tool's description may be anything: it is shown, so as one bounded line */
+        if (i->description) {
+                char *d = string_one_line(i->description, JOIN_TOKEN_DESCRIPTION_SHOWN);
+                if (!d)
+                        return -ENOMEM;
+                free(i->description);
+                i->description = d;
+        }
         return read_groups(groups, name, &i->extra_groups, ret_error);
 }
 

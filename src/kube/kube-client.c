@@ -32,6 +32,7 @@ KubeClient *kube_client_free(KubeClient *c) {
         free(c->cert_file);
         free(c->key_file);
         free(c->connect_to);
+        string_free_erase(c->authorization);
         free(c);
         return NULL;
 }
@@ -95,6 +96,18 @@ int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_
                                   "connect-to '%s' with the plain http server '%s': plain http is allowed "
                                   "only to a loopback address",
                                   c->connect_to, c->server);
+        if (cfg->bearer_token) {
+                if (isempty(cfg->bearer_token) || string_has_cc(cfg->bearer_token) ||
+                    strpbrk(cfg->bearer_token, " \t") || strlen(cfg->bearer_token) > 4096)
+                        return error_setf(ret_error, -EINVAL, "invalid bearer token (not shown)");
+                string_free_erase(c->authorization);
+                if (!(c->authorization = strjoin("Authorization: Bearer ", cfg->bearer_token)))
+                        return -ENOMEM;
+        }
+        if (c->authorization && c->cert_file)
+                return error_setf(ret_error, -EINVAL,
+                                  "a bearer token and a client certificate ('%s'): one identity per client",
+                                  c->cert_file);
         if (!c->cert_file != !c->key_file)
                 return error_setf(ret_error, -EINVAL,
                                   "a client certificate needs its key (and the other "
@@ -183,10 +196,12 @@ static usec_t retry_wait(const KubeClient *c, const HttpResponse *resp, unsigned
 static int call_once(KubeClient *c, const KubeCall *k, usec_t deadline, HttpResponse *ret,
                      char **ret_error) {
         _cleanup_free_ char *url = strjoin(c->server, k->path), *ct = NULL;
-        const char *headers[2] = { "Accept: application/json" };
+        const char *headers[3] = { "Accept: application/json" };
         size_t n_headers = 1;
         if (!url)
                 return -ENOMEM;
+        if (c->authorization)
+                headers[n_headers++] = c->authorization;
         if (k->content_type) {
                 ct = strjoin("Content-Type: ", k->content_type);
                 if (!ct)

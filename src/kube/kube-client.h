@@ -32,6 +32,10 @@ typedef struct KubeClientConfig {
         /* "HOST:PORT:ADDR:PORT": connect to ADDR:PORT where the server URL names HOST:PORT, checking the
          * certificate against HOST (shared/http.h): one apiserver among those behind a shared name. */
         const char *connect_to;
+        /* A bearer token (a worker's bootstrap token before its kubelet has a certificate): sent as
+         * "Authorization: Bearer" on every request, never logged, erased when the client is freed; not
+         * with a client certificate (one identity per client). Plain http stays loopback's alone. */
+        const char *bearer_token;
 } KubeClientConfig;
 
 typedef struct KubeRetryPolicy {

@@ -87,13 +87,9 @@ int kube_name_check(KubeNameRule rule, const char *what, const char *s, char **r
         if (kube_name_valid(rule, s))
                 return 0;
         /* the name comes from outside: shown printable and short, never as it is */
-        char shown[84];
-        size_t i = 0;
-        for (const char *p = strempty(s); *p && i < 80; p++)
-                shown[i++] = *p >= 0x20 && *p < 0x7f ? *p : '?';
-        if (s && strlen(s) > 80)
-                memcpy(shown + 77, "...", 3);
-        shown[i] = 0;
+        _cleanup_free_ char *shown = string_one_line(s, 77);
+        if (!shown)
+                return -ENOMEM;
         return error_setf(ret_error, -EINVAL, "%s '%s' is not valid: want %s", what, shown,
                           rule >= 0 && rule < _KUBE_NAME_RULE_MAX ? rule_words[rule] : "a known rule");
 }

@@ -48,14 +48,10 @@ char *kube_object_ref_to_string(const KubeObjectRef *ref) {
 
 /* A server's string as one bounded line: control characters become '?', the tail becomes "...". */
 static int append_clean(char **s, const char *text) {
-        size_t n = strnlen(strempty(text), STATUS_TEXT_MAX + 1);
-        _cleanup_free_ char *c = strndup(strempty(text), MIN(n, (size_t)STATUS_TEXT_MAX));
+        _cleanup_free_ char *c = string_one_line(text, STATUS_TEXT_MAX);
         if (!c)
                 return -ENOMEM;
-        for (char *p = c; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                        *p = '?';
-        return strextend_printf(s, "%s%s", c, n > STATUS_TEXT_MAX ? "..." : "");
+        return strextend_printf(s, "%s", c);
 }
 
 static int append_causes(char **s, const json_t *causes, bool secret) {

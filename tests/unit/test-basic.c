@@ -77,6 +77,26 @@ static void test_strv(void **state) {
         strv_free(c);
 }
 
+/* A string from outside as one bounded line: control characters and DEL become '?', the tail "...". */
+static void test_one_line(void **state) {
+        static const struct {
+                const char *in;
+                size_t max;
+                const char *out;
+        } cases[] = {
+                { "Ready", 10, "Ready" },
+                { "a\nb\tc\x7f", 10, "a?b?c?" },
+                { "0123456789", 10, "0123456789" },
+                { "0123456789x", 10, "0123456789..." },
+                { NULL, 10, "" },
+                { "\r\n", 0, "..." },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *s = string_one_line(cases[i].in, cases[i].max);
+                assert_string_equal(s, cases[i].out);
+        }
+}
+
 static void test_strings(void **state) {
         assert_non_null(startswith("foobar", "foo"));
         assert_null(startswith("foobar", "bar"));
@@ -370,11 +390,11 @@ int main(void) {
                 cmocka_unit_test(test_go_duration),    cmocka_unit_test(test_rfc3339),
                 cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_parse_numbers),
                 cmocka_unit_test(test_strv),           cmocka_unit_test(test_strings),
-                cmocka_unit_test(test_buf_cap),        cmocka_unit_test(test_atomic_write),
-                cmocka_unit_test(test_erase),          cmocka_unit_test(test_buf_secret),
-                cmocka_unit_test(test_read_secret),    cmocka_unit_test(test_dir_present),
-                cmocka_unit_test(test_lock_file),      cmocka_unit_test(test_backoff),
-                cmocka_unit_test(test_s3_names),
+                cmocka_unit_test(test_one_line),       cmocka_unit_test(test_buf_cap),
+                cmocka_unit_test(test_atomic_write),   cmocka_unit_test(test_erase),
+                cmocka_unit_test(test_buf_secret),     cmocka_unit_test(test_read_secret),
+                cmocka_unit_test(test_dir_present),    cmocka_unit_test(test_lock_file),
+                cmocka_unit_test(test_backoff),        cmocka_unit_test(test_s3_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

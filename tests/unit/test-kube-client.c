@@ -605,6 +605,42 @@ static void test_plain_http_only_on_loopback(void **state) {
         }
 }
 
+/* A bearer token travels in each request's Authorization header and in no message; it is refused with a
+ * client certificate or with a line break, without being shown. */
+static void test_bearer_token(void **state) {
+        static const char token[] = "abcdef.0123456789abcdef";
+        char *v[1];
+        size_t lens[1];
+        Replay o;
+        start_vectors(&o, (const char *const[]){ "kube/get-404.http" }, 1, false, v, lens);
+        KubeClient *c = NULL;
+        char *err = NULL;
+        assert_int_equal(
+            kube_client_new(&(KubeClientConfig){ .server = o.server, .bearer_token = token }, &c, NULL), 0);
+        json_t *obj = NULL;
+        assert_int_equal(kube_get(c, "v1", "ConfigMap", "default", "pk-missing", 0, &obj, &err), -ENOENT);
+        assert_null(strstr(err, token));
+        free(err);
+        kube_client_free(c);
+        _cleanup_free_ char *log = replay_stop(&o, NULL);
+        assert_non_null(strstr(log, "Authorization: Bearer abcdef.0123456789abcdef\r\n"));
+        free_vectors(v, 1);
+
+        static const KubeClientConfig bad[] = {
+                { .server = "https://10.0.0.1", .bearer_token = token, .cert_file = "c", .key_file = "k" },
+                { .server = "https://10.0.0.1", .bearer_token = "abcdef.01234\r\nX: y" },
+                { .server = "https://10.0.0.1", .bearer_token = "" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                err = NULL;
+                c = NULL;
+                assert_int_equal(kube_client_new(&bad[i], &c, &err), -EINVAL);
+                assert_null(c);
+                assert_null(strstr(err, "abcdef"));
+                free(err);
+        }
+}
+
 static int pred_exists(const json_t *obj, void *userdata, char **why) {
         (*(unsigned *)userdata)++;
         if (!obj)
@@ -987,6 +1023,7 @@ int main(void) {
                 cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_connect_to),
                 cmocka_unit_test(test_plain_http_only_on_loopback),
+                cmocka_unit_test(test_bearer_token),
                 cmocka_unit_test(test_poll_and_list),
                 cmocka_unit_test(test_list_pages_past_the_response_cap),
                 cmocka_unit_test(test_list_selectors_and_bounds),

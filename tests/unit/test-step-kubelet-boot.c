@@ -43,17 +43,21 @@ static Pass *worker_pass(const char *pin, const char *token_file) {
                                                          .token_file = token_file });
 }
 
-/* A worker that read its token, has none of its files yet, and whose view has n_masters masters. */
+#define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+/* A worker that read its token and has none of its files yet; with masters, one of them served the CA
+ * with the pin (the observation checked it), without, the observation found none to ask. */
 static void observe(PassObservation *o, PassPlan *plan, size_t n_masters) {
         *o = (PassObservation){ .kubelet = { .observed = true, .has_token = true } };
         assert_int_equal(join_token_parse(TOKEN, &o->kubelet.token, NULL), 0);
-        *plan = (PassPlan){};
-        assert_non_null(plan->view = calloc(1, sizeof(ClusterView)));
-        for (size_t i = 0; i < n_masters; i++) {
-                _cleanup_free_ char *name = strprintf("m%zu", i + 1), *ip = strprintf("10.0.0.%zu", i + 1);
-                _cleanup_strv_free_ char **ips = strv_new(ip);
-                assert_int_equal(cluster_view_add_master(plan->view, name, ips, NULL), 0);
+        if (n_masters > 0)
+                assert_non_null(o->kubelet.ca_found = strdup(CA_PEM));
+        else {
+                o->kubelet.ca_fetch_error = PK_EWAITING;
+                assert_non_null(o->kubelet.ca_fetch_message =
+                                    strdup("no master in the view yet to fetch the cluster's CA from"));
         }
+        *plan = (PassPlan){};
 }
 
 /* A new worker: the CA to fetch first, then the three files; the kubelet's file has the node's facts and
@@ -67,7 +71,8 @@ static void test_first_pass(void **state) {
         assert_int_equal(pass_step_kubelet_boot.plan(p, &o, &plan), 0);
         PassKubeletPlan *k = &plan.kubelet;
         assert_int_equal(k->status, 0);
-        assert_true(k->discover && k->write_config && k->write_bootstrap && k->write_env);
+        assert_string_equal(k->ca, CA_PEM);
+        assert_true(k->write_config && k->write_bootstrap && k->write_env);
         assert_contains(k->config, "kind: KubeletConfiguration\n");
         assert_contains(k->config, "clientCAFile: /k/ca.crt\n");
         assert_contains(k->config, "rotateCertificates: true\n");
@@ -90,7 +95,7 @@ static void test_first_pass(void **state) {
         int r;
         _cleanup_free_ char *text = pass_test_print(&pass_step_kubelet_boot, p, &o, &plan, &r);
         assert_int_equal(r, 0);
-        assert_string_equal(text, "kubelet-fetch-ca /k/ca.crt (pin " PIN ")\n"
+        assert_string_equal(text, "kubelet-write /k/ca.crt (the CA a master serves has the pin " PIN ")\n"
                                   "kubelet-write /k/config.yaml\n"
                                   "kubelet-write /k/bootstrap-kubeconfig\n"
                                   "kubelet-write /k/kubelet.env\n");
@@ -109,6 +114,8 @@ static void test_current(void **state) {
         assert_int_equal(pass_step_kubelet_boot.plan(p, &o, &first), 0);
         PassKubeletObserved *k = &o.kubelet;
         k->ca_pinned = true;
+        free(k->ca_found); /* a pinned CA on disk: nobody is asked */
+        k->ca_found = NULL;
         assert_non_null(k->config = strdup(first.kubelet.config));
         assert_non_null(k->env = strdup(first.kubelet.env));
         assert_non_null(k->bootstrap = strdup(first.kubelet.bootstrap));
@@ -122,8 +129,8 @@ static void test_current(void **state) {
                 plan = (PassPlan){};
                 assert_int_equal(pass_step_kubelet_boot.plan(p, &o, &plan), 0);
                 assert_int_equal(plan.kubelet.status, 0);
-                assert_false(plan.kubelet.discover || plan.kubelet.write_config ||
-                             plan.kubelet.write_bootstrap || plan.kubelet.write_env);
+                assert_false(plan.kubelet.ca || plan.kubelet.write_config || plan.kubelet.write_bootstrap ||
+                             plan.kubelet.write_env);
                 int r;
                 _cleanup_free_ char *text = pass_test_print(&pass_step_kubelet_boot, p, &o, &plan, &r);
                 assert_int_equal(r, 0);
@@ -137,8 +144,9 @@ static void test_current(void **state) {
         pass_free(p);
 }
 
-/* What blocks a worker's bootstrap, each said: no pin, no token (before it joined), an unreadable token
- * file (its words), no master to fetch the CA from (waiting). Nothing is planned to be written. */
+/* What blocks a worker's bootstrap, each said with the join's stage it stops: no pin, no token (before it
+ * joined), an unreadable token file (its words), no master to fetch the CA from (waiting), no master
+ * serving a CA with the pin (a wrong pin). Nothing is planned to be written. */
 static void test_blocked(void **state) {
         static const struct {
                 const char *pin;
@@ -146,16 +154,20 @@ static void test_blocked(void **state) {
                 int token_error;
                 const char *token_message;
                 int status;
+                PassJoinStage stage;
                 const char *words;
         } cases[] = {
-                { NULL, true, true, 0, NULL, -ENOKEY, "cannot bootstrap: no CA pin: give --ca-pin" },
+                { NULL, true, true, 0, NULL, -ENOKEY, PASS_JOIN_PIN,
+                  "cannot bootstrap: no CA pin: give --ca-pin" },
                 { PIN, false, true, -ENOKEY, "no bootstrap token: give --token-file", -ENOKEY,
-                  "cannot bootstrap: no bootstrap token: give --token-file" },
+                  PASS_JOIN_TOKEN, "cannot bootstrap: no bootstrap token: give --token-file" },
                 { PIN, false, true, -EPERM,
                   "bootstrap token file /t: mode 0644 lets others read a credential", -EPERM,
-                  "cannot bootstrap: bootstrap token file /t: mode 0644" },
-                { PIN, true, false, 0, NULL, PK_EWAITING,
+                  PASS_JOIN_TOKEN, "cannot bootstrap: bootstrap token file /t: mode 0644" },
+                { PIN, true, false, 0, NULL, PK_EWAITING, PASS_JOIN_PIN,
                   "waiting: no master in the view yet to fetch the cluster's CA from" },
+                { PIN, true, true, 0, NULL, -EACCES, PASS_JOIN_PIN,
+                  "cannot bootstrap: no CA with the pin " PIN ": 10.0.0.1: the CA has sha256:99" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 Pass *p = worker_pass(cases[i].pin, "/t");
@@ -165,8 +177,17 @@ static void test_blocked(void **state) {
                 o.kubelet.has_token = cases[i].has_token;
                 o.kubelet.token_error = cases[i].token_error;
                 o.kubelet.token_message = cases[i].token_message ? strdup(cases[i].token_message) : NULL;
+                if (cases[i].status == -EACCES) { /* the masters answered, none with the pin */
+                        free(o.kubelet.ca_found);
+                        o.kubelet.ca_found = NULL;
+                        o.kubelet.ca_fetch_error = -EACCES;
+                        o.kubelet.ca_fetch_message =
+                            strdup("no CA with the pin " PIN ": 10.0.0.1: the CA has sha256:99");
+                }
                 assert_int_equal(pass_step_kubelet_boot.plan(p, &o, &plan), 0);
                 assert_int_equal(plan.kubelet.status, cases[i].status);
+                assert_int_equal(plan.kubelet.stage, cases[i].stage);
+                assert_null(plan.kubelet.ca);
                 assert_false(plan.kubelet.write_config || plan.kubelet.write_bootstrap ||
                              plan.kubelet.write_env);
                 int r;
