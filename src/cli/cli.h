@@ -96,6 +96,7 @@ void cli_options_help(const CliOption *const *tables, size_t n_tables, FILE *f);
 int verb_run(CliContext *ctx, char **args);
 int verb_once(CliContext *ctx, char **args);
 int verb_plan(CliContext *ctx, char **args);
+int verb_join_plan(CliContext *ctx, char **args);
 int verb_render(CliContext *ctx, char **args);
 int verb_validate(CliContext *ctx, char **args);
 int verb_volumes(CliContext *ctx, char **args);

@@ -177,6 +177,16 @@ static const CliVerb token_verbs[] = {
         {},
 };
 
+/* A worker's side of the join (docs/workers.md, "Where a join stands"). */
+static const CliVerb join_verbs[] = {
+        { .name = "plan",
+          .run = verb_join_plan,
+          .help = "a worker's join stage by stage (dns, token, pin, csr, node) and the one that blocks; "
+                  "exit 0 joined, 3 waiting, 1 refused",
+          .flags = CLI_NEEDS_SPEC | CLI_NODE_OPTIONS },
+        {},
+};
+
 /* The approver and signer of kubelet CSRs (docs/workers.md). */
 static const CliVerb csr_verbs[] = {
         { .name = "approve",
@@ -300,6 +310,9 @@ static const CliVerb verbs[] = {
         { .name = "token",
           .help = "bootstrap tokens for workers: create, list, delete",
           .sub_verbs = token_verbs },
+        { .name = "join",
+          .help = "a worker's join: 'join plan' names the stage that blocks",
+          .sub_verbs = join_verbs },
         { .name = "csr",
           .run = verb_csr,
           .help = "the kubelet CSRs and what the approver decides and why ('csr approve': one round)",

@@ -160,6 +160,34 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
         return 0;
 }
 
+int pass_view_master_address(const PassObservation *o, char **ret) {
+        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
+        int r = o->volumes_error < 0 ? o->volumes_error : volumes_view(&o->in, NULL, &view);
+        if (r == -ENOMEM)
+                return r;
+        for (size_t i = 0; r >= 0 && i < view->n_masters; i++)
+                if (strv_length(view->masters[i].internal_ips) > 0) {
+                        *ret = strdup(view->masters[i].internal_ips[0]);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        return PK_EWAITING;
+}
+
+void pass_join_statuses_done(PassJoinStatus s[static _PASS_JOIN_STAGE_MAX]) {
+        for (size_t i = 0; i < _PASS_JOIN_STAGE_MAX; i++) {
+                free(s[i].note);
+                s[i] = (PassJoinStatus){};
+        }
+}
+
+int pass_join_status_set(PassJoinStatus *s, int status, char *note) {
+        s->known = true;
+        s->status = status;
+        free(s->note);
+        s->note = note;
+        return note ? 0 : -ENOMEM;
+}
+
 const char *pass_join_stage_to_string(PassJoinStage s) {
         static const char *const names[_PASS_JOIN_STAGE_MAX] = {
                 [PASS_JOIN_DNS] = "dns", [PASS_JOIN_TOKEN] = "token", [PASS_JOIN_PIN] = "pin",

@@ -32,6 +32,9 @@ void pass_observation_done(PassObservation *o) {
         pass_kubelet_observed_done(&o->kubelet);
         pass_pod_network_observed_done(&o->pod_network);
         free(o->node_proxy.text);
+        free(o->node_join.message);
+        join_csr_progress_done(&o->node_join.csr);
+        free(o->node_join.ready_words);
         for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
                 pass_etcd_member_done(&o->etcd_members[i]);
         free(o->etcd_members);
@@ -59,6 +62,7 @@ void pass_plan_done(PassPlan *p) {
         pass_kubelet_plan_done(&p->kubelet);
         pass_pod_network_plan_done(&p->pod_network);
         pass_node_proxy_plan_done(&p->node_proxy);
+        free(p->node_join.note);
         free(p->held_members);
         free(p->member_plans);
         join_plan_done(&p->join);
@@ -237,6 +241,67 @@ int pass_print_plan(Pass *p, FILE *out) {
         if (r < 0)
                 return r;
         r = pass_print_steps(p, &o, &plan, out);
+        pass_plan_done(&plan);
+        pass_observation_done(&o);
+        return r;
+}
+
+/* Every stage in the join's order; the first that is not done is the verdict (0: every one done). */
+static int print_join_stages(const PassJoinStatus stages[static _PASS_JOIN_STAGE_MAX], FILE *out) {
+        int verdict = 0;
+        PassJoinStage blocked = _PASS_JOIN_STAGE_MAX;
+        for (PassJoinStage i = 0; i < _PASS_JOIN_STAGE_MAX; i++) {
+                const PassJoinStatus *s = &stages[i];
+                const char *name = pass_join_stage_to_string(i);
+                if (!s->known) {
+                        fprintf(out, "%s: not reached\n", name);
+                        continue;
+                }
+                fprintf(out, "%s: %s: %s\n", name,
+                        s->status == 0             ? "ok"
+                        : s->status == PK_EWAITING ? "waiting"
+                                                   : "refused",
+                        strna(s->note));
+                if (verdict == 0 && s->status != 0) {
+                        verdict = s->status;
+                        blocked = i;
+                }
+        }
+        if (verdict == 0 && !(stages[PASS_JOIN_NODE].known && stages[PASS_JOIN_NODE].status == 0)) {
+                verdict = PK_EWAITING;
+                blocked = PASS_JOIN_NODE;
+        }
+        if (verdict == 0) {
+                fprintf(out, "join: done\n");
+                return 0;
+        }
+        fprintf(out, "join: blocked at %s\n", pass_join_stage_to_string(blocked));
+        if (verdict != PK_EWAITING)
+                log_error_errno(verdict, "join: %s: %s", pass_join_stage_to_string(blocked),
+                                strna(stages[blocked].note));
+        return verdict;
+}
+
+int pass_print_join(Pass *p, FILE *out) {
+        PassObservation o = {};
+        PassPlan plan = {};
+        PassJoinStatus stages[_PASS_JOIN_STAGE_MAX] = {};
+        bool any = false;
+        int r = pass_observe_and_plan(p, &o, &plan);
+        if (r < 0)
+                return r;
+        for (const PassRow *row = role_of(p)->rows; r >= 0 && row->step; row++)
+                if (row->phase == PASS_PHASE_JOIN && row->step->join) {
+                        any = true;
+                        r = row->step->join(p, &o, &plan, stages);
+                }
+        if (r >= 0 && !any)
+                r = log_error_errno(
+                    -EOPNOTSUPP, "join plan: a %s does not join a cluster (its table keeps no join stage)",
+                    node_role_to_string(p->node.role));
+        if (r >= 0)
+                r = print_join_stages(stages, out);
+        pass_join_statuses_done(stages);
         pass_plan_done(&plan);
         pass_observation_done(&o);
         return r;

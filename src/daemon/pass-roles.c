@@ -15,6 +15,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
+#include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-pod-network.h"
@@ -31,6 +32,8 @@
         { PASS_PHASE_FINISH, &(s), PASS_WAVE_ALL }
 #define PRINT(s) \
         { PASS_PHASE_PRINT, &(s), PASS_WAVE_ALL }
+#define JOIN(s) \
+        { PASS_PHASE_JOIN, &(s), PASS_WAVE_ALL }
 
 /* A master: its etcd members' volumes, DNS for discovery, the control plane and its certificates, etcd's
  * membership, restores and backups, and the self-hosted pivot with its checkpoint.
@@ -101,25 +104,33 @@ static const PassRow master_rows[] = {
 /* A worker: the node's view of the API, from the masters the volume provider lists (read only: a worker's
  * pass never claims a volume, never looks at one's device, never renders a control-plane pod), then its
  * kubelet's bootstrap, whose CA is fetched from the masters of that view, then (kubenet) the pods'
- * network, read through a master of that view with the kubelet's identity once it joined, and kube-proxy's
- * static pod with that identity (docs/workers.md). */
+ * network, read through a master of that view with the kubelet's identity once it joined, kube-proxy's
+ * static pod with that identity, and where the join stands: its CSR, then its Node (docs/workers.md).
+ * `join plan` asks the steps that keep a stage of the join, in the join's order. */
 static const PassRow worker_rows[] = {
         OBSERVE(pass_step_api_view),
         OBSERVE(pass_step_kubelet_boot),
         OBSERVE(pass_step_pod_network_worker), /* after the listing: the masters to ask */
         OBSERVE(pass_step_node_proxy),
+        OBSERVE(pass_step_node_join), /* after the kubelet's files: its token and pinned CA */
         PLAN(pass_step_api_view),
         PLAN(pass_step_kubelet_boot),
         PLAN(pass_step_pod_network_worker),
         PLAN(pass_step_node_proxy),
+        PLAN(pass_step_node_join),
         APPLY(pass_step_api_view, PASS_WAVE_ALL),
         APPLY(pass_step_kubelet_boot, PASS_WAVE_ALL),
         APPLY(pass_step_pod_network_worker, PASS_WAVE_ALL),
         APPLY(pass_step_node_proxy, PASS_WAVE_ALL),
+        APPLY(pass_step_node_join, PASS_WAVE_ALL),
         PRINT(pass_step_api_view),
         PRINT(pass_step_kubelet_boot),
         PRINT(pass_step_pod_network_worker),
         PRINT(pass_step_node_proxy),
+        PRINT(pass_step_node_join),
+        JOIN(pass_step_api_view),
+        JOIN(pass_step_kubelet_boot),
+        JOIN(pass_step_node_join),
         {},
 };
 

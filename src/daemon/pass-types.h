@@ -26,6 +26,7 @@
 #include "dns/dns-provider.h"
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
+#include "join/join-progress.h"
 #include "join/join-round.h"
 #include "join/join-token.h"
 #include "kube/kube-client.h"
@@ -124,6 +125,17 @@ typedef enum PassJoinStage {
 
 const char *pass_join_stage_to_string(PassJoinStage s);
 
+/* Where one stage stands, as the step that keeps it says (its join hook). */
+typedef struct PassJoinStatus {
+        bool known; /* a step of the role's table spoke for this stage */
+        int status; /* 0 done; PK_EWAITING; < 0 refused or failed */
+        char *note; /* what was seen, or why it blocks */
+} PassJoinStatus;
+
+void pass_join_statuses_done(PassJoinStatus s[static _PASS_JOIN_STAGE_MAX]);
+/* Says where s stands (note: taken; NULL is out of memory). */
+int pass_join_status_set(PassJoinStatus *s, int status, char *note);
+
 typedef struct PassKubeletObserved {
         bool observed;
         char *config, *ca_pem, *env; /* the texts on disk; NULL: absent */
@@ -207,6 +219,26 @@ typedef struct PassNodeProxyPlan {
 
 void pass_node_proxy_plan_done(PassNodeProxyPlan *k);
 
+/* A worker's join as the API shows it (step-node-join.c): before its kubelet has a certificate, its client
+ * CSR (listed with the bootstrap token), after, its Node's Ready condition (with the kubelet's identity). */
+typedef struct PassNodeJoinObserved {
+        bool observed; /* the API answered */
+        int status;    /* not observed: PK_EWAITING (no master, no CA or token on disk yet) or < 0 */
+        char *message;
+        bool joined;        /* the kubelet's own kubeconfig exists */
+        bool token_refused; /* the API answered 401 to the bootstrap token */
+        bool csrs_denied;   /* 403: the token may not list CSRs (the masters bind it) */
+        JoinCsrProgress csr;
+        int ready; /* joined: 1 Ready, 0 not (ready_words), -1 no Node of that name */
+        char *ready_words;
+} PassNodeJoinObserved;
+
+typedef struct PassNodeJoinPlan {
+        PassJoinStage stage; /* the stage it speaks for: the token, the CSR or the Node */
+        int status;          /* 0 Ready; PK_EWAITING; < 0 refused */
+        char *note;
+} PassNodeJoinPlan;
+
 /* What one observation saw: data only (the sessions it read through are the context's). */
 typedef struct PassObservation {
         int volumes_error;     /* the provider could not be observed (logged): no volume steps, no DNS */
@@ -233,6 +265,7 @@ typedef struct PassObservation {
         PassKubeletObserved kubelet;        /* a worker's kubelet files */
         PassPodNetworkObserved pod_network; /* kubenet: the Nodes, the CNI file, the routes */
         PassNodeProxyObserved node_proxy;   /* a worker's kube-proxy */
+        PassNodeJoinObserved node_join;     /* a worker's CSR and Node */
         /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
          * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
          * the round was read (join); PK_EWAITING the apiserver does not answer; < 0 the round could not be
@@ -275,6 +308,7 @@ typedef struct PassPlan {
         PassKubeletPlan kubelet;        /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
         PassPodNetworkPlan pod_network; /* kubenet (step-pod-network.c) */
         PassNodeProxyPlan node_proxy;   /* a worker's kube-proxy (step-node-proxy.c) */
+        PassNodeJoinPlan node_join;     /* a worker's CSR and Node (step-node-join.c) */
         bool join_planned;              /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */
@@ -355,6 +389,9 @@ typedef struct PassStep {
         int (*apply)(PassContext *ctx, PassWave wave);
         int (*finish)(PassContext *ctx);
         int (*print)(const Pass *pass, const PassObservation *o, const PassPlan *plan, FILE *out);
+        /* `join plan`: where the stages it keeps stand (-ENOMEM only) */
+        int (*join)(const Pass *pass, const PassObservation *o, const PassPlan *plan,
+                    PassJoinStatus stages[static _PASS_JOIN_STAGE_MAX]);
 } PassStep;
 
 typedef enum PassPhase {
@@ -363,6 +400,7 @@ typedef enum PassPhase {
         PASS_PHASE_APPLY, /* revise, then apply */
         PASS_PHASE_FINISH,
         PASS_PHASE_PRINT,
+        PASS_PHASE_JOIN, /* `join plan`: the stages of a node's join, from the plan */
         _PASS_PHASE_MAX,
         _PASS_PHASE_INVALID = -EINVAL,
 } PassPhase;
@@ -463,6 +501,11 @@ char *pass_api_kubeconfig(const ClusterSpec *spec);
  * kubeconfig's server): https://host:port instead, connected to address when not NULL. */
 int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address,
                   usec_t timeout, KubeClient **ret, char **ret_error);
+
+/* A node outside the control plane: the internal address of the first master of the observed view that
+ * has one, to reach the API at (caller frees). PK_EWAITING when there is none yet (or the listing failed).
+ */
+int pass_view_master_address(const PassObservation *o, char **ret);
 
 /* The pass's volume provider, from the spec's cloud and the node's settings; logs what failed. */
 int pass_open_volume_provider(const ClusterSpec *spec, const NodeSettings *node, VolumeProvider **ret);

@@ -50,6 +50,10 @@ int pass_watch_paths(const Pass *p, char ***ret);
 /* For `plan`: observe, plan, print every step's part of the plan (the pivot's next step included). Logs
  * what failed; a provider that cannot be observed is an error here. */
 int pass_print_plan(Pass *p, FILE *out);
+/* For `join plan` (a worker): observe and plan, then each stage of the join in order (dns, token, pin, csr,
+ * node) and the first that blocks. 0: the Node is Ready; PK_EWAITING: a stage waits; < 0: one is refused
+ * or failed (logged), or the role does not join (-EOPNOTSUPP, logged). */
+int pass_print_join(Pass *p, FILE *out);
 /* For `volumes`: observe and plan, then show(mount root, the volumes observed, their plan). Logs what
  * failed (a provider that cannot be observed is an error here). */
 typedef struct VolumesObservation VolumesObservation;

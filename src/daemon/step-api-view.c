@@ -211,6 +211,27 @@ static int api_view_print(const Pass *pass, const PassObservation *o, const Pass
         return 0;
 }
 
+/* `join plan`: the API's internal name, as the plan sees it. */
+static int api_view_stages(const Pass *pass, const PassObservation *o, const PassPlan *plan,
+                           PassJoinStatus stages[static _PASS_JOIN_STAGE_MAX]) {
+        PassJoinStatus *s = &stages[PASS_JOIN_DNS];
+        if (plan->dns_status != 0)
+                return pass_join_status_set(s, plan->dns_status, strdup(strna(plan->dns_note)));
+        if (!o->dns_enabled)
+                return pass_join_status_set(
+                    s, 0, strdup("dns.provider is none: the node's resolver names the API (not checked)"));
+        _cleanup_free_ char *masters = rrsets_addresses(&plan->dns_desired);
+        const char *name = plan->dns_desired.n > 0 ? plan->dns_desired.items[0].name : "?";
+        if (!masters)
+                return -ENOMEM;
+        if (plan->dns_send)
+                return pass_join_status_set(
+                    s, PK_EWAITING,
+                    strprintf("the next pass writes %s for %s into the hosts file", masters, name));
+        return pass_join_status_set(s, 0,
+                                    strprintf("%s names the masters' internal addresses %s", name, masters));
+}
+
 const PassStep pass_step_api_view = {
         .name = "API view",
         .stage = PASS_STAGE_DNS,
@@ -219,4 +240,5 @@ const PassStep pass_step_api_view = {
         .plan = api_view_plan,
         .apply = api_view_apply,
         .print = api_view_print,
+        .join = api_view_stages,
 };

@@ -438,6 +438,27 @@ static int kubelet_boot_print(const Pass *p, const PassObservation *o, const Pas
         return 0;
 }
 
+/* `join plan`: the token and the pin, as far as the node itself can tell (the API's answer to the token
+ * is the node step's). */
+static int kubelet_boot_stages(const Pass *p, const PassObservation *o, const PassPlan *plan,
+                               PassJoinStatus stages[static _PASS_JOIN_STAGE_MAX]) {
+        const PassKubeletPlan *k = &plan->kubelet;
+        if (k->status != 0)
+                return pass_join_status_set(&stages[k->stage], k->status, strdup(strna(k->note)));
+        if (!o->kubelet.joined || o->kubelet.has_token) {
+                int r = pass_join_status_set(&stages[PASS_JOIN_TOKEN], 0,
+                                             o->kubelet.has_token
+                                                 ? strprintf("bootstrap token %s read from %s",
+                                                             o->kubelet.token.id, p->node.token_file)
+                                                 : strdup("the kubelet has its certificate"));
+                if (r < 0)
+                        return r;
+        }
+        return pass_join_status_set(&stages[PASS_JOIN_PIN], 0,
+                                    strprintf("the cluster's CA has the pin %s%s", p->node.ca_pin,
+                                              k->ca ? " (ca.crt is to be written)" : ""));
+}
+
 const PassStep pass_step_kubelet_boot = {
         .name = "kubelet",
         .stage = PASS_STAGE_KUBELET,
@@ -446,4 +467,5 @@ const PassStep pass_step_kubelet_boot = {
         .plan = kubelet_boot_plan,
         .apply = kubelet_boot_apply,
         .print = kubelet_boot_print,
+        .join = kubelet_boot_stages,
 };

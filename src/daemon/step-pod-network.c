@@ -132,10 +132,9 @@ static int pod_network_observe_master(PassContext *ctx) {
  * (none before the kubelet joined: the step waits). */
 static int pod_network_observe_worker(PassContext *ctx) {
         const Pass *p = ctx->pass;
-        PassObservation *o = ctx->obs;
-        PassPodNetworkObserved *n = &o->pod_network;
-        _cleanup_(cluster_view_freep) ClusterView *view = NULL;
-        _cleanup_free_ char *kubeconfig = strjoin(p->node.kubelet_dir, "/", PASS_KUBELET_KUBECONFIG);
+        PassPodNetworkObserved *n = &ctx->obs->pod_network;
+        _cleanup_free_ char *kubeconfig = strjoin(p->node.kubelet_dir, "/", PASS_KUBELET_KUBECONFIG),
+                            *address = NULL;
         if (!kubenet(p))
                 return 0;
         if (!kubeconfig || !(n->self = strdup(strempty(p->node.node_name))))
@@ -143,16 +142,12 @@ static int pod_network_observe_worker(PassContext *ctx) {
         if (access(kubeconfig, F_OK) < 0)
                 return observe_status(n, PK_EWAITING,
                                       strdup("the kubelet has not joined yet (no kubeconfig)"));
-        int r = o->volumes_error < 0 ? o->volumes_error : volumes_view(&o->in, NULL, &view);
+        int r = pass_view_master_address(ctx->obs, &address);
         if (r == -ENOMEM)
                 return r;
-        const MasterNode *m = NULL;
-        for (size_t i = 0; r >= 0 && !m && i < view->n_masters; i++)
-                if (strv_length(view->masters[i].internal_ips) > 0)
-                        m = &view->masters[i];
-        if (!m)
+        if (r < 0)
                 return observe_status(n, PK_EWAITING, strdup("no master with an address in the view yet"));
-        return observe_through(ctx, kubeconfig, m->internal_ips[0]);
+        return observe_through(ctx, kubeconfig, address);
 }
 
 static int plan_status(PassPodNetworkPlan *k, int status, char *note) {

@@ -67,7 +67,7 @@ class Worker:
 
     def run(self, verb="once", pin=None, check=None):
         env = self.api.env
-        argv = ["ip", "netns", "exec", self.api.ns, protokube_bin(), "-c", self.spec, verb, "--role", "worker",
+        argv = ["ip", "netns", "exec", self.api.ns, protokube_bin(), "-c", self.spec, *verb.split(), "--role", "worker",
                 "--node-name", self.name, "--zone", "z1", "--internal-ip", WORKER_IP, "--pool", env.pool,
                 "--mount-root", os.path.join(self.dir, "mnt"), "--manifest-dir", os.path.join(self.dir, "manifests"),
                 "--kubelet-dir", self.kubelet_dir, "--token-file", self.token_file, "--ca-pin", pin or self.pin]
@@ -211,3 +211,55 @@ def test_plan_names_what_blocks(api, token_pin):
     p = w.run(verb="plan", check=1)
     assert "kubelet: cannot bootstrap: cannot read the bootstrap token file" in p.stdout, p.stdout
     assert w.files() == {}
+
+
+def join_plan(w, check, token_file=None):
+    """`protokube join plan` for worker w (its token file, or another), its exit code checked."""
+    saved = w.token_file
+    w.token_file = token_file or w.token_file
+    try:
+        return w.run(verb="join plan", check=check)
+    finally:
+        w.token_file = saved
+
+
+def stage(p, name):
+    line = [x for x in p.stdout.splitlines() if x.startswith(name + ": ")]
+    assert len(line) == 1, p.stdout
+    return line[0]
+
+
+def test_join_plan_names_the_stage_that_blocks(api, token_pin):
+    """join plan against the real API: a good token waits at the CSR (the kubelet is not running here); a
+    token the API does not know is refused at the token stage (its 401), a wrong pin at the pin stage."""
+    publish_cluster_info(api)
+    token, pin = token_pin
+    w = Worker(api, "w-join", token, pin)
+    w.run(check=3)  # the pinned CA and the kubelet's files
+    p = join_plan(w, 3)
+    assert stage(p, "dns").startswith("dns: ok: "), p.stdout  # this spec: dns.provider none
+    assert stage(p, "token") == f"token: ok: the API takes bootstrap token {token.split('.')[0]}", p.stdout
+    assert stage(p, "pin") == f"pin: ok: the cluster's CA has the pin {pin}", p.stdout
+    assert stage(p, "csr").startswith("csr: waiting: the kubelet has asked for no certificate yet"), p.stdout
+    assert stage(p, "node") == "node: not reached", p.stdout
+    assert p.stdout.endswith("join: blocked at csr\n"), p.stdout
+    assert token.split(".")[1] not in p.stdout + p.stderr
+
+    # a token of the right form that the API never issued: the 401, at the token stage
+    unknown = os.path.join(w.dir, "unknown-token")
+    fd = os.open(unknown, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("zzzzzz.0123456789abcdef\n")
+    p = join_plan(w, 1, token_file=unknown)
+    assert "token: refused: the API refuses the bootstrap token (401)" in p.stdout, p.stdout
+    assert p.stdout.endswith("join: blocked at token\n"), p.stdout
+    assert "0123456789abcdef" not in p.stdout + p.stderr
+
+    # a wrong pin: the CA on disk is not taken, the masters' has another pin
+    wrong = "sha256:" + "0" * 64
+    v = Worker(api, "w-join-pin", token, wrong)
+    p = join_plan(v, 1)
+    assert stage(p, "pin").startswith(f"pin: refused: no CA with the pin {wrong}"), p.stdout
+    assert pin in stage(p, "pin"), p.stdout
+    assert p.stdout.endswith("join: blocked at pin\n"), p.stdout
+    assert v.files() == {}

@@ -110,9 +110,19 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
     with open(env.spec) as f:
         text = f.read()
     assert "    conntrackMaxPerCore: 0\n" in text  # kube-proxy in a network namespace (loopdev.SPEC)
+    # kube-apiserver verifies the kubelets' serving certificates by the cluster CA (its client CA file, in
+    # the pki layout): the worker's kubelet has one from its CSR, signed by the master's protokube
+    assert f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}\n" in text
+    text = text.replace(f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}\n",
+                        f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}\n"
+                        f"    kubeletCertificateAuthority: {m.pki}/kube-apiserver/ca.crt\n")
     with open(env.spec, "w") as f:
         f.write(text.replace("  kubernetesVersion:", "  networking:\n    provider: kubenet\n"
                              f"    cniConfDir: {node.cni_conf_dir()}\n  kubernetesVersion:"))
+    argv = env.argv("once", "a")  # the manifests of this spec before the node starts (no API yet: exit 3)
+    argv[argv.index("--internal-ip") + 1] = NODE_IP
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 3) and "kube-apiserver.manifest" in p.stderr, f"once: {p.returncode}\n{p.stderr}"
     node.start()
     wait("kube-apiserver /readyz", lambda: (m.readyz(), "not ready"), 300, node, interval=2)
 
@@ -163,6 +173,12 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         assert sorted(os.listdir(wnode.worker_kubelet_dir)) == ["bootstrap-kubeconfig", "ca.crt", "config.yaml",
                                                                "kubelet.env"]
 
+        # before its kubelet runs, the join waits at the CSR: the token is taken, the pin checked
+        jargv = [*wargv[:wargv.index("once")], "join", "plan", *wargv[wargv.index("once") + 1:]]
+        j = subprocess.run(jargv, capture_output=True, text=True, timeout=120)
+        assert j.returncode == 3 and j.stdout.endswith("join: blocked at csr\n"), (j.stdout, j.stderr)
+        assert "csr: waiting: the kubelet has asked for no certificate yet" in j.stdout, j.stdout
+
         wnode.start()
         # the worker's daemon from now on: its pod network comes once its kubelet joined and its Node has a
         # podCIDR
@@ -184,6 +200,11 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         wait("the worker's serving certificate issued", serving_issued, 120, wnode)
         c = csrs_of(m, WORKER)
         assert any(a and i for _, a, i in c.get(CLIENT, [])), c
+        # joined: every stage done, the Node Ready (exit 0)
+        j = subprocess.run(jargv, capture_output=True, text=True, timeout=120)
+        assert j.returncode == 0 and j.stdout.endswith("join: done\n"), (j.stdout, j.stderr)
+        assert f"node: ok: Node {WORKER} is Ready\n" in j.stdout, j.stdout
+        assert "csr: ok: the kubelet has its client certificate\n" in j.stdout, j.stdout
 
         # the kubelet runs on what it was given: its client certificate from the CSR, in its cert dir
         pki = os.path.join(wnode.worker_kubelet_dir, "pki")
@@ -226,6 +247,13 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
                                    "podnet-client"], capture_output=True, text=True, timeout=60)
             return "got: podnet podnet-server" in logs.stdout, logs.stdout[-500:] + logs.stderr[-500:]
         wait("the worker's pod got the master's pod's answer", answered, 120, wnode)
+
+        # the client's log above came through the worker kubelet's serving certificate from its CSR, verified
+        # by the cluster CA; the master's kubelet still serves a self-signed one (its files are the harness's),
+        # and kube-apiserver refuses it: the verification is on
+        x = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=30s", "logs", "podnet-server"],
+                           capture_output=True, text=True, timeout=60)
+        assert x.returncode != 0 and "x509" in x.stderr, (x.stdout, x.stderr)
 
         # kube-proxy on the worker (its static pod from protokube, with the node's credentials) makes a
         # Service's IP reach the master's pod from a pod on the worker

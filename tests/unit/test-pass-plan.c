@@ -20,6 +20,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-members.h"
+#include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
 #include "daemon/step-pivot.h"
 #include "daemon/step-pod-network.h"
@@ -646,7 +647,7 @@ static void check_table(NodeRole role, const PassStep *const *steps, size_t n_st
                 const bool hook[_PASS_PHASE_MAX] = {
                         [PASS_PHASE_OBSERVE] = s->observe, [PASS_PHASE_PLAN] = s->plan,
                         [PASS_PHASE_APPLY] = s->apply,     [PASS_PHASE_FINISH] = s->finish,
-                        [PASS_PHASE_PRINT] = s->print,
+                        [PASS_PHASE_PRINT] = s->print,     [PASS_PHASE_JOIN] = s->join,
                 };
                 if (!hook[row->phase])
                         fail_msg("step '%s' has a row in phase %d without its hook", s->name, row->phase);
@@ -659,6 +660,7 @@ static void check_table(NodeRole role, const PassStep *const *steps, size_t n_st
                 assert_true(!(s->apply || s->revise) || has_row(r->rows, PASS_PHASE_APPLY, s));
                 assert_true(!s->finish || has_row(r->rows, PASS_PHASE_FINISH, s));
                 assert_true(!s->print || has_row(r->rows, PASS_PHASE_PRINT, s));
+                assert_true(!s->join || has_row(r->rows, PASS_PHASE_JOIN, s));
         }
 }
 
@@ -682,6 +684,7 @@ static const PassStep *const all_steps[] = {
         &pass_step_pod_network_master,
         &pass_step_pod_network_worker,
         &pass_step_node_proxy,
+        &pass_step_node_join,
 };
 
 /* The steps of all_steps whose roles include role. */
@@ -706,11 +709,12 @@ static void test_master_table(void **state) {
 static void test_worker_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_WORKER, steps);
-        assert_int_equal(n, 4);
+        assert_int_equal(n, 5);
         assert_ptr_equal(steps[0], &pass_step_api_view);
         assert_ptr_equal(steps[1], &pass_step_kubelet_boot);
         assert_ptr_equal(steps[2], &pass_step_pod_network_worker);
         assert_ptr_equal(steps[3], &pass_step_node_proxy);
+        assert_ptr_equal(steps[4], &pass_step_node_join);
         check_table(NODE_ROLE_WORKER, steps, n);
         for (const PassRow *row = pass_role(NODE_ROLE_WORKER)->rows; row->step; row++)
                 assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));
