@@ -159,7 +159,7 @@ def test_every_verb_that_reads_a_spec_says_so():
     needing = {" ".join(p) for p in VERB_PATHS if "needs the cluster spec" in _help(*p)}
     assert needing == {"run", "once", "plan", "render", "validate", "volumes", "dns", "dns sync", "pki", "pki show",
                        "pki renew", "etcd backups", "etcd backup", "etcd download", "etcd restore", "pivot",
-                       "pivot plan", "csr", "csr approve"}, needing
+                       "pivot plan", "csr", "csr approve", "join plan"}, needing
 
 
 def test_once_and_run_need_root(pk):
