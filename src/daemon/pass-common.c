@@ -160,6 +160,18 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
         return 0;
 }
 
+int pass_report_status(PassContext *ctx, PassStage stage, const char *name, int status, const char *note) {
+        if (status == 0)
+                return 0;
+        if (status == PK_EWAITING)
+                log_info("%s: %s.", name, strna(note));
+        else
+                log_error_errno(status, "%s: %s", name, strna(note));
+        _cleanup_free_ char *why = strjoin(name, ": ", strna(note));
+        pass_report_error(ctx->rep, stage, status, why ?: note);
+        return 1;
+}
+
 int pass_view_master_address(const PassObservation *o, char **ret) {
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
         int r = o->volumes_error < 0 ? o->volumes_error : volumes_view(&o->in, NULL, &view);

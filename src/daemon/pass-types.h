@@ -492,6 +492,9 @@ int pass_restore_in_progress(const char *mount, const char *cluster, char **ret_
  * "NAME: CANNOT: NOTE" and the failure logged (its code, below zero); 0 and nothing for a plan made
  * (status 0), which the step then prints itself. */
 int pass_print_status(FILE *out, const char *name, const char *cannot, int status, const char *note);
+/* The same for a pass: a step's wait (logged at info, "NAME: NOTE.") or failure (logged as an error), and
+ * in the report as "NAME: NOTE" under stage. 1 when status was one of them, 0 for a plan made. */
+int pass_report_status(PassContext *ctx, PassStage stage, const char *name, int status, const char *note);
 
 /* protokube's own kubeconfig on this master (the certificates step writes it: its server is this master's
  * own apiserver on 127.0.0.1). Caller frees; NULL on allocation failure. */

@@ -149,26 +149,13 @@ static int api_view_plan(const Pass *pass, const PassObservation *o, PassPlan *p
         return 0;
 }
 
-/* The plan's failure or wait, in the log and the report. 1 when there was one. */
-static int report_status(PassContext *ctx) {
-        const PassPlan *plan = ctx->plan;
-        if (plan->dns_status == 0)
-                return 0;
-        _cleanup_free_ char *why = strprintf("API view: %s", strna(plan->dns_note));
-        if (plan->dns_status == PK_EWAITING)
-                log_info("API view: %s.", strna(plan->dns_note));
-        else
-                log_error_errno(plan->dns_status, "API view: %s", strna(plan->dns_note));
-        pass_report_error(ctx->rep, PASS_STAGE_DNS, plan->dns_status, why);
-        return 1;
-}
-
 static int api_view_apply(PassContext *ctx, PassWave wave) {
         const PassPlan *plan = ctx->plan;
         PassReport *rep = ctx->rep;
         _cleanup_free_ char *error = NULL;
         pass_progress_step("API view");
-        if (report_status(ctx) || !ctx->dns || plan->api_view_check)
+        if (pass_report_status(ctx, PASS_STAGE_DNS, "API view", plan->dns_status, plan->dns_note) ||
+            !ctx->dns || plan->api_view_check)
                 return 0;
         if (plan->dns_send) {
                 int r = dns_session_apply(ctx->dns, &plan->dns_changes, &error);

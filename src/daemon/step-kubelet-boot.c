@@ -374,16 +374,8 @@ static int write_kubelet_file(PassContext *ctx, KubeletFile f, const char *text,
 static int kubelet_boot_apply(PassContext *ctx, PassWave wave) {
         const PassKubeletPlan *k = &ctx->plan->kubelet;
         pass_progress_step("kubelet");
-        if (k->status == PK_EWAITING) {
-                log_info("kubelet: %s.", strna(k->note));
-                pass_report_error(ctx->rep, PASS_STAGE_KUBELET, k->status, k->note);
+        if (pass_report_status(ctx, PASS_STAGE_KUBELET, "kubelet", k->status, k->note))
                 return 0;
-        }
-        if (k->status < 0) {
-                log_error_errno(k->status, "kubelet: %s", strna(k->note));
-                pass_report_error(ctx->rep, PASS_STAGE_KUBELET, k->status, k->note);
-                return 0;
-        }
         int r = mkdir_p(ctx->pass->node.kubelet_dir, 0755);
         if (r < 0) {
                 log_error_errno(r, "kubelet: cannot create %s: %m", ctx->pass->node.kubelet_dir);

@@ -208,14 +208,7 @@ static int node_join_plan(const Pass *p, const PassObservation *o, PassPlan *pla
 static int node_join_apply(PassContext *ctx, PassWave wave) {
         const PassNodeJoinPlan *k = &ctx->plan->node_join;
         pass_progress_step("node");
-        if (k->status == 0)
-                return 0;
-        if (k->status == PK_EWAITING)
-                log_info("node: %s.", strna(k->note));
-        else
-                log_error_errno(k->status, "node: %s", strna(k->note));
-        _cleanup_free_ char *why = strjoin("node: ", strna(k->note));
-        pass_report_error(ctx->rep, PASS_STAGE_KUBELET, k->status, why ?: k->note);
+        pass_report_status(ctx, PASS_STAGE_KUBELET, "node", k->status, k->note);
         return 0;
 }
 

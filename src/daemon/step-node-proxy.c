@@ -99,15 +99,8 @@ static int node_proxy_apply(PassContext *ctx, PassWave wave) {
         if (!wanted(ctx->pass))
                 return 0;
         pass_progress_step("kube-proxy");
-        if (k->status != 0) {
-                if (k->status == PK_EWAITING)
-                        log_info("kube-proxy: %s.", strna(k->note));
-                else
-                        log_error_errno(k->status, "kube-proxy: %s", strna(k->note));
-                _cleanup_free_ char *why = strjoin("kube-proxy: ", strna(k->note));
-                pass_report_error(ctx->rep, PASS_STAGE_MANIFEST, k->status, why ?: k->note);
+        if (pass_report_status(ctx, PASS_STAGE_MANIFEST, "kube-proxy", k->status, k->note))
                 return 0;
-        }
         if (!k->write)
                 return 0;
         int r = write_file_atomic(k->path, k->text, strlen(k->text), 0644, true);

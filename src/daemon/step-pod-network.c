@@ -230,12 +230,7 @@ static int pod_network_plan(const Pass *p, const PassObservation *o, PassPlan *p
 }
 
 static void report(PassContext *ctx, int r, const char *why) {
-        if (r == PK_EWAITING)
-                log_info("pod network: %s.", why);
-        else
-                log_error_errno(r, "pod network: %s", why);
-        _cleanup_free_ char *text = strjoin("pod network: ", why);
-        pass_report_error(ctx->rep, PASS_STAGE_POD_NETWORK, r, text ?: why);
+        pass_report_status(ctx, PASS_STAGE_POD_NETWORK, "pod network", r, why);
 }
 
 static int apply_routes(PassContext *ctx, const NetlinkRoutePlan *rp) {

@@ -13,6 +13,14 @@
 #include "daemon/pass-types.h"
 #include "unit-test.h"
 
+/* A cluster's spec at its smallest, and a worker w1 of it (manifests in /m, the kubelet's files in /k). */
+#define PASS_TEST_WORKER_SPEC                                                                      \
+        "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata:\n  name: demo.k8s.test\nspec:\n" \
+        "  etcdClusters:\n    - name: main\n      image: registry.k8s.io/etcd:3.4.13-0\n"          \
+        "  kubernetesVersion: 1.20.2\n"
+#define PASS_TEST_WORKER \
+        { .role = NODE_ROLE_WORKER, .node_name = "w1", .manifest_dir = "/m", .kubelet_dir = "/k" }
+
 /* A Pass of spec (a spec file's text) for node: the spec's etcd clusters, its certificates' settings; no
  * provider, no caches. Free with pass_free(). */
 static inline Pass *pass_test_new(const char *spec, const NodeSettings *node) {

@@ -12,14 +12,9 @@
 #include "pass-step-test.h"
 #include "unit-test.h"
 
-#define SPEC                                                                                       \
-        "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata:\n  name: demo.k8s.test\nspec:\n" \
-        "  etcdClusters:\n    - name: main\n      image: registry.k8s.io/etcd:3.4.13-0\n"          \
-        "  kubernetesVersion: 1.20.2\n"
+#define SPEC PASS_TEST_WORKER_SPEC
 
-static const NodeSettings worker = {
-        .role = NODE_ROLE_WORKER, .node_name = "w1", .manifest_dir = "/m", .kubelet_dir = "/k"
-};
+static const NodeSettings worker = PASS_TEST_WORKER;
 
 static void plan(const Pass *p, const PassObservation *o, PassPlan *ret) {
         *ret = (PassPlan){};
