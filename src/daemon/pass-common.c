@@ -160,6 +160,15 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
         return 0;
 }
 
+int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char *address, usec_t timeout,
+                     KubeClient **ret, char **ret_error) {
+        _cleanup_free_ char *host = NULL;
+        int r = api_dns_name(spec->dns.internal_suffix, &host);
+        if (r < 0)
+                return error_setf(ret_error, r, "the API's internal name: %s", pk_strerror(r));
+        return pass_open_api(kubeconfig, host, pass_apiserver_port(spec), address, timeout, ret, ret_error);
+}
+
 int pass_report_status(PassContext *ctx, PassStage stage, const char *name, int status, const char *note) {
         if (status == 0)
                 return 0;

@@ -504,6 +504,10 @@ char *pass_api_kubeconfig(const ClusterSpec *spec);
  * kubeconfig's server): https://host:port instead, connected to address when not NULL. */
 int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const char *address,
                   usec_t timeout, KubeClient **ret, char **ret_error);
+/* pass_open_api() at the API's internal name (api.<internalSuffix>, the spec's apiserver port), connected
+ * to one master's address. */
+int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char *address, usec_t timeout,
+                     KubeClient **ret, char **ret_error);
 
 /* A node outside the control plane: the internal address of the first master of the observed view that
  * has one, to reach the API at (caller frees). PK_EWAITING when there is none yet (or the listing failed).

@@ -62,7 +62,7 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
         PassObservation *o = ctx->obs;
         const ClusterSpec *spec = ctx->pass->spec;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *err = NULL, *host = NULL;
+        _cleanup_free_ char *err = NULL;
         _cleanup_(cluster_view_freep) ClusterView *view = NULL;
         const char *self = o->in.node ? o->in.node->name : NULL;
         int r = o->volumes_error >= 0 ? volumes_view(&o->in, NULL, &view) : o->volumes_error;
@@ -80,10 +80,7 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
                                 "serve before its etcd runs");
                 return o->join_message ? 0 : -ENOMEM;
         }
-        r = api_dns_name(spec->dns.internal_suffix, &host);
-        if (r < 0)
-                return r == -ENOMEM ? r : 0; /* the spec's suffix is checked when it loads */
-        r = pass_open_api(kubeconfig, host, pass_apiserver_port(spec), address, JOIN_CALL_TIMEOUT, &c, &err);
+        r = pass_open_api_at(spec, kubeconfig, address, JOIN_CALL_TIMEOUT, &c, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

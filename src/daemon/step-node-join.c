@@ -98,11 +98,8 @@ static int observe_node(PassContext *ctx, const char *kubeconfig, const char *ad
         PassNodeJoinObserved *n = &ctx->obs->node_join;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_(json_decrefp) json_t *node = NULL;
-        _cleanup_free_ char *error = NULL, *host = NULL;
-        int r = api_dns_name(p->spec->dns.internal_suffix, &host);
-        if (r >= 0)
-                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, address,
-                                  NODE_JOIN_TIMEOUT, &c, &error);
+        _cleanup_free_ char *error = NULL;
+        int r = pass_open_api_at(p->spec, kubeconfig, address, NODE_JOIN_TIMEOUT, &c, &error);
         if (r >= 0)
                 r = kube_get(c, "v1", "Node", NULL, p->node.node_name, 0, &node, &error);
         if (r == -ENOMEM)

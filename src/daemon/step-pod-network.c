@@ -97,11 +97,8 @@ static int observe_with(PassContext *ctx, KubeClient *c) {
 static int observe_through(PassContext *ctx, const char *kubeconfig, const char *address) {
         const Pass *p = ctx->pass;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
-        _cleanup_free_ char *error = NULL, *host = NULL;
-        int r = api_dns_name(p->spec->dns.internal_suffix, &host);
-        if (r >= 0)
-                r = pass_open_api(kubeconfig, host, (unsigned)p->certs.apiserver_port, address,
-                                  POD_NETWORK_TIMEOUT, &c, &error);
+        _cleanup_free_ char *error = NULL;
+        int r = pass_open_api_at(p->spec, kubeconfig, address, POD_NETWORK_TIMEOUT, &c, &error);
         if (r < 0)
                 return r == -ENOMEM ? r
                                     : observe_status(&ctx->obs->pod_network, PK_EWAITING,
