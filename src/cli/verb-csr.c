@@ -39,7 +39,7 @@ const CliOption verb_csr_approve_options[] = {
         CLI_KUBE_CLIENT_OPTIONS,
         { .name = "lifetime",
           .arg_name = "DURATION",
-          .help = "of the certificates signed (default the spec's pki.certificateLifetime)",
+          .help = "of the certificates signed (default the spec's pki.kubeletCertificateLifetime)",
           .parse = parse_lifetime },
         {},
 };
@@ -81,7 +81,7 @@ static int csr_context_open(CliContext *ctx, bool sign, CsrContext *ret) {
                 return log_error_errno(
                     -EOPNOTSUPP, "On cloud aws a node name must be an instance of the cluster: the daemon's "
                                  "approver knows them, this command does not yet.");
-        ret->settings.lifetime = arg_lifetime ?: ret->spec->pki.certificate_lifetime.value;
+        ret->settings.lifetime = arg_lifetime ?: spec_pki_kubelet_lifetime(&ret->spec->pki);
         if (sign && (r = read_cluster_ca(ret)) < 0)
                 return r;
         return cli_kube_open(&ret->api);

@@ -40,7 +40,7 @@ static JoinSettings pass_join_settings(const Pass *p, const PassObservation *o) 
         /* No cloud lists the machines of a cluster's workers yet (the aws provider describes the instances
          * holding etcd volumes only): the name-is-an-instance rule waits for the worker role's machines. */
         return (JoinSettings){ .ca = observed_ca(o),
-                               .lifetime = p->spec->pki.certificate_lifetime.value,
+                               .lifetime = spec_pki_kubelet_lifetime(&p->spec->pki),
                                .machines_known = false };
 }
 

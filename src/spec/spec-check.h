@@ -33,6 +33,7 @@ int spec_check_etcd_version(const void *value, char **ret_message);
 int spec_check_state_store(const void *value, char **ret_message);
 int spec_check_pki_dir(const void *value, char **ret_message);
 int spec_check_lifetime(const void *value, char **ret_message);
+int spec_check_kubelet_lifetime(const void *value, char **ret_message);
 
 /* Cross-field rules and conditional defaults (internalSuffix, hosts file, etcd ports); errors are placed at
  * the nodes of root they concern. Returns -ENOMEM, else 0. */

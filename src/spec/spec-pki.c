@@ -13,9 +13,10 @@
 #include "model/pki-layout.h"
 #include "spec/spec-check.h"
 
-#define STATE_STORE_URL_MAX 1024U /* what store_open() accepts */
-#define LIFETIME_MIN        (3600ULL * USEC_PER_SEC)
-#define LIFETIME_MAX        (876000ULL * 3600ULL * USEC_PER_SEC) /* 100 years */
+#define STATE_STORE_URL_MAX  1024U /* what store_open() accepts */
+#define LIFETIME_MIN         (3600ULL * USEC_PER_SEC)
+#define LIFETIME_MAX         (876000ULL * 3600ULL * USEC_PER_SEC) /* 100 years */
+#define KUBELET_LIFETIME_MIN (5ULL * 60ULL * USEC_PER_SEC)        /* the signer backdates 5 minutes */
 
 /* ---- spec.stateStore: its shape only (the spec cannot include store/; store_open() checks more) ---- */
 
@@ -88,6 +89,21 @@ int spec_check_lifetime(const void *value, char **ret_message) {
                 return spec_check_fail(ret_message, "'%s' is out of range 1h0m0s..876000h0m0s (100 years)",
                                        format_go_duration(b, d->value));
         return 0;
+}
+
+int spec_check_kubelet_lifetime(const void *value, char **ret_message) {
+        const OptDuration *d = value;
+        char b[GO_DURATION_MAX];
+
+        if (d->value < KUBELET_LIFETIME_MIN || d->value > LIFETIME_MAX)
+                return spec_check_fail(ret_message, "'%s' is out of range 5m0s..876000h0m0s (100 years)",
+                                       format_go_duration(b, d->value));
+        return 0;
+}
+
+usec_t spec_pki_kubelet_lifetime(const PkiSpec *p) {
+        return p->kubelet_certificate_lifetime.set ? p->kubelet_certificate_lifetime.value
+                                                   : p->certificate_lifetime.value;
 }
 
 /* The deepest node along spec.<keys...> that exists, for placing an error. */

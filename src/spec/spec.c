@@ -171,6 +171,11 @@ static const Field pki_fields[] = {
           .default_value = "8760h",
           .validate = spec_check_lifetime,
           .help = "validity of a new certificate (1 year); less than caLifetime" },
+        { .name = "kubeletCertificateLifetime",
+          .type = FIELD_DURATION,
+          .offset = offsetof(PkiSpec, kubelet_certificate_lifetime),
+          .validate = spec_check_kubelet_lifetime,
+          .help = "validity of a kubelet's certificate signed from its CSR (default certificateLifetime)" },
         {},
 };
 

@@ -70,7 +70,13 @@ typedef struct PkiSpec {
         OptEnum service_account_key_type; /* SpecKeyType, default rsa-2048 */
         OptDuration ca_lifetime;          /* default 87600h (10 years) */
         OptDuration certificate_lifetime; /* default 8760h (1 year); >= 1h and < ca_lifetime */
+        /* The kubelets' certificates signed from their CSRs (the join step): unset, certificate_lifetime;
+         * 5m..876000h (a kubelet renews at 70-90% of it: short ones show a renewal in a demo). */
+        OptDuration kubelet_certificate_lifetime;
 } PkiSpec;
+
+/* The lifetime of a kubelet's certificate signed from its CSR (spec.pki). */
+usec_t spec_pki_kubelet_lifetime(const PkiSpec *p);
 
 /* Snapshots of an etcd cluster into the state store (docs/etcd-backups.md); only with spec.stateStore. */
 typedef struct EtcdBackupSpec {

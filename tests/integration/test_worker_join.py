@@ -113,6 +113,10 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
     # kube-apiserver verifies the kubelets' serving certificates by the cluster CA (its client CA file, in
     # the pki layout): the worker's kubelet has one from its CSR, signed by the master's protokube
     assert f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}\n" in text
+    # the kubelets' certificates live 5 minutes (the shortest allowed): the worker's kubelet renews its client
+    # certificate through its own CSR within the test
+    assert f"  pki:\n    dir: {m.pki}\n" in text
+    text = text.replace(f"  pki:\n    dir: {m.pki}\n", f"  pki:\n    dir: {m.pki}\n    kubeletCertificateLifetime: 5m\n")
     text = text.replace(f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}\n",
                         f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}\n"
                         f"    kubeletCertificateAuthority: {m.pki}/kube-apiserver/ca.crt\n")
@@ -277,7 +281,23 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
             return "got: podnet podnet-server" in logs.stdout, logs.stdout[-500:] + logs.stderr[-500:]
         wait(f"the worker's pod got the master's pod's answer through the Service {cluster_ip}",
              answered_via_service, 120, wnode)
-        print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {c}")
+
+        # renewal: the kubelet asks for a new client certificate as the node itself (not with the token, gone
+        # from its files' use), the master approves and signs it, the kubelet takes it, the Node stays Ready
+        first_cert = os.path.realpath(os.path.join(pki, "kubelet-client-current.pem"))
+
+        def renewed():
+            lst, err = m.kubectl_json("get", "csr")
+            mine = [x for x in (lst or {}).get("items", []) if x["spec"]["signerName"] == CLIENT
+                    and x["spec"].get("username") == f"system:node:{WORKER}"]
+            issued = [x for x in mine if x.get("status", {}).get("certificate")]
+            now = os.path.realpath(os.path.join(pki, "kubelet-client-current.pem"))
+            return bool(issued) and now != first_cert, err or [x["metadata"]["name"] for x in mine]
+        t_renew = time.monotonic()
+        wait("the worker's client certificate renewed through its own CSR", renewed, 330, wnode, interval=5)
+        wait(f"node {WORKER} Ready after the renewal", node_ready, 60, wnode)
+        print(f"\nworker {WORKER}: Node Ready {ready_after:.1f} s after its first protokube pass; CSRs {c}; "
+              f"client certificate renewed {time.monotonic() - t_renew:.0f} s later")
     finally:
         # the pods' sandboxes go through the kubelets (CNI DEL removes their network namespaces): a node
         # stopped under them leaves each pod's /run/netns/cni-* behind

@@ -505,6 +505,9 @@ static void test_pki_valid(void **state) {
         assert_int_equal(s->pki.service_account_key_type.value, SPEC_KEY_ECDSA_P256);
         assert_int_equal(s->pki.ca_lifetime.value, 1000ULL * 3600 * USEC_PER_SEC);
         assert_int_equal(s->pki.certificate_lifetime.value, 3600 * USEC_PER_SEC);
+        /* the kubelets' certificates: certificateLifetime unless given */
+        assert_false(s->pki.kubelet_certificate_lifetime.set);
+        assert_int_equal(spec_pki_kubelet_lifetime(&s->pki), 3600 * USEC_PER_SEC);
         assert_string_equal(s->cluster_dns_domain, "corp.internal");
         /* the trailing slash of dir is not doubled */
         assert_string_equal(cluster_spec_etcd(s, 0)->tls_dir, "/etc/protokube/pki/etcd-main");
@@ -512,6 +515,9 @@ static void test_pki_valid(void **state) {
         cluster_spec_free(TAKE_PTR(s));
         s = load_ok(MINIMAL "  stateStore: file:///srv/protokube/state\n");
         assert_string_equal(s->state_store, "file:///srv/protokube/state");
+        s = cluster_spec_free(s);
+        s = load_ok(MINIMAL "  stateStore: file:///s\n  pki: {kubeletCertificateLifetime: 5m}\n");
+        assert_int_equal(spec_pki_kubelet_lifetime(&s->pki), 300 * USEC_PER_SEC);
         s = cluster_spec_free(s);
         s = load_ok(MINIMAL "  stateStore: s3://abc\n  pki: ~\n");
         assert_string_equal(s->pki.dir, "/srv/kubernetes");
@@ -590,6 +596,9 @@ static void test_pki_errors(void **state) {
                 { "  stateStore: file:///s\n  pki: {certificateLifetime: 59m}\n",
                   "t.yaml:9:30: spec.pki.certificateLifetime: '59m0s' is out of range 1h0m0s..876000h0m0s "
                   "(100 years)" },
+                { "  stateStore: file:///s\n  pki: {kubeletCertificateLifetime: 4m}\n",
+                  "t.yaml:9:37: spec.pki.kubeletCertificateLifetime: '4m0s' is out of range "
+                  "5m0s..876000h0m0s (100 years)" },
                 { "  stateStore: file:///s\n  pki: {certificateLifetime: 87600h}\n",
                   "t.yaml:9:30: spec.pki.certificateLifetime: '87600h0m0s' must be less than "
                   "spec.pki.caLifetime '87600h0m0s' (a certificate cannot outlive its CA)" },
