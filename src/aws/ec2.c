@@ -298,6 +298,7 @@ void aws_instance_done(AwsInstance *i) {
         free(i->availability_zone);
         free(i->state);
         free(i->private_ip);
+        free(i->private_dns_name);
         free(i->public_ip);
         free(i->root_device_name);
         strv_free(i->block_devices);
@@ -338,6 +339,8 @@ static int parse_instance(const XmlNode *item, AwsInstance *v) {
                 r = dup_text(item, "instanceState/name", &v->state);
         if (r >= 0)
                 r = dup_text(item, "privateIpAddress", &v->private_ip);
+        if (r >= 0)
+                r = dup_text(item, "privateDnsName", &v->private_dns_name);
         if (r >= 0)
                 r = dup_text(item, "ipAddress", &v->public_ip);
         if (r >= 0)

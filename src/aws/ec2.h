@@ -42,9 +42,10 @@ typedef struct AwsVolume {
 typedef struct AwsInstance {
         char *instance_id;
         char *availability_zone;
-        char *state;      /* "pending", "running", ... */
-        char *private_ip; /* NULL when none */
-        char *public_ip;  /* NULL when none */
+        char *state;            /* "pending", "running", ... */
+        char *private_ip;       /* NULL when none */
+        char *private_dns_name; /* "ip-10-0-1-5.ec2.internal" (a kops node's name); NULL when none */
+        char *public_ip;        /* NULL when none */
         char *root_device_name;
         char **block_devices; /* device names of the block device mapping, NULL-terminated */
         AwsTag *tags;

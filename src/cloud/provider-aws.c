@@ -748,6 +748,35 @@ static int aws_watch_paths(void *state, char ***ret) {
         return 0;
 }
 
+/* The instances of the cluster that are not terminated (shutting-down ones neither: their names are being
+ * given up), each with the node name it registers as, its private DNS name. An instance without one (not
+ * in a VPC with DNS hostnames) is left out: no node name can be told for it. */
+static int aws_list_machines(void *state, const char *cluster, CloudMachine **ret, size_t *ret_n,
+                             char **ret_error) {
+        AwsProvider *p = state;
+        const char *cv[] = { cluster, NULL }, *sv[] = { "pending", "running", "stopping", "stopped", NULL };
+        const AwsFilter filters[] = { { "tag:" VOLUME_TAG_CLUSTER, cv }, { "instance-state-name", sv } };
+        AwsInstance *insts = NULL;
+        size_t n = 0, k = 0;
+        int r =
+            aws_ec2_describe_instances(p->client, filters, ELEMENTSOF(filters), NULL, &insts, &n, ret_error);
+        if (r < 0)
+                return r;
+        CloudMachine *l = new0(CloudMachine, n + 1);
+        for (size_t i = 0; l && i < n; i++) {
+                if (isempty(insts[i].private_dns_name))
+                        continue;
+                l[k].id = TAKE_PTR(insts[i].instance_id);
+                l[k++].node_name = TAKE_PTR(insts[i].private_dns_name);
+        }
+        aws_instances_free(insts, n);
+        if (!l)
+                return -ENOMEM;
+        *ret = l;
+        *ret_n = k;
+        return 0;
+}
+
 const VolumeProviderVTable volume_provider_aws = {
         .name = "aws",
         .open = aws_open,
@@ -758,4 +787,5 @@ const VolumeProviderVTable volume_provider_aws = {
         .resolve_device = aws_resolve_device,
         .detach = aws_detach,
         .watch_paths = aws_watch_paths,
+        .list_machines = aws_list_machines,
 };

@@ -182,6 +182,21 @@ VolumeProvider *volume_provider_free(VolumeProvider *p) {
         return NULL;
 }
 
+void cloud_machines_free(CloudMachine *l, size_t n) {
+        for (size_t i = 0; l && i < n; i++) {
+                free(l[i].id);
+                free(l[i].node_name);
+        }
+        free(l);
+}
+
+int volume_provider_list_machines(const VolumeProvider *p, const char *cluster, CloudMachine **ret,
+                                  size_t *ret_n, char **ret_error) {
+        if (!p->vtable->list_machines)
+                return -EOPNOTSUPP;
+        return p->vtable->list_machines(p->state, cluster, ret, ret_n, ret_error);
+}
+
 int volume_provider_watch_paths(const VolumeProvider *p, char ***ret) {
         if (p->vtable->watch_paths)
                 return p->vtable->watch_paths(p->state, ret);

@@ -85,6 +85,15 @@ bool node_identity_holds(const NodeIdentity *node, const VolumeAttachment *a);
 /* a names node's name but another machine: a second machine with the same name. */
 bool node_identity_name_clash(const NodeIdentity *node, const VolumeAttachment *a);
 
+/* A machine of the cluster as its cloud lists it: its id (an instance id) and the node name it registers
+ * as (on aws its private DNS name, as kops' nodes do). */
+typedef struct CloudMachine {
+        char *id;
+        char *node_name;
+} CloudMachine;
+
+void cloud_machines_free(CloudMachine *l, size_t n);
+
 /* Node-local settings handed to a provider (the CLI's --pool, --node-name, ...). NULL = detect. */
 typedef struct VolumeProviderConfig {
         const char *pool_dir; /* local */
@@ -122,6 +131,10 @@ typedef struct VolumeProviderVTable {
          * metadata; the directory where an attached volume's device link appears). Fills ret with a
          * NULL-terminated list (caller frees). */
         int (*watch_paths)(void *state, char ***ret);
+        /* Optional: the cluster's machines (tagged KubernetesCluster=cluster, not terminated), for the
+         * approver's rule that a joining node's name is one of them. A cloud without (local) has none. */
+        int (*list_machines)(void *state, const char *cluster, CloudMachine **ret, size_t *ret_n,
+                             char **ret_error);
 } VolumeProviderVTable;
 
 typedef struct VolumeProvider {
@@ -135,3 +148,6 @@ VolumeProvider *volume_provider_free(VolumeProvider *p);
 /* What to watch for wake-ups (an empty list when the provider names none); caller frees. */
 int volume_provider_watch_paths(const VolumeProvider *p, char ***ret);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VolumeProvider *, volume_provider_free)
+/* The provider's list_machines; -EOPNOTSUPP when its cloud lists none. */
+int volume_provider_list_machines(const VolumeProvider *p, const char *cluster, CloudMachine **ret,
+                                  size_t *ret_n, char **ret_error);

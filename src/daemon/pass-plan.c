@@ -40,6 +40,8 @@ void pass_observation_done(PassObservation *o) {
         free(o->etcd_members);
         free(o->join_message);
         join_observation_done(&o->join);
+        cloud_machines_free(o->cloud_machines, o->n_machines);
+        free(o->join_machines);
         *o = (PassObservation){};
 }
 

@@ -274,6 +274,12 @@ typedef struct PassObservation {
         int join_status;
         char *join_message;
         JoinObservation join;
+        /* The cloud's machines of the cluster (aws), when it lists them: a joining node's name must be one's
+         * (join_machines point into cloud_machines) */
+        bool join_machines_known;
+        CloudMachine *cloud_machines;
+        JoinMachine *join_machines;
+        size_t n_machines;
 } PassObservation;
 
 void pass_observation_done(PassObservation *o);

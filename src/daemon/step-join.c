@@ -37,11 +37,40 @@ static X509 *observed_ca(const PassObservation *o) {
 }
 
 static JoinSettings pass_join_settings(const Pass *p, const PassObservation *o) {
-        /* No cloud lists the machines of a cluster's workers yet (the aws provider describes the instances
-         * holding etcd volumes only): the name-is-an-instance rule waits for the worker role's machines. */
         return (JoinSettings){ .ca = observed_ca(o),
                                .lifetime = spec_pki_kubelet_lifetime(&p->spec->pki),
-                               .machines_known = false };
+                               .machines_known = o->join_machines_known,
+                               .machines = o->join_machines,
+                               .n_machines = o->n_machines };
+}
+
+/* The cloud's machines of the cluster (aws): a name must be one's. A cloud that lists none (local) leaves
+ * the rule out; one that cannot be read now stops the round (nothing is approved on a guess). */
+static int observe_machines(PassContext *ctx) {
+        PassObservation *o = ctx->obs;
+        _cleanup_free_ char *err = NULL;
+        if (!ctx->pass->provider)
+                return 0;
+        int r = volume_provider_list_machines(ctx->pass->provider, ctx->pass->spec->name, &o->cloud_machines,
+                                              &o->n_machines, &err);
+        if (r == -EOPNOTSUPP || r == -ENOMEM)
+                return r == -ENOMEM ? r : 0;
+        if (r < 0) {
+                o->join_status = r;
+                o->join_message =
+                    strprintf("cannot list the cluster's machines (a joining node's name must be "
+                              "one's): %s",
+                              strna(err));
+                return o->join_message ? 0 : -ENOMEM;
+        }
+        o->join_machines = new0(JoinMachine, o->n_machines + 1);
+        if (!o->join_machines)
+                return -ENOMEM;
+        for (size_t i = 0; i < o->n_machines; i++)
+                o->join_machines[i] = (JoinMachine){ .id = o->cloud_machines[i].id,
+                                                     .node_name = o->cloud_machines[i].node_name };
+        o->join_machines_known = true;
+        return 0;
 }
 
 /* Whether the API names step asked this master's apiserver already in this pass (one probe per pass): 1
@@ -116,7 +145,7 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
         }
         kube_client_free(ctx->join_api); /* a pass observing again (a lost claim) reads the round again */
         ctx->join_api = TAKE_PTR(c);
-        return 0;
+        return observe_machines(ctx);
 }
 
 /* Only a master whose certificates are managed here has a client of its own: elsewhere nothing is asked. */

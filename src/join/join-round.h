@@ -31,7 +31,7 @@
 typedef struct JoinSettings {
         X509 *ca; /* the cluster CA and its key (the keystore's); NULL: approve, sign nothing */
         EVP_PKEY *ca_key;
-        usec_t lifetime;     /* of the certificates signed (spec.pki.certificateLifetime) */
+        usec_t lifetime;     /* of the certificates signed (spec.pki.kubeletCertificateLifetime) */
         bool machines_known; /* the cloud lists the machines (aws): a name must be one of machines */
         const JoinMachine *machines;
         size_t n_machines;

@@ -20,7 +20,14 @@
 #define N_GEN   1200
 
 static const char config[] =
-    "{\"instances\": {\"" OTHER "\": {\"az\": \"us-east-1a\", \"private_ip\": \"10.0.0.9\"}},"
+    "{\"instances\": {\"" OTHER "\": {\"az\": \"us-east-1a\", \"private_ip\": \"10.0.0.9\","
+    "   \"tags\": {\"KubernetesCluster\": \"" CLUSTER "\"}},"
+    "  \"i-0gone\": {\"az\": \"us-east-1a\", \"private_ip\": \"10.0.0.10\", \"state\": \"terminated\","
+    "   \"tags\": {\"KubernetesCluster\": \"" CLUSTER "\"}},"
+    "  \"i-0nodns\": {\"az\": \"us-east-1a\", \"private_ip\": \"10.0.0.11\", \"private_dns\": \"\","
+    "   \"tags\": {\"KubernetesCluster\": \"" CLUSTER "\"}},"
+    "  \"i-0else\": {\"az\": \"us-east-1a\", \"private_ip\": \"10.0.0.12\","
+    "   \"tags\": {\"KubernetesCluster\": \"else.k8s.test\"}}},"
     " \"volumes\": ["
     "  {\"id\": \"vol-0a1\", \"tags\": {\"KubernetesCluster\": \"" CLUSTER
     "\", \"k8s.io/etcd/main\": \"a/a\"}},"
@@ -148,6 +155,26 @@ static void test_list_filters_pages_and_holders(void **state) {
         volume_list_done(&l);
 }
 
+/* The cluster's machines for the approver: its instances that are not terminated, each with its private
+ * DNS name (the node name a kops node registers as); another cluster's, a terminated one and one without
+ * a DNS name are not among them. The filters are EC2's, server-side. */
+static void test_machines(void **state) {
+        _cleanup_free_ char *err = NULL;
+        _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
+        CloudMachine *m = NULL;
+        size_t n = 0;
+        assert_int_equal(volume_provider_list_machines(p, CLUSTER, &m, &n, &err), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(m[0].id, OTHER);
+        assert_string_equal(m[0].node_name, "ip-10-0-0-9.ec2.internal");
+        cloud_machines_free(m, n);
+        /* the local provider lists none: the rule is left out there */
+        VolumeProvider *local = NULL;
+        assert_int_equal(volume_provider_new(&(VolumeProviderVTable){ .name = "t" }, NULL, &local), 0);
+        assert_int_equal(volume_provider_list_machines(local, CLUSTER, &m, &n, &err), -EOPNOTSUPP);
+        volume_provider_free(local);
+}
+
 static void test_attach_detach(void **state) {
         _cleanup_free_ char *err = NULL;
         _cleanup_(volume_provider_freep) VolumeProvider *p = provider_open(NULL);
@@ -260,6 +287,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_identity_from_imds, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_identity_from_config, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_list_filters_pages_and_holders, setup, aws_double_stop),
+                cmocka_unit_test_setup_teardown(test_machines, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_attach_detach, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_resolve_by_id, setup, aws_double_stop),
                 cmocka_unit_test_setup_teardown(test_wrong_secret_message, setup, aws_double_stop),

@@ -124,6 +124,35 @@ static void test_plan_and_print(void **state) {
         pass_free(p);
 }
 
+/* On a cloud that lists its machines (the observation's, as aws' provider gives them): w1 is approved
+ * only while it is the node name of one of the cluster's machines, and is bound to that machine. */
+static void test_machines(void **state) {
+        Pass *p = pass_test_new(spec_text, &master_node);
+        for (int known = 0; known < 2; known++) {
+                PassObservation o = {};
+                PassPlan plan = {};
+                observe_round(&o);
+                o.join_machines_known = true;
+                assert_non_null(o.cloud_machines = calloc(2, sizeof(CloudMachine)));
+                assert_non_null(o.join_machines = calloc(2, sizeof(JoinMachine)));
+                o.n_machines = 1;
+                assert_non_null(o.cloud_machines[0].id = strdup("i-0abc"));
+                assert_non_null(o.cloud_machines[0].node_name =
+                                    strdup(known ? "w1" : "ip-10-0-0-9.ec2.internal"));
+                o.join_machines[0] = (JoinMachine){ o.cloud_machines[0].id, o.cloud_machines[0].node_name };
+                assert_int_equal(pass_step_join.plan(p, &o, &plan), 0);
+                const JoinDecision *d = &plan.join.csrs[0].decision;
+                assert_int_equal(d->verdict, known ? JOIN_VERDICT_APPROVE : JOIN_VERDICT_REFUSE);
+                if (known)
+                        assert_string_equal(d->machine, "i-0abc");
+                else
+                        assert_contains(d->reason, "w1 is not the node name of a machine of this cluster");
+                pass_plan_done(&plan);
+                pass_observation_done(&o);
+        }
+        pass_free(p);
+}
+
 /* No cluster CA in the keystore yet: approve, sign nothing, publish nothing; the spec's secure port. */
 static void test_without_ca(void **state) {
         Pass *p = pass_test_new(spec_6443, &master_node);
@@ -206,7 +235,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plan_and_print), cmocka_unit_test(test_without_ca),
                 cmocka_unit_test(test_idle_round),     cmocka_unit_test(test_waiting_and_failed),
-                cmocka_unit_test(test_only_masters),
+                cmocka_unit_test(test_only_masters),   cmocka_unit_test(test_machines),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

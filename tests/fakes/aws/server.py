@@ -392,6 +392,16 @@ def instance_matches(iid, inst, filters):
     return True
 
 
+def private_dns_name(inst):
+    """As EC2 names it: ip-A-B-C-D.ec2.internal in us-east-1, ip-A-B-C-D.REGION.compute.internal elsewhere;
+    empty once terminated (or when the instance says so: "private_dns": "")."""
+    if inst["state"] == "terminated" or inst.get("private_dns") == "":
+        return ""
+    region = STATE.region
+    host = "ip-" + inst["private_ip"].replace(".", "-")
+    return f"{host}.ec2.internal" if region == "us-east-1" else f"{host}.{region}.compute.internal"
+
+
 def instance_xml(iid, inst):
     tags = "".join(f"<item><key>{esc(k)}</key><value>{esc(v)}</value></item>" for k, v in inst["tags"].items())
     bdm = f"<item><deviceName>{esc(inst['root_device'])}</deviceName><ebs><volumeId>vol-root{iid[2:]}</volumeId>" \
@@ -406,6 +416,7 @@ def instance_xml(iid, inst):
     return (f"<item><instanceId>{iid}</instanceId><imageId>ami-1</imageId><instanceState><code>16</code>"
             f"<name>{esc(inst['state'])}</name></instanceState><placement><availabilityZone>{esc(inst['az'])}"
             f"</availabilityZone><tenancy>default</tenancy></placement>"
+            f"<privateDnsName>{esc(private_dns_name(inst))}</privateDnsName>"
             f"<privateIpAddress>{esc(inst['private_ip'])}</privateIpAddress>{pub}"
             f"<rootDeviceType>ebs</rootDeviceType><rootDeviceName>{esc(inst['root_device'])}</rootDeviceName>"
             f"<blockDeviceMapping>{bdm}</blockDeviceMapping><tagSet>{tags}</tagSet></item>")
