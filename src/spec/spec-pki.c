@@ -81,24 +81,23 @@ int spec_check_pki_dir(const void *value, char **ret_message) {
         return 0;
 }
 
-int spec_check_lifetime(const void *value, char **ret_message) {
-        const OptDuration *d = value;
-        char b[GO_DURATION_MAX];
+/* A lifetime from min to LIFETIME_MAX (100 years), said in Go's form. */
+static int check_lifetime_from(const OptDuration *d, usec_t min, char **ret_message) {
+        char b[GO_DURATION_MAX], m[GO_DURATION_MAX], x[GO_DURATION_MAX];
 
-        if (d->value < LIFETIME_MIN || d->value > LIFETIME_MAX)
-                return spec_check_fail(ret_message, "'%s' is out of range 1h0m0s..876000h0m0s (100 years)",
-                                       format_go_duration(b, d->value));
+        if (d->value < min || d->value > LIFETIME_MAX)
+                return spec_check_fail(ret_message, "'%s' is out of range %s..%s (100 years)",
+                                       format_go_duration(b, d->value), format_go_duration(m, min),
+                                       format_go_duration(x, LIFETIME_MAX));
         return 0;
 }
 
-int spec_check_kubelet_lifetime(const void *value, char **ret_message) {
-        const OptDuration *d = value;
-        char b[GO_DURATION_MAX];
+int spec_check_lifetime(const void *value, char **ret_message) {
+        return check_lifetime_from(value, LIFETIME_MIN, ret_message);
+}
 
-        if (d->value < KUBELET_LIFETIME_MIN || d->value > LIFETIME_MAX)
-                return spec_check_fail(ret_message, "'%s' is out of range 5m0s..876000h0m0s (100 years)",
-                                       format_go_duration(b, d->value));
-        return 0;
+int spec_check_kubelet_lifetime(const void *value, char **ret_message) {
+        return check_lifetime_from(value, KUBELET_LIFETIME_MIN, ret_message);
 }
 
 usec_t spec_pki_kubelet_lifetime(const PkiSpec *p) {
