@@ -46,7 +46,7 @@ def worker_spec(env, base, hosts, cgroup_root, cni_conf_dir):
     never collected)."""
     with open(env.spec) as f:
         text = f.read()
-    text = re.sub(r"(?m)^  stateStore: .*\n  pki:\n    dir: .*\n", "", text)
+    text = re.sub(r"(?m)^  stateStore: .*\n  pki:\n(    .*\n)+", "", text)
     assert "stateStore" not in text and "pki:" not in text, text
     text = re.sub(r"(?m)^      file: .*$", f"      file: {hosts}", text)
     text = re.sub(r"(?m)^    cniConfDir: .*$", f"    cniConfDir: {cni_conf_dir}", text)
