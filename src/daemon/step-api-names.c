@@ -166,7 +166,7 @@ static int ask(PassObservation *o, const ApiClientConfig *cfg, const MasterNode 
         /* 401/403 (RBAC may take /readyz from identities outside system:masters): the apiserver answers
          * HTTP there, past the bound-but-silent start whose handshakes hang, which is what leaving a master
          * out protects clients from; whether its checks pass, this identity cannot read. It counts. */
-        if (r == -EACCES)
+        if (r == -EACCES || r == -EKEYREJECTED)
                 r = 0;
         _cleanup_free_ char *said =
             r >= 0 ? strdup("") : strprintf("%s: %s", m->internal_ips[0], why ?: pk_strerror(r));

@@ -122,7 +122,7 @@ static int observe_round(PassContext *ctx, const char *kubeconfig) {
         if (r == 0) {
                 r = kube_probe(c, "readyz", now(CLOCK_MONOTONIC) + JOIN_PROBE_TIMEOUT, &err);
                 /* 401/403: it answers HTTP; whether its checks pass, this identity may not read */
-                r = r == -EACCES ? 1 : r;
+                r = r == -EACCES || r == -EKEYREJECTED ? 1 : r;
                 why = err;
         }
         if (r == -ENOMEM)

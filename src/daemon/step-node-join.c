@@ -73,7 +73,7 @@ static int observe_csr(PassContext *ctx, const char *address) {
                               &error);
         if (r == -ENOMEM)
                 return r;
-        if (r == -EACCES && error && strstr(error, ": 401 ")) {
+        if (r == -EKEYREJECTED) {
                 n->token_refused = n->observed = true;
                 return 0;
         }

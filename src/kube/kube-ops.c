@@ -523,7 +523,7 @@ int kube_poll(KubeClient *c, const char *api_version, const char *kind, const ch
                                 return 0;
                         if (p < 0)
                                 return error_setf(ret_error, p, "%s %s: %s", kind, name, strnull(why));
-                } else if (r == -ECANCELED || r == -EINVAL || r == -EACCES)
+                } else if (r == -ECANCELED || r == -EINVAL || r == -EACCES || r == -EKEYREJECTED)
                         return error_setf(ret_error, r, "%s", strnull(err));
                 else {
                         free(why);

@@ -22,8 +22,9 @@ int kube_status_to_errno(long http_status, const char *reason) {
         case 400:
         case 422:
                 return -EINVAL;
-        case 401:
-        case 403:
+        case 401: /* the credentials were refused (an unknown or expired token, an untrusted certificate) */
+                return -EKEYREJECTED;
+        case 403: /* authenticated, not allowed */
                 return -EACCES;
         case 404:
                 return -ENOENT;

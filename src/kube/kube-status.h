@@ -17,8 +17,9 @@ typedef struct KubeObjectRef {
 } KubeObjectRef;
 
 /* The code for an HTTP status (and the Status' reason where the status alone is ambiguous):
- * 404 -ENOENT, 409 AlreadyExists -EEXIST, 409 otherwise PK_ECONFLICT, 400/422 -EINVAL, 401/403 -EACCES,
- * 410 -ESTALE, 429 -EBUSY, 5xx -EIO, any other non-2xx -EPROTO. 0 for 2xx. */
+ * 404 -ENOENT, 409 AlreadyExists -EEXIST, 409 otherwise PK_ECONFLICT, 400/422 -EINVAL, 401 -EKEYREJECTED
+ * (the credentials refused), 403 -EACCES (not allowed), 410 -ESTALE, 429 -EBUSY, 5xx -EIO, any other non-2xx
+ * -EPROTO. 0 for 2xx. */
 int kube_status_to_errno(long http_status, const char *reason);
 
 /* The failure of a response: returns the code (kube_status_to_errno) and, when ret_error is not NULL,
