@@ -160,6 +160,10 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
         return 0;
 }
 
+char *pass_kubelet_file(const Pass *p, const char *name) {
+        return strjoin(p->node.kubelet_dir, "/", name);
+}
+
 int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char *address, usec_t timeout,
                      KubeClient **ret, char **ret_error) {
         _cleanup_free_ char *host = NULL;

@@ -176,6 +176,9 @@ void pass_kubelet_plan_done(PassKubeletPlan *k);
  * certificate is issued (a worker's bootstrap step, its pod network step). */
 #define PASS_KUBELET_KUBECONFIG "kubeconfig"
 
+/* "<the node's kubelet directory>/<name>"; NULL on allocation failure. */
+char *pass_kubelet_file(const Pass *p, const char *name);
+
 /* The pods' network in kubenet mode (step-pod-network.c): the Nodes, the node's CNI file, the routes. */
 typedef struct PassPodNetworkObserved {
         bool observed; /* all of it was read */

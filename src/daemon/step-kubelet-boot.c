@@ -60,7 +60,7 @@ static const char *const kubelet_file_names[_KUBELET_FILE_MAX] = {
 
 /* "<kubelet dir>/<file>". NULL: out of memory. */
 static char *kubelet_path(const Pass *p, KubeletFile f) {
-        return strjoin(p->node.kubelet_dir, "/", kubelet_file_names[f]);
+        return pass_kubelet_file(p, kubelet_file_names[f]);
 }
 
 void pass_kubelet_observed_done(PassKubeletObserved *k) {

@@ -26,15 +26,11 @@ static int observe_status(PassNodeJoinObserved *n, int status, char *message) {
         return message ? 0 : -ENOMEM;
 }
 
-static char *kubelet_file(const Pass *p, const char *name) {
-        return strjoin(p->node.kubelet_dir, "/", name);
-}
-
 /* The API's name at the master's address, authenticated by the pinned CA on disk, as the bootstrap
  * token's user. */
 static int open_as_token(const Pass *p, const PassKubeletObserved *k, const char *address, KubeClient **ret,
                          char **ret_error) {
-        _cleanup_free_ char *host = NULL, *server = NULL, *to = NULL, *ca = kubelet_file(p, "ca.crt");
+        _cleanup_free_ char *host = NULL, *server = NULL, *to = NULL, *ca = pass_kubelet_file(p, "ca.crt");
         char token[JOIN_TOKEN_TEXT_MAX];
         int r = api_dns_name(p->spec->dns.internal_suffix, &host);
         if (r < 0)
@@ -122,7 +118,7 @@ static int observe_node(PassContext *ctx, const char *kubeconfig, const char *ad
 static int node_join_observe(PassContext *ctx) {
         const Pass *p = ctx->pass;
         PassNodeJoinObserved *n = &ctx->obs->node_join;
-        _cleanup_free_ char *kubeconfig = kubelet_file(p, PASS_KUBELET_KUBECONFIG), *address = NULL;
+        _cleanup_free_ char *kubeconfig = pass_kubelet_file(p, PASS_KUBELET_KUBECONFIG), *address = NULL;
         if (!kubeconfig)
                 return -ENOMEM;
         trace_mark("node: its CSR or its Node");

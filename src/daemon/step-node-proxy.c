@@ -33,14 +33,10 @@ static bool wanted(const Pass *p) {
         return !(p->spec->self_hosted.set && p->spec->self_hosted.value);
 }
 
-static char *kubelet_kubeconfig(const Pass *p) {
-        return strjoin(p->node.kubelet_dir, "/", PASS_KUBELET_KUBECONFIG);
-}
-
 static int node_proxy_observe(PassContext *ctx) {
         const Pass *p = ctx->pass;
         PassNodeProxyObserved *k = &ctx->obs->node_proxy;
-        _cleanup_free_ char *kubeconfig = kubelet_kubeconfig(p),
+        _cleanup_free_ char *kubeconfig = pass_kubelet_file(p, PASS_KUBELET_KUBECONFIG),
                             *path = strjoin(p->node.manifest_dir, "/kube-proxy" MANIFEST_SUFFIX);
         if (!kubeconfig || !path)
                 return -ENOMEM;
@@ -65,7 +61,7 @@ static int plan_status(PassNodeProxyPlan *k, int status, char *note) {
 static int node_proxy_plan(const Pass *p, const PassObservation *o, PassPlan *plan) {
         const PassNodeProxyObserved *ob = &o->node_proxy;
         PassNodeProxyPlan *k = &plan->node_proxy;
-        _cleanup_free_ char *kubeconfig = kubelet_kubeconfig(p), *name = NULL;
+        _cleanup_free_ char *kubeconfig = pass_kubelet_file(p, PASS_KUBELET_KUBECONFIG), *name = NULL;
         if (!kubeconfig)
                 return -ENOMEM;
         if (!wanted(p))

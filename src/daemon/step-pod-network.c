@@ -130,8 +130,7 @@ static int pod_network_observe_master(PassContext *ctx) {
 static int pod_network_observe_worker(PassContext *ctx) {
         const Pass *p = ctx->pass;
         PassPodNetworkObserved *n = &ctx->obs->pod_network;
-        _cleanup_free_ char *kubeconfig = strjoin(p->node.kubelet_dir, "/", PASS_KUBELET_KUBECONFIG),
-                            *address = NULL;
+        _cleanup_free_ char *kubeconfig = pass_kubelet_file(p, PASS_KUBELET_KUBECONFIG), *address = NULL;
         if (!kubenet(p))
                 return 0;
         if (!kubeconfig || !(n->self = strdup(strempty(p->node.node_name))))

@@ -53,15 +53,19 @@ static int string_array(const json_t *a, size_t max, char ***ret) {
         return 0;
 }
 
-static bool condition_true(const json_t *obj, const char *type) {
+const json_t *join_condition(const json_t *obj, const char *type, const char *status) {
         const json_t *c;
         size_t i;
         json_array_foreach(json_get(obj, "status", "conditions"), i, c) {
                 if (streq_ptr(json_get_string(c, "type"), type) &&
-                    streq_ptr(json_get_string(c, "status"), "True"))
-                        return true;
+                    (!status || streq_ptr(json_get_string(c, "status"), status)))
+                        return c;
         }
-        return false;
+        return NULL;
+}
+
+static bool condition_true(const json_t *obj, const char *type) {
+        return join_condition(obj, type, "True") != NULL;
 }
 
 /* spec.request: base64 of a PEM request, parsed; a failure is kept as the CSR's request_error. */

@@ -58,6 +58,9 @@ int join_csr_from_json(const json_t *obj, JoinCsr **ret, char **ret_error);
 JoinCsr *join_csr_free(JoinCsr *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(JoinCsr *, join_csr_free)
 
+/* The status.conditions entry of obj of that type, with that status (NULL: any), or NULL. */
+const json_t *join_condition(const json_t *obj, const char *type, const char *status);
+
 /* The node name of a CN "system:node:<name>", or NULL. Points into cn. */
 const char *join_node_of_cn(const char *cn);
 

@@ -27,18 +27,6 @@ void join_csr_progress_done(JoinCsrProgress *p) {
         *p = (JoinCsrProgress){};
 }
 
-/* The condition of that type whose status is True, or NULL. */
-static const json_t *condition(const json_t *obj, const char *type, const char *status) {
-        const json_t *c;
-        size_t i;
-        json_array_foreach(json_get(obj, "status", "conditions"), i, c) {
-                if (streq_ptr(json_get_string(c, "type"), type) &&
-                    (!status || streq_ptr(json_get_string(c, "status"), status)))
-                        return c;
-        }
-        return NULL;
-}
-
 /* "reason: message" of a condition, as one bounded line. */
 static char *condition_words(const json_t *c) {
         _cleanup_free_ char *joined =
@@ -87,9 +75,10 @@ int join_csr_progress(const json_t *list, const char *node, const char *token_id
         }
         _cleanup_(join_csr_progress_done) JoinCsrProgress p = { .state = state };
         if (newest) {
-                const json_t *why = state == JOIN_CSR_STATE_DENIED   ? condition(newest, "Denied", "True")
-                                    : state == JOIN_CSR_STATE_FAILED ? condition(newest, "Failed", "True")
-                                                                     : NULL;
+                const json_t *why = state == JOIN_CSR_STATE_DENIED ? join_condition(newest, "Denied", "True")
+                                    : state == JOIN_CSR_STATE_FAILED
+                                        ? join_condition(newest, "Failed", "True")
+                                        : NULL;
                 if (!(p.name = string_one_line(json_get_string(newest, "metadata", "name"), SHOWN_MAX)) ||
                     (why && !(p.words = condition_words(why))))
                         return -ENOMEM;
@@ -100,7 +89,7 @@ int join_csr_progress(const json_t *list, const char *node, const char *token_id
 }
 
 int join_node_ready(const json_t *node, char **ret_words) {
-        const json_t *ready = condition(node, "Ready", NULL);
+        const json_t *ready = join_condition(node, "Ready", NULL);
         *ret_words = NULL;
         if (ready && streq_ptr(json_get_string(ready, "status"), "True"))
                 return 1;
