@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan deb demo demo-aws demo-selfhosted render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan deb demo demo-aws demo-selfhosted demo-workers render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -32,6 +32,10 @@ demo: deps build
 # The self-hosted control plane on three real masters: pivot, replacement, power cuts (docs/pivot.md).
 demo-selfhosted: deps build
 	@scripts/demo.sh $(BUILD)/src/cli/protokube selfhosted
+
+# A whole cluster: three real masters and two workers that join with a token (docs/workers.md).
+demo-workers: deps build
+	@scripts/demo.sh $(BUILD)/src/cli/protokube workers
 
 # Steps 1-2 of the scenario with cloud: aws and dns: route53, against the AWS API double.
 demo-aws: deps build

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: the no-ops etcd cluster end to end (tests/e2e/scenario.py), with readable output and a timeline.
 # make demo-selfhosted: demo.sh PROTOKUBE selfhosted runs tests/e2e/scenario_selfhosted.py (real masters only).
+# make demo-workers: demo.sh PROTOKUBE workers runs tests/e2e/scenario_workers.py (three masters, two workers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $(id -u) -ne 0 ]]; then

@@ -26,8 +26,9 @@ static int observe_status(PassNodeJoinObserved *n, int status, char *message) {
         return message ? 0 : -ENOMEM;
 }
 
-/* The API's name at the master's address, authenticated by the pinned CA on disk, as the bootstrap
- * token's user. */
+/* The API's name at the master's address, authenticated by the pinned CA (on disk; before the first pass
+ * wrote it, the one the pin stage took from a master, in memory), as the bootstrap token's user: so a new
+ * machine's `join plan` tells a wrong token before anything is written. */
 static int open_as_token(const Pass *p, const PassKubeletObserved *k, const char *address, KubeClient **ret,
                          char **ret_error) {
         _cleanup_free_ char *host = NULL, *server = NULL, *to = NULL, *ca = pass_kubelet_file(p, "ca.crt");
@@ -40,7 +41,8 @@ static int open_as_token(const Pass *p, const PassKubeletObserved *k, const char
             !(to = http_connect_to_address(host, port, address)))
                 return -ENOMEM;
         r = kube_client_new(&(KubeClientConfig){ .server = server,
-                                                 .ca_file = ca,
+                                                 .ca_file = k->ca_pinned ? ca : NULL,
+                                                 .ca_pem = k->ca_pinned ? NULL : k->ca_found,
                                                  .connect_to = to,
                                                  .bearer_token = join_token_format(&k->token, token) },
                             ret, ret_error);
@@ -59,9 +61,9 @@ static int observe_csr(PassContext *ctx, const char *address) {
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_(json_decrefp) json_t *list = NULL;
         _cleanup_free_ char *error = NULL;
-        if (!k->ca_pinned || !k->has_token)
+        if (!(k->ca_pinned || k->ca_found) || !k->has_token)
                 return observe_status(n, PK_EWAITING,
-                                      strdup(k->has_token ? "the pinned CA is not on disk yet"
+                                      strdup(k->has_token ? "no CA with the pin yet"
                                                           : "no bootstrap token to ask the API with"));
         int r = open_as_token(p, k, address, &c, &error);
         if (r >= 0)

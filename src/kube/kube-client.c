@@ -29,6 +29,7 @@ KubeClient *kube_client_free(KubeClient *c) {
                 return NULL;
         free(c->server);
         free(c->ca_file);
+        free(c->ca_pem);
         free(c->cert_file);
         free(c->key_file);
         free(c->connect_to);
@@ -77,7 +78,10 @@ int kube_client_override(KubeClient *c, const KubeClientConfig *cfg, char **ret_
         int r;
         if (cfg->server && (r = set_server(c, cfg->server, ret_error)) < 0)
                 return r;
+        if (cfg->ca_file && cfg->ca_pem)
+                return error_setf(ret_error, -EINVAL, "the cluster's CA as a file or as text, not both");
         if ((cfg->ca_file && free_and_strdup(&c->ca_file, cfg->ca_file) < 0) ||
+            (cfg->ca_pem && free_and_strdup(&c->ca_pem, cfg->ca_pem) < 0) ||
             (cfg->cert_file && free_and_strdup(&c->cert_file, cfg->cert_file) < 0) ||
             (cfg->key_file && free_and_strdup(&c->key_file, cfg->key_file) < 0))
                 return -ENOMEM;
@@ -219,6 +223,7 @@ static int call_once(KubeClient *c, const KubeCall *k, usec_t deadline, HttpResp
                 .timeout = MIN(c->retry.request_timeout, deadline > n ? deadline - n : 1),
                 .max_response = KUBE_RESPONSE_MAX,
                 .ca_file = c->ca_file,
+                .ca_pem = c->ca_pem,
                 .cert_file = c->cert_file,
                 .key_file = c->key_file,
                 .connect_to = c->connect_to,

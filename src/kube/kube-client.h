@@ -27,6 +27,7 @@ typedef struct KubeClient KubeClient;
 typedef struct KubeClientConfig {
         const char *server;    /* https://host[:port] (http:// only for tests on loopback) */
         const char *ca_file;   /* the cluster CA (PEM); NULL: the system's CAs */
+        const char *ca_pem;    /* or the cluster CA as text (held in memory only); not with ca_file */
         const char *cert_file; /* client certificate and its key (PEM), both or neither */
         const char *key_file;
         /* "HOST:PORT:ADDR:PORT": connect to ADDR:PORT where the server URL names HOST:PORT, checking the

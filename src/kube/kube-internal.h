@@ -13,7 +13,7 @@
 
 struct KubeClient {
         char *server; /* without a trailing slash */
-        char *ca_file, *cert_file, *key_file;
+        char *ca_file, *ca_pem, *cert_file, *key_file;
         char *connect_to;    /* NULL: where the server URL says */
         char *authorization; /* "Authorization: Bearer ..." (a secret: erased when freed); NULL: none */
         KubeRetryPolicy retry;

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
@@ -279,6 +280,29 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata) {
         return 0;
 }
 
+/* Every certificate of a PEM text into the context's trust store; none at all is an error. */
+static int load_ca_pem(SSL_CTX *ctx, const char *pem) {
+        BIO *bio = BIO_new_mem_buf(pem, -1);
+        if (!bio)
+                return -ENOMEM;
+        STACK_OF(X509_INFO) *infos = PEM_X509_INFO_read_bio(bio, NULL, NULL, NULL);
+        BIO_free(bio);
+        if (!infos)
+                return -EIO;
+        X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+        int n = 0, r = 0;
+        for (int i = 0; i < sk_X509_INFO_num(infos) && r >= 0; i++) {
+                X509 *cert = sk_X509_INFO_value(infos, i)->x509;
+                if (!cert)
+                        continue;
+                if (X509_STORE_add_cert(store, cert) != 1)
+                        r = -EIO;
+                n++;
+        }
+        sk_X509_INFO_pop_free(infos, X509_INFO_free);
+        return r < 0 ? r : n > 0 ? 0 : -EIO;
+}
+
 static int tls_context(HttpExchange *x) {
         const HttpRequest *req = x->req;
         char e[256];
@@ -293,8 +317,12 @@ static int tls_context(HttpExchange *x) {
                 return 0; /* and no client certificate: http_check_request() */
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        if (req->ca_file ? SSL_CTX_load_verify_file(ctx, req->ca_file) != 1
-                         : SSL_CTX_set_default_verify_paths(ctx) != 1)
+        if (req->ca_pem) {
+                if (load_ca_pem(ctx, req->ca_pem) < 0)
+                        return fail(x, -EIO, "cannot read the CA certificates given as text: %s",
+                                    ssl_reason(e, sizeof(e)));
+        } else if (req->ca_file ? SSL_CTX_load_verify_file(ctx, req->ca_file) != 1
+                                : SSL_CTX_set_default_verify_paths(ctx) != 1)
                 return fail(x, -EIO, "cannot read the CA certificates %s: %s",
                             req->ca_file ?: "(the system's)", ssl_reason(e, sizeof(e)));
         if (req->cert_file && SSL_CTX_use_certificate_chain_file(ctx, req->cert_file) != 1)
@@ -746,8 +774,8 @@ static bool http_connect_to_valid(const char *s) {
 /* A request to a server it does not authenticate sends nothing that a stranger may not see: https (it is
  * no request for plain http), no client certificate, no body, no credentials in a header, no proxy. */
 static bool http_unverified_request_valid(const HttpRequest *req, const HttpUrl *url) {
-        if (!url->tls || req->cert_file || req->key_file || req->ca_file || req->body_len > 0 ||
-            req->via_proxy)
+        if (!url->tls || req->cert_file || req->key_file || req->ca_file || req->ca_pem ||
+            req->body_len > 0 || req->via_proxy)
                 return false;
         for (size_t i = 0; i < req->n_headers; i++)
                 if (startswith_no_case(req->headers[i], "Authorization:") ||
@@ -767,6 +795,8 @@ static int http_check_request(const HttpRequest *req, HttpUrl *url) {
                 return -EINVAL;
         if (!req->cert_file != !req->key_file)
                 return -EINVAL; /* a client certificate needs its key and the other way round */
+        if (req->ca_file && req->ca_pem)
+                return -EINVAL; /* the CAs to trust from one place */
         if (req->connect_to && (string_has_cc(req->connect_to) || !http_connect_to_valid(req->connect_to)))
                 return -EINVAL;
         for (size_t i = 0; i < req->n_headers; i++)

@@ -28,7 +28,10 @@ typedef struct HttpRequest {
          * service) is dialled directly: a proxy outside the cluster cannot reach it, and must never see
          * its traffic (snapshots, Secrets). Off by default. */
         bool via_proxy;
-        const char *ca_file;   /* PEM bundle of the CAs to trust for https; NULL: the system's */
+        const char *ca_file; /* PEM bundle of the CAs to trust for https; NULL: the system's */
+        /* The same as text, for a CA held in memory only (a worker's CA taken with its pin before it is on
+         * disk); not with ca_file. */
+        const char *ca_pem;
         const char *cert_file; /* PEM client certificate for https (mutual TLS); NULL: none */
         const char *key_file;  /* PEM private key of cert_file (read by OpenSSL, never copied by us) */
         /* "HOST:PORT:ADDR:PORT" (as curl's CURLOPT_CONNECT_TO): connect to ADDR:PORT when the URL names

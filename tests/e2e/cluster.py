@@ -188,8 +188,12 @@ class Master:
         ns = self.cluster.lab.ns(self.name)
         self.node = Node(self.name, self.manifests, os.path.join(self.pki, "kube-apiserver", "ca.crt"), kubeconfig,
                          self.addr, netns=ns, resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True,
-                         etcd_images=[ETCD_IMAGE_REAL], base=os.path.join(self.dir, "node"))
+                         etcd_images=[ETCD_IMAGE_REAL], base=self.node_base(), cni=not self.cluster.kubenet,
+                         taints=self.cluster.master_taints, own_pod_logs=self.cluster.own_pod_logs)
         self.node.start()
+
+    def node_base(self):
+        return os.path.join(self.dir, "node")
 
     def stop(self):
         stop_process(self.protokube)
@@ -272,6 +276,10 @@ class Cluster:
         self.masters = {}
         self.next_port = 19700
         self.shared = False
+        # kubenet: protokube writes each node's CNI network (spec.networking), not the harness
+        self.kubenet = False
+        self.master_taints = ()  # what the masters' kubelets register their Nodes with
+        self.own_pod_logs = False  # each node's /var/log/pods its own (tests/k8s/node.py)
 
     def share_mounts(self):
         """A real master's root is a shared mount (systemd makes it so; kubelet relies on it): what protokube
@@ -328,9 +336,11 @@ spec:
         # planes already.
         return "  kubeProxy:\n    enabled: false\n"
 
+    master_class = Master  # a scenario's own kind of master (scenario_selfhosted.py, cluster_aws.py...)
+
     def add_master(self, name, addr, external, zone):
         self.lab.add_host(name, addr)
-        m = Master(self, name, addr, external, zone)
+        m = self.master_class(self, name, addr, external, zone)
         self.masters[name] = m
         m.start(self.next_port)
         self.next_port += 1

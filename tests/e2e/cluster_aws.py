@@ -230,14 +230,11 @@ spec:
   kubernetesVersion: 1.31.2
 """)
 
+    master_class = MasterAws
+
     def add_master(self, name, addr, external, zone):
         self.double_call("/_double/config", {"instances": self.instance(name, addr, external, zone)})
-        self.lab.add_host(name, addr)
-        m = MasterAws(self, name, addr, external, zone)
-        self.masters[name] = m
-        m.start(self.next_port)
-        self.next_port += 1
-        return m
+        return super().add_master(name, addr, external, zone)
 
     def terminate(self, name):
         """What terminating an EC2 instance does: the machine is gone (processes, mounts, its address), the

@@ -97,13 +97,7 @@ class SelfHostedCluster(cluster.Cluster):
     def real_spec():
         return "  selfHosted: true\n  kubeProxy:\n    enabled: false\n"
 
-    def add_master(self, name, addr, external, zone):
-        self.lab.add_host(name, addr)
-        m = SelfHostedMaster(self, name, addr, external, zone)
-        self.masters[name] = m
-        m.start(self.next_port)
-        self.next_port += 1
-        return m
+    master_class = SelfHostedMaster
 
 
 scenario.Cluster = SelfHostedCluster

@@ -223,6 +223,15 @@ def join_plan(w, check, token_file=None):
         w.token_file = saved
 
 
+def unknown_token_file(w):
+    """A token of the right form that the API never issued, in a file of w's (mode 0600)."""
+    path = os.path.join(w.dir, "unknown-token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("zzzzzz.0123456789abcdef\n")
+    return path
+
+
 def stage(p, name):
     line = [x for x in p.stdout.splitlines() if x.startswith(name + ": ")]
     assert len(line) == 1, p.stdout
@@ -234,6 +243,19 @@ def test_join_plan_names_the_stage_that_blocks(api, token_pin):
     token the API does not know is refused at the token stage (its 401), a wrong pin at the pin stage."""
     publish_cluster_info(api)
     token, pin = token_pin
+    # a new machine, before any pass wrote anything: a token the API never issued is refused at the token
+    # stage already (asked through the CA the pin stage took, held in memory), and nothing is written
+    fresh = Worker(api, "w-join-fresh", token, pin)
+    p = join_plan(fresh, 1, token_file=unknown_token_file(fresh))
+    assert "token: refused: the API refuses the bootstrap token (401)" in p.stdout, p.stdout
+    assert stage(p, "pin") == f"pin: ok: the cluster's CA has the pin {pin} (ca.crt is to be written)", p.stdout
+    assert p.stdout.endswith("join: blocked at token\n"), p.stdout
+    assert fresh.files() == {}
+    # the same machine with the good token: it waits at the CSR (no kubelet here), still writing nothing
+    p = join_plan(fresh, 3)
+    assert stage(p, "csr").startswith("csr: waiting: the kubelet has asked for no certificate yet"), p.stdout
+    assert fresh.files() == {}
+
     w = Worker(api, "w-join", token, pin)
     w.run(check=3)  # the pinned CA and the kubelet's files
     p = join_plan(w, 3)
@@ -246,11 +268,7 @@ def test_join_plan_names_the_stage_that_blocks(api, token_pin):
     assert token.split(".")[1] not in p.stdout + p.stderr
 
     # a token of the right form that the API never issued: the 401, at the token stage
-    unknown = os.path.join(w.dir, "unknown-token")
-    fd = os.open(unknown, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write("zzzzzz.0123456789abcdef\n")
-    p = join_plan(w, 1, token_file=unknown)
+    p = join_plan(w, 1, token_file=unknown_token_file(w))
     assert "token: refused: the API refuses the bootstrap token (401)" in p.stdout, p.stdout
     assert p.stdout.endswith("join: blocked at token\n"), p.stdout
     assert "0123456789abcdef" not in p.stdout + p.stderr

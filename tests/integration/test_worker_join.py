@@ -11,7 +11,8 @@ then starts from them as an init system would (KUBELET_ARGS of kubelet.env). The
 approved and signed by the master's protokube, its Node registers and turns Ready, its serving certificate
 comes through its own CSR (approved for its addresses only). With spec.networking kubenet, protokube
 writes each node's CNI network on its podCIDR and routes each node's podCIDR via its address: a pod on the
-worker reaches a pod on the master by its pod address, and its log is read through the API; kube-proxy, a
+worker reaches a pod on the master by its pod address, its log is read and a command run in it (kubectl
+exec) through the API and the worker kubelet's verified serving certificate; kube-proxy, a
 static pod protokube writes on the worker with the node's own credentials, makes a Service's IP reach it. The worker never holds a private key of the CA. The time from the worker's
 first pass to its Node Ready is printed."""
 import ipaddress
@@ -154,7 +155,8 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
         wnode = Node(WORKER, os.path.join(base, "manifests"), None, None, WORKER_IP, netns=wns, hosts_file=hosts,
-                     base=os.path.join(base, "node"), worker_kubelet_dir=os.path.join(base, "kubelet"), cni=False)
+                     base=os.path.join(base, "node"), worker_kubelet_dir=os.path.join(base, "kubelet"), cni=False,
+                     own_pod_logs=True)
         spec = worker_spec(env, base, hosts, wnode.cgroup_root, wnode.cni_conf_dir())
         os.makedirs(os.path.join(base, "manifests"))
 
@@ -251,6 +253,10 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
                                    "podnet-client"], capture_output=True, text=True, timeout=60)
             return "got: podnet podnet-server" in logs.stdout, logs.stdout[-500:] + logs.stderr[-500:]
         wait("the worker's pod got the master's pod's answer", answered, 120, wnode)
+        # kubectl exec into the worker's pod, through the same verified certificate: a command that ends
+        x = subprocess.run([m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=30s", "exec", "podnet-client",
+                            "--", "/podnet", "ask", server_ip, "8080"], capture_output=True, text=True, timeout=60)
+        assert x.returncode == 0 and x.stdout.strip() == "got: podnet podnet-server", (x.stdout, x.stderr)
 
         # the client's log above came through the worker kubelet's serving certificate from its CSR, verified
         # by the cluster CA; the master's kubelet still serves a self-signed one (its files are the harness's),

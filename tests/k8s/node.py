@@ -28,6 +28,7 @@ runs the node until Ctrl-C, then tears it down."""
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -41,6 +42,7 @@ PODNET_IMAGE = "protokube.test/podnet:1"  # the tests' workload (tools/podnet/po
 CGROUP = "/sys/fs/cgroup"
 CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd")
 CNI_BIN = "/usr/lib/cni"
+POD_LOGS = "/var/log/pods"  # where kubelet 1.20 has the container runtime write the pods' logs (fixed)
 
 
 def run(argv, timeout=60, check=True, **kw):
@@ -102,7 +104,8 @@ class Node:
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
-                 resolv_conf=None, keep_server=False, worker_kubelet_dir=None, cni=True):
+                 resolv_conf=None, keep_server=False, worker_kubelet_dir=None, cni=True, taints=(),
+                 own_pod_logs=False):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
@@ -118,6 +121,13 @@ class Node:
         # cni: this harness writes the node's CNI network (in a namespace of the test); False: protokube does
         # (spec.networking.provider kubenet, cniConfDir = cni_conf_dir())
         self.cni = cni
+        # the taints the kubelet registers its Node with (--register-with-taints): a master's
+        # node-role.kubernetes.io/master=:NoSchedule, as kops' nodeup gives its masters' kubelets
+        self.taints = tuple(taints)
+        # own_pod_logs: this node's /var/log/pods is a directory of its own, bound there for its containerd and
+        # kubelet alone. Every kubelet's garbage collector removes the directories of /var/log/pods whose pod
+        # it does not know: nodes sharing the machine's delete each other's pod logs (kubectl logs then fails)
+        self.own_pod_logs = own_pod_logs
         self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
         self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
         self.own_base = base is None
@@ -126,6 +136,7 @@ class Node:
         self.cgroup_root = f"/pk-node-{name}-{os.getpid()}"
         self.sock = os.path.join(self.base, "containerd", "containerd.sock")
         self.kubelet_root = os.path.join(self.base, "kubelet")
+        self.pod_logs_root = self.path("pod-logs") if own_pod_logs else POD_LOGS
         self.containerd = self.kubelet = None
         self.timings = {}
 
@@ -240,8 +251,10 @@ state = "{cd}/state"
         with self.log("containerd") as log:
             # containerd in a UTS namespace of its own named after the node: hostNetwork containers share
             # it, so each master's components see their own hostname (leader election names the holder by it)
-            argv = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', self.name,
-                    "containerd", "--config", cfg]
+            # (and, with own_pod_logs, a mount namespace where its pod log directory is /var/log/pods)
+            unshare = ["unshare", "--uts", *(["--mount", "--propagation", "unchanged"] if self.own_pod_logs else [])]
+            script = 'hostname "$0" && ' + (self.bind_pod_logs() if self.own_pod_logs else "") + 'exec "$@"'
+            argv = [*unshare, "--", "sh", "-c", script, self.name, "containerd", "--config", cfg]
             self.containerd = subprocess.Popen(self.in_netns(argv), stdout=log,
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -324,11 +337,27 @@ state = "{cd}/state"
                 "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
                 "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
                 f"--pod-infra-container-image={PAUSE_IMAGE}", "--v=2"]
+        if self.taints:
+            argv.append("--register-with-taints=" + ",".join(self.taints))
         return self.kubelet_namespaces(argv)
+
+    def bind_pod_logs(self):
+        """Shell commands (in a mount namespace of their own) that bind this node's pod log directory on
+        /var/log/pods; / made a slave first, so the bind stays in the namespace whatever the machine's root
+        propagation (the mounts under / keep theirs)."""
+        os.makedirs(self.pod_logs_root, exist_ok=True)
+        os.makedirs(POD_LOGS, exist_ok=True)
+        return f"mount --make-slave / && mount --bind {shlex.quote(self.pod_logs_root)} {POD_LOGS} && "
 
     def kubelet_namespaces(self, argv):
         """argv run in the node's network namespace, with its hosts file or resolver bound for kubelet alone."""
-        if self.hosts_file:
+        if self.own_pod_logs:
+            binds = 'mount --bind "$0" /etc/hosts && ' if self.hosts_file else (
+                'mount --bind "$0" /etc/resolv.conf && ' if self.keep_server and self.resolv_conf else "")
+            first = self.hosts_file or (self.resolv_conf if binds else "unused")
+            argv = ["unshare", "--mount", "--propagation", "unchanged", "--", "sh", "-c",
+                    self.bind_pod_logs() + binds + 'exec "$@"', first, *argv]
+        elif self.hosts_file:
             # propagation unchanged: the machine's mounts are private, so the /etc/hosts bind stays in
             # kubelet's namespace, while its root dir (made a shared mount in start_kubelet) stays a peer of
             # the machine's: the tmpfs kubelet mounts there for Secret volumes reach containerd.
@@ -431,10 +460,9 @@ state = "{cd}/state"
         except OSError:
             return []
 
-    @staticmethod
-    def pod_log_dirs(uid):
+    def pod_log_dirs(self, uid):
         try:
-            return [os.path.join("/var/log/pods", d) for d in os.listdir("/var/log/pods")
+            return [os.path.join(self.pod_logs_root, d) for d in os.listdir(self.pod_logs_root)
                     if d.endswith("_" + uid)]
         except OSError:
             return []

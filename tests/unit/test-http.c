@@ -229,6 +229,11 @@ static void test_unverified_server_sends_nothing_secret(void **state) {
                   .url = "https://api.pk.invalid/",
                   .unverified_server = true,
                   .ca_file = "/ca.crt" },
+                { .method = "GET",
+                  .url = "https://api.pk.invalid/",
+                  .unverified_server = true,
+                  .ca_pem = "-----BEGIN CERTIFICATE-----" },
+                { .method = "GET", .url = "https://api.pk.invalid/", .ca_file = "/ca.crt", .ca_pem = "x" },
         };
         for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
                 _cleanup_free_ char *err = NULL;

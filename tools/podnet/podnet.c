@@ -6,12 +6,14 @@
  *                              hostname) and closes it;
  *   podnet get ADDRESS PORT    connects, prints "got: " and the answer (or why not) once a second, at most
  *                              N times ($TRIES, default 120), then sleeps so that its log stays readable;
- *                              exits 1 when no try got an answer.
+ *                              exits 1 when no try got an answer;
+ *   podnet ask ADDRESS PORT    the same, but exits 0 once answered (a command for kubectl exec).
  * IPv4 and IPv6 literals only (no resolver in the image). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +96,9 @@ static int get_once(const struct sockaddr_storage *ss, socklen_t len, char *buf,
         return 0;
 }
 
-static int get(const char *addr, const char *port) {
+/* keep_running: after the answer, the process stays (a pod whose log says what it got); else it exits 0 (a
+ * command run with kubectl exec, which returns when the command ends). */
+static int get(const char *addr, const char *port, bool keep_running) {
         struct sockaddr_storage ss;
         socklen_t len;
         const char *t = getenv("TRIES");
@@ -113,8 +117,9 @@ static int get(const char *addr, const char *port) {
         }
         if (!ok)
                 return 1;
-        for (;;)
+        while (keep_running)
                 pause();
+        return 0;
 }
 
 int main(int argc, char **argv) {
@@ -122,7 +127,9 @@ int main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "serve") == 0)
                 return serve(argv[2]);
         if (argc == 4 && strcmp(argv[1], "get") == 0)
-                return get(argv[2], argv[3]);
-        fprintf(stderr, "usage: podnet serve PORT | podnet get ADDRESS PORT\n");
+                return get(argv[2], argv[3], true);
+        if (argc == 4 && strcmp(argv[1], "ask") == 0)
+                return get(argv[2], argv[3], false);
+        fprintf(stderr, "usage: podnet serve PORT | podnet get ADDRESS PORT | podnet ask ADDRESS PORT\n");
         return 2;
 }
