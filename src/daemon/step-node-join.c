@@ -142,7 +142,9 @@ static int plan_status(PassNodeJoinPlan *k, PassJoinStage stage, int status, cha
         return note ? 0 : -ENOMEM;
 }
 
-/* The CSR's state as a stage: waiting while it is on its way, refused when denied or failed. */
+/* The CSR's state as a stage: waiting while it is on its way, refused when denied or failed, or when the
+ * masters left it pending with their reason on it (the name is bound to another machine...: it needs an
+ * operator, though a later round may still approve it). */
 static int plan_csr(const JoinCsrProgress *c, PassNodeJoinPlan *k) {
         switch (c->state) {
         case JOIN_CSR_STATE_NONE:
@@ -150,6 +152,10 @@ static int plan_csr(const JoinCsrProgress *c, PassNodeJoinPlan *k) {
                                    strdup("the kubelet has asked for no certificate yet (is it running with "
                                           "kubelet.env's flags?)"));
         case JOIN_CSR_STATE_PENDING:
+                if (c->words)
+                        return plan_status(k, PASS_JOIN_CSR, -EACCES,
+                                           strprintf("CSR %s is refused by the masters (left pending): %s",
+                                                     c->name, c->words));
                 return plan_status(k, PASS_JOIN_CSR, PK_EWAITING,
                                    strprintf("CSR %s is pending: no master approved it yet ('protokube csr' "
                                              "on a master says why)",

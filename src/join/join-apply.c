@@ -89,6 +89,20 @@ static int sign(KubeClient *c, const json_t *obj, const JoinSettings *s, usec_t 
         return m ? report(rep, JOIN_OUTCOME_SIGNED, name, node, reason, m) : -ENOMEM;
 }
 
+/* A refusal leaves the CSR pending, and says why on it (once: only when the reason changed) for the worker
+ * to read; a failed note is a failure of its own, the refusal stands. */
+static int refuse(KubeClient *c, const JoinCsr *csr, const JoinDecision *d, usec_t deadline,
+                  JoinReport *rep) {
+        int r = report(rep, JOIN_OUTCOME_REFUSED, csr->name, d->node, d->reason, NULL);
+        if (r < 0 || streq_ptr(csr->refusal, d->reason))
+                return r;
+        _cleanup_free_ char *err = NULL;
+        r = join_csr_note_refusal(c, csr->name, d->reason, deadline, &err);
+        return r < 0 ? report_write(rep, r, csr->name, d->node, d->reason, "noting the refusal on the CSR",
+                                    err)
+                     : 0;
+}
+
 static int apply_csr(KubeClient *c, const JoinObservation *o, const JoinCsrPlan *e, const JoinSettings *s,
                      usec_t now, usec_t deadline, JoinReport *rep) {
         const JoinCsr *csr = o->csrs[e->csr];
@@ -104,7 +118,7 @@ static int apply_csr(KubeClient *c, const JoinObservation *o, const JoinCsrPlan 
                                      : 0;
         }
         if (d->verdict == JOIN_VERDICT_REFUSE)
-                return report(rep, JOIN_OUTCOME_REFUSED, csr->name, d->node, d->reason, NULL);
+                return refuse(c, csr, d, deadline, rep);
         if (d->verdict != JOIN_VERDICT_APPROVE)
                 return 0;
         int r = bind_name(c, csr, d, now, deadline, &err);

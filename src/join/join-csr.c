@@ -29,6 +29,7 @@ JoinCsr *join_csr_free(JoinCsr *c) {
         strv_free(c->groups);
         pki_csr_free(c->request);
         free(c->request_error);
+        free(c->refusal);
         free(c);
         return NULL;
 }
@@ -107,8 +108,9 @@ static int copy_string(const json_t *obj, const char *a, const char *b, char **r
 }
 
 int join_csr_from_json(const json_t *obj, JoinCsr **ret, char **ret_error) {
-        const char *name = json_get_string(obj, "metadata", "name");
-        if (isempty(name) || !streq_ptr(json_get_string(obj, "kind"), JOIN_CSR_KIND))
+        const char *name = json_get_string(obj, "metadata", "name"), *kind = json_get_string(obj, "kind");
+        /* a list's items come without their kind: absent is taken, another is not */
+        if (isempty(name) || (kind && !streq(kind, JOIN_CSR_KIND)))
                 return error_setf(ret_error, -EINVAL, "not a CertificateSigningRequest with a name");
         _cleanup_(join_csr_freep) JoinCsr *c = calloc(1, sizeof(*c));
         if (!c)
@@ -120,6 +122,9 @@ int join_csr_from_json(const json_t *obj, JoinCsr **ret, char **ret_error) {
             (r = copy_string(obj, "spec", "signerName", &c->signer_name)) < 0 ||
             (r = copy_string(obj, "spec", "username", &c->username)) < 0)
                 return r;
+        const char *refusal = json_get_string(obj, "metadata", "annotations", JOIN_CSR_REFUSAL_ANNOTATION);
+        if (refusal && !(c->refusal = strdup(refusal)))
+                return -ENOMEM;
         r = string_array(json_get(obj, "spec", "usages"), USAGES_MAX, &c->usages);
         if (r >= 0)
                 r = string_array(json_get(obj, "spec", "groups"), GROUPS_MAX, &c->groups);

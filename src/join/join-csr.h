@@ -29,6 +29,9 @@
 #define JOIN_NODE_NAME_MAX   (PKI_CN_MAX - (sizeof(JOIN_NODE_USER_PREFIX) - 1))
 #define JOIN_CSR_API_VERSION "certificates.k8s.io/v1"
 #define JOIN_CSR_KIND        "CertificateSigningRequest"
+/* The masters' reason for refusing a CSR they leave pending, on the CSR itself: the worker, which may read
+ * its CSRs with its bootstrap token, shows it (`protokube join plan`). */
+#define JOIN_CSR_REFUSAL_ANNOTATION "protokube.io/refusal"
 
 typedef enum JoinCsrKind {
         JOIN_CSR_CLIENT,  /* JOIN_SIGNER_CLIENT */
@@ -50,10 +53,12 @@ typedef struct JoinCsr {
         usec_t created;                /* metadata.creationTimestamp, CLOCK_REALTIME; 0 when absent */
         PkiCsr *request;               /* NULL when spec.request does not parse: */
         char *request_error;           /*   why */
+        char *refusal;                 /* JOIN_CSR_REFUSAL_ANNOTATION as the masters wrote it; NULL: none */
 } JoinCsr;
 
-/* Reads obj. -EINVAL with a message when it is no CSR (no metadata.name, not of this kind); a request that
- * does not parse is not an error here (request_error says why, and the approver refuses it). */
+/* Reads obj. -EINVAL with a message when it is no CSR (no metadata.name, of another kind; an item of a
+ * list, which comes without its kind, is taken); a request that does not parse is not an error here
+ * (request_error says why, and the approver refuses it). */
 int join_csr_from_json(const json_t *obj, JoinCsr **ret, char **ret_error);
 JoinCsr *join_csr_free(JoinCsr *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(JoinCsr *, join_csr_free)

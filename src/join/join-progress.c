@@ -79,8 +79,13 @@ int join_csr_progress(const json_t *list, const char *node, const char *token_id
                                     : state == JOIN_CSR_STATE_FAILED
                                         ? join_condition(newest, "Failed", "True")
                                         : NULL;
+                const char *refusal =
+                    state == JOIN_CSR_STATE_PENDING
+                        ? json_get_string(newest, "metadata", "annotations", JOIN_CSR_REFUSAL_ANNOTATION)
+                        : NULL;
                 if (!(p.name = string_one_line(json_get_string(newest, "metadata", "name"), SHOWN_MAX)) ||
-                    (why && !(p.words = condition_words(why))))
+                    (why && !(p.words = condition_words(why))) ||
+                    (refusal && !(p.words = string_one_line(refusal, SHOWN_MAX))))
                         return -ENOMEM;
         }
         *ret = p;

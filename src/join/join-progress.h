@@ -25,8 +25,10 @@ const char *join_csr_state_to_string(JoinCsrState s);
 
 typedef struct JoinCsrProgress {
         JoinCsrState state;
-        char *name;  /* the CSR's name (shown as one line); NULL with JOIN_CSR_STATE_NONE */
-        char *words; /* a Denied or Failed condition's "reason: message", one bounded line; else NULL */
+        char *name; /* the CSR's name (shown as one line); NULL with JOIN_CSR_STATE_NONE */
+        /* a Denied or Failed condition's "reason: message"; a pending one's refusal by the masters
+         * (JOIN_CSR_REFUSAL_ANNOTATION); one bounded line; else NULL */
+        char *words;
 } JoinCsrProgress;
 
 void join_csr_progress_done(JoinCsrProgress *p);

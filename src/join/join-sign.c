@@ -94,6 +94,16 @@ int join_csr_approve(KubeClient *c, const json_t *obj, const char *message, usec
         return r;
 }
 
+int join_csr_note_refusal(KubeClient *c, const char *csr, const char *reason, usec_t deadline,
+                          char **ret_error) {
+        _cleanup_(json_decrefp) json_t *patch =
+            json_pack("{s:{s:{s:s}}}", "metadata", "annotations", JOIN_CSR_REFUSAL_ANNOTATION, reason);
+        if (!patch)
+                return -ENOMEM;
+        return kube_merge_patch(c, JOIN_CSR_API_VERSION, JOIN_CSR_KIND, NULL, csr, patch, deadline,
+                                ret_error);
+}
+
 int join_csr_write_certificate(KubeClient *c, const json_t *obj, const char *pem, usec_t deadline,
                                json_t **ret, char **ret_error) {
         _cleanup_free_ char *b64 = NULL;

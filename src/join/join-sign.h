@@ -40,6 +40,9 @@ int join_csr_issue(const JoinCsr *csr, X509 *ca, EVP_PKEY *ca_key, usec_t lifeti
  * decision's reason) and now as its lastUpdateTime. */
 int join_csr_approve(KubeClient *c, const json_t *obj, const char *message, usec_t now, usec_t deadline,
                      json_t **ret, char **ret_error);
+/* A refusal noted on the CSR (left pending): a merge patch of its JOIN_CSR_REFUSAL_ANNOTATION. */
+int join_csr_note_refusal(KubeClient *c, const char *csr, const char *reason, usec_t deadline,
+                          char **ret_error);
 /* The certificate: PUT .../status with status.certificate = base64 of pem. */
 int join_csr_write_certificate(KubeClient *c, const json_t *obj, const char *pem, usec_t deadline,
                                json_t **ret, char **ret_error);

@@ -27,7 +27,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,7 +40,7 @@ NET = os.environ.get("PROTOKUBE_WORKERS_NET", "198.18.46")
 cluster.DNS_ADDR = f"{NET}.53"
 ADDRS.update({n: f"{NET}.{11 + i}" for i, n in enumerate("abcd")})
 scenario.PROBE_ADDR = f"{NET}.60"
-WORKER_ADDRS = {"w1": f"{NET}.21", "w2": f"{NET}.22", "w3": f"{NET}.23", "w4": f"{NET}.24"}
+WORKER_ADDRS = {f"w{i}": f"{NET}.{20 + i}" for i in range(1, 6)}
 MASTER_TAINT = "node-role.kubernetes.io/master=:NoSchedule"
 CLIENT = "kubernetes.io/kube-apiserver-client-kubelet"
 # the kubelets' certificates live 5 minutes (the shortest allowed): a client certificate is renewed within the demo
@@ -87,8 +86,9 @@ class Worker:
     """A worker machine: its network namespace, `protokube run --role worker` (the spec without a state store or
     a pki section: it holds no key of the cluster), and containerd + kubelet from the files protokube wrote."""
 
-    def __init__(self, c, name, token, pin):
+    def __init__(self, c, name, token, pin, node_name=None):
         self.c, self.name, self.addr = c, name, WORKER_ADDRS[name]
+        self.node_name = node_name or name  # the name it joins as (an impostor's is another's)
         self.dir = os.path.join(c.workdir, "workers", name)
         os.makedirs(self.dir)
         self.ns = c.lab.add_host(name, self.addr)
@@ -137,7 +137,7 @@ class Worker:
 
     def argv(self, *verb, token_file=None, pin=None):
         return ["nsenter", f"--net=/run/netns/{self.ns}", "--", protokube_bin(), "-c", self.spec, *verb,
-                "--role", "worker", "--node-name", self.name, "--zone", "zone-a", "--internal-ip", self.addr,
+                "--role", "worker", "--node-name", self.node_name, "--zone", "zone-a", "--internal-ip", self.addr,
                 "--pool", self.c.pool, "--mount-root", os.path.join(self.dir, "mnt"),
                 "--manifest-dir", self.manifests, "--kubelet-dir", self.kubelet_dir,
                 "--token-file", token_file or self.token_file, "--ca-pin", pin or self.pin]
@@ -358,9 +358,10 @@ class WorkersScenario(Scenario):
         self.tl.mark("w2 terminated (protokube, kubelet, containerd stopped; its network gone); Node w2 stays")
         w3 = self.join("w3")
         self.wait_ready(w3)
-        # a machine with a key of its own asks for the name w2 with a valid token, as a new kubelet would
-        d = tempfile.mkdtemp(prefix="impostor-", dir=self.c.workdir)
-        key = os.path.join(d, "key.pem")
+        # another machine asks for the name w2 with a valid token and a key of its own, as a new kubelet would
+        # (its CSR made here, with the token in a kubeconfig of mode 0600)
+        imp = Worker(self.c, "w5", self.token, self.pin, node_name="w2")
+        key = os.path.join(imp.dir, "key.pem")
         subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out",
                         key], check=True, capture_output=True, timeout=30)
         pem = subprocess.run(["openssl", "req", "-new", "-key", key, "-subj", "/O=system:nodes/CN=system:node:w2"],
@@ -369,11 +370,15 @@ class WorkersScenario(Scenario):
                "metadata": {"name": "impostor-w2"},
                "spec": {"request": base64.b64encode(pem).decode(), "signerName": CLIENT,
                         "usages": ["digital signature", "key encipherment", "client auth"]}}
-        argv = [os.path.join(k8s_bin(), "kubectl"), "--server", f"https://api.{SUFFIX}", "--certificate-authority",
-                os.path.join(self.c.masters["a"].pki, "kube-apiserver", "ca.crt"), "--token", self.token,
-                "--request-timeout=20s", "create", "-f", "-"]
-        # (the token in argv stays in this test machine's process table for the call's duration only)
-        p = subprocess.run(self.c.lab.exec_argv("probe", argv), input=json.dumps(csr), capture_output=True,
+        ca = os.path.join(self.c.masters["a"].pki, "kube-apiserver", "ca.crt")
+        kubeconfig = imp.secret_file("bootstrap-kubeconfig", json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "join",
+            "clusters": [{"name": "c", "cluster": {"server": f"https://api.{SUFFIX}", "certificate-authority": ca}}],
+            "users": [{"name": "u", "user": {"token": self.token}}],
+            "contexts": [{"name": "join", "context": {"cluster": "c", "user": "u"}}]}))
+        argv = [os.path.join(k8s_bin(), "kubectl"), "--kubeconfig", kubeconfig, "--request-timeout=20s", "create",
+                "-f", "-"]
+        p = subprocess.run(self.c.lab.exec_argv("w5", argv), input=json.dumps(csr), capture_output=True,
                            text=True, timeout=60)
         if p.returncode != 0:
             raise ScenarioError(f"the impostor's CSR: {p.stderr.strip()}")
@@ -386,7 +391,22 @@ class WorkersScenario(Scenario):
         csr = self.kubectl_json("get", "csr", "impostor-w2")
         if csr.get("status", {}).get("certificate") or csr.get("status", {}).get("conditions"):
             raise ScenarioError(f"the impostor's CSR is not left pending: {csr.get('status')}")
-        self.tl.mark(f"the name w2 refused to another machine (left pending): {line[:200]}")
+        self.tl.mark(f"the name w2 refused to another machine (left pending), `protokube csr` on a: {line[:160]}")
+
+        # the impostor's own `join plan` shows the masters' reason, noted on its CSR
+        said = []
+
+        def plan_refused():
+            p = imp.join_plan()
+            said[:] = [f"exit {p.returncode}\n{p.stdout}{p.stderr[-1000:]}"]
+            ln = next((x for x in p.stdout.splitlines() if x.startswith("csr: refused: CSR impostor-w2")), None)
+            return ln if p.returncode == 1 and p.stdout.endswith("join: blocked at csr\n") else None
+        try:
+            line = wait_for("the impostor's join plan refused at the CSR", plan_refused, 60, 2)
+        except ScenarioError as e:
+            raise ScenarioError(f"{e}; join plan said: {said[0] if said else 'nothing'}") from None
+        self.tl.mark(f"on that machine, `join plan` (exit 1): {line[:200]}")
+        self.c.lab.remove_host("w5")
 
     def step6_renewal(self):
         self.say("\n6. w1's client certificate renewed through its own CSR")

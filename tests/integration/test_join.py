@@ -153,11 +153,14 @@ def cert_text(path):
 
 
 def assert_pending(api, name, out, why):
-    """Refused: no condition, no certificate, and the round said why."""
+    """Refused: no condition, no certificate, and the round said why, in its output and on the CSR (the
+    annotation the worker's `join plan` shows)."""
     csr = get_csr(api, name)
     assert conditions(csr) == [] and not csr.get("status", {}).get("certificate"), csr.get("status")
     line = outcome_line(out, name)
     assert " refused: " in line and why in line, line
+    note = csr["metadata"].get("annotations", {}).get("protokube.io/refusal", "")
+    assert why in note, csr["metadata"]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import protokube_bin
 from loopdev import node_ip
-from test_join import new_token
+from test_join import Machine, new_token
 from test_kube_client import running_api
 
 CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
@@ -259,6 +259,7 @@ def test_join_plan_names_the_stage_that_blocks(api, token_pin):
     w = Worker(api, "w-join", token, pin)
     w.run(check=3)  # the pinned CA and the kubelet's files
     p = join_plan(w, 3)
+    assert stage(p, "csr").startswith("csr: waiting: the kubelet has asked for no certificate yet"), p.stdout
     assert stage(p, "dns").startswith("dns: ok: "), p.stdout  # this spec: dns.provider none
     assert stage(p, "token") == f"token: ok: the API takes bootstrap token {token.split('.')[0]}", p.stdout
     assert stage(p, "pin") == f"pin: ok: the cluster's CA has the pin {pin}", p.stdout
@@ -266,6 +267,23 @@ def test_join_plan_names_the_stage_that_blocks(api, token_pin):
     assert stage(p, "node") == "node: not reached", p.stdout
     assert p.stdout.endswith("join: blocked at csr\n"), p.stdout
     assert token.split(".")[1] not in p.stdout + p.stderr
+
+    # its kubelet's bootstrap CSR (made here with the token, as kubelet does): the API lists it without its
+    # kind, and it is the worker's; pending, then with the masters' refusal noted on it
+    m = Machine(api, "w-join-kubelet")
+    m.create_csr("csr-w-join", m.request("/O=system:nodes/CN=system:node:w-join"), token=token)
+    p = join_plan(w, 3)
+    assert stage(p, "csr").startswith("csr: waiting: CSR csr-w-join is pending: no master approved it yet"), \
+        p.stdout
+    # the note as the masters' round writes it (test_join.py checks that they do)
+    note = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": "csr-w-join",
+                         "annotations": {"protokube.io/refusal": "node name w-join is bound to machine x"}}}
+    api.write("csr-note.json", json.dumps(note))
+    api.kube("apply", os.path.join(api.env.base, "csr-note.json"), check=0)
+    p = join_plan(w, 1)
+    assert stage(p, "csr") == ("csr: refused: CSR csr-w-join is refused by the masters (left pending): node name "
+                               "w-join is bound to machine x"), p.stdout
 
     # a token of the right form that the API never issued: the 401, at the token stage
     p = join_plan(w, 1, token_file=unknown_token_file(w))

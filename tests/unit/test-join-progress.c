@@ -20,6 +20,7 @@ typedef struct Csr {
         const char *condition; /* "Approved", "Denied", "Failed" or NULL */
         bool certificate;
         const char *reason, *message;
+        const char *refusal; /* the masters' note on a CSR they leave pending */
 } Csr;
 
 static json_t *csr_json(EVP_PKEY *k, const Csr *c) {
@@ -34,6 +35,9 @@ static json_t *csr_json(EVP_PKEY *k, const Csr *c) {
             "digital signature", "key encipherment", "client auth", "groups",
             node ? "system:nodes" : "system:bootstrappers", "system:authenticated", "username", c->user);
         assert_non_null(o);
+        if (c->refusal)
+                json_object_set_new(json_object_get(o, "metadata"), "annotations",
+                                    json_pack("{s:s}", "protokube.io/refusal", c->refusal));
         if (c->condition) {
                 json_t *st = json_pack("{s:[{s:s,s:s,s:s?,s:s?}]}", "conditions", "type", c->condition,
                                        "status", "True", "reason", c->reason, "message", c->message);
@@ -48,8 +52,13 @@ static json_t *list_of(const Csr *c, size_t n) {
         _cleanup_(EVP_PKEY_freep) EVP_PKEY *k = NULL;
         assert_int_equal(pki_key_generate(PKI_KEY_ECDSA_P256, &k), 0);
         json_t *items = json_array();
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(items, csr_json(k, &c[i]));
+        for (size_t i = 0; i < n; i++) {
+                /* as the API lists them: the items without their apiVersion and kind */
+                json_t *item = csr_json(k, &c[i]);
+                json_object_del(item, "apiVersion");
+                json_object_del(item, "kind");
+                json_array_append_new(items, item);
+        }
         return json_pack("{s:s,s:o}", "kind", "CertificateSigningRequestList", "items", items);
 }
 
@@ -110,6 +119,19 @@ static void test_states(void **state) {
         expect(older_last, 2, JOIN_CSR_STATE_PENDING, "csr-new", NULL);
 }
 
+/* A CSR the masters refuse stays pending with their reason on it: the worker shows it, as one line; once
+ * approved the note no longer counts. */
+static void test_refusal_noted(void **state) {
+        const Csr refused[] = { { "csr-r", T1, NULL, BY_TOKEN, "system:node:w1",
+                                  .refusal = "node name w1 is bound to "
+                                             "machine key:sha256:ab\n" } };
+        expect(refused, 1, JOIN_CSR_STATE_PENDING, "csr-r",
+               "node name w1 is bound to machine key:sha256:ab?");
+        const Csr approved[] = { { "csr-r", T1, NULL, BY_TOKEN, "system:node:w1", "Approved",
+                                   .refusal = "an old refusal" } };
+        expect(approved, 1, JOIN_CSR_STATE_APPROVED, "csr-r", NULL);
+}
+
 static void test_not_a_list(void **state) {
         _cleanup_(json_decrefp) json_t *bad = json_pack("{s:s}", "kind", "Status");
         _cleanup_free_ char *error = NULL;
@@ -146,9 +168,8 @@ static void test_node_ready(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_ours_only),
-                cmocka_unit_test(test_states),
-                cmocka_unit_test(test_not_a_list),
+                cmocka_unit_test(test_ours_only),     cmocka_unit_test(test_states),
+                cmocka_unit_test(test_refusal_noted), cmocka_unit_test(test_not_a_list),
                 cmocka_unit_test(test_node_ready),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
