@@ -468,6 +468,37 @@ state = "{cd}/state"
             return []
 
     # --- teardown
+    def sandbox_netns(self):
+        """The network namespaces of this node's pod sandboxes (containerd's bind mounts under /run/netns),
+        as containerd names them in its containers' specs. A node stopped under its pods (a terminated
+        machine) never runs their CNI DEL: close() removes what is left of these."""
+        if self.containerd is None or self.containerd.poll() is not None:
+            return []
+        out = set()
+        for cid in self.ctr("containers", "ls", "-q", check=False, timeout=20).stdout.split():
+            info = self.ctr("containers", "info", cid, check=False, timeout=20)
+            try:
+                namespaces = json.loads(info.stdout).get("Spec", {}).get("linux", {}).get("namespaces", [])
+            except ValueError:
+                continue
+            for ns in namespaces:
+                path = ns.get("path") or ""
+                if ns.get("type") == "network" and re.fullmatch(r"(/var)?/run/netns/cni-[0-9a-f-]+", path):
+                    out.add(path)
+        return sorted(out)
+
+    @staticmethod
+    def remove_netns(paths):
+        errors = []
+        for path in paths:
+            if not os.path.exists(path):
+                continue  # its pod went through the kubelet: CNI DEL removed it
+            if os.path.ismount(path) and run(["umount", path], check=False).returncode != 0:
+                errors.append(f"umount {path} failed")
+                continue
+            os.unlink(path)
+        return errors
+
     def shim_pids(self):
         """containerd-shim-runc-v2 processes serving this node's containerd (their -address is our socket)."""
         out = []
@@ -503,6 +534,7 @@ state = "{cd}/state"
         """Stops everything the node started; returns a list of what could not be cleaned (empty = clean)."""
         errors = []
         uids = self.pod_uids()
+        netns = self.sandbox_netns()
         keep = os.environ.get("PROTOKUBE_NODE_KEEP_LOGS")  # a directory: the logs outlive the teardown
         if keep:
             os.makedirs(keep, exist_ok=True)
@@ -514,6 +546,7 @@ state = "{cd}/state"
         errors += self.kill_pids("containers", self.cgroup_pids)
         errors += self.kill_pids("shims", self.shim_pids)
         stop_pid(self.containerd)
+        errors += self.remove_netns(netns)
         for m in mounts_under(self.base):
             if run(["umount", m], check=False).returncode != 0:
                 p = run(["umount", "-l", m], check=False)
