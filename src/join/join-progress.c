@@ -57,8 +57,8 @@ static JoinCsrState state_of(const JoinCsr *c) {
 int join_csr_progress(const json_t *list, const char *node, const char *token_id, JoinCsrProgress *ret,
                       char **ret_error) {
         const json_t *items = json_object_get(list, "items"), *obj, *newest = NULL;
+        _cleanup_(join_csr_freep) JoinCsr *newest_csr = NULL; /* newest, as read */
         JoinCsrState state = JOIN_CSR_STATE_NONE;
-        usec_t newest_at = 0;
         size_t i;
         if (!json_is_array(items))
                 return error_setf(ret_error, -EINVAL, "the CSR list has no items");
@@ -67,11 +67,12 @@ int join_csr_progress(const json_t *list, const char *node, const char *token_id
                 int r = join_csr_from_json(obj, &c, NULL);
                 if (r == -ENOMEM)
                         return r;
-                if (r < 0 || !ours(c, node, token_id) || (newest && c->created < newest_at))
+                if (r < 0 || !ours(c, node, token_id) || (newest_csr && c->created < newest_csr->created))
                         continue;
                 newest = obj;
-                newest_at = c->created;
                 state = state_of(c);
+                join_csr_free(newest_csr);
+                newest_csr = TAKE_PTR(c);
         }
         _cleanup_(join_csr_progress_done) JoinCsrProgress p = { .state = state };
         if (newest) {
@@ -79,11 +80,8 @@ int join_csr_progress(const json_t *list, const char *node, const char *token_id
                                     : state == JOIN_CSR_STATE_FAILED
                                         ? join_condition(newest, "Failed", "True")
                                         : NULL;
-                const char *refusal =
-                    state == JOIN_CSR_STATE_PENDING
-                        ? json_get_string(newest, "metadata", "annotations", JOIN_CSR_REFUSAL_ANNOTATION)
-                        : NULL;
-                if (!(p.name = string_one_line(json_get_string(newest, "metadata", "name"), SHOWN_MAX)) ||
+                const char *refusal = state == JOIN_CSR_STATE_PENDING ? newest_csr->refusal : NULL;
+                if (!(p.name = string_one_line(newest_csr->name, SHOWN_MAX)) ||
                     (why && !(p.words = condition_words(why))) ||
                     (refusal && !(p.words = string_one_line(refusal, SHOWN_MAX))))
                         return -ENOMEM;
