@@ -8,6 +8,7 @@
 #include "basic/macro.h"
 #include "basic/trace.h"
 #include "cli/cli.h"
+#include "components/component-file.h"
 #include "pivot/pivot-record.h"
 #include "shared/netlink-route.h"
 #include "version.h"
@@ -409,6 +410,7 @@ int main(int argc, char **argv) {
                         .mount_root = "/mnt",
                         .pool_dir = "/var/lib/protokube/pool",
                         .state_dir = STATE_DIR_DEFAULT,
+                        .config_dir = COMPONENT_CONFIG_ROOT,
                         .kubelet_dir = "/var/lib/kubelet",
                 },
                 .listen = "127.0.0.1:9797",

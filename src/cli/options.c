@@ -66,6 +66,16 @@ static int parse_role(const CliOption *o, CliContext *ctx, const char *value, co
         return 0;
 }
 
+/* A directory whose paths go into pods' hostPath volumes and the kubelet's flags: absolute, or kubelet
+ * would refuse them (or take them relative to its own directory). */
+static int parse_absolute_dir(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+        if (value[0] != '/')
+                return cli_usage_error(ctx->name ?: "", "invalid %s '%s': an absolute directory is needed",
+                                       source, value),
+                       -EINVAL;
+        return cli_option_string(o, ctx, value, source);
+}
+
 static int parse_ca_pin(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         if (!join_pin_valid(value))
                 return cli_usage_error(ctx->name ?: "", "invalid %s '%s': sha256: and 64 hex digits", source,
@@ -146,12 +156,20 @@ const CliOption cli_node_options[] = {
           .help = "the local volume pool (default /var/lib/protokube/pool)",
           .parse = cli_option_string,
           .field = offsetof(CliContext, node.pool_dir) },
+        { .name = "config-dir",
+          .arg_name = "DIR",
+          .env = "PROTOKUBE_CONFIG_DIR",
+          .help = "where the components' configuration files go: DIR/kube-proxy/config.yaml, "
+                  "DIR/kube-scheduler/config.yaml (default /var/lib)",
+          .parse = parse_absolute_dir,
+          .field = offsetof(CliContext, node.config_dir) },
         { .name = "kubelet-dir",
           .arg_name = "DIR",
           .env = "PROTOKUBE_KUBELET_DIR",
-          .help = "a worker's kubelet files: its configuration, bootstrap kubeconfig, CA and flags (default "
-                  "/var/lib/kubelet)",
-          .parse = cli_option_string,
+          .help =
+              "the kubelet's files: its configuration and flags, and a worker's bootstrap kubeconfig and "
+              "CA (default /var/lib/kubelet)",
+          .parse = parse_absolute_dir,
           .field = offsetof(CliContext, node.kubelet_dir) },
         { .name = "token-file",
           .arg_name = "FILE",

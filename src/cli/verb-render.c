@@ -173,15 +173,16 @@ static int print_all(const RenderedManifests *m) {
 
 /* The node's kubelet reads a file too: it joins the others (its manifest is the init system's). */
 static int add_kubelet(const ClusterSpec *spec, RenderedManifests *m) {
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *path = component_file_path(&kubelet_file, NULL);
         int r = kubelet_config_render(spec, &text);
         if (r < 0)
                 return log_error_errno(r, "Failed to render the kubelet's configuration: %m");
-        RenderedFile *files = reallocarray(m->files, m->n_files + 1, sizeof(RenderedFile));
+        RenderedFile *files = path ? reallocarray(m->files, m->n_files + 1, sizeof(RenderedFile)) : NULL;
         if (!files)
                 return log_oom();
         m->files = files;
-        m->files[m->n_files++] = (RenderedFile){ kubelet_file.path, kubelet_file.out_name, TAKE_PTR(text) };
+        m->files[m->n_files++] =
+            (RenderedFile){ "kubelet", TAKE_PTR(path), kubelet_file.out_name, TAKE_PTR(text) };
         return 0;
 }
 

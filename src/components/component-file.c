@@ -11,6 +11,10 @@
 #include "manifest/pod-yaml.h"
 #include "spec/component-config.h"
 
+char *component_file_path(const ComponentFileDef *d, const char *root) {
+        return strjoin(root ?: COMPONENT_CONFIG_ROOT, "/", d->dir, "/" COMPONENT_CONFIG_NAME);
+}
+
 const char *component_file_api_version(const ComponentFileDef *d, unsigned minor) {
         for (const ComponentFileVersion *v = d ? d->versions : NULL; v && v->api_version; v++)
                 if (kube_gate_allows(v->k8s, minor))

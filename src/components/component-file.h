@@ -17,11 +17,20 @@ typedef struct ComponentFileVersion {
 typedef struct ComponentFileDef {
         const char *kind; /* "KubeProxyConfiguration" */
         const ComponentFileVersion *versions;
-        /* Where the component reads it on the node; its pod mounts the directory (protokube replaces the
-         * file by a rename, which a bind mount of the file itself would never see). */
-        const char *path;
+        /* Its directory under the node's configuration root (component_file_path()): the component reads
+         * <root>/<dir>/config.yaml; its pod mounts the directory (protokube replaces the file by a rename,
+         * which a bind mount of the file itself would never see). */
+        const char *dir;
         const char *out_name; /* its name in `protokube render --out DIR`: "kube-proxy.yaml" */
 } ComponentFileDef;
+
+/* Where the components' configuration files live on a node unless it is told otherwise (--config-dir):
+ * kubeadm's and kops' /var/lib/kube-proxy/config.yaml, /var/lib/kube-scheduler/config.yaml. */
+#define COMPONENT_CONFIG_ROOT "/var/lib"
+#define COMPONENT_CONFIG_NAME "config.yaml"
+
+/* "<root>/<d->dir>/config.yaml" (root NULL: COMPONENT_CONFIG_ROOT). NULL: out of memory. Caller frees. */
+char *component_file_path(const ComponentFileDef *d, const char *root);
 
 /* The apiVersion of the file for Kubernetes 1.<minor>; NULL when protokube renders none for that minor. */
 const char *component_file_api_version(const ComponentFileDef *d, unsigned minor);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/parse-util.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "components/component-def.h"
@@ -14,20 +15,23 @@
 #include "components/static-pod.h"
 
 /* The components' configuration files. kube-proxy has read a KubeProxyConfiguration (v1alpha1, the only
- * version through 1.31) since long before 1.20. kube-scheduler reads a KubeSchedulerConfiguration, but
- * protokube renders one only from 1.23: with --config, the 1.20.2 binary serves unauthenticated HTTP on
- * the file's healthzBindAddress and metricsBindAddress (default [::]:10251; checked: --port=0 beside
- * --config has no effect, and the file refuses port 0), a port the flags keep closed; its 1.23 release
- * removed that server (kubernetes/kubernetes#96345). v1beta3 is 1.23's newest, v1 (1.25) is GA. */
+ * version through 1.31) since long before 1.20. kube-scheduler reads a KubeSchedulerConfiguration: v1beta1
+ * in 1.20 and 1.21, v1beta2 (new in 1.22) in 1.22, v1beta3 1.23's newest, v1 (1.25) GA. With --config the
+ * 1.20 to 1.22 binaries serve unauthenticated HTTP on the file's healthzBindAddress and metricsBindAddress
+ * (checked with 1.20.2: --port=0 beside --config has no effect, the file refuses port 0, an empty value is
+ * the default [::]:10251), so the table's defaults put them on loopback; 1.23 removed that server
+ * (kubernetes/kubernetes#96345). */
 const ComponentFileDef kube_scheduler_file = {
         .kind = "KubeSchedulerConfiguration",
         .versions =
             (const ComponentFileVersion[]){
+                { { .since = 20, .until = 21 }, "kubescheduler.config.k8s.io/v1beta1" },
+                { { .since = 22, .until = 22 }, "kubescheduler.config.k8s.io/v1beta2" },
                 { { .since = 23, .until = 24 }, "kubescheduler.config.k8s.io/v1beta3" },
                 { { .since = 25 }, "kubescheduler.config.k8s.io/v1" },
                 {},
             },
-        .path = "/var/lib/kube-scheduler/config.yaml", /* kops' */
+        .dir = "kube-scheduler", /* kops' /var/lib/kube-scheduler/config.yaml */
         .out_name = "kube-scheduler.yaml",
 };
 
@@ -38,7 +42,7 @@ const ComponentFileDef kube_proxy_file = {
                 { {}, "kubeproxy.config.k8s.io/v1alpha1" },
                 {},
             },
-        .path = "/var/lib/kube-proxy/config.yaml",
+        .dir = "kube-proxy",
         .out_name = "kube-proxy.yaml",
 };
 
@@ -227,11 +231,13 @@ typedef struct ComponentBuild {
         ComponentScratch scratch;
         char **flags; /* NULL: the component is disabled */
         unsigned minor;
-        bool file; /* it reads the configuration file protokube renders (def->file->path) */
+        char *file; /* where it reads the configuration file protokube renders; NULL: it reads none */
 } ComponentBuild;
 
 static void component_build_done(ComponentBuild *b) {
         component_scratch_done(&b->scratch);
+        free(b->file);
+        b->file = NULL;
         b->flags = strv_free(b->flags);
 }
 
@@ -248,7 +254,7 @@ static int file_flags(const ComponentDef *d, ComponentBuild *b) {
         int r = flags_build_beside_file(d->fields, &b->config, b->minor, &b->flags);
         if (r < 0)
                 return r;
-        r = flags_push(&b->flags, "config", d->file->path);
+        r = flags_push(&b->flags, "config", b->file);
         if (r < 0)
                 return r;
         strv_sort(b->flags);
@@ -279,10 +285,11 @@ static int component_prepare(const ComponentDef *d, const ClusterSpec *spec, Com
         if (r < 0)
                 return r;
         b->minor = v.minor;
-        b->file = form == COMPONENT_FORM_FILE && component_file_api_version(d->file, v.minor) &&
-                  !operator_file_set(d, &b->config);
-        if (b->file)
-                return file_flags(d, b);
+        if (form == COMPONENT_FORM_FILE && component_file_api_version(d->file, v.minor) &&
+            !operator_file_set(d, &b->config)) {
+                b->file = component_file_path(d->file, spec->node_config_dir);
+                return b->file ? file_flags(d, b) : -ENOMEM;
+        }
         return flags_build(d->fields, &b->config, v.minor, &b->flags);
 }
 
@@ -302,13 +309,41 @@ int component_flags_form(Component c, const ClusterSpec *spec, ComponentForm for
         return 0;
 }
 
+/* The rows marked FIELD_INSTANCE_PORT of the effective config moved to the instance's port. */
+static int move_instance_ports(const ComponentDef *d, ComponentBuild *b, ComponentInstance instance) {
+        for (const Field *f = d->fields; instance > 0 && f->name; f++) {
+                char **value = FIELD_PTR(&b->config, f);
+                if (!(f->flags & FIELD_INSTANCE_PORT) || f->type != FIELD_STRING || isempty(*value))
+                        continue;
+                const char *colon = strrchr(*value, ':');
+                unsigned port;
+                if (!colon || safe_atou(colon + 1, &port) < 0)
+                        return -EINVAL; /* the spec's validation refuses it */
+                port += COMPONENT_INSTANCE_PORT_STEP * (unsigned)instance;
+                if (port > 65535)
+                        return -ERANGE;
+                *value = component_scratch_keep(&b->scratch,
+                                                strprintf("%.*s:%u", (int)(colon - *value), *value, port));
+                if (!*value)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigFile *ret) {
+        return component_config_file_instance(c, spec, COMPONENT_INSTANCE_STATIC, ret);
+}
+
+int component_config_file_instance(Component c, const ClusterSpec *spec, ComponentInstance instance,
+                                   ComponentConfigFile *ret) {
         _cleanup_(component_build_done) ComponentBuild b = {};
         const ComponentDef *d = component_def(c);
         char *text = NULL;
-        if (!d || !ret)
+        if (!d || !ret || instance < 0 || instance >= _COMPONENT_INSTANCE_MAX)
                 return -EINVAL;
         int r = component_prepare(d, spec, COMPONENT_FORM_FILE, &b);
+        if (r >= 0)
+                r = move_instance_ports(d, &b, instance);
         if (r < 0)
                 return r;
         if (b.flags && b.file) {
@@ -317,11 +352,19 @@ int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigF
                         return r;
         }
         *ret = (ComponentConfigFile){
-                .path = d->file ? d->file->path : NULL,
+                .path = text ? TAKE_PTR(b.file) : NULL,
                 .out_name = d->file ? d->file->out_name : NULL,
                 .text = text,
         };
         return 0;
+}
+
+int component_config_path(Component c, const ClusterSpec *spec, char **ret) {
+        const ComponentDef *d = component_def(c);
+        if (!d)
+                return -EINVAL;
+        *ret = d->file ? component_file_path(d->file, spec->node_config_dir) : NULL;
+        return d->file && !*ret ? -ENOMEM : 0;
 }
 
 /* The static pod with the image (the spec's, else the release's), go-runner and the requests. */
@@ -374,7 +417,7 @@ static int for_each_file(const ComponentDef *d, const ComponentBuild *b,
                                 return r;
                 }
         }
-        return b->file ? f("config", d->file->path, userdata) : 0;
+        return b->file ? f("config", b->file, userdata) : 0;
 }
 
 typedef struct FileList {

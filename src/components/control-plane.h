@@ -47,13 +47,31 @@ int component_pod_build_form(Component c, const ClusterSpec *spec, ComponentForm
 
 /* The configuration file the component reads in COMPONENT_FORM_FILE, rendered from the same effective config
  * as its flags. text is NULL (and 0 returned) when it reads none protokube renders: disabled, no file for
- * the chosen version, or the operator's own file in the spec. Caller frees text. */
+ * the chosen version, or the operator's own file in the spec. Caller frees path and text. */
 typedef struct ComponentConfigFile {
-        const char *path;     /* static: where the component reads it on the node (--config) */
+        char *path;           /* where the component reads it on the node (--config) */
         const char *out_name; /* static: its name in `protokube render --out DIR` */
         char *text;
 } ComponentConfigFile;
 int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigFile *ret);
+/* Which instance of a component a file is for: the server addresses of the rows marked FIELD_INSTANCE_PORT
+ * take the port plus COMPONENT_INSTANCE_PORT_STEP times the instance, so that the pods of one component on
+ * one master never need the same port (docs/components.md). */
+typedef enum ComponentInstance {
+        COMPONENT_INSTANCE_STATIC,      /* the static pod of a pass (and the bootstrap pod of a pivot) */
+        COMPONENT_INSTANCE_SELF_HOSTED, /* the self-hosted pod, beside the bootstrap pod during the pivot */
+        COMPONENT_INSTANCE_CHECKPOINT,  /* its checkpoint, beside its successor after a power cut */
+        _COMPONENT_INSTANCE_MAX,
+} ComponentInstance;
+#define COMPONENT_INSTANCE_PORT_STEP 10
+/* component_config_file() for an instance; -ERANGE when a port would pass 65535. */
+int component_config_file_instance(Component c, const ClusterSpec *spec, ComponentInstance instance,
+                                   ComponentConfigFile *ret);
+
+/* Where component c's configuration file goes on the node whose copy of the spec this is
+ * (spec->node_config_dir), whichever version the spec names: *ret NULL (and 0) when c has none protokube
+ * renders in any version. Caller frees. */
+int component_config_path(Component c, const ClusterSpec *spec, char **ret);
 /* The files the component's flags name (the row's file keys: certificates, keys, kubeconfigs, configs) of
  * the effective config, as key, path, ... (the YAML key: "tlsCertFile"; a list key repeats per element), and
  * in COMPONENT_FORM_FILE the configuration file protokube renders ("config", its path); the files its pod

@@ -160,6 +160,8 @@ static int append_field(const Field *f, const void *obj, unsigned k8s_minor, boo
                 return 0;
         if (beside_file && field_in_file(f, k8s_minor))
                 return 0;
+        if (beside_file && f->file_instead && kube_gate_allows(f->file_instead_k8s, k8s_minor))
+                return 0; /* no effect there */
 
         _cleanup_free_ char *value = NULL;
         int r = flags_field_value(f, obj, &value);

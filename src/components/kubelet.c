@@ -15,7 +15,7 @@ const ComponentFileDef kubelet_file = {
                 { {}, "kubelet.config.k8s.io/v1beta1" },
                 {},
             },
-        .path = KUBELET_CONFIG_PATH,
+        .dir = "kubelet",
         .out_name = "kubelet.yaml",
 };
 

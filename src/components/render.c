@@ -16,19 +16,22 @@ void rendered_manifests_done(RenderedManifests *m) {
                 free(m->items[i].text);
         }
         free(m->items);
-        for (size_t i = 0; i < m->n_files; i++)
+        for (size_t i = 0; i < m->n_files; i++) {
+                free(m->files[i].path);
                 free(m->files[i].text);
+        }
         free(m->files);
         *m = (RenderedManifests){};
 }
 
-/* Takes f->text on success. */
-static int add_file(RenderedManifests *m, ComponentConfigFile *f) {
+/* Takes f->path and f->text on success. */
+static int add_file(RenderedManifests *m, const char *component, ComponentConfigFile *f) {
         RenderedFile *files = reallocarray(m->files, m->n_files + 1, sizeof(RenderedFile));
         if (!files)
                 return -ENOMEM;
         m->files = files;
-        m->files[m->n_files++] = (RenderedFile){ f->path, f->out_name, TAKE_PTR(f->text) };
+        m->files[m->n_files++] =
+            (RenderedFile){ component, TAKE_PTR(f->path), f->out_name, TAKE_PTR(f->text) };
         return 0;
 }
 
@@ -90,7 +93,8 @@ static int add_component(RenderedManifests *m, const ClusterSpec *spec, Componen
         ComponentConfigFile f = {};
         r = component_config_file(c, spec, &f);
         if (r >= 0 && f.text)
-                r = add_file(m, &f);
+                r = add_file(m, component_to_string(c), &f);
+        free(f.path);
         free(f.text);
         return r;
 }
@@ -149,10 +153,12 @@ int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams 
         return 0;
 }
 
-int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, char **ret_text) {
+int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, char **ret_text,
+                               ComponentConfigFile *ret_file) {
         _cleanup_(pod_freep) Pod *pod = NULL;
         _cleanup_free_ char *name = NULL, *text = NULL;
-        int r = component_pod_build_form(COMPONENT_KUBE_PROXY, spec, COMPONENT_FORM_FLAGS, &pod);
+        ComponentConfigFile f = {};
+        int r = component_pod_build_form(COMPONENT_KUBE_PROXY, spec, COMPONENT_FORM_FILE, &pod);
         if (r < 0)
                 return r;
         if (pod) {
@@ -160,10 +166,13 @@ int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, ch
                 if (!name)
                         return -ENOMEM;
                 r = pod_to_yaml(pod, &text);
+                if (r >= 0)
+                        r = component_config_file(COMPONENT_KUBE_PROXY, spec, &f);
                 if (r < 0)
                         return r;
         }
         *ret_file_name = TAKE_PTR(name);
         *ret_text = TAKE_PTR(text);
+        *ret_file = f;
         return 0;
 }

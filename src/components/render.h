@@ -17,7 +17,8 @@ typedef struct RenderedManifest {
 
 /* A configuration file a manifest names (--config) and mounts the directory of. */
 typedef struct RenderedFile {
-        const char *path;      /* static: where the component reads it on the node */
+        const char *component; /* static: the component that reads it ("kube-proxy", "kubelet") */
+        char *path;            /* where the component reads it on the node */
         const char *file_name; /* static: its name in `protokube render --out DIR` ("kube-proxy.yaml") */
         char *text;
 } RenderedFile;
@@ -55,10 +56,12 @@ int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams 
 int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
                          char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed);
 
-/* kube-proxy's static pod alone, every setting a flag, for a node outside the control plane (a worker:
- * its copy of the spec names the node's own kubeconfig and name): its manifest's file name
- * ("kube-proxy.manifest") and text. Disabled (kubeProxy.enabled: false): both NULL, and 0. */
-int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, char **ret_text);
+/* kube-proxy's static pod alone, for a node outside the control plane (a worker: its copy of the spec names
+ * the node's own kubeconfig, name and configuration directory): its manifest's file name
+ * ("kube-proxy.manifest") and text, and the configuration file it reads (COMPONENT_FORM_FILE). Disabled
+ * (kubeProxy.enabled: false): all NULL, and 0. */
+int kube_proxy_manifest_render(const ClusterSpec *spec, char **ret_file_name, char **ret_text,
+                               ComponentConfigFile *ret_file);
 
 /* The pod_annotations rules above: 0 or -EINVAL. */
 int render_check_pod_annotations(char *const *pod_annotations);

@@ -294,12 +294,13 @@ static int secret_text(const DataSet *d, const char *name, char *const *labels, 
         return 0;
 }
 
-static int config_map_text(const DataSet *d, const char *name, char *const *labels, char **ret) {
+static int config_map_text(const DataSet *d, const char *name, char *const *labels, char *const *annotations,
+                           char **ret) {
         _cleanup_strv_free_ char **data = NULL;
         for (size_t i = 0; i < d->n; i++)
                 if (strv_extend(&data, d->entries[i].key) < 0 || strv_extend(&data, d->entries[i].value) < 0)
                         return -ENOMEM;
-        KubeObjectRef ref = { name, STATIC_POD_NAMESPACE, labels };
+        KubeObjectRef ref = { name, STATIC_POD_NAMESPACE, labels, annotations };
         return config_map_to_yaml(&ref, data, ret);
 }
 
@@ -339,13 +340,42 @@ typedef struct Ctx {
         const ClusterSpec *spec;
         SelfHostedAssets *assets;
         char **error;
-        /* the configuration file protokube renders for the component being built (text NULL: none) */
-        ComponentConfigFile config_file;
+        /* the configuration file protokube renders for the component being built (text NULL: none), and
+         * its checkpoint's where that differs (COMPONENT_INSTANCE_CHECKPOINT: its own ports) */
+        ComponentConfigFile config_file, checkpoint_file;
 } Ctx;
 
-static void ctx_done(Ctx *ctx) {
+static void config_files_done(Ctx *ctx) {
+        free(ctx->config_file.path);
         free(ctx->config_file.text);
-        ctx->config_file.text = NULL;
+        free(ctx->checkpoint_file.path);
+        free(ctx->checkpoint_file.text);
+        ctx->config_file = ctx->checkpoint_file = (ComponentConfigFile){};
+}
+
+static void ctx_done(Ctx *ctx) {
+        config_files_done(ctx);
+}
+
+/* The checkpoint's copy of the configuration file, when it differs: under the key
+ * SELF_HOSTED_CHECKPOINT_PREFIX<key> of the same ConfigMap, which the annotation SELF_HOSTED_CHECKPOINT_DATA
+ * ("<key>=<its key>") names for the checkpoint to take instead (docs/pivot.md, "The checkpoint"). */
+static int add_checkpoint_copy(Ctx *ctx, const char *dir, DataSet *d, char ***ret_annotations) {
+        const char *path = ctx->checkpoint_file.path;
+        if (!ctx->checkpoint_file.text || !path_is_in(path, dir))
+                return 0;
+        const char *key = path + strlen(dir) + 1;
+        _cleanup_free_ char *copy = strjoin(SELF_HOSTED_CHECKPOINT_PREFIX, key),
+                            *value = strjoin(key, "=", copy ?: "");
+        if (!copy || !value)
+                return -ENOMEM;
+        int r = data_set_add(d, dir, copy, "config");
+        if (r >= 0)
+                r = data_set_fill(d, d->entries[d->n - 1].path, ctx->checkpoint_file.text);
+        if (r >= 0 && (strv_extend(ret_annotations, SELF_HOSTED_CHECKPOINT_DATA) < 0 ||
+                       strv_extend(ret_annotations, value) < 0))
+                r = -ENOMEM;
+        return r;
 }
 
 /* The files of files (key, path, ...) in dir into d; the kubeconfig of a pki directory brings the pair and
@@ -391,7 +421,7 @@ static int collect(const char *component, const char *dir, const char *pki_dir, 
  * directory) or a ConfigMap; volumes without such files (logs, /etc/ssl/certs, modules) stay. */
 static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *v, char *const *files) {
         _cleanup_(data_set_done) DataSet d = {};
-        _cleanup_strv_free_ char **labels = NULL;
+        _cleanup_strv_free_ char **labels = NULL, **annotations = NULL;
         _cleanup_free_ char *name = NULL, *text = NULL;
         size_t text_len = 0;
         const char *dir = v->host_path;
@@ -401,6 +431,8 @@ static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *
         int r = collect(component, dir, ctx->spec->pki.dir, pki, files, &d, ctx->error);
         if (r >= 0 && ctx->config_file.text)
                 r = data_set_fill(&d, ctx->config_file.path, ctx->config_file.text);
+        if (r >= 0 && !pki)
+                r = add_checkpoint_copy(ctx, dir, &d, &annotations);
         if (r < 0 || d.n == 0)
                 return r;
         name = pki ? strjoin(strrchr(dir, '/') + 1, "-pki") : config_map_name(component, dir);
@@ -415,7 +447,7 @@ static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *
         if (pki)
                 r = secret_text(&d, name, labels, &text, &text_len);
         else {
-                r = config_map_text(&d, name, labels, &text);
+                r = config_map_text(&d, name, labels, annotations, &text);
                 text_len = text ? strlen(text) : 0;
         }
         if (r < 0)
@@ -456,10 +488,17 @@ static int convert_volumes(Ctx *ctx, const ClusterSpec *wspec, Component c, Pod 
         _cleanup_strv_free_ char **files = NULL;
         const char *component = component_to_string(c);
         int r = component_files(c, ctx->spec, &files);
-        if (r >= 0) {
-                free(ctx->config_file.text);
-                ctx->config_file.text = NULL;
-                r = component_config_file(c, wspec, &ctx->config_file);
+        config_files_done(ctx);
+        if (r >= 0)
+                r = component_config_file_instance(c, wspec, COMPONENT_INSTANCE_SELF_HOSTED,
+                                                   &ctx->config_file);
+        if (r >= 0)
+                r = component_config_file_instance(c, wspec, COMPONENT_INSTANCE_CHECKPOINT,
+                                                   &ctx->checkpoint_file);
+        if (r >= 0 && streq_ptr(ctx->checkpoint_file.text, ctx->config_file.text)) {
+                free(ctx->checkpoint_file.path);
+                free(ctx->checkpoint_file.text);
+                ctx->checkpoint_file = (ComponentConfigFile){};
         }
         if (r < 0)
                 return error_setf(ctx->error, r, "%s: %s", component, pk_strerror(r));

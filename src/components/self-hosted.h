@@ -23,6 +23,12 @@
  * starting at a time"), so that no client is sent to an apiserver that binds its port before it serves. */
 #define SELF_HOSTED_APISERVER_LABEL "protokube.io/self-hosted-apiserver"
 
+/* A ConfigMap's annotation "<key>=<other key>[,...]": a checkpoint of a pod that mounts it reads <other
+ * key>'s value as the file <key> (kube-scheduler 1.20 to 1.22: the checkpoint's own ports beside the pod it
+ * stands in for; docs/pivot.md, "The checkpoint"). The other keys are SELF_HOSTED_CHECKPOINT_PREFIX<key>. */
+#define SELF_HOSTED_CHECKPOINT_DATA   "protokube.io/checkpoint-data"
+#define SELF_HOSTED_CHECKPOINT_PREFIX "checkpoint."
+
 typedef enum SelfHostedKind {
         /* in the order they are applied: what a pod refers to exists before the pod */
         SELF_HOSTED_SERVICE_ACCOUNT,

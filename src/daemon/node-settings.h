@@ -26,7 +26,8 @@ typedef struct NodeSettings {
         const char *manifest_dir;
         const char *mount_root;
         const char *pool_dir;
-        const char *state_dir; /* protokube's own state (the pivot's record); NULL: STATE_DIR_DEFAULT */
+        const char *state_dir;  /* protokube's own state (the pivot's record); NULL: STATE_DIR_DEFAULT */
+        const char *config_dir; /* the components' configuration files go under it (component-file.h) */
         /* A worker's kubelet bootstrap (docs/workers.md): where the kubelet's files go, the bootstrap
          * token's file (a credential: never on a command line) and the cluster CA's pin. */
         const char *kubelet_dir;

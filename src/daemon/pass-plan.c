@@ -27,11 +27,14 @@ void pass_observation_done(PassObservation *o) {
         free(o->api.pods_through);
         strv_free(o->api_why);
         strv_free(o->manifest_names);
+        for (size_t i = 0; i < ELEMENTSOF(o->config_texts); i++)
+                free(o->config_texts[i]);
         strv_free(o->manifest_texts);
         certs_observation_done(&o->certs);
         pass_kubelet_observed_done(&o->kubelet);
         pass_pod_network_observed_done(&o->pod_network);
         free(o->node_proxy.text);
+        free(o->node_proxy.config_text);
         free(o->node_join.message);
         join_csr_progress_done(&o->node_join.csr);
         free(o->node_join.ready_words);
@@ -60,6 +63,7 @@ void pass_plan_done(PassPlan *p) {
         free(p->api_note);
         rendered_manifests_done(&p->control_plane);
         free(p->control_plane_write);
+        free(p->config_write);
         certs_plan_done(&p->certs);
         pass_kubelet_plan_done(&p->kubelet);
         pass_pod_network_plan_done(&p->pod_network);

@@ -209,8 +209,9 @@ void pass_pod_network_plan_done(PassPodNetworkPlan *n);
 /* A worker's kube-proxy (step-node-proxy.c): its manifest as it is, and whether the kubelet has joined. */
 typedef struct PassNodeProxyObserved {
         bool joined;
-        char *text;     /* the manifest on disk; NULL: absent */
-        int read_error; /* < 0: it could not be read (nothing is written over it) */
+        char *text;        /* the manifest on disk; NULL: absent */
+        char *config_text; /* its configuration file on disk; NULL: absent or unreadable (written anew) */
+        int read_error;    /* < 0: the manifest could not be read (nothing is written over it) */
 } PassNodeProxyObserved;
 
 typedef struct PassNodeProxyPlan {
@@ -218,6 +219,8 @@ typedef struct PassNodeProxyPlan {
         char *note;
         char *path, *text; /* text NULL: kubeProxy.enabled false */
         bool write;
+        ComponentConfigFile config; /* the file it reads (config.text NULL: none) */
+        bool write_config;
 } PassNodeProxyPlan;
 
 void pass_node_proxy_plan_done(PassNodeProxyPlan *k);
@@ -253,9 +256,12 @@ typedef struct PassObservation {
         int dns_error;       /* reading what DNS serves failed: the plan carries it to the report */
         char *dns_message;
         DnsRRsetList dns_served;
-        bool dns_repair;              /* the store needs a write even if nothing differs */
-        char **manifest_names;        /* control-plane manifests in the manifest dir (regular files) */
-        char **manifest_texts;        /* parallel to manifest_names */
+        bool dns_repair;       /* the store needs a write even if nothing differs */
+        char **manifest_names; /* control-plane manifests in the manifest dir (regular files) */
+        char **manifest_texts; /* parallel to manifest_names */
+        /* the control-plane components' configuration files on disk (NULL: absent or unreadable: written
+         * anew), by component */
+        char *config_texts[_COMPONENT_MAX];
         CertsObservation certs;       /* the state store's keystore and the node's certificates */
         usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
         PassEtcdMember *etcd_members; /* parallel to in.volumes */
@@ -303,6 +309,7 @@ typedef struct PassPlan {
         char *api_note;           /* who and why, for the log, the report and `plan` */
         RenderedManifests control_plane;
         bool *control_plane_write; /* parallel to control_plane.items: differs from what is on disk */
+        bool *config_write;        /* parallel to control_plane.files: the same */
         const char *render_failed; /* the control plane could not be rendered: which component */
         int render_error;
         CertsPlan certs; /* the node's certificates for the members held after this pass's claims */

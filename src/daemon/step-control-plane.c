@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The control plane's static pods (docs/components.md): kube-apiserver, kube-controller-manager,
- * kube-scheduler, kube-proxy rendered from the spec with this node's facts, written where they differ from
- * what is on disk, atomically; a pivot's record keeps the bootstrap ones away (docs/pivot.md). */
+ * kube-scheduler, kube-proxy rendered from the spec with this node's facts, and the configuration files
+ * kube-scheduler and kube-proxy read (under the node's --config-dir), each written where it differs from
+ * what is on disk, atomically, a file before the manifest that names it; a pivot's record keeps the
+ * bootstrap ones away (docs/pivot.md). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,7 +22,8 @@
 #include "daemon/step-control-plane.h"
 #include "manifest/manifest-dir.h"
 
-#define MANIFEST_MAX (1024U * 1024U)
+#define MANIFEST_MAX    (1024U * 1024U)
+#define CONFIG_FILE_MAX (1024U * 1024U)
 
 /* Our control-plane manifests as they are on disk: every regular "*.manifest" file of the directory (the
  * etcd links point onto the volumes and are observed there). A missing directory is an empty one. */
@@ -55,6 +58,28 @@ static int read_manifest_dir(const char *dir, char ***ret_names, char ***ret_tex
         return 0;
 }
 
+/* The node's copy of the spec: the cluster's settings and where this node keeps the files they name. Its
+ * strings alias the spec and the node settings. */
+static ClusterSpec node_spec_of(const Pass *pass) {
+        ClusterSpec s = *pass->spec;
+        s.node_config_dir = pass->node.config_dir;
+        return s;
+}
+
+/* The components' configuration files as they are: absent or unreadable is NULL (written anew). */
+static int read_config_files(const Pass *p, PassObservation *o) {
+        ClusterSpec s = node_spec_of(p);
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
+                _cleanup_free_ char *path = NULL;
+                int r = component_config_path(c, &s, &path);
+                if (r < 0)
+                        return r;
+                if (path && read_full_file(path, CONFIG_FILE_MAX, &o->config_texts[c], NULL) == -ENOMEM)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int control_plane_observe(PassContext *ctx) {
         const Pass *p = ctx->pass;
         PassObservation *o = ctx->obs;
@@ -62,7 +87,7 @@ static int control_plane_observe(PassContext *ctx) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read the manifest directory '%s': %m",
                                        p->node.manifest_dir);
-        return 0;
+        return read_config_files(p, o);
 }
 
 static const char *observed_manifest(const PassObservation *o, const char *name) {
@@ -84,13 +109,30 @@ static const char *advertise_address(const Pass *pass, const PassObservation *o)
         return o->volumes.node.internal_ips[0];
 }
 
+/* A configuration file is written where it differs, unless the pod that reads it stays away (the pivot). */
+static int plan_config_files(const PassObservation *o, PassPlan *plan) {
+        plan->config_write = new0(bool, plan->control_plane.n_files + 1);
+        if (!plan->config_write)
+                return -ENOMEM;
+        for (size_t i = 0; i < plan->control_plane.n_files; i++) {
+                const RenderedFile *f = &plan->control_plane.files[i];
+                Component c = component_from_string(f->component);
+                _cleanup_free_ char *manifest = strjoin(f->component, MANIFEST_SUFFIX);
+                if (!manifest)
+                        return -ENOMEM;
+                plan->config_write[i] = c >= 0 && !streq_ptr(o->config_texts[c], f->text) &&
+                                        !pivot_record_keeps_bootstrap_away(&o->pivot_record, manifest);
+        }
+        return 0;
+}
+
 /* The control-plane manifests other than etcd's (those live on the volumes). */
 static int control_plane_plan(const Pass *pass, const PassObservation *o, PassPlan *plan) {
         /* A renewed certificate changes the digest, so kubelet restarts the components that read their
          * files once. */
         char *const annotations[] = { (char *)CERTS_ANNOTATION, plan->certs.digest, NULL };
         /* The node's facts go into its copy of the spec (a shallow copy: the strings stay the spec's). */
-        ClusterSpec node_spec = *pass->spec;
+        ClusterSpec node_spec = node_spec_of(pass);
         const char *advertise = advertise_address(pass, o);
         if (!advertise) { /* without it the text would differ: keep the manifests on disk this pass */
                 plan->render_error = PK_EWAITING;
@@ -98,8 +140,11 @@ static int control_plane_plan(const Pass *pass, const PassObservation *o, PassPl
                 return 0;
         }
         node_spec.kube_apiserver.advertise_address = (char *)advertise;
-        int r = control_plane_render(&node_spec, NULL, 0, plan->certs.managed ? annotations : NULL,
-                                     &plan->control_plane, &plan->render_failed);
+        ControlPlaneParams params = {
+                .pod_annotations = plan->certs.managed ? annotations : NULL,
+                .form = COMPONENT_FORM_FILE,
+        };
+        int r = control_plane_render_with(&node_spec, &params, &plan->control_plane, &plan->render_failed);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -116,7 +161,31 @@ static int control_plane_plan(const Pass *pass, const PassObservation *o, PassPl
                     (!cur || !streq(cur, m->text)) &&
                     !pivot_record_keeps_bootstrap_away(&o->pivot_record, m->file_name);
         }
-        return 0;
+        return plan_config_files(o, plan);
+}
+
+/* Each configuration file to write, atomically (its directory made first). false: one could not be
+ * written (reported), so no manifest is: a pod pointed at a file that is not there would not start. */
+static bool apply_config_files(PassContext *ctx) {
+        const PassPlan *plan = ctx->plan;
+        for (size_t i = 0; i < plan->control_plane.n_files; i++) {
+                const RenderedFile *f = &plan->control_plane.files[i];
+                if (!plan->config_write[i])
+                        continue;
+                if (stop_requested())
+                        return false;
+                int r = manifest_write_file(f->path, f->text);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to write '%s' (%s's configuration): %m", f->path,
+                                        f->component);
+                        pass_report_error(ctx->rep, PASS_STAGE_MANIFEST, r,
+                                          "cannot write a component's configuration file");
+                        return false;
+                }
+                log_info("Wrote '%s' (%s's configuration).", f->path, f->component);
+                ctx->rep->actions_applied++;
+        }
+        return true;
 }
 
 static int control_plane_apply(PassContext *ctx, PassWave wave) {
@@ -135,6 +204,9 @@ static int control_plane_apply(PassContext *ctx, PassWave wave) {
                                   "cannot render the control-plane manifests");
                 return 0;
         }
+        /* the files first: a pod whose manifest names one must find it */
+        if (!apply_config_files(ctx))
+                return 0;
         for (size_t i = 0; i < plan->control_plane.n; i++) {
                 if (!plan->control_plane_write[i])
                         continue;
@@ -163,6 +235,9 @@ static int control_plane_print(const Pass *pass, const PassObservation *o, const
         else if (plan->render_error < 0)
                 fprintf(out, "control plane: cannot render '%s': %s\n", strna(plan->render_failed),
                         pk_strerror(plan->render_error));
+        for (size_t i = 0; i < plan->control_plane.n_files; i++)
+                if (plan->config_write[i])
+                        fprintf(out, "write-config %s\n", plan->control_plane.files[i].path);
         for (size_t i = 0; i < plan->control_plane.n; i++)
                 if (plan->control_plane_write[i])
                         fprintf(out, "write-manifest %s/%s\n", pass->node.manifest_dir,

@@ -17,6 +17,17 @@ int manifest_write(const char *path, const char *text) {
         return write_file_atomic(path, text, strlen(text), 0644, 1);
 }
 
+int manifest_write_file(const char *path, const char *text) {
+        const char *slash = strrchr(path, '/');
+        if (slash && slash != path) {
+                _cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+                int r = dir ? mkdir_p(dir, 0755) : -ENOMEM;
+                if (r < 0)
+                        return r;
+        }
+        return manifest_write(path, text);
+}
+
 /* 1: link_path is a symlink to target; 0: it is absent or points elsewhere; -EEXIST: not a symlink. */
 static int symlink_points_at(const char *link_path, const char *target) {
         char cur[4096];

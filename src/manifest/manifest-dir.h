@@ -7,6 +7,9 @@
 
 /* Writes text to path (mode 0644). Returns 1 if written, 0 if it already held exactly these bytes. */
 int manifest_write(const char *path, const char *text);
+/* The same for a file a manifest names (a component's configuration file), with its directory made first
+ * (0755). */
+int manifest_write_file(const char *path, const char *text);
 
 /* Makes link_path a symlink to target, replacing an existing symlink atomically (symlink to a dotfile temp,
  * then rename). Refuses (-EEXIST) to replace anything that is not a symlink. Returns 1 if changed, 0 if the

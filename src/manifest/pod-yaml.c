@@ -652,7 +652,7 @@ static void emit_config_map(Emitter *em, const void *obj) {
         emit_str(em, "data");
         emit_kv_map(em, c->data);
         key_str(em, "kind", "ConfigMap");
-        emit_object_metadata(em, c->ref->name, c->ref->namespace, c->ref->labels, NULL);
+        emit_object_metadata(em, c->ref->name, c->ref->namespace, c->ref->labels, c->ref->annotations);
         map_end(em);
 }
 

@@ -26,6 +26,7 @@ typedef struct KubeObjectRef {
         const char *name;
         const char *namespace;
         char *const *labels;
+        char *const *annotations; /* key, value, ...; NULL: none (ConfigMaps) */
 } KubeObjectRef;
 
 /* A v1 ServiceAccount; a ClusterRoleBinding of cluster_role to one service account; a v1 ConfigMap whose

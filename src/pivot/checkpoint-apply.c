@@ -17,6 +17,7 @@
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "components/self-hosted.h"
 #include "kube/kube-name.h"
 #include "kube/kube-resource.h"
 #include "pivot/checkpoint-internal.h"
@@ -103,6 +104,32 @@ static int add_data(Gen *g, const json_t *map, bool base64, bool secret, const c
         return 0;
 }
 
+/* The ConfigMap's SELF_HOSTED_CHECKPOINT_DATA annotation: each "<key>=<other key>" makes the file <key> of
+ * the checkpoint hold <other key>'s value (both keys of its data). */
+static int take_checkpoint_data(json_t *obj, const char *what, char **ret_error) {
+        const char *spec = json_get_string(obj, "metadata", "annotations", SELF_HOSTED_CHECKPOINT_DATA);
+        json_t *data = json_object_get(obj, "data");
+        _cleanup_strv_free_ char **pairs = NULL;
+        if (!spec)
+                return 0;
+        int r = strv_split(spec, ",", &pairs);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (p, pairs) {
+                char *eq = strchr(*p, '=');
+                json_t *v = eq ? json_object_get(data, eq + 1) : NULL;
+                if (eq)
+                        *eq = 0;
+                if (!json_is_string(v) || !json_is_string(json_object_get(data, *p)))
+                        return error_setf(ret_error, PK_EMALFORMED,
+                                          "%s: annotation %s: '%s' is not <key>=<other key> of its data",
+                                          what, SELF_HOSTED_CHECKPOINT_DATA, spec);
+                if (json_object_set(data, *p, v) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* One Secret or ConfigMap a checkpoint pod mounts: its data, read now, as files of the generation. */
 static int fetch_volume(KubeClient *api, const char *ns, const CheckpointVolume *v, const char *link, Gen *g,
                         usec_t deadline, char **ret_error) {
@@ -121,7 +148,9 @@ static int fetch_volume(KubeClient *api, const char *ns, const CheckpointVolume 
         int r = kube_get(api, "v1", kind, ns, v->name, deadline, &obj, ret_error);
         if (r < 0)
                 return r;
-        r = gen_add(g, strdup(rel_dir), NULL, 0, secret ? 0700 : 0755, false);
+        r = secret ? 0 : take_checkpoint_data(obj, what, ret_error);
+        if (r >= 0)
+                r = gen_add(g, strdup(rel_dir), NULL, 0, secret ? 0700 : 0755, false);
         if (r >= 0)
                 r = add_data(g, json_object_get(obj, "data"), secret, secret, rel_dir, what, ret_error);
         if (r >= 0 && !secret)

@@ -116,6 +116,10 @@ typedef struct KubeControllerManagerConfig {
         OptInt kube_api_burst;
 } KubeControllerManagerConfig;
 
+/* kube-scheduler 1.20 to 1.22 reading a file serves HTTP without authentication there; the default keeps it
+ * on loopback (its bootstrap static pod; the self-hosted pods move the port: docs/components.md). */
+#define KUBE_SCHEDULER_INSECURE_DEFAULT "127.0.0.1:10251"
+
 typedef struct KubeSchedulerConfig {
         char *image;
         char *cpu_request;
@@ -128,6 +132,8 @@ typedef struct KubeSchedulerConfig {
         OptInt secure_port;
         OptBool permit_port_sharing; /* SO_REUSEPORT; true with selfHosted (docs/pivot.md) */
         OptInt insecure_port;        /* --port, 1.20 to 1.23 only; default 0 (off) */
+        char *healthz_bind_address;  /* the 1.20 to 1.22 file's unauthenticated server, --port's stand-in */
+        char *metrics_bind_address;
         OptBool leader_elect;
         OptBool enable_profiling;
         char *config;

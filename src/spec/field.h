@@ -63,6 +63,10 @@ enum {
          * (kubeScheduler.config): set, it replaces the one protokube renders, and the component ignores the
          * flags of the settings that file has (spec-gates.c refuses them) */
         FIELD_OPERATOR_FILE = 1 << 4,
+        /* STRING host:port: a server address two instances of the component on one host cannot share
+         * (no SO_REUSEPORT): each instance of a self-hosted control plane takes its own port
+         * (component_config_file_instance()) */
+        FIELD_INSTANCE_PORT = 1 << 5,
 };
 
 typedef struct Field Field;
@@ -93,6 +97,12 @@ struct Field {
          * whose file has the field at the chosen version goes into the file and its flag is left out. */
         const char *file_field;
         KubeGate file_k8s;
+        /* A flag the component ignores beside --config, whose setting its file holds under another key,
+         * and the minors where that is so (kube-scheduler 1.20 to 1.22: --port, the file's
+         * healthzBindAddress). There the flag is left out beside the file, and the setting in the spec is
+         * refused, naming that key (spec-gates.c). */
+        const char *file_instead;
+        KubeGate file_instead_k8s;
 };
 
 #define FIELD_PTR(obj, f) ((void *)((char *)(obj) + (f)->offset))

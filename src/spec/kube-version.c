@@ -19,7 +19,9 @@ int kube_version_parse(const char *s, KubeVersion *ret) {
 }
 
 const char *kube_gate_text(char buf[static KUBE_GATE_TEXT_MAX], KubeGate g) {
-        if (g.since && g.until)
+        if (g.since && g.since == g.until)
+                snprintf(buf, KUBE_GATE_TEXT_MAX, "1.%u only", g.since);
+        else if (g.since && g.until)
                 snprintf(buf, KUBE_GATE_TEXT_MAX, "1.%u to 1.%u", g.since, g.until);
         else if (g.since)
                 snprintf(buf, KUBE_GATE_TEXT_MAX, "since 1.%u", g.since);

@@ -110,7 +110,13 @@ static int check_table(const Field *table, const YamlNode *map, const char *path
                                 return r;
                         continue;
                 }
-                if (!kube_gate_allows(f->k8s, ctx->minor))
+                if (f->file_instead && kube_gate_allows(f->file_instead_k8s, ctx->minor))
+                        spec_errors_add_at(
+                            ctx->errs, v,
+                            "%s: beside its configuration file Kubernetes %s ignores --%s: set "
+                            "%s.%s (the file's %s) instead",
+                            name, ctx->version, f->flag ?: f->name, path, f->file_instead, f->file_instead);
+                else if (!kube_gate_allows(f->k8s, ctx->minor))
                         spec_errors_add_at(
                             ctx->errs, v,
                             "%s: not supported by Kubernetes %s (--%s exists in Kubernetes %s)", name,

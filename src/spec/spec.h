@@ -124,6 +124,10 @@ typedef struct ClusterSpec {
         KubeProxyConfig kube_proxy;
         KubeletConfig kubelet;
         NetworkingSpec networking;
+        /* A node's copy only (no key of the YAML, never freed with the spec): the directory the node's
+         * components' configuration files go under (--config-dir; NULL: /var/lib), as a node's copy carries
+         * its manifest directory in kubelet.staticPodPath. */
+        const char *node_config_dir;
 } ClusterSpec;
 
 /* Loads and validates path. On a spec error returns PK_ESPEC and, if ret_errors, every error as

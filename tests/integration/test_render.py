@@ -108,15 +108,18 @@ def test_one_spec_per_version_goldens_differ_only_by_version(pk, tmp_path):
     texts = {m: open(p).read() for m, p in specs_by_minor.items()}
     assert texts[20].replace("kubernetesVersion: 1.20.2", "kubernetesVersion: 1.31.2") == texts[31]
     goldens = {m: read_dir(golden_dir(p)) for m, p in specs_by_minor.items()}
-    # 1.31's scheduler reads a KubeSchedulerConfiguration; 1.20's keeps its flags (docs/components.md)
-    assert sorted([*goldens[20], "kube-scheduler.yaml"]) == sorted(goldens[31])
+    # both schedulers read a KubeSchedulerConfiguration: 1.20's v1beta1 with its unauthenticated server on
+    # loopback (docs/components.md), 1.31's v1 without it
+    assert sorted(goldens[20]) == sorted(goldens[31])
     for f in ("kube-proxy.yaml", "kubelet.yaml"):
         assert goldens[20][f] == goldens[31][f], f
-    assert b"leaderElect: true" in goldens[31]["kube-scheduler.yaml"]
-    only_120 = {"kube-controller-manager.manifest": ["--port=0"],
-                "kube-scheduler.manifest": ["--kubeconfig=/var/lib/kube-scheduler/kubeconfig",
-                                            "--leader-elect=true", "--port=0", "--profiling=false"]}
-    only_131 = {"kube-scheduler.manifest": ["--config=/var/lib/kube-scheduler/config.yaml"]}
+    s120, s131 = (yaml.safe_load(goldens[m]["kube-scheduler.yaml"]) for m in (20, 31))
+    assert s120.pop("apiVersion") == "kubescheduler.config.k8s.io/v1beta1"
+    assert s131.pop("apiVersion") == "kubescheduler.config.k8s.io/v1"
+    assert s120.pop("healthzBindAddress") == s120.pop("metricsBindAddress") == "127.0.0.1:10251"
+    assert s120 == s131 and s131["leaderElection"] == {"leaderElect": True}
+    only_120 = {"kube-controller-manager.manifest": ["--port=0"]}
+    only_131 = {}
     for f in (f for f in goldens[20] if f.endswith(".manifest")):
         old, new = command_of(goldens[20][f]), command_of(goldens[31][f])
         assert [a for a in old if a not in new] == only_120.get(f, []), f

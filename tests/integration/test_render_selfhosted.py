@@ -146,9 +146,20 @@ def test_flags_and_mounts_are_the_static_pods(pk, node):
                 assert m["mountPath"] == os.path.join(node["pki"], name) and m["readOnly"], name
                 secret_paths.add(m["mountPath"])
             elif "configMap" in v:
-                assert name == "kube-proxy" and m["mountPath"] == "/var/lib/kube-proxy" and m["readOnly"], name
+                assert name in ("kube-proxy", "kube-scheduler"), name
+                assert m["mountPath"] == f"/var/lib/{name}" and m["readOnly"], name
                 cm = yaml.safe_load((out / f"30-configmap-{v['configMap']['name']}.yaml").read_text())
-                assert cm["data"] == {"config.yaml": (static / "kube-proxy.yaml").read_text()}
+                static_file = (static / f"{name}.yaml").read_text()
+                if name == "kube-proxy":
+                    assert cm["data"] == {"config.yaml": static_file}
+                else:
+                    # 1.20's scheduler: leader election on, and each instance its own unauthenticated port
+                    # (the bootstrap pod's 10251, this pod's 10261, its checkpoint's 10271)
+                    own = static_file.replace("127.0.0.1:10251", "127.0.0.1:10261")
+                    assert cm["data"] == {"config.yaml": own,
+                                          "checkpoint.config.yaml": own.replace(":10261", ":10271")}
+                    assert cm["metadata"]["annotations"] == {
+                        "protokube.io/checkpoint-data": "config.yaml=checkpoint.config.yaml"}
             else:
                 assert "hostPath" in v, (name, v)
                 assert not v["hostPath"]["path"].startswith(node["pki"]), f"{name}: credentials by hostPath"
@@ -183,7 +194,9 @@ def test_placement(pk, node):
         # only self-hosted pods (managed-by): the bootstrap pod's mirror must not keep its replacement away
         assert aa == [{"labelSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "protokube", "k8s-app": name}},
                        "topologyKey": "kubernetes.io/hostname"}]
-        assert "--leader-elect=true" in t["containers"][0]["command"]
+        # in the command (the controller-manager) or in the file (the scheduler: test_leader_election_forced_on)
+        cmd = t["containers"][0]["command"]
+        assert "--leader-elect=true" in cmd or "--config=/var/lib/kube-scheduler/config.yaml" in cmd, name
     proxy = w["kube-proxy"]["spec"]["template"]["spec"]
     assert {"operator": "Exists"} in proxy["tolerations"] and "nodeSelector" not in proxy
     assert proxy["serviceAccountName"] == "kube-proxy"
@@ -198,7 +211,10 @@ def test_leader_election_forced_on(pk, node):
     out = node["tmp"] / "out"
     assert render(pk, node, out).returncode == 0
     cmd = workloads(out)["kube-scheduler"]["spec"]["template"]["spec"]["containers"][0]["command"]
-    assert "--leader-elect=true" in cmd and "--leader-elect=false" not in cmd
+    assert not [a for a in cmd if a.startswith("--leader-elect")]
+    cm = yaml.safe_load((out / "30-configmap-kube-scheduler-kube-scheduler.yaml").read_text())
+    for key in ("config.yaml", "checkpoint.config.yaml"):
+        assert yaml.safe_load(cm["data"][key])["leaderElection"] == {"leaderElect": True}, key
 
 
 def test_second_render_changes_nothing_and_renewal_rolls_the_pods(pk, node):
@@ -242,7 +258,7 @@ def test_stdout_never_holds_key_material(pk, node):
             if os.path.isfile(path):
                 assert base64.b64encode(open(path, "rb").read()).decode()[:40] not in p.stdout, path
     docs = [d for d in yaml.safe_load_all(p.stdout) if d]
-    assert sorted(d["kind"] for d in docs) == sorted(["ServiceAccount", "ClusterRoleBinding", "ConfigMap"] +
+    assert sorted(d["kind"] for d in docs) == sorted(["ServiceAccount", "ClusterRoleBinding"] + ["ConfigMap"] * 2 +
                                                      ["DaemonSet"] * 2 + ["Deployment"] * 2)
 
 
@@ -267,8 +283,9 @@ def test_kubernetes_checks_pass_on_every_object(pk, node):
     files = [str(out / f) for f in sorted(os.listdir(out))] + [str(stdout)]
     p = subprocess.run(checker + files, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
-    # kube-proxy's configuration file is a ConfigMap too (docs/components.md, "Configuration files")
-    assert "12 files, 18 documents, 0 problems" in p.stdout
+    # kube-proxy's and kube-scheduler's configuration files are ConfigMaps too (docs/components.md,
+    # "Configuration files")
+    assert "13 files, 20 documents, 0 problems" in p.stdout
 
 
 def test_kubernetes_checks_catch_broken_objects(pk, node):

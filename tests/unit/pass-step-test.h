@@ -18,8 +18,11 @@
         "apiVersion: protokube/v1alpha1\nkind: Cluster\nmetadata:\n  name: demo.k8s.test\nspec:\n" \
         "  etcdClusters:\n    - name: main\n      image: registry.k8s.io/etcd:3.4.13-0\n"          \
         "  kubernetesVersion: 1.20.2\n"
-#define PASS_TEST_WORKER \
-        { .role = NODE_ROLE_WORKER, .node_name = "w1", .manifest_dir = "/m", .kubelet_dir = "/k" }
+#define PASS_TEST_WORKER                                                                                \
+        {                                                                                               \
+                .role = NODE_ROLE_WORKER, .node_name = "w1", .manifest_dir = "/m", .kubelet_dir = "/k", \
+                .config_dir = "/c"                                                                      \
+        }
 
 /* A Pass of spec (a spec file's text) for node: the spec's etcd clusters, its certificates' settings; no
  * provider, no caches. Free with pass_free(). */

@@ -86,7 +86,7 @@ static void test_config_doc(void **state) {
                                   "  memory.available: 100Mi\n");
 }
 
-/* The apiVersion of each file by minor; the scheduler has none before 1.23 (component-table.c says why). */
+/* The apiVersion of each file by minor. */
 static void test_api_versions(void **state) {
         for (unsigned m = KUBE_MINOR_MIN; m <= KUBE_MINOR_MAX; m++) {
                 assert_string_equal(component_file_api_version(&kube_proxy_file, m),
@@ -94,11 +94,10 @@ static void test_api_versions(void **state) {
                 assert_string_equal(component_file_api_version(&kubelet_file, m),
                                     "kubelet.config.k8s.io/v1beta1");
                 const char *s = component_file_api_version(&kube_scheduler_file, m);
-                if (m < 23)
-                        assert_null(s);
-                else
-                        assert_string_equal(s, m < 25 ? "kubescheduler.config.k8s.io/v1beta3"
-                                                      : "kubescheduler.config.k8s.io/v1");
+                assert_string_equal(s, m < 22   ? "kubescheduler.config.k8s.io/v1beta1"
+                                       : m < 23 ? "kubescheduler.config.k8s.io/v1beta2"
+                                       : m < 25 ? "kubescheduler.config.k8s.io/v1beta3"
+                                                : "kubescheduler.config.k8s.io/v1");
         }
         assert_null(component_file_api_version(NULL, 20));
 }
@@ -109,16 +108,31 @@ static char *config_text(Component c, const ClusterSpec *s) {
         return f.text;
 }
 
-/* 1.20 to 1.22: the scheduler keeps every flag (its --port=0 among them); from 1.23 the file has the
- * kubeconfig, leader election and profiling, and the rest stays flags (1.23 still has --port). */
+/* Every version reads a file with the kubeconfig, leader election and profiling, and the rest stays flags.
+ * 1.20 to 1.22: the file's unauthenticated server on loopback, and no --port (it has no effect beside the
+ * file); 1.23 still has --port (its server gone, 0 keeps the flag's meaning). */
 static void test_scheduler_by_version(void **state) {
         static const struct {
                 const char *version;
-                bool port;        /* --port=0: until 1.23 */
+                bool port;        /* --port=0 */
                 const char *file; /* NULL: flags only */
         } cases[] = {
-                { "1.20.2", true, NULL },
-                { "1.22.17", true, NULL },
+                { "1.20.2", false,
+                  "apiVersion: kubescheduler.config.k8s.io/v1beta1\n"
+                  "clientConnection:\n  kubeconfig: /var/lib/kube-scheduler/kubeconfig\n"
+                  "enableProfiling: false\n"
+                  "healthzBindAddress: \"127.0.0.1:10251\"\n"
+                  "kind: KubeSchedulerConfiguration\n"
+                  "leaderElection:\n  leaderElect: true\n"
+                  "metricsBindAddress: \"127.0.0.1:10251\"\n" },
+                { "1.22.17", false,
+                  "apiVersion: kubescheduler.config.k8s.io/v1beta2\n"
+                  "clientConnection:\n  kubeconfig: /var/lib/kube-scheduler/kubeconfig\n"
+                  "enableProfiling: false\n"
+                  "healthzBindAddress: \"127.0.0.1:10251\"\n"
+                  "kind: KubeSchedulerConfiguration\n"
+                  "leaderElection:\n  leaderElect: true\n"
+                  "metricsBindAddress: \"127.0.0.1:10251\"\n" },
                 { "1.23.0", true,
                   "apiVersion: kubescheduler.config.k8s.io/v1beta3\n"
                   "clientConnection:\n  kubeconfig: /var/lib/kube-scheduler/kubeconfig\n"
@@ -227,7 +241,7 @@ static void test_proxy_file(void **state) {
             0); /* no version gate on the proxy's file */
         free(f.text);
         assert_int_equal(component_file_render(&kube_scheduler_file, kube_scheduler_config_fields,
-                                               &s->kube_scheduler, 20, &f.text),
+                                               &s->kube_scheduler, 19, &f.text),
                          -EOPNOTSUPP);
 }
 
@@ -511,7 +525,8 @@ static void test_docs_tables(void **state) {
         assert_int_equal(n, ELEMENTSOF(files));
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *versions = api_versions_cell(files[i].def),
-                                    *path_cell = backticked(files[i].def->path),
+                                    *def_path = component_file_path(files[i].def, NULL),
+                                    *path_cell = backticked(def_path),
                                     *name_cell = backticked(files[i].def->out_name);
                 assert_int_equal(rows[i].n, 5);
                 assert_string_equal(rows[i].cells[0], files[i].component);

@@ -522,13 +522,18 @@ static void test_render_set(void **state) {
 }
 
 /* kubernetesVersion selects the flags: 1.20 to 1.23 get --port=0 (no unauthenticated HTTP port on
- * kube-controller-manager and kube-scheduler), later versions, which have no --port, do not; a version
- * outside 1.20..1.31 in a spec made in code is refused. */
+ * kube-controller-manager), later versions, which have no --port, do not; kube-scheduler reads its file,
+ * beside which 1.20 to 1.22 ignore --port (the file's healthzBindAddress stands in), so only 1.23 gets it; a
+ * version outside 1.20..1.31 in a spec made in code is refused. */
 static void test_flags_by_version(void **state) {
         const struct {
                 const char *version;
-                bool port;
-        } cases[] = { { "1.20.2", true }, { "v1.23.17", true }, { "1.24.0", false }, { "1.31.2", false } };
+                bool port, scheduler_port;
+        } cases[] = { { "1.20.2", true, false },
+                      { "1.22.1", true, false },
+                      { "v1.23.17", true, true },
+                      { "1.24.0", false, false },
+                      { "1.31.2", false, false } };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 ClusterSpec s = test_spec();
                 s.kubernetes_version = (char *)cases[i].version;
@@ -536,7 +541,8 @@ static void test_flags_by_version(void **state) {
                 for (size_t j = 0; j < ELEMENTSOF(gated); j++) {
                         _cleanup_strv_free_ char **flags = NULL;
                         assert_int_equal(component_flags(gated[j], &s, &flags), 0);
-                        assert_int_equal(strv_contains(flags, "--port=0"), cases[i].port);
+                        assert_int_equal(strv_contains(flags, "--port=0"),
+                                         j == 0 ? cases[i].port : cases[i].scheduler_port);
                 }
                 _cleanup_strv_free_ char **flags = NULL;
                 assert_int_equal(component_flags(COMPONENT_KUBE_APISERVER, &s, &flags), 0);
@@ -713,7 +719,7 @@ static void test_pki_managed_render(void **state) {
                       NULL);
         assert_int_equal(component_pod_build(COMPONENT_KUBE_SCHEDULER, s, &sched), 0);
         assert_mounts(sched, "/var/log/kube-scheduler.log:FileOrCreate", "/pk/kube-scheduler:Directory:ro",
-                      NULL);
+                      "/var/lib/kube-scheduler:Directory:ro", NULL);
         assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, s, &proxy), 0);
         assert_true(has_arg(only_container(proxy), "--config=/var/lib/kube-proxy/config.yaml"));
         /* the kubeconfig is named in the file, and its directory mounted all the same; the file's too */
@@ -724,7 +730,22 @@ static void test_pki_managed_render(void **state) {
         ComponentConfigFile file = {};
         assert_int_equal(component_config_file(COMPONENT_KUBE_PROXY, s, &file), 0);
         assert_non_null(strstr(file.text, "clientConnection:\n  kubeconfig: /pk/kube-proxy/kubeconfig\n"));
+        assert_string_equal(file.path, "/var/lib/kube-proxy/config.yaml");
+        free(file.path);
         free(file.text);
+        /* a node's copy of the spec with its own configuration directory (--config-dir) */
+        s->node_config_dir = "/node/lib";
+        _cleanup_(pod_freep) Pod *proxy2 = NULL;
+        assert_int_equal(component_pod_build(COMPONENT_KUBE_PROXY, s, &proxy2), 0);
+        assert_true(has_arg(only_container(proxy2), "--config=/node/lib/kube-proxy/config.yaml"));
+        assert_mounts(proxy2, "/var/log/kube-proxy.log:FileOrCreate", "/node/lib/kube-proxy:Directory:ro",
+                      "/pk/kube-proxy:Directory:ro", "/run/xtables.lock:FileOrCreate",
+                      "/etc/ssl/certs:DirectoryOrCreate:ro", NULL);
+        assert_int_equal(component_config_file(COMPONENT_KUBE_PROXY, s, &file), 0);
+        assert_string_equal(file.path, "/node/lib/kube-proxy/config.yaml");
+        free(file.path);
+        free(file.text);
+        s->node_config_dir = NULL;
 
         assert_int_equal(etcd_pod_build(s, &(EtcdMemberAssignment){ "events", "b", abc, "/mnt/v" }, &etcd),
                          0);

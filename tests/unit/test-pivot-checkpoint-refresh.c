@@ -19,6 +19,7 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "checkpoint-fixture.h"
+#include "components/self-hosted.h"
 #include "kube-fake.h"
 #include "kube/kube-client.h"
 #include "pivot/checkpoint-apply.h"
@@ -289,6 +290,32 @@ static void test_key_that_climbs(void **state) {
         refresh_fails(f, "Secret kube-system/kube-apiserver: key '..data' is not valid");
 }
 
+/* A ConfigMap whose annotation names the checkpoint's own copy of a key (kube-scheduler 1.20 to 1.22: its
+ * own ports): the checkpoint's file holds the copy; an annotation that names a key the data lacks, or is not
+ * <key>=<other key>, fails the refresh and names the ConfigMap. */
+#define CONFIG_MAP_WITH(annotation)                                                               \
+        "[{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": "            \
+        "\"kube-apiserver-config\", \"namespace\": \"kube-system\", \"annotations\": "            \
+        "{\"" SELF_HOSTED_CHECKPOINT_DATA "\": \"" annotation "\"}}, \"data\": {\"audit.yaml\": " \
+        "\"port: 10261\\n\", \"checkpoint.audit.yaml\": \"port: 10271\\n\"}}]"
+static void test_checkpoint_data(void **state) {
+        Fixture *f = *state;
+        kube_fake_objects(&fake, CONFIG_MAP_WITH("audit.yaml=checkpoint.audit.yaml"));
+        refresh_ok(f, "checkpoint of 2 pods written");
+        _cleanup_free_ char *path =
+                                path_of(f->state, "checkpoint/configmaps/kube-apiserver-config/audit.yaml"),
+                            *text = NULL;
+        assert_int_equal(read_full_file(path, 1024, &text, NULL), 0);
+        assert_string_equal(text, "port: 10271\n");
+
+        kube_fake_objects(&fake, CONFIG_MAP_WITH("audit.yaml=missing.yaml"));
+        refresh_fails(f,
+                      "ConfigMap kube-system/kube-apiserver-config: annotation " SELF_HOSTED_CHECKPOINT_DATA
+                      ": 'audit.yaml=missing.yaml' is not <key>=<other key> of its data");
+        kube_fake_objects(&fake, CONFIG_MAP_WITH("audit.yaml"));
+        refresh_fails(f, "'audit.yaml' is not <key>=<other key> of its data");
+}
+
 /* The apiserver's pod failed and its replacement is not there yet: the DaemonSet still wants a pod on m1,
  * so the refresh keeps the checkpoint whole (it used to drop the apiserver from it). Once m1 is no longer
  * the DaemonSet's (its label gone), the apiserver drops out. */
@@ -380,6 +407,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_owner_not_ours, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_replicaset_not_ours, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_two_pods_one_path, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_checkpoint_data, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_key_that_climbs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_failed_pod_keeps_its_component, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_deployment_moved, setup, teardown),

@@ -175,6 +175,8 @@ static void test_objects(void **state) {
                 { SELF_HOSTED_SECRET, "kube-scheduler-pki", "20-secret-kube-scheduler-pki.yaml" },
                 { SELF_HOSTED_CONFIG_MAP, "kube-proxy-kube-proxy",
                   "30-configmap-kube-proxy-kube-proxy.yaml" },
+                { SELF_HOSTED_CONFIG_MAP, "kube-scheduler-kube-scheduler",
+                  "30-configmap-kube-scheduler-kube-scheduler.yaml" },
                 { SELF_HOSTED_DAEMON_SET, "kube-apiserver", "40-daemonset-kube-apiserver.yaml" },
                 { SELF_HOSTED_DAEMON_SET, "kube-proxy", "40-daemonset-kube-proxy.yaml" },
                 { SELF_HOSTED_DEPLOYMENT, "kube-controller-manager",
@@ -267,7 +269,8 @@ static void test_workloads(void **state) {
         const SelfHostedObject *sched = find(&a, SELF_HOSTED_DEPLOYMENT, "kube-scheduler");
         assert_non_null(strstr(sched->text, "\n  replicas: 5\n"));
         assert_non_null(strstr(sched->text, "topologyKey: kubernetes.io/hostname\n"));
-        assert_non_null(strstr(sched->text, "--leader-elect=true\n"));
+        assert_non_null(strstr(sched->text, "- --config=/var/lib/kube-scheduler/config.yaml\n"));
+        assert_null(strstr(sched->text, "--leader-elect"));
         const SelfHostedObject *proxy = find(&a, SELF_HOSTED_DAEMON_SET, "kube-proxy");
         assert_non_null(strstr(proxy->text, "      - operator: Exists\n"));
         assert_non_null(strstr(proxy->text, "serviceAccountName: kube-proxy\n"));
@@ -380,8 +383,21 @@ static void test_rendered_config_files(void **state) {
         assert_non_null(strstr(proxy->text, "configMap:\n"));
         assert_non_null(strstr(proxy->text, "mountPath: /var/lib/kube-proxy\n"));
         assert_null(strstr(proxy->text, "path: /var/lib/kube-proxy\n"));
-        /* 1.20's scheduler keeps its flags (component-table.c says why) */
-        assert_null(find(&a, SELF_HOSTED_CONFIG_MAP, "kube-scheduler-kube-scheduler"));
+        /* 1.20's scheduler: its unauthenticated server on the self-hosted instance's port, and the
+         * checkpoint's copy on its own, named by the ConfigMap's annotation */
+        const SelfHostedObject *cm = find_in(&a, SELF_HOSTED_CONFIG_MAP, "kube-scheduler-kube-scheduler");
+        _cleanup_free_ char *own = config_map_value(cm, "config.yaml"),
+                            *copy = config_map_value(cm, SELF_HOSTED_CHECKPOINT_PREFIX "config.yaml");
+        assert_non_null(strstr(own, "apiVersion: kubescheduler.config.k8s.io/v1beta1\n"));
+        assert_non_null(strstr(own, "healthzBindAddress: \"127.0.0.1:10261\"\n"));
+        assert_non_null(strstr(own, "metricsBindAddress: \"127.0.0.1:10261\"\n"));
+        assert_non_null(strstr(own, "leaderElection:\n  leaderElect: true\n"));
+        assert_non_null(strstr(copy, "healthzBindAddress: \"127.0.0.1:10271\"\n"));
+        assert_non_null(
+            strstr(cm->text, SELF_HOSTED_CHECKPOINT_DATA ": config.yaml=checkpoint.config.yaml\n"));
+        /* no copy where every instance may share the file (kube-proxy's) */
+        assert_null(strstr(find_in(&a, SELF_HOSTED_CONFIG_MAP, "kube-proxy-kube-proxy")->text,
+                           SELF_HOSTED_CHECKPOINT_DATA));
         self_hosted_assets_done(&a);
 
         _cleanup_free_ char *text = strdup(f->spec_text);
@@ -425,7 +441,7 @@ static void test_kube_proxy_disabled(void **state) {
         Fixture *f = *state;
         SelfHostedAssets a = {};
         render_ok(f, "  kubeProxy: {enabled: false}\n", 3, &a);
-        assert_int_equal(a.n, 6);
+        assert_int_equal(a.n, 7); /* 3 Secrets, the scheduler's ConfigMap, 3 workloads */
         for (size_t i = 0; i < a.n; i++)
                 assert_null(strstr(a.items[i].name, "proxy"));
         self_hosted_assets_done(&a);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A worker's kube-proxy, its step alone (daemon/step-node-proxy.c): the static pod with the node's kubelet
- * kubeconfig and name, written once the kubelet has joined and only when it changes; nothing in a
- * self-hosted cluster. The real kube-proxy is tests/integration/test_worker_join.py's. */
+ * kubeconfig and name in its KubeProxyConfiguration under the node's --config-dir, both written once the
+ * kubelet has joined and only when they change; nothing in a self-hosted cluster. The real kube-proxy is
+ * tests/integration/test_worker_join.py's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,8 @@ static void plan(const Pass *p, const PassObservation *o, PassPlan *ret) {
         assert_int_equal(pass_step_node_proxy.plan(p, o, ret), 0);
 }
 
-/* Joined: the pod with the kubelet's kubeconfig (its directory mounted) and the node's name; written
- * once, then current. */
+/* Joined: the pod reading its file (its directory mounted) with the kubelet's kubeconfig (its directory
+ * mounted) and the node's name; written once, then current. */
 static void test_joined(void **state) {
         Pass *p = pass_test_new(SPEC, &worker);
         PassObservation o = { .node_proxy = { .joined = true } };
@@ -31,16 +32,29 @@ static void test_joined(void **state) {
         assert_int_equal(first.node_proxy.status, 0);
         assert_true(first.node_proxy.write);
         assert_string_equal(first.node_proxy.path, "/m/kube-proxy.manifest");
-        assert_contains(first.node_proxy.text, "--kubeconfig=/k/kubeconfig\n");
-        assert_contains(first.node_proxy.text, "--hostname-override=w1\n");
+        assert_contains(first.node_proxy.text, "--config=/c/kube-proxy/config.yaml\n");
+        assert_null(strstr(first.node_proxy.text, "--kubeconfig"));
+        assert_null(strstr(first.node_proxy.text, "--hostname-override"));
         assert_contains(first.node_proxy.text, "path: /k\n");
+        assert_contains(first.node_proxy.text, "path: /c/kube-proxy\n");
         assert_null(strstr(first.node_proxy.text, "/lib/modules"));
+        assert_true(first.node_proxy.write_config);
+        assert_string_equal(first.node_proxy.config.path, "/c/kube-proxy/config.yaml");
+        assert_contains(first.node_proxy.config.text, "clientConnection:\n  kubeconfig: /k/kubeconfig\n");
+        assert_contains(first.node_proxy.config.text, "hostnameOverride: w1\n");
         _cleanup_free_ char *text = pass_test_print(&pass_step_node_proxy, p, &o, &first, NULL);
-        assert_string_equal(text, "kube-proxy-write /m/kube-proxy.manifest\n");
+        assert_string_equal(text, "kube-proxy-write /c/kube-proxy/config.yaml\n"
+                                  "kube-proxy-write /m/kube-proxy.manifest\n");
 
         assert_non_null(o.node_proxy.text = strdup(first.node_proxy.text));
         plan(p, &o, &again);
         assert_false(again.node_proxy.write);
+        assert_true(again.node_proxy.write_config); /* the file alone is written again */
+        pass_plan_done(&again);
+        assert_non_null(o.node_proxy.config_text = strdup(first.node_proxy.config.text));
+        plan(p, &o, &again);
+        assert_false(again.node_proxy.write);
+        assert_false(again.node_proxy.write_config);
         free(text);
         text = pass_test_print(&pass_step_node_proxy, p, &o, &again, NULL);
         assert_string_equal(text, "kube-proxy: /m/kube-proxy.manifest is current\n");
