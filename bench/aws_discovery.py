@@ -67,7 +67,7 @@ def run_all(wd, double):
                 "AWS_SHARED_CREDENTIALS_FILE": os.path.join(wd.path, "none"), "HOME": wd.path,
                 "PROTOKUBE_AWS_BYID_DIR": wd.sub("by-id")})
     argv = [common.protokube_bin(), "-c", spec, "volumes", "--mount-root", wd.sub("mnt"), "--manifest-dir",
-            wd.sub("manifests")]
+            wd.sub("manifests"), "--config-dir", wd.sub("lib"), "--kubelet-dir", wd.sub("kubelet")]
     walls, own, client, reqs, pages = [], [], [], [], []
     for _ in range(RUNS):
         double.post("/_bench/reset", {})

@@ -88,7 +88,8 @@ def one_run(wd, bind, i):
     common.create_pool(pool, cluster, size="64M")
     argv = [common.protokube_bin(), "-c", spec, "--log-format", "json", "once", "--node-name", "a", "--zone",
             "z1", "--internal-ip", "127.0.0.11", "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir",
-            man, "--mount-root", mnt]
+            man, "--mount-root", mnt, "--config-dir", os.path.join(os.path.dirname(man), "lib"),
+            "--kubelet-dir", os.path.join(os.path.dirname(man), "kubelet")]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=dict(os.environ, PROTOKUBE_TRACE="1"))
     if p.returncode != 0:
         raise RuntimeError(f"protokube once exited {p.returncode}:\n{p.stderr[-3000:]}")

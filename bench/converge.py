@@ -38,7 +38,8 @@ def one_run(wd, bind, i, wrapper=()):
     ip = "127.0.0.11"
     argv = [*wrapper, common.protokube_bin(), "-c", spec, "--log-format", "json", "once", "--node-name", "a", "--zone",
             "z1", "--internal-ip", ip, "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir", man,
-            "--mount-root", mnt]
+            "--mount-root", mnt, "--config-dir", os.path.join(os.path.dirname(man), "lib"),
+            "--kubelet-dir", os.path.join(os.path.dirname(man), "kubelet")]
     env = dict(os.environ, PROTOKUBE_TRACE="1")
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)

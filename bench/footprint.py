@@ -105,7 +105,8 @@ def setup(wd, bind, name):
     port = common.dnsservers.free_port()
     argv = [common.protokube_bin(), "-c", spec, "--state-dir", state, "--log-format", "json", "run", "--node-name", "a", "--zone", "z1",
             "--internal-ip", "127.0.0.11", "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir", man,
-            "--mount-root", mnt, "--listen", f"127.0.0.1:{port}", "--interval", f"{INTERVAL}s"]
+            "--mount-root", mnt, "--config-dir", os.path.join(os.path.dirname(man), "lib"),
+            "--kubelet-dir", os.path.join(os.path.dirname(man), "kubelet"), "--listen", f"127.0.0.1:{port}", "--interval", f"{INTERVAL}s"]
     return base, argv, port
 
 

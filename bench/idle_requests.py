@@ -127,8 +127,9 @@ def one_run(binary):
             log_path = os.path.join(wd.path, "daemon.log")
             with open(log_path, "w") as log:
                 proc = subprocess.Popen([binary, "-c", spec, "--log-format", "json", "run", "--mount-root",
-                                         wd.sub("mnt"), "--manifest-dir", wd.sub("manifests"), "--interval",
-                                         "1s"], stdout=subprocess.DEVNULL, stderr=log, env=env)
+                                         wd.sub("mnt"), "--manifest-dir", wd.sub("manifests"),
+                                         "--config-dir", wd.sub("lib"), "--kubelet-dir", wd.sub("kubelet"),
+                                         "--interval", "1s"], stdout=subprocess.DEVNULL, stderr=log, env=env)
             return measure_window(proc, log_path, double)
         finally:
             common.stop_pid(proc, grace=20)

@@ -49,6 +49,28 @@ int kubelet_config_render(const ClusterSpec *spec, char **ret) {
         return component_file_render(&kubelet_file, kubelet_config_fields, &c, minor, ret);
 }
 
+int kubelet_env_render(const ClusterSpec *spec, const char *config_path, char *const *node_flags,
+                       char **ret) {
+        _cleanup_strv_free_ char **flags = NULL;
+        int r = kubelet_flags(spec, config_path, &flags);
+        if (r < 0)
+                return r;
+        STRV_FOREACH (f, (char **)node_flags)
+                if (strv_extend(&flags, *f) < 0)
+                        return -ENOMEM;
+        strv_sort(flags);
+        STRV_FOREACH (f, flags)
+                if (strpbrk(*f, " \t\"'\\$`") || string_has_cc(*f))
+                        return -EINVAL;
+        _cleanup_free_ char *joined = strv_join(flags, " ");
+        if (!joined)
+                return -ENOMEM;
+        *ret = strprintf("# The kubelet's flags beside %s, written by protokube (docs/workers.md).\n"
+                         "KUBELET_ARGS=\"%s\"\n",
+                         config_path ?: KUBELET_CONFIG_PATH, joined);
+        return *ret ? 0 : -ENOMEM;
+}
+
 int kubelet_flags(const ClusterSpec *spec, const char *config_path, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         KubeletConfig c;

@@ -23,3 +23,9 @@ int kubelet_config_render(const ClusterSpec *spec, char **ret);
 /* The kubelet's flags beside that file, sorted: --config=config_path (NULL: KUBELET_CONFIG_PATH) and those
  * of the settings the file has no field for (--kubeconfig, --v). Caller frees with strv_free. */
 int kubelet_flags(const ClusterSpec *spec, const char *config_path, char ***ret);
+
+/* The kubelet.env the init system's unit reads (EnvironmentFile=): KUBELET_ARGS="..." with kubelet_flags()
+ * and the node's own (node_flags: "--hostname-override=w1", ...; may be NULL), sorted. A value with a space,
+ * quote, backslash, '$', '`' or control character cannot be written there: -EINVAL. Caller frees. */
+int kubelet_env_render(const ClusterSpec *spec, const char *config_path, char *const *node_flags,
+                       char **ret);

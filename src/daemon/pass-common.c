@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "basic/errors.h"
+#include "basic/fileio.h"
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
@@ -162,6 +163,55 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
 
 char *pass_kubelet_file(const Pass *p, const char *name) {
         return strjoin(p->node.kubelet_dir, "/", name);
+}
+
+#define KUBELET_FILE_MAX (1024U * 1024U)
+
+int pass_kubelet_read(const Pass *p, const char *name, bool secret, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *path = pass_kubelet_file(p, name);
+        size_t len = 0;
+        if (!path)
+                return -ENOMEM;
+        int r = secret ? read_full_file_secret(path, KUBELET_FILE_MAX, ret, &len)
+                       : read_full_file(path, KUBELET_FILE_MAX, ret, &len);
+        if (r == -ENOENT) {
+                *ret = NULL;
+                r = 0;
+        }
+        if (ret_len)
+                *ret_len = len;
+        return r;
+}
+
+int pass_kubelet_write(PassContext *ctx, const char *name, const void *data, size_t len, mode_t mode) {
+        _cleanup_free_ char *path = pass_kubelet_file(ctx->pass, name);
+        int r = path ? mkdir_p(ctx->pass->node.kubelet_dir, 0755) : -ENOMEM;
+        if (r >= 0)
+                r = write_file_atomic(path, data, len, mode, true);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_error_errno(r, "kubelet: cannot write %s: %m", path);
+                _cleanup_free_ char *why = strprintf("kubelet: cannot write %s: %s", path, pk_strerror(r));
+                pass_report_error(ctx->rep, PASS_STAGE_KUBELET, r, why);
+                return r;
+        }
+        if (r > 0) {
+                log_info("kubelet: wrote %s.", path);
+                ctx->rep->actions_applied++;
+        }
+        return 0;
+}
+
+int pass_kubelet_node_flags(const Pass *p, char ***flags) {
+        _cleanup_free_ char *name = p->node.node_name ? strjoin("--hostname-override=", p->node.node_name)
+                                                      : NULL,
+                            *ip = p->node.internal_ip ? strjoin("--node-ip=", p->node.internal_ip) : NULL;
+        if ((p->node.node_name && !name) || (p->node.internal_ip && !ip))
+                return -ENOMEM;
+        if ((name && strv_extend(flags, name) < 0) || (ip && strv_extend(flags, ip) < 0))
+                return -ENOMEM;
+        return 0;
 }
 
 int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char *address, usec_t timeout,

@@ -34,6 +34,8 @@ void pass_observation_done(PassObservation *o) {
         pass_kubelet_observed_done(&o->kubelet);
         pass_pod_network_observed_done(&o->pod_network);
         free(o->node_proxy.text);
+        free(o->kubelet_config.config);
+        free(o->kubelet_config.env);
         free(o->node_proxy.config_text);
         free(o->node_join.message);
         join_csr_progress_done(&o->node_join.csr);
@@ -68,6 +70,9 @@ void pass_plan_done(PassPlan *p) {
         pass_kubelet_plan_done(&p->kubelet);
         pass_pod_network_plan_done(&p->pod_network);
         pass_node_proxy_plan_done(&p->node_proxy);
+        free(p->kubelet_config.note);
+        free(p->kubelet_config.config);
+        free(p->kubelet_config.env);
         free(p->node_join.note);
         free(p->held_members);
         free(p->member_plans);

@@ -14,6 +14,7 @@
 #include "daemon/step-etcd-manifests.h"
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
+#include "daemon/step-kubelet-config.h"
 #include "daemon/step-members.h"
 #include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
@@ -43,6 +44,8 @@
  * its decision); the certificates before the etcd manifests are rendered (a member gets its manifest once
  * its pairs are there); the API's names before DNS (the desired records leave out whom they withhold).
  *
+ * The kubelet's files are written after its certificates (its kubeconfig names them).
+ *
  * Every claim comes first (a lost one is known before any device work); DNS before the etcd manifests, so
  * that a member's name already points here when kubelet starts etcd (docs/etcd-dns.md); a member's
  * certificates before its manifest. A pass that brings up main's volume and another's takes main's wave
@@ -56,6 +59,7 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_members),
         OBSERVE(pass_step_certs),
         OBSERVE(pass_step_control_plane),
+        OBSERVE(pass_step_kubelet_config),
         OBSERVE(pass_step_join),               /* the cluster CA as the certificates' observation read it */
         OBSERVE(pass_step_pod_network_master), /* the Nodes, through this master's own apiserver */
 
@@ -66,6 +70,7 @@ static const PassRow master_rows[] = {
         PLAN(pass_step_api_names),
         PLAN(pass_step_dns),
         PLAN(pass_step_control_plane),
+        PLAN(pass_step_kubelet_config),
         PLAN(pass_step_join),
         PLAN(pass_step_pod_network_master),
 
@@ -82,6 +87,7 @@ static const PassRow master_rows[] = {
         APPLY(pass_step_members, PASS_WAVE_REST),
         APPLY(pass_step_etcd_manifests, PASS_WAVE_REST),
         APPLY(pass_step_control_plane, PASS_WAVE_ALL),
+        APPLY(pass_step_kubelet_config, PASS_WAVE_ALL), /* after the certificates: its kubeconfig */
         APPLY(pass_step_backups, PASS_WAVE_ALL),
         APPLY(pass_step_join, PASS_WAVE_ALL), /* after every step of the node's own control plane */
         APPLY(pass_step_pod_network_master, PASS_WAVE_ALL),
@@ -93,6 +99,7 @@ static const PassRow master_rows[] = {
         PRINT(pass_step_volumes),
         PRINT(pass_step_dns),
         PRINT(pass_step_control_plane),
+        PRINT(pass_step_kubelet_config),
         PRINT(pass_step_certs),
         PRINT(pass_step_members),
         PRINT(pass_step_pivot),

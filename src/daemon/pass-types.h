@@ -172,12 +172,31 @@ typedef struct PassKubeletPlan {
 
 void pass_kubelet_plan_done(PassKubeletPlan *k);
 
+/* A master's kubelet (step-kubelet-config.c): its KubeletConfiguration and flags from the spec, with the
+ * kubeconfig and CA protokube issues it (the pki layout's kubelet directory). */
+typedef struct PassKubeletConfigObserved {
+        char *config, *env; /* on disk; NULL: absent */
+        int read_error;     /* < 0: a file there could not be read (nothing is written over it) */
+} PassKubeletConfigObserved;
+
+typedef struct PassKubeletConfigPlan {
+        int status; /* 0, or < 0: cannot be rendered (note says why) */
+        char *note;
+        char *config, *env;
+        bool write_config, write_env;
+} PassKubeletConfigPlan;
+
 /* The kubelet's own kubeconfig in the node's kubelet directory: the kubelet writes it once its client
  * certificate is issued (a worker's bootstrap step, its pod network step). */
 #define PASS_KUBELET_KUBECONFIG "kubeconfig"
 
 /* "<the node's kubelet directory>/<name>"; NULL on allocation failure. */
 char *pass_kubelet_file(const Pass *p, const char *name);
+/* The text of a file of the kubelet directory (at most 1 MiB); *ret NULL when absent. Other failures: < 0.
+ */
+int pass_kubelet_read(const Pass *p, const char *name, bool secret, char **ret, size_t *ret_len);
+/* The node's own kubelet flags, appended to *flags: its name and address, where the node was given them. */
+int pass_kubelet_node_flags(const Pass *p, char ***flags);
 
 /* The pods' network in kubenet mode (step-pod-network.c): the Nodes, the node's CNI file, the routes. */
 typedef struct PassPodNetworkObserved {
@@ -271,10 +290,11 @@ typedef struct PassObservation {
         bool api_gated;
         DnsApiReadiness api;
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
-        PassKubeletObserved kubelet;        /* a worker's kubelet files */
-        PassPodNetworkObserved pod_network; /* kubenet: the Nodes, the CNI file, the routes */
-        PassNodeProxyObserved node_proxy;   /* a worker's kube-proxy */
-        PassNodeJoinObserved node_join;     /* a worker's CSR and Node */
+        PassKubeletObserved kubelet;              /* a worker's kubelet files */
+        PassKubeletConfigObserved kubelet_config; /* a master's kubelet files */
+        PassPodNetworkObserved pod_network;       /* kubenet: the Nodes, the CNI file, the routes */
+        PassNodeProxyObserved node_proxy;         /* a worker's kube-proxy */
+        PassNodeJoinObserved node_join;           /* a worker's CSR and Node */
         /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
          * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
          * the round was read (join); PK_EWAITING the apiserver does not answer; < 0 the round could not be
@@ -321,11 +341,12 @@ typedef struct PassPlan {
          * and: */
         bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
-        PassKubeletPlan kubelet;        /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
-        PassPodNetworkPlan pod_network; /* kubenet (step-pod-network.c) */
-        PassNodeProxyPlan node_proxy;   /* a worker's kube-proxy (step-node-proxy.c) */
-        PassNodeJoinPlan node_join;     /* a worker's CSR and Node (step-node-join.c) */
-        bool join_planned;              /* the approver's round was observed and planned (join) */
+        PassKubeletPlan kubelet;              /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
+        PassKubeletConfigPlan kubelet_config; /* a master's kubelet files (step-kubelet-config.c) */
+        PassPodNetworkPlan pod_network;       /* kubenet (step-pod-network.c) */
+        PassNodeProxyPlan node_proxy;         /* a worker's kube-proxy (step-node-proxy.c) */
+        PassNodeJoinPlan node_join;           /* a worker's CSR and Node (step-node-join.c) */
+        bool join_planned;                    /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */
         bool join_has_ca;  /* the keystore's cluster CA was read: cluster-info is published, CSRs signed */
@@ -511,6 +532,9 @@ int pass_print_status(FILE *out, const char *name, const char *cannot, int statu
 /* The same for a pass: a step's wait (logged at info, "NAME: NOTE.") or failure (logged as an error), and
  * in the report as "NAME: NOTE" under stage. 1 when status was one of them, 0 for a plan made. */
 int pass_report_status(PassContext *ctx, PassStage stage, const char *name, int status, const char *note);
+/* One file of the kubelet directory, atomically and only when its bytes change (the directory made first); a
+ * failure is logged and reported in the kubelet stage, and returned. */
+int pass_kubelet_write(PassContext *ctx, const char *name, const void *data, size_t len, mode_t mode);
 
 /* protokube's own kubeconfig on this master (the certificates step writes it: its server is this master's
  * own apiserver on 127.0.0.1). Caller frees; NULL on allocation failure. */

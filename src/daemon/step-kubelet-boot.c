@@ -35,7 +35,6 @@
 #include "shared/http.h"
 #include "shared/openssl-util.h"
 
-#define KUBELET_FILE_MAX  (1024U * 1024U)
 #define DISCOVERY_TIMEOUT (10ULL * USEC_PER_SEC) /* each master asked for the CA */
 #define BOOTSTRAP_USER    "kubelet-bootstrap"
 
@@ -89,19 +88,7 @@ void pass_kubelet_plan_done(PassKubeletPlan *k) {
 
 /* The text of a file of the kubelet directory; NULL when absent. Other failures: < 0. */
 static int read_kubelet_file(const Pass *p, KubeletFile f, bool secret, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *path = kubelet_path(p, f);
-        size_t len = 0;
-        if (!path)
-                return -ENOMEM;
-        int r = secret ? read_full_file_secret(path, KUBELET_FILE_MAX, ret, &len)
-                       : read_full_file(path, KUBELET_FILE_MAX, ret, &len);
-        if (r == -ENOENT) {
-                *ret = NULL;
-                r = 0;
-        }
-        if (ret_len)
-                *ret_len = len;
-        return r;
+        return pass_kubelet_read(p, kubelet_file_names[f], secret, ret, ret_len);
 }
 
 /* Whether the CA on disk is the pinned one (a file the node wrote after checking it, or the operator's). */
@@ -243,30 +230,14 @@ static ClusterSpec node_spec(const Pass *p, char *const paths[_KUBELET_FILE_MAX]
 static int render_env(const Pass *p, const ClusterSpec *s, char *const paths[_KUBELET_FILE_MAX],
                       char **ret) {
         _cleanup_strv_free_ char **flags = NULL;
-        int r = kubelet_flags(s, paths[KUBELET_FILE_CONFIG], &flags);
+        _cleanup_free_ char *boot = strjoin("--bootstrap-kubeconfig=", paths[KUBELET_FILE_BOOTSTRAP]),
+                            *certs = strjoin("--cert-dir=", paths[KUBELET_FILE_CERT_DIR]);
+        if (!boot || !certs || strv_extend(&flags, boot) < 0 || strv_extend(&flags, certs) < 0)
+                return -ENOMEM;
+        int r = pass_kubelet_node_flags(p, &flags);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *boot = strjoin("--bootstrap-kubeconfig=", paths[KUBELET_FILE_BOOTSTRAP]),
-                            *certs = strjoin("--cert-dir=", paths[KUBELET_FILE_CERT_DIR]),
-                            *name = p->node.node_name ? strjoin("--hostname-override=", p->node.node_name)
-                                                      : NULL,
-                            *ip = p->node.internal_ip ? strjoin("--node-ip=", p->node.internal_ip) : NULL;
-        if (!boot || !certs || (p->node.node_name && !name) || (p->node.internal_ip && !ip))
-                return -ENOMEM;
-        if (strv_extend(&flags, boot) < 0 || strv_extend(&flags, certs) < 0 ||
-            (name && strv_extend(&flags, name) < 0) || (ip && strv_extend(&flags, ip) < 0))
-                return -ENOMEM;
-        strv_sort(flags);
-        STRV_FOREACH (f, flags)
-                if (strpbrk(*f, " \t\"'\\$`") || string_has_cc(*f))
-                        return -EINVAL;
-        _cleanup_free_ char *joined = strv_join(flags, " ");
-        if (!joined)
-                return -ENOMEM;
-        *ret = strprintf("# The kubelet's flags beside %s, written by protokube (docs/workers.md).\n"
-                         "KUBELET_ARGS=\"%s\"\n",
-                         paths[KUBELET_FILE_CONFIG], joined);
-        return *ret ? 0 : -ENOMEM;
+        return kubelet_env_render(s, paths[KUBELET_FILE_CONFIG], flags, ret);
 }
 
 static int plan_status(PassKubeletPlan *k, PassJoinStage stage, int status, char *note) {
@@ -354,21 +325,7 @@ static int kubelet_boot_plan(const Pass *p, const PassObservation *o, PassPlan *
 
 /* One file of the kubelet directory, atomically and only when its bytes change. */
 static int write_kubelet_file(PassContext *ctx, KubeletFile f, const char *text, size_t len, mode_t mode) {
-        _cleanup_free_ char *path = kubelet_path(ctx->pass, f);
-        if (!path)
-                return -ENOMEM;
-        int r = write_file_atomic(path, text, len, mode, true);
-        if (r < 0) {
-                log_error_errno(r, "kubelet: cannot write %s: %m", path);
-                _cleanup_free_ char *why = strprintf("kubelet: cannot write %s: %s", path, pk_strerror(r));
-                pass_report_error(ctx->rep, PASS_STAGE_KUBELET, r, why);
-                return r;
-        }
-        if (r > 0) {
-                log_info("kubelet: wrote %s.", path);
-                ctx->rep->actions_applied++;
-        }
-        return 0;
+        return pass_kubelet_write(ctx, kubelet_file_names[f], text, len, mode);
 }
 
 static int kubelet_boot_apply(PassContext *ctx, PassWave wave) {

@@ -19,7 +19,7 @@ from netlab import NetLab
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "k8s"))
 sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
-from node import Node  # noqa: E402  (tests/k8s/node.py: containerd + kubelet)
+from node import Node, kubelet_spec  # noqa: E402  (tests/k8s/node.py: containerd + kubelet)
 from loopdev import loops_backed_by_files_under  # noqa: E402  (tests/integration/loopdev.py)
 
 # This machine's sandbox rejects traffic from its own (root) network namespace to the test network, while
@@ -137,6 +137,8 @@ class Master:
         self.cluster, self.name, self.addr, self.external, self.zone = cluster, name, addr, external, zone
         self.dir = os.path.join(cluster.workdir, "nodes", name)
         self.manifests = os.path.join(self.dir, "manifests")
+        self.config_dir = os.path.join(self.dir, "lib")
+        self.kubelet_dir = os.path.join(self.dir, "kubelet")
         self.mnt = os.path.join(self.dir, "mnt")
         self.logs = os.path.join(self.dir, "logs")
         for d in (self.manifests, self.mnt, self.logs):
@@ -152,13 +154,22 @@ class Master:
         # it (one writer of the node's state at a time, docs/pki.md); shared, it would serialize the masters
         self.state = os.path.join(self.dir, "state")
         self.spec = os.path.join(self.dir, "cluster.yaml")
+        # real mode: protokube renders the kubelet's files (docs/components.md), from the settings this machine
+        # needs
+        kubelet = kubelet_spec(name, f"/etc/netns/{cluster.lab.ns(name)}/resolv.conf") if cluster.real else ""
         with open(cluster.spec) as src, open(self.spec, "w") as dst:
-            dst.write(src.read().replace("  kubernetesVersion:", f"  pki:\n    dir: {self.pki}\n  kubernetesVersion:"))
+            dst.write(src.read().replace("  kubernetesVersion:",
+                                         f"  pki:\n    dir: {self.pki}\n{kubelet}  kubernetesVersion:"))
 
     def node_args(self):
         return ["--node-name", self.name, "--zone", self.zone, "--internal-ip", self.addr, "--external-ip",
-                self.external, "--pool", self.cluster.pool, "--manifest-dir", self.manifests,
-                "--mount-root", self.mnt]
+                self.external, "--pool", self.cluster.pool, *self.file_args()]
+
+    def file_args(self):
+        """Where this master's files go: a real master's /etc/kubernetes/manifests, /var/lib/<component>,
+        /var/lib/kubelet and /mnt, each a directory of its own here (one machine plays every master)."""
+        return ["--manifest-dir", self.manifests, "--config-dir", self.config_dir, "--kubelet-dir",
+                self.kubelet_dir, "--mount-root", self.mnt]
 
     def start(self, port):
         self.port = port
@@ -178,17 +189,19 @@ class Master:
 
     def start_node(self):
         """containerd and kubelet in the master's namespace, once protokube has issued the node's kubelet
-        client certificate (its first pass)."""
-        kubeconfig = os.path.join(self.pki, "kubelet", "kubeconfig")
+        client certificate and written the kubelet's files (its first pass): the kubelet starts from those
+        (config.yaml, kubelet.env), as its init system would start it."""
+        need = [os.path.join(self.pki, "kubelet", "kubeconfig"), os.path.join(self.kubelet_dir, "kubelet.env")]
         deadline = time.monotonic() + 60
-        while not os.path.exists(kubeconfig):
+        while not all(os.path.exists(p) for p in need):
             if self.protokube.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"master {self.name}: no kubelet kubeconfig from protokube; see {self.logs}")
+                raise RuntimeError(f"master {self.name}: no kubelet kubeconfig or kubelet.env from protokube; "
+                                   f"see {self.logs}")
             time.sleep(0.1)
         ns = self.cluster.lab.ns(self.name)
-        self.node = Node(self.name, self.manifests, os.path.join(self.pki, "kube-apiserver", "ca.crt"), kubeconfig,
-                         self.addr, netns=ns, resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True,
-                         etcd_images=[ETCD_IMAGE_REAL], base=self.node_base(), cni=not self.cluster.kubenet,
+        self.node = Node(self.name, self.manifests, None, None, self.addr, netns=ns,
+                         resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True, etcd_images=[ETCD_IMAGE_REAL],
+                         base=self.node_base(), kubelet_files=self.kubelet_dir, cni=not self.cluster.kubenet,
                          taints=self.cluster.master_taints, own_pod_logs=self.cluster.own_pod_logs)
         self.node.start()
 

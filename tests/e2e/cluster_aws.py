@@ -57,7 +57,7 @@ def volume_id(cluster, member):
 class MasterAws(Master):
     def node_args(self):
         # No --node-name/--zone/--internal-ip/--pool: the aws provider takes them from IMDS.
-        return ["--manifest-dir", self.manifests, "--mount-root", self.mnt]
+        return self.file_args()
 
     def env(self):
         c = self.cluster

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402
 import scenario  # noqa: E402
 from cluster import SUFFIX, protokube_bin, stop_process  # noqa: E402
-from node import PODNET_IMAGE, Node, k8s_bin  # noqa: E402
+from node import PODNET_IMAGE, Node, k8s_bin, kubelet_spec  # noqa: E402
 from scenario import ADDRS, Scenario, ScenarioError, wait_for  # noqa: E402
 
 NET = os.environ.get("PROTOKUBE_WORKERS_NET", "198.18.46")
@@ -99,7 +99,7 @@ class Worker:
         self.pin = pin
         self.node = Node(name, self.manifests, None, None, self.addr, netns=self.ns,
                          resolv_conf=f"/etc/netns/{self.ns}/resolv.conf", keep_server=True,
-                         base=os.path.join(self.dir, "node"), worker_kubelet_dir=self.kubelet_dir, cni=False,
+                         base=os.path.join(self.dir, "node"), kubelet_files=self.kubelet_dir, cni=False,
                          own_pod_logs=True)
         self.spec = self.write_spec()
         self.run_proc = None
@@ -124,12 +124,7 @@ class Worker:
         assert "stateStore" not in text and "pki:" not in text and "@" not in text, text
         # the node's resolver (the test's DNS server): host-network pods (kube-proxy) resolve api.internal
         # through it, as the kubelet does
-        resolv = f"/etc/netns/{self.ns}/resolv.conf"
-        kubelet = ("  kubelet:\n    cgroupDriver: cgroupfs\n"
-                   f"    cgroupRoot: {self.node.cgroup_root}\n    failSwapOn: false\n    resolvConf: {resolv}\n"
-                   "    imageGCHighThresholdPercent: 100\n    imageGCLowThresholdPercent: 99\n"
-                   "    evictionHard:\n      memory.available: 1Mi\n      nodefs.available: 1%\n"
-                   "      imagefs.available: 1%\n")
+        kubelet = kubelet_spec(self.name, f"/etc/netns/{self.ns}/resolv.conf")
         path = os.path.join(self.dir, "cluster.yaml")
         with open(path, "w") as f:
             f.write(text.replace("  kubernetesVersion:", kubelet + "  kubernetesVersion:"))
@@ -140,6 +135,7 @@ class Worker:
                 "--role", "worker", "--node-name", self.node_name, "--zone", "zone-a", "--internal-ip", self.addr,
                 "--pool", self.c.pool, "--mount-root", os.path.join(self.dir, "mnt"),
                 "--manifest-dir", self.manifests, "--kubelet-dir", self.kubelet_dir,
+                "--config-dir", os.path.join(self.dir, "lib"),
                 "--token-file", token_file or self.token_file, "--ca-pin", pin or self.pin]
 
     def join_plan(self, **kw):

@@ -126,6 +126,14 @@ class VolEnv:
     def manifest_dir(self, node):
         return os.path.join(self.base, "manifests-" + node)
 
+    def config_dir(self, node):
+        """The node's --config-dir: its components' configuration files (never the machine's /var/lib)."""
+        return os.path.join(self.base, "lib-" + node)
+
+    def kubelet_dir(self, node):
+        """The node's --kubelet-dir: its kubelet's configuration and flags."""
+        return os.path.join(self.base, "kubelet-" + node)
+
     def mount_path(self, node, vol):
         return os.path.join(self.mount_root(node), "master-" + vol)
 
@@ -134,7 +142,8 @@ class VolEnv:
         return [self.bin, "-c", self.spec, verb, "--node-name", node, "--zone", zone,
                 "--internal-ip", node_ip(node),
                 "--pool", self.pool, "--mount-root", self.mount_root(node),
-                "--manifest-dir", self.manifest_dir(node), *extra]
+                "--manifest-dir", self.manifest_dir(node), "--config-dir", self.config_dir(node),
+                "--kubelet-dir", self.kubelet_dir(node), *extra]
 
     def pk(self, verb, node, *extra, check=None, timeout=120, zone="z1", env=None):
         e = dict(os.environ, **env) if env else None

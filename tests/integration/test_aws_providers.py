@@ -157,7 +157,8 @@ class AwsEnv:
 
     def argv(self, verb, k, *extra):
         return [protokube_bin(), "-c", self.spec, verb, "--mount-root", self.mount_root(k),
-                "--manifest-dir", self.manifest_dir(k), *extra]
+                "--manifest-dir", self.manifest_dir(k), "--config-dir", os.path.join(self.base, f"lib-{k}"),
+                "--kubelet-dir", os.path.join(self.base, f"kubelet-{k}"), *extra]
 
     def pk(self, verb, k, *extra, check=None, secret=SECRET, timeout=180):
         p = subprocess.run(self.argv(verb, k, *extra), capture_output=True, text=True, env=self.env(k, secret),

@@ -89,6 +89,7 @@ class Node:
         self.proc = subprocess.Popen(
             [protokube_bin(), "-c", self.spec, "--log-format", "json", "run", "--node-name", "a", "--zone", "z1",
              "--internal-ip", "192.0.2.11", "--pool", self.pool, "--manifest-dir", self.manifests,
+             "--config-dir", os.path.join(self.tmp, "lib"), "--kubelet-dir", os.path.join(self.tmp, "kubelet"),
              "--mount-root", self.mnt, "--listen", f"127.0.0.1:{self.port}", "--interval", "30s"],
             stdout=subprocess.DEVNULL, stderr=self.log, env=env)
 
@@ -228,7 +229,8 @@ def test_bad_listen_address_is_an_error(node):
     os.makedirs(node.pool)
     p = subprocess.run([protokube_bin(), "-c", node.spec, "run", "--pool", node.pool, "--listen", "localhost",
                         "--node-name", "a", "--zone", "z1", "--internal-ip", "192.0.2.11",
-                        "--manifest-dir", node.manifests, "--mount-root", node.mnt],
+                        "--manifest-dir", node.manifests, "--mount-root", node.mnt,
+                        "--config-dir", os.path.join(node.tmp, "lib"), "--kubelet-dir", os.path.join(node.tmp, "kubelet")],
                        capture_output=True, text=True, timeout=10)
     assert p.returncode == 1
     assert "'localhost'" in p.stderr

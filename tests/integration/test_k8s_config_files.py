@@ -1,10 +1,11 @@
 # The configuration files protokube renders (docs/components.md, "Configuration files") against the real
-# 1.20.2 binaries (scripts/k8s-binaries.sh): the kubelet and kube-proxy start with the files rendered from
-# tests/golden/manifests/config-files.yaml and complain about nothing, kube-proxy reports on /configz what its
-# file says, field by field; a file with an unknown field or the wrong kind fails these checks (1.20.2 only
-# warns about an unknown field and starts: the check treats the warning as a failure). And the reason the
-# 1.20 kube-scheduler keeps its flags: with a configuration file it serves plain HTTP on port 10251 whatever
-# --port says, which its flags keep closed.
+# 1.20.2 binaries (scripts/k8s-binaries.sh): the kubelet, kube-proxy and kube-scheduler start with the files
+# rendered from tests/golden/manifests/config-files.yaml and complain about nothing, kube-proxy and kube-scheduler
+# report on /configz what their files say, field by field; a file with an unknown field or the wrong kind fails
+# these checks (1.20.2 only warns about an unknown field and starts: the check treats the warning as a failure).
+# And why each scheduler instance has a port of its own: with a configuration file the 1.20 kube-scheduler
+# always serves plain HTTP on the file's healthzBindAddress (loopback here), whatever --port says, with no
+# SO_REUSEPORT: a second scheduler on that address does not start.
 #
 # No cluster is needed. Each binary runs in a network namespace of its own (loopback only) against a
 # kubeconfig whose server is 127.0.0.1:1 (refused at once): the kubelet exits by itself right after it has
@@ -223,28 +224,63 @@ def test_a_broken_file_fails_the_check(k8s_bin, rendered, tmp_path, component, b
     assert want in str(e.value), str(e.value)
 
 
-def test_kube_scheduler_1_20_keeps_its_flags(k8s_bin, rendered, tmp_path):
-    """1.20 renders no scheduler file: its flags keep port 10251 closed (--port=0), which the 1.20.2 binary
-    opens with any configuration file, --port=0 or not."""
+def scheduler_configz(proc, port):
+    r = proc.netns(["curl", "-s", "-m", "2", f"http://127.0.0.1:{port}/configz"])
+    return r.stdout if r.returncode == 0 and r.stdout.startswith("{") else None
+
+
+def test_kube_scheduler_runs_its_rendered_file_and_reports_it(k8s_bin, rendered, tmp_path):
+    """The 1.20 scheduler reads its v1beta1 file (no --port beside it: it would have no effect), serves its
+    unauthenticated health and metrics on loopback only, and /configz there holds every field of the file."""
     need_root()
-    assert not (rendered / "kube-scheduler.yaml").exists()
     flags = flags_of(rendered / "kube-scheduler.manifest")
-    assert "--port=0" in flags and not [f for f in flags if f.startswith("--config=")]
-    kubeconfig = tmp_path / "node" / "kube-scheduler" / "kubeconfig"
-    assert f"--kubeconfig={kubeconfig}" in flags
-    v1beta1 = tmp_path / "scheduler-v1beta1.yaml"
-    v1beta1.write_text("apiVersion: kubescheduler.config.k8s.io/v1beta1\nkind: KubeSchedulerConfiguration\n"
-                       f"clientConnection:\n  kubeconfig: {kubeconfig}\n")
+    assert "--config=/var/lib/kube-scheduler/config.yaml" in flags
+    assert not [f for f in flags if f.startswith(("--port", "--kubeconfig", "--leader-elect"))], flags
+    file = rendered / "kube-scheduler.yaml"
+    assert "healthzBindAddress: \"127.0.0.1:10251\"" in file.read_text()
+    proc = Running([os.path.join(k8s_bin, "kube-scheduler"), *with_config(flags, file)],
+                   tmp_path / "kube-scheduler.log")
+    try:
+        served = proc.wait(lambda p: scheduler_configz(p, 10251) is not None)
+        body = scheduler_configz(proc, 10251)
+        sockets = proc.netns(["ss", "-Hltn"]).stdout
+    finally:
+        proc.stop()
+    out = proc.output()
+    assert served and body, f"kube-scheduler did not serve /configz within {WAIT_SECONDS}s:\n{out[-3000:]}"
+    assert not complaints(out)
+    assert re.search(r"127\.0\.0\.1:10251\s", sockets) and not re.search(r"(\*|0\.0\.0\.0|\[::\]):10251\s",
+                                                                          sockets), sockets
+    assert configz.mismatches(file.read_text(), configz.section(body, "kube-scheduler")) == []
+
+
+def test_two_schedulers_need_two_insecure_ports(k8s_bin, rendered, tmp_path):
+    """Two schedulers of one master (the bootstrap pod and the self-hosted one during the pivot, a checkpoint
+    and its successor) share the secure port with --permit-port-sharing, but not the file's insecure server: the
+    second one with the same file exits ("address already in use"); with the port + 10 (the self-hosted
+    instance's, docs/components.md) both run."""
+    need_root()
+    flags = [*flags_of(rendered / "kube-scheduler.manifest"), "--permit-port-sharing=true"]
     binary = os.path.join(k8s_bin, "kube-scheduler")
-    for extra, insecure in (([], False), ([f"--config={v1beta1}"], True)):
-        proc = Running([binary, *flags, *extra], tmp_path / f"kube-scheduler-{insecure}.log")
+    first = rendered / "kube-scheduler.yaml"
+    moved = tmp_path / "self-hosted.yaml"
+    moved.write_text(first.read_text().replace("127.0.0.1:10251", "127.0.0.1:10261"))
+    for second, runs in ((first, False), (moved, True)):
+        a = Running([binary, *with_config(flags, first)], tmp_path / "a.log")
         try:
-            assert proc.wait(lambda p: p.listening(10259)), proc.output()[-3000:]
-            listening = proc.listening(10251)
+            assert a.wait(lambda p: p.listening(10251)), a.output()[-3000:]
+            b = Running(["nsenter", f"--net=/proc/{a.p.pid}/ns/net", binary, *with_config(flags, second)],
+                        tmp_path / "b.log")
+            try:
+                if runs:
+                    assert b.wait(lambda p: scheduler_configz(a, 10261) is not None), b.output()[-3000:]
+                else:
+                    b.p.wait(timeout=WAIT_SECONDS)
+                    assert "address already in use" in b.output(), b.output()[-3000:]
+            finally:
+                b.stop()
         finally:
-            proc.stop()
-        assert listening == insecure, (extra, proc.output()[-2000:])
-        assert not complaints(proc.output())
+            a.stop()
 
 
 def test_configz_comparison():

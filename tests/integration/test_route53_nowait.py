@@ -73,7 +73,8 @@ class Daemon:
         self.log_path = os.path.join(env.base, "daemon.log")
         self.proc = subprocess.Popen(
             [protokube_bin(), "-c", env.spec, "--log-format", "json", "run", "--mount-root", env.mount_root(0),
-             "--manifest-dir", env.manifest_dir(0), "--listen", f"127.0.0.1:{self.port}", "--interval", interval],
+             "--manifest-dir", env.manifest_dir(0), "--config-dir", os.path.join(env.base, "lib"),
+             "--kubelet-dir", os.path.join(env.base, "kubelet"), "--listen", f"127.0.0.1:{self.port}", "--interval", interval],
             stdout=subprocess.DEVNULL, stderr=open(self.log_path, "ab"), env=env.env(0))
 
     def get(self, path):

@@ -70,7 +70,7 @@ class Worker:
         argv = ["ip", "netns", "exec", self.api.ns, protokube_bin(), "-c", self.spec, *verb.split(), "--role", "worker",
                 "--node-name", self.name, "--zone", "z1", "--internal-ip", WORKER_IP, "--pool", env.pool,
                 "--mount-root", os.path.join(self.dir, "mnt"), "--manifest-dir", os.path.join(self.dir, "manifests"),
-                "--kubelet-dir", self.kubelet_dir, "--token-file", self.token_file, "--ca-pin", pin or self.pin]
+                "--kubelet-dir", self.kubelet_dir, "--config-dir", os.path.join(self.dir, "lib"), "--token-file", self.token_file, "--ca-pin", pin or self.pin]
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if check is not None and p.returncode != check:
             raise AssertionError(f"worker {verb} exited {p.returncode}, wanted {check}\n"

@@ -155,7 +155,7 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
         wnode = Node(WORKER, os.path.join(base, "manifests"), None, None, WORKER_IP, netns=wns, hosts_file=hosts,
-                     base=os.path.join(base, "node"), worker_kubelet_dir=os.path.join(base, "kubelet"), cni=False,
+                     base=os.path.join(base, "node"), kubelet_files=os.path.join(base, "kubelet"), cni=False,
                      own_pod_logs=True)
         spec = worker_spec(env, base, hosts, wnode.cgroup_root, wnode.cni_conf_dir())
         os.makedirs(os.path.join(base, "manifests"))
@@ -164,19 +164,20 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         wargv = ["nsenter", f"--net=/run/netns/{wns}", protokube_bin(), "-c", spec, "once", "--role", "worker",
                  "--node-name", WORKER, "--zone", "z1", "--internal-ip", WORKER_IP, "--pool", env.pool,
                  "--mount-root", os.path.join(base, "mnt"), "--manifest-dir", os.path.join(base, "manifests"),
-                 "--kubelet-dir", wnode.worker_kubelet_dir, "--token-file", token_file, "--ca-pin", pin]
+                 "--kubelet-dir", wnode.kubelet_files, "--config-dir", os.path.join(base, "lib"),
+                 "--token-file", token_file, "--ca-pin", pin]
 
         def worker_pass():
             # the pod network waits for the kubelet, which starts from these files: the pass reports that
             # wait (exit 1) until then
             p = subprocess.run(wargv, capture_output=True, text=True, timeout=120)
-            done = os.path.exists(os.path.join(wnode.worker_kubelet_dir, "kubelet.env"))
+            done = os.path.exists(os.path.join(wnode.kubelet_files, "kubelet.env"))
             return done, p.stderr[-2000:]
         wait("the worker's pass (its hosts file, the CA with the pin, the kubelet's files)", worker_pass, 120,
              node, interval=2)
         assert re.search(rf"^{re.escape(NODE_IP)}\s+api\.internal\.{re.escape(CLUSTER)}$", open(hosts).read(),
                          re.M), open(hosts).read()
-        assert sorted(os.listdir(wnode.worker_kubelet_dir)) == ["bootstrap-kubeconfig", "ca.crt", "config.yaml",
+        assert sorted(os.listdir(wnode.kubelet_files)) == ["bootstrap-kubeconfig", "ca.crt", "config.yaml",
                                                                "kubelet.env"]
 
         # before its kubelet runs, the join waits at the CSR: the token is taken, the pin checked
@@ -213,9 +214,9 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         assert "csr: ok: the kubelet has its client certificate\n" in j.stdout, j.stdout
 
         # the kubelet runs on what it was given: its client certificate from the CSR, in its cert dir
-        pki = os.path.join(wnode.worker_kubelet_dir, "pki")
+        pki = os.path.join(wnode.kubelet_files, "pki")
         assert os.path.exists(os.path.join(pki, "kubelet-client-current.pem")), os.listdir(pki)
-        assert os.path.exists(os.path.join(wnode.worker_kubelet_dir, "kubeconfig"))
+        assert os.path.exists(os.path.join(wnode.kubelet_files, "kubeconfig"))
         # the worker holds no private key of the CA: none of the cluster's keys is anywhere under its tree
         for root, _, files in os.walk(base):
             for fn in files:

@@ -65,6 +65,25 @@ def k8s_images(etcd_images=()):
         return d, json.load(f)
 
 
+def cgroup_root_of(name):
+    """The node's cgroup root: one per node and run, so two runs (or two nodes) never share one."""
+    return f"/pk-node-{name}-{os.getpid()}"
+
+
+def kubelet_spec(name, resolv_conf):
+    """spec.kubelet for a node of this machine, for protokube to render its kubelet's files from: cgroupfs under
+    the node's own root, no swap check, its resolver; images never collected and the node never evicting for a
+    shared machine's busy disk (they cannot be pulled again); static pods seen within a second, and a mirror pod
+    whose creation failed while the apiserver was starting retried every 10 s (the 1m default delays a cold
+    start's mirror pods by a minute)."""
+    return ("  kubelet:\n    cgroupDriver: cgroupfs\n"
+            f"    cgroupRoot: {cgroup_root_of(name)}\n    failSwapOn: false\n    resolvConf: {resolv_conf}\n"
+            "    fileCheckFrequency: 1s\n    syncFrequency: 10s\n"
+            "    imageGCHighThresholdPercent: 100\n    imageGCLowThresholdPercent: 99\n"
+            "    evictionHard:\n      memory.available: 1Mi\n      nodefs.available: 1%\n"
+            "      imagefs.available: 1%\n")
+
+
 def mounts_under(prefix):
     """Mount points at or below prefix, deepest first."""
     out = set()
@@ -104,7 +123,7 @@ class Node:
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
-                 resolv_conf=None, keep_server=False, worker_kubelet_dir=None, cni=True, taints=(),
+                 resolv_conf=None, keep_server=False, kubelet_files=None, cni=True, taints=(),
                  own_pod_logs=False):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
@@ -115,9 +134,10 @@ class Node:
         # keep_server: kubelet talks to the kubeconfig's server as written (protokube's kubelet kubeconfig:
         # api.internal.<C> on a self-hosted master, docs/pki.md), resolved through resolv_conf; else 127.0.0.1
         self.keep_server = keep_server
-        # a worker: protokube wrote the kubelet's files there (docs/workers.md: config.yaml, kubelet.env with
-        # KUBELET_ARGS, the bootstrap kubeconfig); the kubelet starts from them, not from this harness's
-        self.worker_kubelet_dir = worker_kubelet_dir
+        # protokube wrote the kubelet's files there (config.yaml, kubelet.env with KUBELET_ARGS; a worker's
+        # bootstrap kubeconfig: docs/workers.md, a master's: docs/components.md); the kubelet starts from them,
+        # not from this harness's
+        self.kubelet_files = kubelet_files
         # cni: this harness writes the node's CNI network (in a namespace of the test); False: protokube does
         # (spec.networking.provider kubenet, cniConfDir = cni_conf_dir())
         self.cni = cni
@@ -133,7 +153,7 @@ class Node:
         self.own_base = base is None
         os.makedirs(self.base, exist_ok=True)
         # One cgroup root per node and run, so two runs (or two nodes) never share one.
-        self.cgroup_root = f"/pk-node-{name}-{os.getpid()}"
+        self.cgroup_root = cgroup_root_of(name)
         self.sock = os.path.join(self.base, "containerd", "containerd.sock")
         self.kubelet_root = os.path.join(self.base, "kubelet")
         self.pod_logs_root = self.path("pod-logs") if own_pod_logs else POD_LOGS
@@ -386,24 +406,26 @@ state = "{cd}/state"
             run(["mount", "--bind", self.kubelet_root, self.kubelet_root])
         run(["mount", "--make-shared", self.kubelet_root])
 
-    def worker_kubelet_argv(self):
-        """A worker's kubelet as its init system would start it: the flags protokube wrote (KUBELET_ARGS of
+    def files_kubelet_argv(self):
+        """The kubelet as its init system would start it: the flags protokube wrote (KUBELET_ARGS of
         kubelet.env, --config among them), and this machine's own (where kubelet keeps its state, the
-        container runtime's socket, the pause image)."""
-        with open(os.path.join(self.worker_kubelet_dir, "kubelet.env")) as f:
+        container runtime's socket, the pause image, the taints a master's kubelet registers its Node with)."""
+        with open(os.path.join(self.kubelet_files, "kubelet.env")) as f:
             m = re.search(r'^KUBELET_ARGS="([^"]*)"$', f.read(), re.M)
         if not m:
-            raise ValueError(f"{self.worker_kubelet_dir}/kubelet.env: no KUBELET_ARGS line")
+            raise ValueError(f"{self.kubelet_files}/kubelet.env: no KUBELET_ARGS line")
         argv = [os.path.join(k8s_bin(), "kubelet"), *m.group(1).split(), "--root-dir", self.kubelet_root,
                 "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
                 "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
-                f"--pod-infra-container-image={PAUSE_IMAGE}", "--v=2"]
+                f"--pod-infra-container-image={PAUSE_IMAGE}"]
+        if self.taints:
+            argv.append("--register-with-taints=" + ",".join(self.taints))
         return self.kubelet_namespaces(argv)
 
     def start_kubelet(self):
-        if self.worker_kubelet_dir:
+        if self.kubelet_files:
             os.makedirs(self.kubelet_root, exist_ok=True)
-            argv = self.worker_kubelet_argv()
+            argv = self.files_kubelet_argv()
         else:
             argv = self.kubelet_argv(*self.write_kubelet_files())
         if self.hosts_file:

@@ -19,6 +19,7 @@
 #include "daemon/step-etcd-manifests.h"
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
+#include "daemon/step-kubelet-config.h"
 #include "daemon/step-members.h"
 #include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
@@ -680,6 +681,7 @@ static const PassStep *const all_steps[] = {
         &pass_step_backups,
         &pass_step_api_view,
         &pass_step_kubelet_boot,
+        &pass_step_kubelet_config,
         &pass_step_join,
         &pass_step_pod_network_master,
         &pass_step_pod_network_worker,
@@ -699,7 +701,7 @@ static size_t steps_of(NodeRole role, const PassStep **ret) {
 static void test_master_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_MASTER, steps);
-        assert_int_equal(n, 14);
+        assert_int_equal(n, 15);
         assert_null(pass_role(_NODE_ROLE_MAX));
         check_table(NODE_ROLE_MASTER, steps, n);
 }
