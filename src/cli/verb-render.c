@@ -272,8 +272,8 @@ int verb_render(CliContext *ctx, char **args) {
                 return EXIT_ERROR;
         if (a.self_hosted)
                 return render_self_hosted(&a, spec, n_masters) < 0 ? EXIT_ERROR : EXIT_SUCCESS;
-        ControlPlaneParams params = { .etcd = assign, .n_etcd = a.n_etcd, .form = COMPONENT_FORM_FILE };
-        r = control_plane_render_with(spec, &params, &m, &failed);
+        ControlPlaneParams params = { .etcd = assign, .n_etcd = a.n_etcd };
+        r = control_plane_render(spec, &params, &m, &failed);
         if (r == -ENOENT && failed && streq(failed, "etcd")) {
                 log_error("An --etcd-member names an etcd cluster that is not in the spec's etcdClusters.");
                 return EXIT_ERROR;

@@ -29,7 +29,8 @@ typedef enum ComponentForm {
          * file of the operator's (component_config_file()): the pod gets --config and the flags of the
          * settings that file has no field for, and mounts the file's directory */
         COMPONENT_FORM_FILE,
-        /* every setting a flag, no file: what a pass writes as long as it writes only manifests */
+        /* every setting a flag, no file: the flag the field table gives each setting (the unit tests check
+         * the tables' flags with it; no pod runs in this form) */
         COMPONENT_FORM_FLAGS,
         _COMPONENT_FORM_MAX,
 } ComponentForm;

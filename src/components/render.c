@@ -84,11 +84,11 @@ static int add_pod(RenderedManifests *m, const char *name, Pod *pod, char *const
 static int add_component(RenderedManifests *m, const ClusterSpec *spec, Component c,
                          const ControlPlaneParams *p) {
         _cleanup_(pod_freep) Pod *pod = NULL;
-        int r = component_pod_build_form(c, spec, p->form, &pod);
+        int r = component_pod_build_form(c, spec, COMPONENT_FORM_FILE, &pod);
         if (r < 0 || !pod) /* NULL: disabled */
                 return r;
         r = add_pod(m, component_to_string(c), pod, p->pod_annotations);
-        if (r < 0 || p->form != COMPONENT_FORM_FILE)
+        if (r < 0)
                 return r;
         ComponentConfigFile f = {};
         r = component_config_file(c, spec, &f);
@@ -99,19 +99,8 @@ static int add_component(RenderedManifests *m, const ClusterSpec *spec, Componen
         return r;
 }
 
-int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
-                         char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed) {
-        ControlPlaneParams p = {
-                .etcd = etcd,
-                .n_etcd = n_etcd,
-                .pod_annotations = pod_annotations,
-                .form = COMPONENT_FORM_FLAGS,
-        };
-        return control_plane_render_with(spec, &p, ret, ret_failed);
-}
-
-int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams *p, RenderedManifests *ret,
-                              const char **ret_failed) {
+int control_plane_render(const ClusterSpec *spec, const ControlPlaneParams *p, RenderedManifests *ret,
+                         const char **ret_failed) {
         _cleanup_(rendered_manifests_done) RenderedManifests m = {};
         const EtcdMemberAssignment *etcd = p->etcd;
         size_t n_etcd = p->n_etcd;

@@ -43,18 +43,12 @@ typedef struct ControlPlaneParams {
         const EtcdMemberAssignment *etcd;
         size_t n_etcd;
         char *const *pod_annotations;
-        /* COMPONENT_FORM_FILE: kube-scheduler and kube-proxy read the configuration files in ret->files,
-         * where the version has one; COMPONENT_FORM_FLAGS: every setting a flag, no files. */
-        ComponentForm form;
 } ControlPlaneParams;
 
-int control_plane_render_with(const ClusterSpec *spec, const ControlPlaneParams *p, RenderedManifests *ret,
-                              const char **ret_failed);
-
-/* The same with every setting a flag (COMPONENT_FORM_FLAGS): what a pass writes as long as it writes the
- * manifests only, for a component pointed at a file nobody writes would not start. */
-int control_plane_render(const ClusterSpec *spec, const EtcdMemberAssignment *etcd, size_t n_etcd,
-                         char *const *pod_annotations, RenderedManifests *ret, const char **ret_failed);
+/* kube-scheduler and kube-proxy read the configuration files in ret->files (COMPONENT_FORM_FILE), where
+ * the version has one, at the paths of the spec's node_config_dir. */
+int control_plane_render(const ClusterSpec *spec, const ControlPlaneParams *p, RenderedManifests *ret,
+                         const char **ret_failed);
 
 /* kube-proxy's static pod alone, for a node outside the control plane (a worker: its copy of the spec names
  * the node's own kubeconfig, name and configuration directory): its manifest's file name

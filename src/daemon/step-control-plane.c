@@ -140,11 +140,8 @@ static int control_plane_plan(const Pass *pass, const PassObservation *o, PassPl
                 return 0;
         }
         node_spec.kube_apiserver.advertise_address = (char *)advertise;
-        ControlPlaneParams params = {
-                .pod_annotations = plan->certs.managed ? annotations : NULL,
-                .form = COMPONENT_FORM_FILE,
-        };
-        int r = control_plane_render_with(&node_spec, &params, &plan->control_plane, &plan->render_failed);
+        ControlPlaneParams params = { .pod_annotations = plan->certs.managed ? annotations : NULL };
+        int r = control_plane_render(&node_spec, &params, &plan->control_plane, &plan->render_failed);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

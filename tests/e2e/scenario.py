@@ -18,6 +18,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import CLUSTER, HERE, SUFFIX, Cluster, protokube_bin, run, stop_process  # noqa: E402
 from node import k8s_bin  # noqa: E402  (tests/k8s, on the path through cluster)
+import configz  # noqa: E402  (tests/k8s: a rendered file against /configz)
+import yaml  # noqa: E402
 
 # One master per zone, as kops lays them out: the volumes of member m live in zone-m, and the master that
 # replaces b comes up in b's zone. Addresses: the test network's range (netlab.py); the "external" ones are
@@ -194,6 +196,58 @@ class Scenario:
         if p.returncode != 0:
             raise ScenarioError(f"kubectl create configmap: {p.stderr}")
         self.tl.mark("ConfigMap default/e2e written")
+        self.check_configz(self.c.masters.values())
+
+    # --- the components' configuration files (docs/components.md)
+    def scheduler_file(self, m):
+        """The KubeSchedulerConfiguration master m's kube-scheduler runs: its static pod's, from the pass."""
+        with open(os.path.join(m.config_dir, "kube-scheduler", "config.yaml")) as f:
+            return f.read()
+
+    def configz_mismatches(self, component, file_text, body, where):
+        if not body or not body.startswith("{"):
+            return [f"{where}: {component} serves no /configz: {body[:200]!r}"]
+        return [f"{where}: {component}: {x}" for x in configz.mismatches(
+            file_text, configz.section(body, component), omits_zero=component in configz.OMITS_ZERO)]
+
+    def kubelet_configz(self, node, kubelet_dir):
+        """Mismatches between node's kubelet /configz (through the API's node proxy) and the config.yaml protokube
+        wrote in its --kubelet-dir."""
+        with open(os.path.join(kubelet_dir, "config.yaml")) as f:
+            text = f.read()
+        body = wait_for(f"{node}'s kubelet /configz", lambda: (lambda p: p.stdout if p.returncode == 0 else None)(
+            self.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/configz")), 60, 1)
+        return self.configz_mismatches("kubelet", text, body, node)
+
+    def served_configz(self, host, component, text, addr):
+        """Mismatches between what component serves on /configz at addr (plain HTTP on the node's loopback:
+        kube-proxy's metrics address, the 1.20 scheduler's insecure one), asked in host's network namespace, and
+        its file's text."""
+        body = wait_for(f"{host}'s {component} /configz on {addr}", lambda: (
+            lambda p: p.stdout if p.returncode == 0 and p.stdout.startswith("{") else None)(
+            self.c.run_in(host, ["curl", "-s", "-m", "2", f"http://{addr}/configz"])), 60, 1)
+        return self.configz_mismatches(component, text, body, host)
+
+    def check_configz(self, masters):
+        """Every master's kubelet, kube-scheduler and (where it runs from the pass's file) kube-proxy run what the
+        files protokube rendered say, field by field."""
+        bad, what = [], {"kubelet", "kube-scheduler"}
+        for m in masters:
+            bad += self.kubelet_configz(m.name, m.kubelet_dir)
+            sched = self.scheduler_file(m)
+            addr = yaml.safe_load(sched).get("healthzBindAddress")
+            if not addr:
+                raise ScenarioError(f"{m.name}: the scheduler's file has no healthzBindAddress (1.20 to 1.22 do)")
+            bad += self.served_configz(m.name, "kube-scheduler", sched, addr)
+            proxy = os.path.join(m.config_dir, "kube-proxy", "config.yaml")
+            if os.path.exists(proxy):
+                with open(proxy) as f:
+                    bad += self.served_configz(m.name, "kube-proxy", f.read(), "127.0.0.1:10249")
+                what.add("kube-proxy")
+        if bad:
+            raise ScenarioError("a component does not run its rendered file:\n" + "\n".join(bad))
+        self.tl.mark(f"/configz of {', '.join(sorted(what))} on {', '.join(m.name for m in masters)}: every field "
+                     "of their rendered files")
 
     def lease_holder(self):
         """The master whose kube-controller-manager holds the leader lease: the lease names the holder by

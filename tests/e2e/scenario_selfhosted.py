@@ -176,6 +176,18 @@ class SelfHostedScenario(Scenario):
         if first_turn is not None:
             self.pivot["turns"] = self.api_since(first_turn)
             self.tl.mark(f"from the first master's turn on: {self.probe_summary(self.pivot['turns'])}")
+        self.check_configz(self.c.masters.values())
+
+    def scheduler_file(self, m):
+        """The self-hosted scheduler's file: its ConfigMap's config.yaml (its own port, 10261: the checkpoint's
+        copy beside it has another)."""
+        p = self.kubectl("get", "configmap", "-n", "kube-system", "kube-scheduler-kube-scheduler", "-o", "json")
+        if p.returncode != 0:
+            raise ScenarioError(f"kubectl get configmap kube-scheduler-kube-scheduler: {p.stderr}")
+        data = json.loads(p.stdout)["data"]
+        if "127.0.0.1:10261" not in data["config.yaml"] or "127.0.0.1:10271" not in data["checkpoint.config.yaml"]:
+            raise ScenarioError(f"the scheduler's ConfigMap does not give each instance its port: {data}")
+        return data["config.yaml"]
 
     def first_log_time(self, prefix):
         """The wall-clock time of the first line of any master's protokube log whose message starts with prefix."""

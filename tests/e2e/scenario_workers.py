@@ -93,6 +93,7 @@ class Worker:
         os.makedirs(self.dir)
         self.ns = c.lab.add_host(name, self.addr)
         self.kubelet_dir = os.path.join(self.dir, "kubelet")
+        self.config_dir = os.path.join(self.dir, "lib")
         self.manifests = os.path.join(self.dir, "manifests")
         os.makedirs(self.manifests)
         self.token_file = self.secret_file("token", token)
@@ -135,7 +136,7 @@ class Worker:
                 "--role", "worker", "--node-name", self.node_name, "--zone", "zone-a", "--internal-ip", self.addr,
                 "--pool", self.c.pool, "--mount-root", os.path.join(self.dir, "mnt"),
                 "--manifest-dir", self.manifests, "--kubelet-dir", self.kubelet_dir,
-                "--config-dir", os.path.join(self.dir, "lib"),
+                "--config-dir", self.config_dir,
                 "--token-file", token_file or self.token_file, "--ca-pin", pin or self.pin]
 
     def join_plan(self, **kw):
@@ -278,6 +279,14 @@ class WorkersScenario(Scenario):
         if ready != ["a", "b", "c", "w1", "w2"]:
             raise ScenarioError(f"Ready nodes: {ready}")
         self.tl.mark("5 Ready nodes: " + ", ".join(ready) + "; `join plan` on each worker: done")
+        bad = []
+        for w in ws:
+            bad += self.kubelet_configz(w.name, w.kubelet_dir)
+            with open(os.path.join(w.config_dir, "kube-proxy", "config.yaml")) as f:
+                bad += self.served_configz(w.name, "kube-proxy", f.read(), "127.0.0.1:10249")
+        if bad:
+            raise ScenarioError("a worker's component does not run its rendered file:\n" + "\n".join(bad))
+        self.tl.mark("/configz of the kubelet and kube-proxy on w1, w2: every field of their rendered files")
 
     def step4_workloads(self):
         self.say("\n4. A Deployment on the workers; pod to pod, a Service, logs and exec")

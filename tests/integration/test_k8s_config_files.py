@@ -297,3 +297,8 @@ def test_configz_comparison():
         "featureGates.A: the file says True, the component runs False",
         "nodePortAddresses: the file says ['127.0.0.0/8'], the component runs []",
     ]
+    # the kubelet's section leaves out zero values (omitempty): not reported is that value there only
+    kubelet = "apiVersion: x/v1\nkind: K\nreadOnlyPort: 0\nfailSwapOn: false\nmaxPods: 50\n"
+    assert configz.mismatches(kubelet, {"maxPods": 50}, omits_zero=True) == []
+    assert configz.mismatches(kubelet, {}, omits_zero=True) == ["maxPods: not reported"]
+    assert configz.mismatches(kubelet, {"maxPods": 50}) == ["readOnlyPort: not reported", "failSwapOn: not reported"]

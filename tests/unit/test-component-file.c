@@ -285,22 +285,21 @@ static void test_file_field_gate(void **state) {
             "apiVersion: x/v1\nburst: 7\ncontainerRuntimeEndpoint: unix:///run/c.sock\nkind: Gated\n");
 }
 
-/* The files in render's output, beside the manifests; none in the pass's flags-only form. */
+/* The files in render's output, beside the manifests: the manifest of each component that reads one names
+ * it. */
 static void test_render_files(void **state) {
         _cleanup_(cluster_spec_freep) ClusterSpec *s = load("1.31.2", NULL);
-        _cleanup_(rendered_manifests_done) RenderedManifests files = {}, flags = {};
-        ControlPlaneParams p = { .form = COMPONENT_FORM_FILE };
-        assert_int_equal(control_plane_render_with(s, &p, &files, NULL), 0);
+        _cleanup_(rendered_manifests_done) RenderedManifests files = {};
+        assert_int_equal(control_plane_render(s, &(ControlPlaneParams){}, &files, NULL), 0);
         assert_int_equal(files.n_files, 2);
         assert_string_equal(files.files[0].file_name, "kube-scheduler.yaml");
         assert_string_equal(files.files[0].path, "/var/lib/kube-scheduler/config.yaml");
         assert_string_equal(files.files[1].file_name, "kube-proxy.yaml");
         assert_string_equal(files.files[1].path, "/var/lib/kube-proxy/config.yaml");
-        assert_int_equal(control_plane_render(s, NULL, 0, NULL, &flags, NULL), 0);
-        assert_int_equal(flags.n_files, 0);
-        assert_int_equal(flags.n, files.n);
-        for (size_t i = 0; i < flags.n; i++)
-                assert_null(strstr(flags.items[i].text, "--config="));
+        for (size_t i = 0; i < files.n; i++)
+                assert_true((strstr(files.items[i].text, "--config=") != NULL) ==
+                            (startswith(files.items[i].file_name, "kube-scheduler") ||
+                             startswith(files.items[i].file_name, "kube-proxy")));
 }
 
 static void test_kubelet(void **state) {

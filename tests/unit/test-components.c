@@ -506,7 +506,7 @@ static void test_render_set(void **state) {
         static const char *const names[] = { "kube-apiserver.manifest", "kube-controller-manager.manifest",
                                              "kube-scheduler.manifest", "kube-proxy.manifest",
                                              "etcd.manifest",           "etcd-events.manifest" };
-        assert_int_equal(control_plane_render(&s, m, 2, NULL, &r, &failed), 0);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ m, 2, NULL }, &r, &failed), 0);
         assert_int_equal(r.n, ELEMENTSOF(names));
         for (size_t i = 0; i < r.n; i++)
                 assert_string_equal(r.items[i].file_name, names[i]);
@@ -514,10 +514,12 @@ static void test_render_set(void **state) {
         /* two assignments for one cluster, or none in the spec: an error naming etcd */
         RenderedManifests r2 = {};
         EtcdMemberAssignment twice[] = { m[0], m[0] };
-        assert_int_equal(control_plane_render(&s, twice, 2, NULL, &r2, &failed), -EEXIST);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ twice, 2, NULL }, &r2, &failed),
+                         -EEXIST);
         assert_string_equal(failed, "etcd");
         s.kubernetes_version = "1.31 2";
-        assert_int_equal(control_plane_render(&s, NULL, 0, NULL, &r2, &failed), -EINVAL);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ NULL, 0, NULL }, &r2, &failed),
+                         -EINVAL);
         assert_string_equal(failed, "kube-apiserver");
 }
 
@@ -791,8 +793,9 @@ static void test_render_annotations(void **state) {
         char *annotations[] = { "protokube.io/certificates", "sha256:0123abcd", "example.com/other", "yes",
                                 NULL };
 
-        assert_int_equal(control_plane_render(&s, m, 2, annotations, &r, &failed), 0);
-        assert_int_equal(control_plane_render(&s, m, 2, NULL, &plain, &failed), 0);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ m, 2, annotations }, &r, &failed),
+                         0);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ m, 2, NULL }, &plain, &failed), 0);
         assert_int_equal(r.n, 6);
         for (size_t i = 0; i < r.n; i++) {
                 const char *text = r.items[i].text;
@@ -823,20 +826,24 @@ static void test_render_annotations(void **state) {
                 RenderedManifests none = {};
                 char *one[] = { bad_keys[i], "v", NULL };
                 failed = NULL;
-                assert_int_equal(control_plane_render(&s, m, 2, one, &none, &failed), -EINVAL);
+                assert_int_equal(
+                    control_plane_render(&s, &(ControlPlaneParams){ m, 2, one }, &none, &failed), -EINVAL);
                 assert_string_equal(failed, "pod annotations");
                 assert_null(none.items);
         }
         RenderedManifests none = {};
         char *odd[] = { "protokube.io/certificates", NULL };
         char *dup[] = { "a.io/x", "1", "a.io/x", "2", NULL };
-        assert_int_equal(control_plane_render(&s, m, 2, odd, &none, &failed), -EINVAL);
-        assert_int_equal(control_plane_render(&s, m, 2, dup, &none, &failed), -EINVAL);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ m, 2, odd }, &none, &failed),
+                         -EINVAL);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ m, 2, dup }, &none, &failed),
+                         -EINVAL);
         _cleanup_free_ char *huge = new0(char, 300 * 1024);
         assert_non_null(huge);
         memset(huge, 'x', 300 * 1024 - 1);
         char *big[] = { "a.io/x", huge, NULL };
-        assert_int_equal(control_plane_render(&s, m, 2, big, &none, &failed), -EINVAL);
+        assert_int_equal(control_plane_render(&s, &(ControlPlaneParams){ m, 2, big }, &none, &failed),
+                         -EINVAL);
 }
 
 static void test_qualified_names(void **state) {
