@@ -206,8 +206,11 @@ int pass_kubelet_write(PassContext *ctx, const char *name, const void *data, siz
 int pass_kubelet_node_flags(const Pass *p, char ***flags) {
         _cleanup_free_ char *name = p->node.node_name ? strjoin("--hostname-override=", p->node.node_name)
                                                       : NULL,
-                            *ip = p->node.internal_ip ? strjoin("--node-ip=", p->node.internal_ip) : NULL;
-        if ((p->node.node_name && !name) || (p->node.internal_ip && !ip))
+                            *ip = p->node.internal_ip ? strjoin("--node-ip=", p->node.internal_ip) : NULL,
+                            *certs = strjoin("--cert-dir=", p->node.kubelet_dir, "/" PASS_KUBELET_CERT_DIR);
+        if ((p->node.node_name && !name) || (p->node.internal_ip && !ip) || !certs)
+                return -ENOMEM;
+        if (strv_extend(flags, certs) < 0)
                 return -ENOMEM;
         if ((name && strv_extend(flags, name) < 0) || (ip && strv_extend(flags, ip) < 0))
                 return -ENOMEM;

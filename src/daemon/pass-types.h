@@ -195,7 +195,10 @@ char *pass_kubelet_file(const Pass *p, const char *name);
 /* The text of a file of the kubelet directory (at most 1 MiB); *ret NULL when absent. Other failures: < 0.
  */
 int pass_kubelet_read(const Pass *p, const char *name, bool secret, char **ret, size_t *ret_len);
-/* The node's own kubelet flags, appended to *flags: its name and address, where the node was given them. */
+/* Where the kubelet keeps the certificates it makes or is issued (--cert-dir), in the kubelet directory. */
+#define PASS_KUBELET_CERT_DIR "pki"
+/* The node's own kubelet flags, appended to *flags: where its certificates go, its name and address (where
+ * the node was given them). */
 int pass_kubelet_node_flags(const Pass *p, char ***flags);
 
 /* The pods' network in kubenet mode (step-pod-network.c): the Nodes, the node's CNI file, the routes. */

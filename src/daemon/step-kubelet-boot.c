@@ -44,7 +44,6 @@ typedef enum KubeletFile {
         KUBELET_FILE_BOOTSTRAP,
         KUBELET_FILE_KUBECONFIG, /* the kubelet's own, written by it once its certificate is issued */
         KUBELET_FILE_ENV,
-        KUBELET_FILE_CERT_DIR,
         _KUBELET_FILE_MAX,
 } KubeletFile;
 
@@ -54,7 +53,6 @@ static const char *const kubelet_file_names[_KUBELET_FILE_MAX] = {
         [KUBELET_FILE_BOOTSTRAP] = "bootstrap-kubeconfig",
         [KUBELET_FILE_KUBECONFIG] = PASS_KUBELET_KUBECONFIG,
         [KUBELET_FILE_ENV] = "kubelet.env",
-        [KUBELET_FILE_CERT_DIR] = "pki",
 };
 
 /* "<kubelet dir>/<file>". NULL: out of memory. */
@@ -230,9 +228,8 @@ static ClusterSpec node_spec(const Pass *p, char *const paths[_KUBELET_FILE_MAX]
 static int render_env(const Pass *p, const ClusterSpec *s, char *const paths[_KUBELET_FILE_MAX],
                       char **ret) {
         _cleanup_strv_free_ char **flags = NULL;
-        _cleanup_free_ char *boot = strjoin("--bootstrap-kubeconfig=", paths[KUBELET_FILE_BOOTSTRAP]),
-                            *certs = strjoin("--cert-dir=", paths[KUBELET_FILE_CERT_DIR]);
-        if (!boot || !certs || strv_extend(&flags, boot) < 0 || strv_extend(&flags, certs) < 0)
+        _cleanup_free_ char *boot = strjoin("--bootstrap-kubeconfig=", paths[KUBELET_FILE_BOOTSTRAP]);
+        if (!boot || strv_extend(&flags, boot) < 0)
                 return -ENOMEM;
         int r = pass_kubelet_node_flags(p, &flags);
         if (r < 0)
