@@ -319,7 +319,7 @@ static int move_instance_ports(const ComponentDef *d, ComponentBuild *b, Compone
                 unsigned port;
                 if (!colon || safe_atou(colon + 1, &port) < 0)
                         return -EINVAL; /* the spec's validation refuses it */
-                port += COMPONENT_INSTANCE_PORT_STEP * (unsigned)instance;
+                port += FIELD_INSTANCE_PORT_STEP * (unsigned)instance;
                 if (port > 65535)
                         return -ERANGE;
                 *value = component_scratch_keep(&b->scratch,
@@ -329,6 +329,8 @@ static int move_instance_ports(const ComponentDef *d, ComponentBuild *b, Compone
         }
         return 0;
 }
+
+assert_cc(_COMPONENT_INSTANCE_MAX == FIELD_INSTANCES);
 
 int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigFile *ret) {
         return component_config_file_instance(c, spec, COMPONENT_INSTANCE_STATIC, ret);

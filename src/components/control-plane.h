@@ -56,15 +56,14 @@ typedef struct ComponentConfigFile {
 } ComponentConfigFile;
 int component_config_file(Component c, const ClusterSpec *spec, ComponentConfigFile *ret);
 /* Which instance of a component a file is for: the server addresses of the rows marked FIELD_INSTANCE_PORT
- * take the port plus COMPONENT_INSTANCE_PORT_STEP times the instance, so that the pods of one component on
- * one master never need the same port (docs/components.md). */
+ * take the port plus FIELD_INSTANCE_PORT_STEP times the instance, so that the pods of one component on one
+ * master never need the same port (docs/components.md). */
 typedef enum ComponentInstance {
         COMPONENT_INSTANCE_STATIC,      /* the static pod of a pass (and the bootstrap pod of a pivot) */
         COMPONENT_INSTANCE_SELF_HOSTED, /* the self-hosted pod, beside the bootstrap pod during the pivot */
         COMPONENT_INSTANCE_CHECKPOINT,  /* its checkpoint, beside its successor after a power cut */
         _COMPONENT_INSTANCE_MAX,
 } ComponentInstance;
-#define COMPONENT_INSTANCE_PORT_STEP 10
 /* component_config_file() for an instance; -ERANGE when a port would pass 65535. */
 int component_config_file_instance(Component c, const ClusterSpec *spec, ComponentInstance instance,
                                    ComponentConfigFile *ret);

@@ -70,6 +70,20 @@ static int validate_host_port(const void *value, char **ret_message) {
         return -EINVAL;
 }
 
+/* validate_host_port() for a server of which every instance takes its own port (FIELD_INSTANCE_PORT). */
+static int validate_instance_host_port(const void *value, char **ret_message) {
+        const char *s = *(char *const *)value, *colon = strrchr(s, ':');
+        uint16_t port;
+        if (colon && colon != s && safe_atou16(colon + 1, &port) >= 0 && port > 0 &&
+            port <= FIELD_INSTANCE_PORT_MAX)
+                return 0;
+        *ret_message =
+            strprintf("must be address:port with a port of at most %d (the self-hosted pod takes the "
+                      "port + %d, its checkpoint + %d)",
+                      FIELD_INSTANCE_PORT_MAX, FIELD_INSTANCE_PORT_STEP, 2 * FIELD_INSTANCE_PORT_STEP);
+        return -EINVAL;
+}
+
 /* Lists and maps are joined with ',' (and '=') into one flag, so their elements must not contain them. */
 static int validate_flag_list(const void *value, char **ret_message) {
         STRV_FOREACH (e, *(char **const *)value)
@@ -444,11 +458,11 @@ const Field kube_scheduler_config_fields[] = {
         STR(S, healthz_bind_address, "healthzBindAddress", NULL, KUBE_SCHEDULER_INSECURE_DEFAULT,
             "the file's unauthenticated health server, HOST:PORT (Kubernetes 1.20 to 1.22)",
             .k8s = { .until = 22 }, .file_field = "healthzBindAddress", .file_k8s = { .until = 22 },
-            .validate = validate_host_port, .flags = FIELD_INSTANCE_PORT),
+            .validate = validate_instance_host_port, .flags = FIELD_INSTANCE_PORT),
         STR(S, metrics_bind_address, "metricsBindAddress", NULL, KUBE_SCHEDULER_INSECURE_DEFAULT,
             "the file's unauthenticated metrics server, HOST:PORT (Kubernetes 1.20 to 1.22)",
             .k8s = { .until = 22 }, .file_field = "metricsBindAddress", .file_k8s = { .until = 22 },
-            .validate = validate_host_port, .flags = FIELD_INSTANCE_PORT),
+            .validate = validate_instance_host_port, .flags = FIELD_INSTANCE_PORT),
         BOOL(S, leader_elect, "leaderElect", "leader-elect", "true", "leader election among masters",
              .file_field = "leaderElection.leaderElect"),
         BOOL(S, enable_profiling, "enableProfiling", "profiling", NULL, "/debug/pprof",

@@ -64,10 +64,15 @@ enum {
          * flags of the settings that file has (spec-gates.c refuses them) */
         FIELD_OPERATOR_FILE = 1 << 4,
         /* STRING host:port: a server address two instances of the component on one host cannot share
-         * (no SO_REUSEPORT): each instance of a self-hosted control plane takes its own port
-         * (component_config_file_instance()) */
+         * (no SO_REUSEPORT): instance i of FIELD_INSTANCES (the static pod, the self-hosted pod, its
+         * checkpoint) takes the port + i * FIELD_INSTANCE_PORT_STEP (component_config_file_instance()) */
         FIELD_INSTANCE_PORT = 1 << 5,
 };
+
+#define FIELD_INSTANCES          3
+#define FIELD_INSTANCE_PORT_STEP 10
+/* The highest port a FIELD_INSTANCE_PORT setting may name: its last instance's must still be one. */
+#define FIELD_INSTANCE_PORT_MAX (65535 - FIELD_INSTANCE_PORT_STEP * (FIELD_INSTANCES - 1))
 
 typedef struct Field Field;
 struct Field {

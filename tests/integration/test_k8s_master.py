@@ -8,6 +8,10 @@ etcd main and events, kube-apiserver, kube-controller-manager, kube-scheduler, k
 kubectl (the cache's, same version) with protokube's admin kubeconfig lists the node, the mirror pods of the
 static pods appear in kube-system, and the controller-manager and the scheduler hold their leader leases.
 
+The kubelet starts from the files protokube's pass wrote (its KubeletConfiguration and kubelet.env in
+--kubelet-dir, with the kubelet client certificate protokube issued), and the kubelet, kube-scheduler and
+kube-proxy report on /configz every field of the files protokube rendered for them (docs/components.md).
+
 kube-proxy's mirror pod must appear too: in iptables mode (the default) its pod mounts no /lib/modules, so a
 machine without kernel modules (this one) no longer keeps it Pending on a hostPath check. The test prints
 every phase.
@@ -31,7 +35,9 @@ from loopdev import CLUSTER, MIB, VolEnv
 sys.path.insert(0, os.path.join(ROOT, "tests", "k8s"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from netlab import NetLab  # noqa: E402
-from node import Node, k8s_bin  # noqa: E402
+from node import Node, k8s_bin, kubelet_spec  # noqa: E402
+import configz  # noqa: E402  (tests/k8s)
+import yaml  # noqa: E402
 
 # A /24 of RFC 2544's range of its own: the 3-master simulation uses 198.18.42.0/24.
 BRIDGE = "198.18.43.1"
@@ -196,8 +202,11 @@ def master():
             spec = f.read()
         spec = spec.replace("registry.k8s.io/etcd:3.5.16-0", ETCD_IMAGE)
         spec = spec.replace("    provider: none", f"    provider: hosts\n    hosts:\n      file: {hosts}")
+        resolv = os.path.join(env.base, "resolv.conf")  # no resolver is reachable: names come from hosts
+        with open(resolv, "w") as f:
+            f.write("options ndots:1 timeout:1 attempts:1\n")
         spec = spec.replace("  kubernetesVersion: 1.31.2", f"  stateStore: file://{store}\n  pki:\n    dir: {pki}\n"
-                            "  kubernetesVersion: 1.20.2")
+                            f"{kubelet_spec('a', resolv)}  kubernetesVersion: 1.20.2")
         # kube-apiserver advertises the address of the default route unless told: the namespace has none
         # ("Unable to find suitable network address ... no default routes found").
         spec = spec.replace("  kubeAPIServer: {}", f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}")
@@ -209,9 +218,10 @@ def master():
         argv[argv.index("--internal-ip") + 1] = NODE_IP
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, f"protokube once: {p.returncode}\n{p.stderr}"
-        node = Node("a", env.manifest_dir("a"), os.path.join(pki, "kube-apiserver", "ca.crt"),
-                    os.path.join(pki, "admin", "kubeconfig"), NODE_IP, netns=ns, hosts_file=hosts,
-                    etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"))
+        # the kubelet as its init system starts it: from the files protokube wrote
+        node = Node("a", env.manifest_dir("a"), None, None, NODE_IP, netns=ns, hosts_file=hosts,
+                    etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"),
+                    kubelet_files=env.kubelet_dir("a"))
         m = Master(env, pki, hosts)
         m.netns, m.netif = ns, f"{lab.tag}pa"
         m.lab = lab  # a test may add a worker to the lab
@@ -279,8 +289,35 @@ def test_one_master_runs_protokubes_static_pods(master):
     phases = ", ".join(f"{w} +{t - t_kubelet:.1f} s" for w, t in PHASES)
     print(f"\ntimings: {node.timings}; after kubelet started: {phases}; mirror pods {seen}")
 
+    components_run_their_files(env, m, node)
     api_names_follow_readiness(env, m)
     api_names_follow_the_pivot_turns(env, m, node)
+
+
+def components_run_their_files(env, m, node):
+    """The kubelet (its /configz through the API's node proxy), kube-scheduler (on its file's loopback address)
+    and kube-proxy (on its metrics address) run every field of the files protokube wrote for them."""
+    def served(addr):
+        p = subprocess.run(node.in_netns(["curl", "-s", "-m", "2", f"http://{addr}/configz"]), capture_output=True,
+                           text=True, timeout=10)
+        return p.stdout if p.returncode == 0 and p.stdout.startswith("{") else None
+
+    def read(*p):
+        with open(os.path.join(*p)) as f:
+            return f.read()
+    sched = read(env.config_dir("a"), "kube-scheduler", "config.yaml")
+    addr = yaml.safe_load(sched)["healthzBindAddress"]
+    assert addr == "127.0.0.1:10251"
+    checks = [("kubelet", read(env.kubelet_dir("a"), "config.yaml"),
+               lambda: (lambda p: p.stdout if p.returncode == 0 else None)(subprocess.run(
+                   [m.kubectl, "--kubeconfig", m.kubeconfig, "--request-timeout=10s", "get", "--raw",
+                    "/api/v1/nodes/a/proxy/configz"], capture_output=True, text=True, timeout=30))),
+              ("kube-scheduler", sched, lambda: served(addr)),
+              ("kube-proxy", read(env.config_dir("a"), "kube-proxy", "config.yaml"), lambda: served("127.0.0.1:10249"))]
+    for component, text, fetch in checks:
+        body = wait(f"{component} /configz", lambda fetch=fetch: (fetch(), "no answer"), 60, node)
+        bad = configz.mismatches(text, configz.section(body, component), omits_zero=component in configz.OMITS_ZERO)
+        assert bad == [], (component, bad)
 
 
 def api_addresses(hosts):

@@ -206,6 +206,57 @@ static void test_operator_file(void **state) {
         }
 }
 
+/* The 1.20 to 1.22 scheduler's unauthenticated server: --port refused beside the file, naming the key that
+ * stands in; that key's port leaves room for the instances; gone from 1.23; each instance its own port. */
+static void test_scheduler_insecure_server(void **state) {
+        _cleanup_free_ char *e = load_errors("1.20.2", "  kubeScheduler:\n    insecurePort: 10251\n");
+        assert_string_equal(
+            e, "t.yaml:8:19: spec.kubeScheduler.insecurePort: beside its configuration file "
+               "Kubernetes 1.20.2 ignores --port: set spec.kubeScheduler.healthzBindAddress (the "
+               "file's healthzBindAddress) instead");
+        free(e);
+        e = load_errors("1.20.2", "  kubeScheduler:\n    healthzBindAddress: 127.0.0.1:65530\n");
+        assert_non_null(
+            strstr(e, "spec.kubeScheduler.healthzBindAddress: must be address:port with a port of "
+                      "at most 65515 (the self-hosted pod takes the port + 10, its checkpoint + 20)"));
+        free(e);
+        e = load_errors("1.23.0", "  kubeScheduler:\n    metricsBindAddress: 127.0.0.1:10251\n");
+        assert_non_null(
+            strstr(e, "spec.kubeScheduler.metricsBindAddress: not supported by Kubernetes 1.23.0"));
+        /* 1.23 keeps --port (0) beside its file, where it has no server to open */
+        _cleanup_(cluster_spec_freep) ClusterSpec *s123 = load("1.23.0", NULL);
+        _cleanup_strv_free_ char **flags = NULL;
+        assert_int_equal(component_flags(COMPONENT_KUBE_SCHEDULER, s123, &flags), 0);
+        assert_true(strv_contains(flags, "--port=0"));
+
+        _cleanup_(cluster_spec_freep) ClusterSpec *s =
+            load("1.20.2", "  kubeScheduler:\n    healthzBindAddress: 0.0.0.0:10300\n");
+        static const char *const want[] = { "0.0.0.0:10300", "0.0.0.0:10310", "0.0.0.0:10320" };
+        for (ComponentInstance i = 0; i < _COMPONENT_INSTANCE_MAX; i++) {
+                ComponentConfigFile f = {};
+                assert_int_equal(component_config_file_instance(COMPONENT_KUBE_SCHEDULER, s, i, &f), 0);
+                _cleanup_free_ char *healthz = strprintf("healthzBindAddress: \"%s\"\n", want[i]);
+                assert_non_null(strstr(f.text, healthz));
+                /* the metrics address keeps its default, moved likewise */
+                _cleanup_free_ char *metrics =
+                    strprintf("metricsBindAddress: \"127.0.0.1:%d\"\n", 10251 + 10 * i);
+                assert_non_null(strstr(f.text, metrics));
+                free(f.path);
+                free(f.text);
+        }
+        /* kube-proxy's file is the same for every instance */
+        ComponentConfigFile a = {}, b = {};
+        assert_int_equal(
+            component_config_file_instance(COMPONENT_KUBE_PROXY, s, COMPONENT_INSTANCE_STATIC, &a), 0);
+        assert_int_equal(
+            component_config_file_instance(COMPONENT_KUBE_PROXY, s, COMPONENT_INSTANCE_CHECKPOINT, &b), 0);
+        assert_string_equal(a.text, b.text);
+        free(a.path);
+        free(a.text);
+        free(b.path);
+        free(b.text);
+}
+
 /* Every kube-proxy setting in its file, typed; the feature gates as bools. */
 static void test_proxy_file(void **state) {
         _cleanup_(cluster_spec_freep) ClusterSpec *s =
@@ -542,6 +593,7 @@ int main(void) {
                 cmocka_unit_test(test_config_doc),
                 cmocka_unit_test(test_api_versions),
                 cmocka_unit_test(test_scheduler_by_version),
+                cmocka_unit_test(test_scheduler_insecure_server),
                 cmocka_unit_test(test_operator_file),
                 cmocka_unit_test(test_proxy_file),
                 cmocka_unit_test(test_file_field_gate),

@@ -47,8 +47,9 @@ static void test_files(void **state) {
         assert_contains(k->config, "clientCAFile: /pki/kubelet/ca.crt\n");
         assert_contains(k->config, "cgroupRoot: /pk-a\n");
         assert_contains(k->config, "syncFrequency: 10s\n");
-        assert_contains(k->env, "KUBELET_ARGS=\"--cert-dir=/k/pki --config=/k/config.yaml --hostname-override=a "
-                                "--kubeconfig=/pki/kubelet/kubeconfig --node-ip=10.0.0.1 --v=2\"\n");
+        assert_contains(k->env,
+                        "KUBELET_ARGS=\"--cert-dir=/k/pki --config=/k/config.yaml --hostname-override=a "
+                        "--kubeconfig=/pki/kubelet/kubeconfig --node-ip=10.0.0.1 --v=2\"\n");
         _cleanup_free_ char *text = pass_test_print(&pass_step_kubelet_config, p, &o, &first, NULL);
         assert_string_equal(text, "kubelet-write /k/config.yaml\nkubelet-write /k/kubelet.env\n");
 
