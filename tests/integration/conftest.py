@@ -45,3 +45,20 @@ def main_volumes():
     yield e
     errors = e.cleanup()
     assert not errors, errors
+
+
+# The machine's own directories of a node's files (protokube's defaults for --config-dir and --kubelet-dir):
+# every test gives each node directories of its own, so a test that wrote here would share them with every
+# other node of the machine, and leave them behind. (The kubelet itself makes /var/lib/kubelet/device-plugins,
+# a path compiled into it: the directory is not checked, the files protokube writes there are.)
+MACHINE_FILES = ["/var/lib/kube-proxy", "/var/lib/kube-scheduler", "/var/lib/kubelet/config.yaml",
+                 "/var/lib/kubelet/kubelet.env"]
+
+
+@pytest.fixture(autouse=True)
+def nothing_written_to_the_machines_node_directories():
+    before = {p for p in MACHINE_FILES if os.path.lexists(p)}
+    yield
+    made = [p for p in MACHINE_FILES if os.path.lexists(p) and p not in before]
+    assert not made, f"a test wrote the machine's own node files (give its protokube --config-dir and " \
+                     f"--kubelet-dir): {made}"

@@ -25,7 +25,7 @@ import time
 from conftest import protokube_bin
 from loopdev import CLUSTER
 from test_k8s_master import NODE_IP, master, wait  # noqa: F401  (master: the fixture)
-from node import PODNET_IMAGE, Node
+from node import PODNET_IMAGE, Node, kubelet_spec
 
 WORKER = "w1"
 WORKER_IP = "198.18.43.20"
@@ -41,25 +41,21 @@ def master_pk(m, env, *args, check=0):
     return p
 
 
-def worker_spec(env, base, hosts, cgroup_root, cni_conf_dir):
+def worker_spec(env, base, hosts, name, cni_conf_dir):
     """The cluster's spec as a worker has it: no state store, no pki dir; its own hosts file; its kubelet's
-    settings for this test machine (the harness's: cgroupfs under a root of its own, no swap check, images
-    never collected)."""
+    settings for this test machine (tests/k8s/node.py's, in place of the master's: cgroupfs under a root of its
+    own, no swap check, images never collected)."""
     with open(env.spec) as f:
         text = f.read()
     text = re.sub(r"(?m)^  stateStore: .*\n  pki:\n(    .*\n)+", "", text)
+    text = re.sub(r"(?m)^  kubelet:\n(    .*\n)+", "", text)
     assert "stateStore" not in text and "pki:" not in text, text
     text = re.sub(r"(?m)^      file: .*$", f"      file: {hosts}", text)
     text = re.sub(r"(?m)^    cniConfDir: .*$", f"    cniConfDir: {cni_conf_dir}", text)
     resolv = os.path.join(base, "resolv.conf")
     with open(resolv, "w") as f:
         f.write("options ndots:1 timeout:1 attempts:1\n")
-    kubelet = ("  kubelet:\n    cgroupDriver: cgroupfs\n"
-               f"    cgroupRoot: {cgroup_root}\n    failSwapOn: false\n    resolvConf: {resolv}\n"
-               "    imageGCHighThresholdPercent: 100\n    imageGCLowThresholdPercent: 99\n"
-               "    evictionHard:\n      memory.available: 1Mi\n      nodefs.available: 1%\n"
-               "      imagefs.available: 1%\n")
-    text = text.replace("  kubernetesVersion:", kubelet + "  kubernetesVersion:")
+    text = text.replace("  kubernetesVersion:", kubelet_spec(name, resolv) + "  kubernetesVersion:")
     path = os.path.join(base, "cluster.yaml")
     with open(path, "w") as f:
         f.write(text)
@@ -157,7 +153,7 @@ def test_a_worker_joins_with_a_token_and_a_pin(master):  # noqa: F811
         wnode = Node(WORKER, os.path.join(base, "manifests"), None, None, WORKER_IP, netns=wns, hosts_file=hosts,
                      base=os.path.join(base, "node"), kubelet_files=os.path.join(base, "kubelet"), cni=False,
                      own_pod_logs=True)
-        spec = worker_spec(env, base, hosts, wnode.cgroup_root, wnode.cni_conf_dir())
+        spec = worker_spec(env, base, hosts, WORKER, wnode.cni_conf_dir())
         os.makedirs(os.path.join(base, "manifests"))
 
         t0 = time.monotonic()
