@@ -210,13 +210,16 @@ class Scenario:
         return [f"{where}: {component}: {x}" for x in configz.mismatches(
             file_text, configz.section(body, component), omits_zero=component in configz.OMITS_ZERO)]
 
+    def kubelet_configz_body(self, node):
+        """node's kubelet /configz, through the API's node proxy (None: no answer yet)."""
+        p = self.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/configz")
+        return p.stdout if p.returncode == 0 else None
+
     def kubelet_configz(self, node, kubelet_dir):
-        """Mismatches between node's kubelet /configz (through the API's node proxy) and the config.yaml protokube
-        wrote in its --kubelet-dir."""
+        """Mismatches between node's kubelet /configz and the config.yaml protokube wrote in its --kubelet-dir."""
         with open(os.path.join(kubelet_dir, "config.yaml")) as f:
             text = f.read()
-        body = wait_for(f"{node}'s kubelet /configz", lambda: (lambda p: p.stdout if p.returncode == 0 else None)(
-            self.kubectl("get", "--raw", f"/api/v1/nodes/{node}/proxy/configz")), 60, 1)
+        body = wait_for(f"{node}'s kubelet /configz", lambda: self.kubelet_configz_body(node), 60, 1)
         return self.configz_mismatches("kubelet", text, body, node)
 
     def served_configz(self, host, component, text, addr):
