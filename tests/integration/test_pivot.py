@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from netlab import NetLab  # noqa: E402
 from node import Node  # noqa: E402
+import configz  # noqa: E402  (tests/k8s)
 from test_k8s_master import ETCD_IMAGE, HOST_LOGS, host_logs_before, kubernetes_bin, open_elsewhere  # noqa: E402
 
 # A /24 of its own in 198.18.0.0/15: the simulation has .42, test_k8s_master .43.
@@ -380,3 +381,28 @@ def test_pivot_one_master(master, kill_at):
     assert once.returncode == 0, once.stderr
     for f in BOOTSTRAP:
         assert not os.path.exists(os.path.join(manifests, f)), f
+    if kill_at is None:
+        self_hosted_run_their_files(m, node)
+
+
+def self_hosted_run_their_files(m, node):
+    """The self-hosted kube-scheduler and kube-proxy run the files of their ConfigMaps (docs/components.md): their
+    /configz, asked on the master's loopback (the scheduler's unauthenticated server on its self-hosted port,
+    10261; kube-proxy's metrics address), holds every field of the file."""
+    for component, cm_name, addr in (("kube-scheduler", "kube-scheduler-kube-scheduler", "127.0.0.1:10261"),
+                                      ("kube-proxy", "kube-proxy-kube-proxy", "127.0.0.1:10249")):
+        cm, err = m.kubectl_json("get", "configmap", "-n", "kube-system", cm_name)
+        assert cm, err
+        text = cm["data"]["config.yaml"]
+        if component == "kube-scheduler":
+            assert f'healthzBindAddress: "{addr}"' in text, text
+            assert "127.0.0.1:10271" in cm["data"]["checkpoint.config.yaml"], cm["data"]
+        deadline, body = time.monotonic() + 120, None
+        while time.monotonic() < deadline and not body:
+            p = subprocess.run(node.in_netns(["curl", "-s", "-m", "2", f"http://{addr}/configz"]),
+                               capture_output=True, text=True, timeout=10)
+            body = p.stdout if p.returncode == 0 and p.stdout.startswith("{") else None
+            if not body:
+                time.sleep(2)
+        assert body, f"the self-hosted {component} serves no /configz on {addr}\n{cluster_state(m)}"
+        assert configz.mismatches(text, configz.section(body, component)) == [], component
