@@ -105,6 +105,7 @@ static void test_api_versions(void **state) {
 static char *config_text(Component c, const ClusterSpec *s) {
         ComponentConfigFile f = {};
         assert_int_equal(component_config_file(c, s, &f), 0);
+        free(f.path);
         return f.text;
 }
 

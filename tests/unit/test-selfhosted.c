@@ -376,6 +376,7 @@ static void test_rendered_config_files(void **state) {
             config_map_value(find_in(&a, SELF_HOSTED_CONFIG_MAP, "kube-proxy-kube-proxy"), "config.yaml");
         assert_non_null(value);
         assert_string_equal(value, file.text);
+        free(file.path);
         free(file.text);
         const SelfHostedObject *proxy = find_in(&a, SELF_HOSTED_DAEMON_SET, "kube-proxy");
         assert_non_null(strstr(proxy->text, "- --config=/var/lib/kube-proxy/config.yaml\n"));
