@@ -232,8 +232,8 @@ void pass_pod_network_plan_done(PassPodNetworkPlan *n);
 typedef struct PassNodeProxyObserved {
         bool joined;
         char *text;        /* the manifest on disk; NULL: absent */
-        char *config_text; /* its configuration file on disk; NULL: absent or unreadable (written anew) */
-        int read_error;    /* < 0: the manifest could not be read (nothing is written over it) */
+        char *config_text; /* its configuration file on disk; NULL: absent */
+        int read_error; /* < 0: the manifest or the file could not be read (nothing is written over them) */
 } PassNodeProxyObserved;
 
 typedef struct PassNodeProxyPlan {
@@ -281,9 +281,10 @@ typedef struct PassObservation {
         bool dns_repair;       /* the store needs a write even if nothing differs */
         char **manifest_names; /* control-plane manifests in the manifest dir (regular files) */
         char **manifest_texts; /* parallel to manifest_names */
-        /* the control-plane components' configuration files on disk (NULL: absent or unreadable: written
-         * anew), by component */
+        /* the control-plane components' configuration files on disk (NULL: absent), by component; a file
+         * that is there but cannot be read has its error in config_errors and is never written over */
         char *config_texts[_COMPONENT_MAX];
+        int config_errors[_COMPONENT_MAX];
         CertsObservation certs;       /* the state store's keystore and the node's certificates */
         usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
         PassEtcdMember *etcd_members; /* parallel to in.volumes */
@@ -333,6 +334,8 @@ typedef struct PassPlan {
         RenderedManifests control_plane;
         bool *control_plane_write; /* parallel to control_plane.items: differs from what is on disk */
         bool *config_write;        /* parallel to control_plane.files: the same */
+        int config_error; /* < 0: a file on disk could not be read (config_failed): nothing is written */
+        const char *config_failed; /* points into control_plane.files */
         const char *render_failed; /* the control plane could not be rendered: which component */
         int render_error;
         CertsPlan certs; /* the node's certificates for the members held after this pass's claims */

@@ -66,7 +66,8 @@ static ClusterSpec node_spec_of(const Pass *pass) {
         return s;
 }
 
-/* The components' configuration files as they are: absent or unreadable is NULL (written anew). */
+/* The components' configuration files as they are: absent is NULL (written); another failure is kept, and
+ * nothing is written over that file. */
 static int read_config_files(const Pass *p, PassObservation *o) {
         ClusterSpec s = node_spec_of(p);
         for (Component c = 0; c < _COMPONENT_MAX; c++) {
@@ -74,8 +75,10 @@ static int read_config_files(const Pass *p, PassObservation *o) {
                 int r = component_config_path(c, &s, &path);
                 if (r < 0)
                         return r;
-                if (path && read_full_file(path, CONFIG_FILE_MAX, &o->config_texts[c], NULL) == -ENOMEM)
-                        return -ENOMEM;
+                r = path ? read_full_file(path, CONFIG_FILE_MAX, &o->config_texts[c], NULL) : 0;
+                if (r == -ENOMEM)
+                        return r;
+                o->config_errors[c] = r == -ENOENT ? 0 : MIN(r, 0);
         }
         return 0;
 }
@@ -120,8 +123,13 @@ static int plan_config_files(const PassObservation *o, PassPlan *plan) {
                 _cleanup_free_ char *manifest = strjoin(f->component, MANIFEST_SUFFIX);
                 if (!manifest)
                         return -ENOMEM;
-                plan->config_write[i] = c >= 0 && !streq_ptr(o->config_texts[c], f->text) &&
-                                        !pivot_record_keeps_bootstrap_away(&o->pivot_record, manifest);
+                if (pivot_record_keeps_bootstrap_away(&o->pivot_record, manifest) || c < 0)
+                        continue;
+                if (o->config_errors[c] < 0 && plan->config_error == 0) {
+                        plan->config_error = o->config_errors[c];
+                        plan->config_failed = f->path;
+                }
+                plan->config_write[i] = o->config_errors[c] == 0 && !streq_ptr(o->config_texts[c], f->text);
         }
         return 0;
 }
@@ -165,6 +173,13 @@ static int control_plane_plan(const Pass *pass, const PassObservation *o, PassPl
  * written (reported), so no manifest is: a pod pointed at a file that is not there would not start. */
 static bool apply_config_files(PassContext *ctx) {
         const PassPlan *plan = ctx->plan;
+        if (plan->config_error < 0) { /* what is there is not ours to replace unread */
+                log_error_errno(plan->config_error, "Failed to read '%s'; not written over: %m",
+                                plan->config_failed);
+                pass_report_error(ctx->rep, PASS_STAGE_MANIFEST, plan->config_error,
+                                  "cannot read a component's configuration file");
+                return false;
+        }
         for (size_t i = 0; i < plan->control_plane.n_files; i++) {
                 const RenderedFile *f = &plan->control_plane.files[i];
                 if (!plan->config_write[i])
@@ -232,6 +247,9 @@ static int control_plane_print(const Pass *pass, const PassObservation *o, const
         else if (plan->render_error < 0)
                 fprintf(out, "control plane: cannot render '%s': %s\n", strna(plan->render_failed),
                         pk_strerror(plan->render_error));
+        if (plan->config_error < 0)
+                fprintf(out, "control plane: cannot read '%s' (not written over): %s\n", plan->config_failed,
+                        pk_strerror(plan->config_error));
         for (size_t i = 0; i < plan->control_plane.n_files; i++)
                 if (plan->config_write[i])
                         fprintf(out, "write-config %s\n", plan->control_plane.files[i].path);

@@ -63,9 +63,9 @@ static int node_proxy_observe(PassContext *ctx) {
         int r = component_config_path(COMPONENT_KUBE_PROXY, &s, &config);
         if (r < 0)
                 return r;
-        if (config && read_full_file(config, MANIFEST_MAX, &k->config_text, NULL) == -ENOMEM)
-                return -ENOMEM;
-        r = read_full_file(path, MANIFEST_MAX, &k->text, NULL);
+        r = config ? read_full_file(config, MANIFEST_MAX, &k->config_text, NULL) : 0;
+        if (r >= 0 || r == -ENOENT)
+                r = read_full_file(path, MANIFEST_MAX, &k->text, NULL);
         if (r == -ENOENT)
                 r = 0;
         k->read_error = r;
@@ -89,7 +89,8 @@ static int node_proxy_plan(const Pass *p, const PassObservation *o, PassPlan *pl
                 return 0;
         if (ob->read_error < 0)
                 return plan_status(k, ob->read_error,
-                                   strprintf("cannot read its manifest in %s: %s", p->node.manifest_dir,
+                                   strprintf("cannot read its manifest in %s or its file in %s: %s",
+                                             p->node.manifest_dir, p->node.config_dir,
                                              pk_strerror(ob->read_error)));
         if (!ob->joined)
                 return plan_status(k, PK_EWAITING, strdup("the kubelet has not joined yet (no kubeconfig)"));

@@ -288,6 +288,11 @@ static void observe_applied(const Pass *p, PassObservation *o, const char *self,
                                  0);
                 assert_int_equal(strv_extend(&o->manifest_texts, first->control_plane.items[i].text), 0);
         }
+        for (size_t i = 0; i < first->control_plane.n_files; i++) {
+                Component c = component_from_string(first->control_plane.files[i].component);
+                assert_true(c >= 0);
+                assert_non_null(o->config_texts[c] = strdup(first->control_plane.files[i].text));
+        }
         o->dns_enabled = o->dns_tracks_ttl = true;
         for (size_t i = 0; i < first->dns_desired.n; i++)
                 assert_int_equal(dns_rrset_list_copy_entry(&o->dns_served, &first->dns_desired.items[i]), 0);
@@ -318,6 +323,23 @@ static void test_converged(void **state) {
         assert_int_equal(plan.control_plane.n, first.control_plane.n);
         for (size_t i = 0; i < plan.control_plane.n; i++)
                 assert_false(plan.control_plane_write[i]);
+        assert_true(first.control_plane.n_files > 0);
+        for (size_t i = 0; i < first.control_plane.n_files; i++) {
+                assert_true(first.config_write[i]); /* nothing on disk at first */
+                assert_false(plan.config_write[i]);
+        }
+        assert_int_equal(plan.config_error, 0);
+        pass_plan_done(&plan);
+
+        /* a configuration file there that cannot be read (not absent): named, never written over */
+        o.config_errors[COMPONENT_KUBE_SCHEDULER] = -EACCES;
+        free(o.config_texts[COMPONENT_KUBE_SCHEDULER]);
+        o.config_texts[COMPONENT_KUBE_SCHEDULER] = NULL;
+        plan_ok(p, &o, &plan);
+        assert_int_equal(plan.config_error, -EACCES);
+        assert_non_null(strstr(plan.config_failed, "/kube-scheduler/config.yaml"));
+        for (size_t i = 0; i < plan.control_plane.n_files; i++)
+                assert_false(plan.config_write[i]);
         pass_plan_done(&plan);
         pass_plan_done(&first);
         pass_observation_done(&o);

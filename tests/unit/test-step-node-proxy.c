@@ -64,6 +64,20 @@ static void test_joined(void **state) {
         pass_free(p);
 }
 
+/* A manifest or a configuration file there that cannot be read (not absent): named, nothing written over it.
+ */
+static void test_unreadable(void **state) {
+        Pass *p = pass_test_new(SPEC, &worker);
+        PassObservation o = { .node_proxy = { .joined = true, .read_error = -EACCES } };
+        PassPlan pl;
+        plan(p, &o, &pl);
+        assert_int_equal(pl.node_proxy.status, -EACCES);
+        assert_false(pl.node_proxy.write || pl.node_proxy.write_config);
+        assert_contains(pl.node_proxy.note, "cannot read its manifest in /m or its file in /c: ");
+        pass_plan_done(&pl);
+        pass_free(p);
+}
+
 /* Before the kubelet joined: waiting, nothing written. Self-hosted: the DaemonSet's, nothing planned. */
 static void test_waiting_and_self_hosted(void **state) {
         Pass *p = pass_test_new(SPEC, &worker);
@@ -92,6 +106,7 @@ static void test_waiting_and_self_hosted(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_joined),
+                cmocka_unit_test(test_unreadable),
                 cmocka_unit_test(test_waiting_and_self_hosted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
