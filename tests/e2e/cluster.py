@@ -345,9 +345,8 @@ spec:
 
     @staticmethod
     def real_spec():
-        # kube-proxy stays off: the masters run no Service traffic here, and two cores carry three control
-        # planes already.
-        return "  kubeProxy:\n    enabled: false\n"
+        # kube-proxy in a network namespace: conntrack's table size is the machine's, not the namespace's
+        return "  kubeProxy:\n    conntrackMaxPerCore: 0\n"
 
     master_class = Master  # a scenario's own kind of master (scenario_selfhosted.py, cluster_aws.py...)
 

@@ -204,6 +204,11 @@ class Scenario:
         with open(os.path.join(m.config_dir, "kube-scheduler", "config.yaml")) as f:
             return f.read()
 
+    def proxy_file(self, m):
+        """The KubeProxyConfiguration master m's kube-proxy runs: its static pod's, from the pass."""
+        with open(os.path.join(m.config_dir, "kube-proxy", "config.yaml")) as f:
+            return f.read()
+
     def configz_mismatches(self, component, file_text, body, where):
         if not body or not body.startswith("{"):
             return [f"{where}: {component} serves no /configz: {body[:200]!r}"]
@@ -232,9 +237,9 @@ class Scenario:
         return self.configz_mismatches(component, text, body, host)
 
     def check_configz(self, masters):
-        """Every master's kubelet, kube-scheduler and (where it runs from the pass's file) kube-proxy run what the
-        files protokube rendered say, field by field."""
-        bad, what = [], {"kubelet", "kube-scheduler"}
+        """Every master's kubelet, kube-scheduler and kube-proxy run what the files protokube rendered say, field
+        by field."""
+        bad = []
         for m in masters:
             bad += self.kubelet_configz(m.name, m.kubelet_dir)
             sched = self.scheduler_file(m)
@@ -242,15 +247,11 @@ class Scenario:
             if not addr:
                 raise ScenarioError(f"{m.name}: the scheduler's file has no healthzBindAddress (1.20 to 1.22 do)")
             bad += self.served_configz(m.name, "kube-scheduler", sched, addr)
-            proxy = os.path.join(m.config_dir, "kube-proxy", "config.yaml")
-            if os.path.exists(proxy):
-                with open(proxy) as f:
-                    bad += self.served_configz(m.name, "kube-proxy", f.read(), "127.0.0.1:10249")
-                what.add("kube-proxy")
+            bad += self.served_configz(m.name, "kube-proxy", self.proxy_file(m), "127.0.0.1:10249")
         if bad:
             raise ScenarioError("a component does not run its rendered file:\n" + "\n".join(bad))
-        self.tl.mark(f"/configz of {', '.join(sorted(what))} on {', '.join(m.name for m in masters)}: every field "
-                     "of their rendered files")
+        self.tl.mark(f"/configz of kubelet, kube-proxy, kube-scheduler on {', '.join(m.name for m in masters)}: "
+                     "every field of their rendered files")
 
     def lease_holder(self):
         """The master whose kube-controller-manager holds the leader lease: the lease names the holder by

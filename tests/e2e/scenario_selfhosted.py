@@ -95,7 +95,7 @@ class SelfHostedCluster(cluster.Cluster):
 
     @staticmethod
     def real_spec():
-        return "  selfHosted: true\n  kubeProxy:\n    enabled: false\n"
+        return "  selfHosted: true\n" + cluster.Cluster.real_spec()
 
     master_class = SelfHostedMaster
 
@@ -188,6 +188,14 @@ class SelfHostedScenario(Scenario):
         if "127.0.0.1:10261" not in data["config.yaml"] or "127.0.0.1:10271" not in data["checkpoint.config.yaml"]:
             raise ScenarioError(f"the scheduler's ConfigMap does not give each instance its port: {data}")
         return data["config.yaml"]
+
+    def proxy_file(self, m):
+        """The self-hosted kube-proxy's file: its ConfigMap's config.yaml (the static pod's is retired)."""
+        p = self.kubectl("get", "configmap", "-n", "kube-system", "kube-proxy-kube-proxy", "-o",
+                         "jsonpath={.data.config\\.yaml}")
+        if p.returncode != 0 or not p.stdout.strip():
+            raise ScenarioError(f"kubectl get configmap kube-proxy-kube-proxy: {p.stderr or 'no config.yaml'}")
+        return p.stdout
 
     def first_log_time(self, prefix):
         """The wall-clock time of the first line of any master's protokube log whose message starts with prefix."""
