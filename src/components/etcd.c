@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "basic/dns-name.h"
+#include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "components/conventions.h"
@@ -12,6 +13,7 @@
 #include "manifest/pod-yaml.h"
 #include "model/etcd-versions.h"
 #include "model/pki-layout.h"
+#include "shared/yaml-tree.h"
 
 int etcd_cluster_ports(const EtcdClusterSpec *e, int *ret_client, int *ret_peer) {
         /* The spec has applied kops' defaults (model/conventions.h); a cluster without ports is not loaded.
@@ -178,13 +180,18 @@ static const char *etcd_image(const EtcdClusterSpec *e) {
         return isempty(e->image) ? ETCD_DEFAULT_IMAGE : e->image;
 }
 
-/* The row of the cluster's version: the spec's (a loaded spec always has one), else its image's tag (a spec
- * made in code); NULL for a version protokube does not run, whose flags nobody checked. */
-static const EtcdVersionInfo *etcd_cluster_version(const EtcdClusterSpec *e) {
+static const char *member_image(const EtcdClusterSpec *e, const EtcdMemberAssignment *m) {
+        return m->image ?: etcd_image(e);
+}
+
+/* The row of the member's version: the tag of the image an upgrade holds it at, else the spec's version (a
+ * loaded spec always has one), else its image's tag (a spec made in code); NULL for a version protokube
+ * does not run, whose flags nobody checked. */
+static const EtcdVersionInfo *etcd_member_version(const EtcdClusterSpec *e, const EtcdMemberAssignment *m) {
         char tag[ETCD_VERSION_MAX];
-        if (e->version)
+        if (!m->image && e->version)
                 return etcd_version_find(e->version);
-        return etcd_version_of_image(etcd_image(e), tag) >= 0 ? etcd_version_find(tag) : NULL;
+        return etcd_version_of_image(member_image(e, m), tag) >= 0 ? etcd_version_find(tag) : NULL;
 }
 
 static int version_flags(const EtcdVersionInfo *v, char ***f) {
@@ -304,7 +311,7 @@ static int etcd_restore_container(const ClusterSpec *spec, const EtcdMemberAssig
                 return -ENOMEM;
         char *argv[] = { "/bin/sh", "-c",    script, "etcd-restore", l->data_dir, snapshot,
                          name,      cluster, token,  peer,           NULL };
-        r = pod_add_init_container(pod, "etcd-restore", etcd_image(e), &c);
+        r = pod_add_init_container(pod, "etcd-restore", member_image(e, m), &c);
         if (r < 0)
                 return r;
         if (!(c->command = strv_copy(argv)) || pod_kv_set(&c->env, "ETCDCTL_API", "3") < 0)
@@ -330,7 +337,7 @@ static int etcd_pod_new(const ClusterSpec *spec, const EtcdClusterSpec *e, const
                 return r;
         StaticPodParams p = {
                 .name = pod_name,
-                .image = etcd_image(e),
+                .image = member_image(e, m),
                 .priority_class = PRIORITY_CLUSTER_CRITICAL,
                 .binary = ETCD_BINARY,
                 .flags = flags,
@@ -354,7 +361,7 @@ int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod *
                 return -ENOENT;
         if (!isempty(e->tls_dir) && (e->tls_dir[0] != '/' || string_has_cc(e->tls_dir)))
                 return -EINVAL;
-        const EtcdVersionInfo *v = etcd_cluster_version(e);
+        const EtcdVersionInfo *v = etcd_member_version(e, m);
         if (!v)
                 return -EINVAL;
         r = etcd_layout(e, m, &l);
@@ -373,6 +380,20 @@ int etcd_pod_build(const ClusterSpec *spec, const EtcdMemberAssignment *m, Pod *
         }
         *ret = TAKE_PTR(pod);
         return 0;
+}
+
+int etcd_manifest_image(const char *yaml, char **ret) {
+        _cleanup_(yaml_tree_freep) YamlNode *root = NULL;
+        int r = yaml_tree_parse(yaml, strlen(yaml), 0, &root, NULL);
+        if (r == -ENOMEM)
+                return r;
+        const YamlNode *c = yaml_tree_item(yaml_tree_get(yaml_tree_get(root, "spec"), "containers"), 0);
+        const YamlNode *image = yaml_tree_get(c, "image");
+        if (r < 0 || !image || image->kind != YAML_TREE_SCALAR || image->len != strlen(image->value) ||
+            isempty(image->value))
+                return PK_EMALFORMED;
+        *ret = strdup(image->value);
+        return *ret ? 0 : -ENOMEM;
 }
 
 int etcd_manifest_render(const ClusterSpec *spec, const EtcdMemberAssignment *m, char **ret_yaml) {

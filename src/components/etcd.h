@@ -16,10 +16,17 @@ typedef struct EtcdMemberAssignment {
          * <restore dir>/<id>.db into the data dir, as a new cluster "<cluster>-<id>" of the same members,
          * unless the data dir holds data already. NULL: no init container. */
         const char *restore_id;
+        /* The image this member keeps while an upgrade holds it at the version it runs
+         * (docs/etcd-versions.md): its tag names the version whose flags it gets. NULL: the spec's. */
+        const char *image;
 } EtcdMemberAssignment;
 
 /* Renders the etcd static pod manifest (YAML text, caller frees) for the assignment. */
 int etcd_manifest_render(const ClusterSpec *spec, const EtcdMemberAssignment *m, char **ret_yaml);
+
+/* The image of the first container of an etcd manifest (caller frees): the version a member's manifest on
+ * its volume holds. PK_EMALFORMED for a text that is no pod with a container image. */
+int etcd_manifest_image(const char *yaml, char **ret);
 
 /* The same as a pod model (caller frees). */
 typedef struct Pod Pod;

@@ -20,6 +20,7 @@
 #include "basic/strv.h"
 #include "basic/trace.h"
 #include "components/etcd.h"
+#include "daemon/etcd-source.h"
 #include "daemon/pass-types.h"
 #include "daemon/progress.h"
 #include "daemon/step-members.h"
@@ -93,27 +94,6 @@ static const EtcdClusterSpec *etcd_spec(const Pass *p, const char *cluster) {
         return cluster_spec_find_etcd(p->spec, cluster);
 }
 
-/* The client URL of another member: its holder's address as the provider recorded it (the source of truth,
- * and no resolver in the way; the server certificates name it). NULL in *ret for a member nobody holds: it
- * cannot answer, and asking its DNS name would only wait on the placeholder address (docs/etcd-dns.md). */
-static int other_client_url(const ClusterView *view, const char *scheme, const char *cluster,
-                            const char *member, int port, char **ret) {
-        *ret = NULL;
-        for (size_t i = 0; view && i < view->n_members; i++) {
-                const EtcdMemberHolder *h = &view->members[i];
-                if (!streq(h->cluster, cluster) || !streq(h->member, member) || !h->node)
-                        continue;
-                const MasterNode *n = cluster_view_find_master(view, h->node);
-                if (!n || strv_length(n->internal_ips) == 0)
-                        return 0;
-                *ret = strchr(n->internal_ips[0], ':')
-                           ? strprintf("%s://[%s]:%d", scheme, n->internal_ips[0], port)
-                           : strprintf("%s://%s:%d", scheme, n->internal_ips[0], port);
-                return *ret ? 0 : -ENOMEM;
-        }
-        return 0;
-}
-
 /* The peer URLs of every tagged member, as the manifests advertise them, and the client URLs of the others
  * that a master holds. */
 static int member_urls(const Pass *p, const ClusterView *view, const EtcdTag *t, PassEtcdMember *m) {
@@ -139,32 +119,16 @@ static int member_urls(const Pass *p, const ClusterView *view, const EtcdTag *t,
                         continue;
                 }
                 m->n_others++;
-                r = other_client_url(view, scheme, t->cluster, *name, client, &curl);
+                r = etcd_holder_client_url(view, scheme, t->cluster, *name, client, &curl);
                 if (r < 0 || (curl && strv_extend(&m->other_endpoints, curl) < 0))
                         return -ENOMEM;
         }
         return m->peer_url ? 0 : -EINVAL;
 }
 
-/* A client of the given endpoints with the apiserver's etcd client pair: every etcd cluster's client CA
- * trusts it, and it is on every master (docs/etcd-members.md, "Which certificate"). */
 static int open_client(const Pass *p, const char *cluster, char *const *endpoints, EtcdClient **ret,
                        char **ret_error) {
-        const EtcdClusterSpec *e = etcd_spec(p, cluster);
-        const KubeAPIServerConfig *a = &p->spec->kube_apiserver;
-        EtcdClientConfig cfg = { .endpoints = endpoints, .timeout = MEMBER_CALL_TIMEOUT };
-        if (e && !isempty(e->tls_dir)) {
-                if (!a->etcd_cert_file || !a->etcd_key_file || !a->etcd_ca_file)
-                        return error_setf(ret_error, -ENOENT,
-                                          "etcd cluster '%s' uses TLS but kubeAPIServer has no etcd client "
-                                          "certificate (etcdCertFile, etcdKeyFile, etcdCaFile)",
-                                          cluster);
-                cfg.ca_file = a->etcd_ca_file;
-                cfg.cert_file = a->etcd_cert_file;
-                cfg.key_file = a->etcd_key_file;
-        }
-        int r = etcd_client_new(&cfg, ret);
-        return r < 0 ? error_setf(ret_error, r, "cannot set up an etcd client: %s", pk_strerror(r)) : 0;
+        return etcd_cluster_client_open(p->spec, cluster, endpoints, MEMBER_CALL_TIMEOUT, ret, ret_error);
 }
 
 static char *lock_key(const char *cluster) {
@@ -175,7 +139,6 @@ static char *lock_key(const char *cluster) {
 static int query_cluster(const Pass *p, const EtcdTag *t, PassEtcdMember *m) {
         _cleanup_(etcd_client_freep) EtcdClient *c = NULL;
         _cleanup_free_ char *error = NULL, *key = lock_key(t->cluster);
-        EtcdKvList kv = {};
         if (!key)
                 return -ENOMEM;
         m->queried = true;
@@ -211,16 +174,9 @@ static int query_cluster(const Pass *p, const EtcdTag *t, PassEtcdMember *m) {
                                                   : "it reports errors");
                 etcd_status_done(&st);
         }
-        r = etcd_kv_range(c, key, strlen(key), NULL, 0, &kv, NULL);
-        if (r == -ENOMEM)
-                return r;
-        if (r >= 0 && kv.n > 0 && !streq((char *)kv.items[0].value, strna(p->node.node_name)) &&
-            !(m->lock_holder = strndup((char *)kv.items[0].value, MIN(kv.items[0].value_len, 253U)))) {
-                etcd_kv_list_done(&kv);
-                return -ENOMEM;
-        }
-        etcd_kv_list_done(&kv);
-        return 0;
+        bool ours;
+        r = etcd_lock_read(c, key, strna(p->node.node_name), &m->lock_holder, &ours, NULL);
+        return r == -ENOMEM ? r : 0;
 }
 
 /* A directory with a file system of its own: an empty mount point must never read as a blank volume. */
@@ -355,52 +311,6 @@ static void decide(const PassEtcdMember *m, MemberPlan *ret) {
         member_plan_decide(&in, ret);
 }
 
-/* Takes the cluster's membership lock: a key created only if absent (a txn on create_revision 0), on a
- * lease that ends it MEMBER_LOCK_TTL after a holder that died. 1 taken, 0 another holds it (*ret_holder). */
-static int lock_take(EtcdClient *c, const char *cluster, const char *node, uint64_t *ret_lease,
-                     char **ret_holder, char **ret_error) {
-        _cleanup_free_ char *key = lock_key(cluster);
-        uint64_t lease;
-        bool won = false;
-        EtcdKvList kv = {};
-        if (!key)
-                return -ENOMEM;
-        int r = etcd_lease_grant(c, MEMBER_LOCK_TTL, &lease, ret_error);
-        if (r < 0)
-                return r;
-        EtcdCompare cmp = { .key = key,
-                            .key_len = strlen(key),
-                            .target = ETCD_COMPARE_CREATE,
-                            .result = ETCD_COMPARE_EQUAL,
-                            .number = 0 };
-        EtcdOp put = { .type = ETCD_OP_PUT,
-                       .key = key,
-                       .key_len = strlen(key),
-                       .value = node,
-                       .value_len = strlen(node),
-                       .lease = lease };
-        EtcdOp get = { .type = ETCD_OP_RANGE, .key = key, .key_len = strlen(key) };
-        EtcdTxn t = { .compares = &cmp,
-                      .n_compares = 1,
-                      .success = &put,
-                      .n_success = 1,
-                      .failure = &get,
-                      .n_failure = 1 };
-        r = etcd_kv_txn(c, &t, &won, &kv, ret_error);
-        if (r >= 0 && !won) {
-                *ret_holder = kv.n > 0 ? strndup((char *)kv.items[0].value, MIN(kv.items[0].value_len, 253U))
-                                       : strdup("?");
-                r = *ret_holder ? 0 : -ENOMEM;
-        }
-        etcd_kv_list_done(&kv);
-        if (r < 0 || !won) {
-                (void)etcd_lease_revoke(c, lease, NULL);
-                return r < 0 ? r : 0;
-        }
-        *ret_lease = lease;
-        return 1;
-}
-
 /* Under the lock, with the member list read again: remove the old member (if listed), add the learner. */
 static int replace_member(EtcdClient *c, PassEtcdMember *m, const char *marker, const char *cluster,
                           MemberPlan *plan, char **ret_error) {
@@ -453,7 +363,10 @@ static int do_replace(const Pass *p, PassEtcdMember *m, const char *marker, cons
         int r = open_client(p, cluster, m->other_endpoints, &c, ret_error);
         if (r < 0)
                 return r;
-        r = lock_take(c, cluster, strna(p->node.node_name), &lease, &holder, ret_error);
+        _cleanup_free_ char *key = lock_key(cluster);
+        if (!key)
+                return -ENOMEM;
+        r = etcd_lock_take(c, key, strna(p->node.node_name), MEMBER_LOCK_TTL, &lease, &holder, ret_error);
         if (r < 0)
                 return r;
         if (r == 0) {

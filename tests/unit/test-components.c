@@ -237,6 +237,41 @@ static void test_etcd_render_yaml(void **state) {
         assert_non_null(strstr(y1, "\n  hostNetwork: true\n"));
 }
 
+/* A member an upgrade holds at the version it runs (docs/etcd-versions.md): its manifest gets the held
+ * image and that version's flags, whatever the spec wants; the image is read back from the manifest. */
+static void test_etcd_held_image(void **state) {
+        ClusterSpec s = test_spec(); /* wants 3.5.16 */
+        EtcdMemberAssignment m = { "main", "a", abc, "/mnt/v" };
+        m.image = "registry.k8s.io/etcd:3.4.13-0";
+        _cleanup_free_ char *held = NULL, *wanted = NULL, *image = NULL;
+        assert_int_equal(etcd_manifest_render(&s, &m, &held), 0);
+        assert_null(strstr(held, "--logger=zap"));
+        assert_int_equal(etcd_manifest_image(held, &image), 0);
+        assert_string_equal(image, "registry.k8s.io/etcd:3.4.13-0");
+        free(image), image = NULL;
+
+        m.image = NULL;
+        assert_int_equal(etcd_manifest_render(&s, &m, &wanted), 0);
+        assert_non_null(strstr(wanted, "--logger=zap"));
+        assert_int_equal(etcd_manifest_image(wanted, &image), 0);
+        assert_string_equal(image, "registry.k8s.io/etcd:3.5.16-0");
+
+        _cleanup_(pod_freep) Pod *pod = NULL;
+        m.image = "example.com/etcd:latest"; /* a held image must name a version protokube runs */
+        assert_int_equal(etcd_pod_build(&s, &m, &pod), -EINVAL);
+        static const char *const bad[] = { "",
+                                           "kind: Pod\n",
+                                           "spec:\n  containers: []\n",
+                                           "spec:\n  containers:\n  - name: x\n",
+                                           "spec:\n  containers:\n  - image: [a]\n",
+                                           "{" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *x = NULL;
+                assert_int_equal(etcd_manifest_image(bad[i], &x), PK_EMALFORMED);
+                assert_null(x);
+        }
+}
+
 static void test_etcd_invalid(void **state) {
         ClusterSpec s = test_spec();
         _cleanup_(pod_freep) Pod *pod = NULL;
@@ -866,6 +901,7 @@ int main(void) {
                 cmocka_unit_test(test_etcd_version_flags),
                 cmocka_unit_test(test_etcd_restore_init_container),
                 cmocka_unit_test(test_etcd_render_yaml),
+                cmocka_unit_test(test_etcd_held_image),
                 cmocka_unit_test(test_etcd_invalid),
                 cmocka_unit_test(test_kube_apiserver_defaults),
                 cmocka_unit_test(test_kube_apiserver_config),
