@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "basic/errors.h"
+#include "basic/semver.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 
@@ -186,13 +187,78 @@ int restore_state_format(const RestoreState *s, char **ret) {
         return dump(json_pack("{s:s, s:s}", "id", s->id, "step", restore_step_to_string(s->step)), ret);
 }
 
-static char *request_key(const char *cluster) {
-        char *k = strprintf("restores/%s/request.json", cluster);
+static bool version_is_valid(const char *s) {
+        Semver v;
+        return strlen(s) < UPGRADE_VERSION_MAX && semver_parse(s, 0, &v) >= 0;
+}
+
+static bool node_is_valid(const char *s) {
+        return !isempty(s) && strlen(s) < UPGRADE_NODE_MAX && !string_has_cc(s) && !strchr(s, ' ');
+}
+
+int upgrade_record_parse(const char *text, size_t len, UpgradeRecord *ret, char **ret_error) {
+        static const char what[] = "upgrade record";
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        const char *backup, *from, *to, *node;
+        UpgradeRecord rec = {};
+        int r = load_object(what, text, len, &o, ret_error);
+        if (r < 0)
+                return r;
+        if ((r = string_field(what, o, "backup", timestamp_is_valid, &backup, ret_error)) < 0 ||
+            (r = string_field(what, o, "from", version_is_valid, &from, ret_error)) < 0 ||
+            (r = string_field(what, o, "to", version_is_valid, &to, ret_error)) < 0 ||
+            (r = string_field(what, o, "node", node_is_valid, &node, ret_error)) < 0)
+                return r;
+        strcpy(rec.backup, backup);
+        strcpy(rec.from, from);
+        strcpy(rec.to, to);
+        strcpy(rec.node, node);
+        *ret = rec;
+        return 0;
+}
+
+int upgrade_record_format(const UpgradeRecord *r, char **ret) {
+        if (!timestamp_is_valid(r->backup) || !version_is_valid(r->from) || !version_is_valid(r->to) ||
+            !node_is_valid(r->node))
+                return -EINVAL;
+        return dump(json_pack("{s:s, s:s, s:s, s:s}", "backup", r->backup, "from", r->from, "to", r->to,
+                              "node", r->node),
+                    ret);
+}
+
+static char *cluster_key(const char *cluster, const char *name) {
+        char *k = strprintf("restores/%s/%s", cluster, name);
         if (k && !store_key_valid(k)) {
                 free(k);
                 return NULL;
         }
         return k;
+}
+
+int upgrade_record_get(Store *s, const char *cluster, UpgradeRecord *ret, char **ret_error) {
+        _cleanup_free_ char *key = cluster_key(cluster, "upgrade.json"), *text = NULL, *err = NULL;
+        size_t len;
+        if (!key)
+                return error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
+        int r = store_get(s, key, &text, &len, ret_error);
+        if (r < 0)
+                return r;
+        r = upgrade_record_parse(text, len, ret, &err);
+        return r < 0 ? error_setf(ret_error, r, "%s: %s", key, strna(err)) : 0;
+}
+
+int upgrade_record_put(Store *s, const char *cluster, const UpgradeRecord *rec, char **ret_error) {
+        _cleanup_free_ char *key = cluster_key(cluster, "upgrade.json"), *text = NULL;
+        if (!key)
+                return error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
+        int r = upgrade_record_format(rec, &text);
+        if (r < 0)
+                return r;
+        return store_put(s, key, text, strlen(text), 0, ret_error);
+}
+
+static char *request_key(const char *cluster) {
+        return cluster_key(cluster, "request.json");
 }
 
 int restore_request_get(Store *s, const char *cluster, RestoreRequest *ret, char **ret_error) {

@@ -77,6 +77,27 @@ void restore_progress_done(RestoreProgress *p);
 int restore_progress_get(Store *s, const char *cluster, const char *id, RestoreProgress *ret,
                          char **ret_error);
 
+/* The way back of an etcd upgrade (docs/etcd-versions.md): restores/<cluster>/upgrade.json
+ *   {"backup": TIMESTAMP, "from": "3.4.23", "to": "3.5.16", "node": "a"}
+ * written by the master that took the backup before the first member of an upgrade changed: the version
+ * the members ran then, the version they go to, and the backup an explicit downgrade restores. The backups'
+ * retention keeps that backup. */
+#define UPGRADE_VERSION_MAX 24  /* "MAJOR.MINOR.PATCH" of three 6-digit numbers, and its NUL */
+#define UPGRADE_NODE_MAX    254 /* a DNS name, and its NUL */
+
+typedef struct UpgradeRecord {
+        char backup[BACKUP_TIMESTAMP_LEN + 1];
+        char from[UPGRADE_VERSION_MAX];
+        char to[UPGRADE_VERSION_MAX];
+        char node[UPGRADE_NODE_MAX]; /* the master that took it */
+} UpgradeRecord;
+
+int upgrade_record_parse(const char *text, size_t len, UpgradeRecord *ret, char **ret_error);
+int upgrade_record_format(const UpgradeRecord *r, char **ret);
+/* -ENOENT when the cluster has none. */
+int upgrade_record_get(Store *s, const char *cluster, UpgradeRecord *ret, char **ret_error);
+int upgrade_record_put(Store *s, const char *cluster, const UpgradeRecord *r, char **ret_error);
+
 /* What a pass observed of one member's volume and its cluster's request. */
 typedef struct RestoreFacts {
         const RestoreRequest *request; /* NULL: none in the store */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A restore request comes from the state store and a restore state from a volume: either parser takes any
- * bytes without a crash, and what one accepts formats back to a document it accepts again, unchanged. */
+/* A restore request and an upgrade's record come from the state store and a restore state from a volume:
+ * each parser takes any bytes without a crash, and what one accepts formats back to a document it accepts
+ * again, unchanged. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         RestoreRequest req, again_req;
         RestoreState st, again_st;
+        UpgradeRecord rec, again_rec;
         char *err = NULL, *text = NULL;
         if (restore_request_parse((const char *)data, size, &req, &err) >= 0) {
                 if (restore_request_format(&req, &text) < 0 ||
@@ -27,6 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (restore_state_format(&st, &text) < 0 ||
                     restore_state_parse(text, strlen(text), &again_st, NULL) < 0 ||
                     strcmp(st.id, again_st.id) != 0 || st.step != again_st.step)
+                        abort();
+                free(text), text = NULL;
+        } else if (!err)
+                abort();
+        free(err), err = NULL;
+        if (upgrade_record_parse((const char *)data, size, &rec, &err) >= 0) {
+                if (upgrade_record_format(&rec, &text) < 0 ||
+                    upgrade_record_parse(text, strlen(text), &again_rec, NULL) < 0 ||
+                    memcmp(&rec, &again_rec, sizeof(rec)) != 0)
                         abort();
                 free(text);
         } else if (!err)

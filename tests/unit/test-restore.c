@@ -145,6 +145,55 @@ static void test_store(void **state) {
         nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The upgrade's record of its pre-upgrade backup: stored and read back; a bad one names the field and the
+ * value; an absent one is ENOENT. */
+static void test_upgrade_record(void **state) {
+        (void)state;
+        char root[] = "/tmp/pk-upgrade-record-XXXXXX", url[64], *err = NULL, *text = NULL;
+        assert_non_null(mkdtemp(root));
+        snprintf(url, sizeof(url), "file://%s", root);
+        Store *s = NULL;
+        UpgradeRecord rec = { .backup = "20261129T080000Z", .from = "3.4.23", .to = "3.5.16", .node = "a" },
+                      got;
+        assert_int_equal(store_open(url, &s, NULL), 0);
+        assert_int_equal(upgrade_record_get(s, "main", &got, NULL), -ENOENT);
+        assert_int_equal(upgrade_record_put(s, "main", &rec, NULL), 0);
+        assert_int_equal(upgrade_record_get(s, "main", &got, NULL), 0);
+        assert_memory_equal(&rec, &got, sizeof(rec));
+        assert_int_equal(upgrade_record_get(s, "events", &got, NULL), -ENOENT);
+        assert_int_equal(upgrade_record_get(s, "../x", &got, &err), -EINVAL);
+        free(err), err = NULL;
+
+        static const struct {
+                const char *text, *message;
+        } bad[] = {
+                { "{\"backup\": \"x\", \"from\": \"3.4.23\", \"to\": \"3.5.16\", \"node\": \"a\"}",
+                  "field 'backup': invalid value 'x'" },
+                { "{\"backup\": \"20261129T080000Z\", \"from\": \"3.4\", \"to\": \"3.5.16\", \"node\": "
+                  "\"a\"}",
+                  "field 'from': invalid value '3.4'" },
+                { "{\"backup\": \"20261129T080000Z\", \"from\": \"3.4.23\", \"to\": \"3.5.16\"}",
+                  "field 'node' is missing" },
+                { "{\"backup\": \"20261129T080000Z\", \"from\": \"3.4.23\", \"to\": \"3.5.16\", \"node\": "
+                  "\"a b\"}",
+                  "field 'node': invalid value 'a b'" },
+                { "[]", "not a JSON object" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_int_equal(upgrade_record_parse(bad[i].text, strlen(bad[i].text), &got, &err),
+                                 PK_EMALFORMED);
+                if (!strstr(err, bad[i].message))
+                        fail_msg("case %zu: %s", i, err);
+                free(err), err = NULL;
+        }
+        UpgradeRecord invalid = rec;
+        strcpy(invalid.to, "3.5");
+        assert_int_equal(upgrade_record_format(&invalid, &text), -EINVAL);
+        assert_null(text);
+        store_free(s);
+        nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static const RestoreRequest request = { .id = ID, .snapshot = "20261124T010000Z" };
 
 static RestoreDecision decide(RestoreFacts f) {
@@ -273,9 +322,13 @@ static void test_decide_edges(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_id),          cmocka_unit_test(test_request),
-                cmocka_unit_test(test_state),       cmocka_unit_test(test_store),
-                cmocka_unit_test(test_decide_walk), cmocka_unit_test(test_decide_edges),
+                cmocka_unit_test(test_id),
+                cmocka_unit_test(test_request),
+                cmocka_unit_test(test_state),
+                cmocka_unit_test(test_store),
+                cmocka_unit_test(test_upgrade_record),
+                cmocka_unit_test(test_decide_walk),
+                cmocka_unit_test(test_decide_edges),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
