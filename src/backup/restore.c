@@ -209,10 +209,11 @@ int upgrade_record_parse(const char *text, size_t len, UpgradeRecord *ret, char 
             (r = string_field(what, o, "to", version_is_valid, &to, ret_error)) < 0 ||
             (r = string_field(what, o, "node", node_is_valid, &node, ret_error)) < 0)
                 return r;
-        strcpy(rec.backup, backup);
-        strcpy(rec.from, from);
-        strcpy(rec.to, to);
-        strcpy(rec.node, node);
+        /* each checked to fit above */
+        snprintf(rec.backup, sizeof(rec.backup), "%s", backup);
+        snprintf(rec.from, sizeof(rec.from), "%s", from);
+        snprintf(rec.to, sizeof(rec.to), "%s", to);
+        snprintf(rec.node, sizeof(rec.node), "%s", node);
         *ret = rec;
         return 0;
 }
@@ -235,52 +236,58 @@ static char *cluster_key(const char *cluster, const char *name) {
         return k;
 }
 
-int upgrade_record_get(Store *s, const char *cluster, UpgradeRecord *ret, char **ret_error) {
-        _cleanup_free_ char *key = cluster_key(cluster, "upgrade.json"), *text = NULL, *err = NULL;
-        size_t len;
+/* A cluster's document restores/<cluster>/<name>: its key and text (caller frees both). */
+static int document_read(Store *s, const char *cluster, const char *name, char **ret_key, char **ret_text,
+                         size_t *ret_len, char **ret_error) {
+        _cleanup_free_ char *key = cluster_key(cluster, name);
         if (!key)
                 return error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
-        int r = store_get(s, key, &text, &len, ret_error);
-        if (r < 0)
-                return r;
-        r = upgrade_record_parse(text, len, ret, &err);
-        return r < 0 ? error_setf(ret_error, r, "%s: %s", key, strna(err)) : 0;
+        int r = store_get(s, key, ret_text, ret_len, ret_error);
+        if (r >= 0)
+                *ret_key = TAKE_PTR(key);
+        return r;
+}
+
+/* Writes the text a format function made (r: what it returned), under restores/<cluster>/<name>. */
+static int document_write(Store *s, const char *cluster, const char *name, int r, char *text,
+                          char **ret_error) {
+        _cleanup_free_ char *key = cluster_key(cluster, name);
+        if (r >= 0 && !key)
+                r = error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
+        if (r >= 0)
+                r = store_put(s, key, text, strlen(text), 0, ret_error);
+        free(text);
+        return r;
+}
+
+int upgrade_record_get(Store *s, const char *cluster, UpgradeRecord *ret, char **ret_error) {
+        _cleanup_free_ char *key = NULL, *text = NULL, *err = NULL;
+        size_t len;
+        int r = document_read(s, cluster, "upgrade.json", &key, &text, &len, ret_error);
+        if (r >= 0 && (r = upgrade_record_parse(text, len, ret, &err)) < 0)
+                return error_setf(ret_error, r, "%s: %s", key, strna(err));
+        return r < 0 ? r : 0;
 }
 
 int upgrade_record_put(Store *s, const char *cluster, const UpgradeRecord *rec, char **ret_error) {
-        _cleanup_free_ char *key = cluster_key(cluster, "upgrade.json"), *text = NULL;
-        if (!key)
-                return error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
+        char *text = NULL;
         int r = upgrade_record_format(rec, &text);
-        if (r < 0)
-                return r;
-        return store_put(s, key, text, strlen(text), 0, ret_error);
-}
-
-static char *request_key(const char *cluster) {
-        return cluster_key(cluster, "request.json");
+        return document_write(s, cluster, "upgrade.json", r, text, ret_error);
 }
 
 int restore_request_get(Store *s, const char *cluster, RestoreRequest *ret, char **ret_error) {
-        _cleanup_free_ char *key = request_key(cluster), *text = NULL, *err = NULL;
+        _cleanup_free_ char *key = NULL, *text = NULL, *err = NULL;
         size_t len;
-        if (!key)
-                return error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
-        int r = store_get(s, key, &text, &len, ret_error);
-        if (r < 0)
-                return r;
-        r = restore_request_parse(text, len, ret, &err);
-        return r < 0 ? error_setf(ret_error, r, "%s: %s", key, strna(err)) : 0;
+        int r = document_read(s, cluster, "request.json", &key, &text, &len, ret_error);
+        if (r >= 0 && (r = restore_request_parse(text, len, ret, &err)) < 0)
+                return error_setf(ret_error, r, "%s: %s", key, strna(err));
+        return r < 0 ? r : 0;
 }
 
 int restore_request_put(Store *s, const char *cluster, const RestoreRequest *req, char **ret_error) {
-        _cleanup_free_ char *key = request_key(cluster), *text = NULL;
-        if (!key)
-                return error_setf(ret_error, -EINVAL, "invalid etcd cluster name '%s'", cluster);
+        char *text = NULL;
         int r = restore_request_format(req, &text);
-        if (r < 0)
-                return r;
-        return store_put(s, key, text, strlen(text), 0, ret_error);
+        return document_write(s, cluster, "request.json", r, text, ret_error);
 }
 
 int restore_report_put(Store *s, const char *cluster, const char *id, const char *member,

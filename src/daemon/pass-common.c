@@ -68,7 +68,7 @@ CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clu
 }
 
 int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
-                       char **ret) {
+                       const char *image, char **ret) {
         _cleanup_free_ char *mount = volume_mount_path(pass->node.mount_root, id);
         if (!mount)
                 return -ENOMEM;
@@ -78,6 +78,7 @@ int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char 
                 .members = e->etcd.members,
                 .mount_path = mount,
                 .existing = existing,
+                .image = image,
         };
         return etcd_manifest_render(pass->spec, &a, ret);
 }

@@ -43,6 +43,9 @@ void pass_observation_done(PassObservation *o) {
         for (size_t i = 0; o->etcd_members && i < o->in.n_volumes; i++)
                 pass_etcd_member_done(&o->etcd_members[i]);
         free(o->etcd_members);
+        for (size_t i = 0; o->etcd_upgrades && i < o->in.n_volumes; i++)
+                pass_etcd_upgrade_done(&o->etcd_upgrades[i]);
+        free(o->etcd_upgrades);
         free(o->join_message);
         join_observation_done(&o->join);
         cloud_machines_free(o->cloud_machines, o->n_machines);
@@ -76,6 +79,8 @@ void pass_plan_done(PassPlan *p) {
         free(p->node_join.note);
         free(p->held_members);
         free(p->member_plans);
+        free(p->upgrade_plans);
+        free(p->held_images);
         join_plan_done(&p->join);
         free(p->join_server);
         *p = (PassPlan){};
@@ -196,6 +201,8 @@ void pass_context_done(PassContext *ctx) {
         free(ctx->etcd_texts);
         strv_free(ctx->etcd_owned);
         free(ctx->member_plans);
+        free(ctx->upgrade_plans);
+        free(ctx->held_images);
         free(ctx->restoring);
         *ctx = (PassContext){};
 }
@@ -218,12 +225,19 @@ int pass_context_prepare_apply(PassContext *ctx, const PassPlan *plan) {
         ctx->etcd_texts = new0(char *, n + 1);
         ctx->member_plans = new0(MemberPlan, v + 1);
         ctx->restoring = new0(bool, v + 1);
-        if (!ctx->etcd_texts || !ctx->member_plans || !ctx->restoring)
+        ctx->upgrade_plans = new0(UpgradePlan, v + 1);
+        ctx->held_images = new0(const char *, v + 1);
+        if (!ctx->etcd_texts || !ctx->member_plans || !ctx->restoring || !ctx->upgrade_plans ||
+            !ctx->held_images)
                 return -ENOMEM;
         for (size_t k = 0; plan->etcd_texts && k < n; k++)
                 ctx->etcd_texts[k] = plan->etcd_texts[k];
         if (plan->member_plans)
                 memcpy(ctx->member_plans, plan->member_plans, sizeof(MemberPlan) * v);
+        if (plan->upgrade_plans)
+                memcpy(ctx->upgrade_plans, plan->upgrade_plans, sizeof(UpgradePlan) * v);
+        if (plan->held_images)
+                memcpy(ctx->held_images, plan->held_images, sizeof(const char *) * v);
         return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "daemon/step-control-plane.h"
 #include "daemon/step-dns.h"
 #include "daemon/step-etcd-manifests.h"
+#include "daemon/step-etcd-upgrade.h"
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-kubelet-config.h"
@@ -58,12 +59,14 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_api_names),
         OBSERVE(pass_step_members),
         OBSERVE(pass_step_certs),
+        OBSERVE(pass_step_etcd_upgrade), /* the record through the store the certificates opened */
         OBSERVE(pass_step_control_plane),
         OBSERVE(pass_step_kubelet_config),
         OBSERVE(pass_step_join),               /* the cluster CA as the certificates' observation read it */
         OBSERVE(pass_step_pod_network_master), /* the Nodes, through this master's own apiserver */
 
         PLAN(pass_step_members),
+        PLAN(pass_step_etcd_upgrade), /* the image a member is held at: whether its manifest is current */
         PLAN(pass_step_volumes),
         PLAN(pass_step_certs),
         PLAN(pass_step_etcd_manifests),
@@ -80,11 +83,13 @@ static const PassRow master_rows[] = {
         APPLY(pass_step_certs, PASS_WAVE_FIRST),
         APPLY(pass_step_restore, PASS_WAVE_FIRST),
         APPLY(pass_step_members, PASS_WAVE_FIRST),
+        APPLY(pass_step_etcd_upgrade, PASS_WAVE_FIRST),
         APPLY(pass_step_etcd_manifests, PASS_WAVE_FIRST),
         APPLY(pass_step_volume_devices, PASS_WAVE_REST),
         APPLY(pass_step_certs, PASS_WAVE_REST),
         APPLY(pass_step_restore, PASS_WAVE_REST),
         APPLY(pass_step_members, PASS_WAVE_REST),
+        APPLY(pass_step_etcd_upgrade, PASS_WAVE_REST),
         APPLY(pass_step_etcd_manifests, PASS_WAVE_REST),
         APPLY(pass_step_control_plane, PASS_WAVE_ALL),
         APPLY(pass_step_kubelet_config, PASS_WAVE_ALL), /* after the certificates: its kubeconfig */
@@ -102,6 +107,7 @@ static const PassRow master_rows[] = {
         PRINT(pass_step_kubelet_config),
         PRINT(pass_step_certs),
         PRINT(pass_step_members),
+        PRINT(pass_step_etcd_upgrade),
         PRINT(pass_step_pivot),
         PRINT(pass_step_join),
         PRINT(pass_step_pod_network_master),

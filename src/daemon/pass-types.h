@@ -18,6 +18,7 @@
 
 #include "backup/backup-snapshot.h"
 #include "backup/backup.h"
+#include "backup/restore.h"
 #include "certs/certs.h"
 #include "components/render.h"
 #include "daemon/node-settings.h"
@@ -26,6 +27,7 @@
 #include "dns/dns-provider.h"
 #include "etcdapi/etcd-json.h"
 #include "etcdapi/member-plan.h"
+#include "etcdapi/upgrade-survey.h"
 #include "join/join-progress.h"
 #include "join/join-round.h"
 #include "join/join-token.h"
@@ -110,6 +112,28 @@ typedef struct PassEtcdMember {
 } PassEtcdMember;
 
 void pass_etcd_member_done(PassEtcdMember *m);
+
+/* A held, mounted etcd member's version (docs/etcd-versions.md, step-etcd-upgrade.c): the image its manifest
+ * on the volume runs and, while its version may change, what the cluster says. */
+typedef struct PassEtcdUpgrade {
+        bool observed;    /* the volume is held, mounted and eligible */
+        char *held_image; /* the image of the member's manifest on the volume; NULL: no manifest */
+        bool held_wanted; /* that image is the spec's (its version the wanted one) */
+        bool marker;      /* ours on the volume: this member's change was started here and is not over */
+        bool surveyed;    /* the cluster was asked (survey, lock, record) */
+        int client_error; /* < 0: no client (client_message) */
+        char *client_message;
+        UpgradeSurvey survey;
+        size_t self;       /* this member, an index into survey.members */
+        char *lock_holder; /* another master's name, when it holds the upgrade lock */
+        bool lock_ours;
+        int record_error; /* 0: record read; -ENOENT: none; < 0: it could not be read (record_message) */
+        char *record_message;
+        UpgradeRecord record;
+        bool restore_requested; /* the store's restore request names the record's backup */
+} PassEtcdUpgrade;
+
+void pass_etcd_upgrade_done(PassEtcdUpgrade *u);
 
 /* A worker's kubelet files as they are (step-kubelet-boot.c), and its bootstrap token's file. */
 /* The stages of a worker's join, in order (`protokube join plan` names the first that is not done): the
@@ -285,10 +309,11 @@ typedef struct PassObservation {
          * that is there but cannot be read has its error in config_errors and is never written over */
         char *config_texts[_COMPONENT_MAX];
         int config_errors[_COMPONENT_MAX];
-        CertsObservation certs;       /* the state store's keystore and the node's certificates */
-        usec_t realtime;              /* when it was observed: "now" for the certificates' plan */
-        PassEtcdMember *etcd_members; /* parallel to in.volumes */
-        PivotRecord pivot_record;     /* the pivot's local record: which bootstrap manifests stay away */
+        CertsObservation certs;         /* the state store's keystore and the node's certificates */
+        usec_t realtime;                /* when it was observed: "now" for the certificates' plan */
+        PassEtcdMember *etcd_members;   /* parallel to in.volumes */
+        PassEtcdUpgrade *etcd_upgrades; /* parallel to in.volumes */
+        PivotRecord pivot_record;       /* the pivot's local record: which bootstrap manifests stay away */
         /* The apiservers asked for the API's names (step-api-names.c). api_gated: this node can ask (DNS,
          * a kubeconfig of its own); false: no master is left out of the names. */
         bool api_gated;
@@ -339,9 +364,13 @@ typedef struct PassPlan {
         const char *render_failed; /* the control plane could not be rendered: which component */
         int render_error;
         CertsPlan certs; /* the node's certificates for the members held after this pass's claims */
-        const char **held_members; /* per etcd cluster (parallel to Pass.etcd_clusters): the member this
-                                      node holds after the plan, NULL: none (points into volumes) */
-        MemberPlan *member_plans;  /* parallel to in.volumes: the decision for each observed member */
+        const char **held_members;  /* per etcd cluster (parallel to Pass.etcd_clusters): the member this
+                                       node holds after the plan, NULL: none (points into volumes) */
+        MemberPlan *member_plans;   /* parallel to in.volumes: the decision for each observed member */
+        UpgradePlan *upgrade_plans; /* parallel to in.volumes: each observed member's version change */
+        /* parallel to in.volumes: the image an upgrade holds the member at (the one it runs: points into
+         * the observation), NULL: the spec's */
+        const char **held_images;
         /* A worker's view of the API (step-api-view.c) plans into view (as observed: a worker claims
          * nothing), dns_status, dns_note, dns_desired (api.<internalSuffix> only), dns_changes, dns_send
          * and: */
@@ -394,6 +423,9 @@ typedef struct PassContext {
         /* The members' decisions as the apply takes them: the plan's, and for a volume mounted in this
          * pass the members step's revise hook observes it now and decides (parallel to in.volumes). */
         MemberPlan *member_plans;
+        /* The same for the upgrade's decisions and the images it holds members at (step-etcd-upgrade.c) */
+        UpgradePlan *upgrade_plans;
+        const char **held_images;
         bool *restoring; /* parallel to in.volumes: the restore step found a restore under way on it */
         bool volumes_interrupted; /* a claim or manifest step saw a stop or a lost race */
         bool apply_failed;        /* an apply failed (out of memory): only after_failure steps run on */
@@ -503,9 +535,13 @@ CertsSettings pass_certs_settings(const ClusterSpec *spec, char *const *etcd_clu
  * cannot be opened. */
 Store *pass_store(PassContext *ctx, Store **owned, char **ret_error);
 
-/* The etcd manifest of volume i's member. */
+/* The etcd manifest of volume i's member, at the image an upgrade holds it at (NULL: the spec's). */
 int pass_render_member(const Pass *pass, const VolumeEligibility *e, const char *id, bool existing,
-                       char **ret);
+                       const char *image, char **ret);
+/* The image the plan holds volume i's member at, NULL: the spec's. */
+static inline const char *pass_held_image(const PassPlan *plan, size_t i) {
+        return plan->held_images ? plan->held_images[i] : NULL;
+}
 
 /* Whether volume i's member gets initial-cluster-state=existing: as decided, and once written, for good: a
  * member with data ignores the flag, so keeping it spares etcd a restart for a changed manifest. */

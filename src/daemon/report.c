@@ -108,6 +108,8 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
                 metrics_observe_certs(m, r, realtime_now);
         if (r->backups_known)
                 metrics_observe_backups(m, r, realtime_now);
+        m->n_etcd_versions = MIN(r->n_etcd_versions, (unsigned)PASS_ETCD_VERSIONS_MAX);
+        memcpy(m->etcd_versions, r->etcd_versions, sizeof(m->etcd_versions[0]) * m->n_etcd_versions);
         if (r->dns_pending_known) {
                 m->dns_pending = r->dns_pending;
                 m->dns_pending_oldest = r->dns_pending_oldest;
@@ -211,6 +213,15 @@ int metrics_format(const Metrics *m, Buf *out) {
                 if (m->backups[i].newest)
                         EMIT("protokube_etcd_backup_size_bytes{cluster=\"%s\"} %llu\n",
                              m->backups[i].cluster, (unsigned long long)m->backups[i].size);
+        EMIT("# HELP protokube_etcd_version_info The etcd version each member runs (\"\": it did not "
+             "answer), the wanted and the cluster version, and this master's step of the change, while one "
+             "of its members may change version.\n# TYPE protokube_etcd_version_info gauge\n");
+        for (unsigned i = 0; i < m->n_etcd_versions; i++) {
+                const PassEtcdVersionInfo *v = &m->etcd_versions[i];
+                EMIT("protokube_etcd_version_info{cluster=\"%s\",member=\"%s\",running=\"%s\",wanted=\"%s\","
+                     "cluster_version=\"%s\",step=\"%s\"} 1\n",
+                     v->cluster, v->member, v->running, v->wanted, v->cluster_version, v->step);
+        }
         EMIT("# HELP protokube_etcd_backups_unreadable Backups of an etcd cluster whose manifest is in the "
              "state store but cannot be read (retention deletes nothing while there are any).\n"
              "# TYPE protokube_etcd_backups_unreadable gauge\n");

@@ -56,6 +56,19 @@ typedef struct PassBackupInfo {
         unsigned unreadable; /* backups whose manifest is there but cannot be read: retention holds */
 } PassBackupInfo;
 
+/* The etcd versions a master sees while one of its members may change version (docs/etcd-versions.md):
+ * every member of the cluster as it answered, the wanted version, the cluster version and this master's
+ * step of the change. */
+#define PASS_ETCD_VERSIONS_MAX 32
+typedef struct PassEtcdVersionInfo {
+        char cluster[64];
+        char member[64];          /* "etcd-b" */
+        char running[24];         /* "3.4.23"; "": it did not answer */
+        char wanted[24];          /* the spec's */
+        char cluster_version[24]; /* "": not known */
+        char step[48]; /* this master's decision: "upgrade-member", "wait:turn", "refuse:downgrade" */
+} PassEtcdVersionInfo;
+
 /* The outcomes of the masters' approver and signer, by kind (join/join-round.h's JoinOutcomeKind: approved,
  * signed, refused, lost-race, failed, adopted; a static assertion in report.c keeps them equal). */
 #define PASS_JOIN_OUTCOME_KINDS 6
@@ -85,6 +98,8 @@ typedef struct PassReport {
         char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];
         /* what the approver and signer did this pass, as logged (a refusal once per reason) */
         unsigned join_outcomes[PASS_JOIN_OUTCOME_KINDS];
+        unsigned n_etcd_versions; /* this pass's, replacing the last's */
+        PassEtcdVersionInfo etcd_versions[PASS_ETCD_VERSIONS_MAX];
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -110,7 +125,9 @@ typedef struct Metrics {
         char cert_warning[PASS_CERT_NAME_MAX + 64]; /* the soonest expiry within 30 days, "" if none */
         unsigned n_backups;
         PassBackupInfo backups[PASS_BACKUPS_MAX];
-        char backup_warning[128];  /* the stalest backup older than twice its interval, "" if none */
+        char backup_warning[128]; /* the stalest backup older than twice its interval, "" if none */
+        unsigned n_etcd_versions;
+        PassEtcdVersionInfo etcd_versions[PASS_ETCD_VERSIONS_MAX];
         unsigned dns_pending;      /* as in the last PassReport */
         usec_t dns_pending_oldest; /* CLOCK_MONOTONIC; the age is taken when asked */
         char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];

@@ -13,6 +13,7 @@
 
 #include "backup/backup-snapshot.h"
 #include "backup/backup.h"
+#include "backup/restore.h"
 #include "basic/errors.h"
 #include "basic/log.h"
 #include "basic/stop.h"
@@ -49,7 +50,8 @@ static int member_is_leader(const BackupEtcdSource *src, char **ret_error) {
         return leader;
 }
 
-/* Deletes what the spec's retention no longer keeps; the number deleted, or < 0. */
+/* Deletes what the spec's retention no longer keeps, never the backup an upgrade recorded as its way back
+ * (docs/etcd-versions.md); the number deleted, or < 0. */
 static int apply_retention(Store *s, const char *cluster, const EtcdBackupSpec *b, usec_t now_rt,
                            char **ret_error) {
         BackupEntry *e = NULL;
@@ -64,6 +66,13 @@ static int apply_retention(Store *s, const char *cluster, const EtcdBackupSpec *
                 return r;
         /* nothing is deleted while a backup cannot be read: it may be whole, and the newest */
         r = backup_retention_plan(e, n, &ret, now_rt, &del, ret_error);
+        UpgradeRecord rec;
+        _cleanup_free_ char *rerr = NULL;
+        int k = r >= 0 ? upgrade_record_get(s, cluster, &rec, &rerr) : r;
+        if (r >= 0 && k < 0 && k != -ENOENT) /* the way back cannot be told from the others: none goes */
+                r = error_setf(ret_error, k, "the upgrade's record: %s", rerr ?: pk_strerror(k));
+        for (size_t i = 0; r >= 0 && k >= 0 && i < n; i++)
+                del[i] = del[i] && !streq(e[i].timestamp, rec.backup);
         int deleted = 0;
         for (size_t i = 0; r >= 0 && i < n; i++)
                 if (del[i]) {

@@ -43,7 +43,8 @@ static int etcd_manifests_plan(const Pass *pass, const PassObservation *o, PassP
                         continue;
                 }
                 int r = pass_render_member(pass, &plan->volumes.eligibility[i], plan->in.volumes[i].id,
-                                           pass_member_existing(o, plan, i), &plan->etcd_texts[k]);
+                                           pass_member_existing(o, plan, i), pass_held_image(plan, i),
+                                           &plan->etcd_texts[k]);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 && !plan->etcd_render_error)

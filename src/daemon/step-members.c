@@ -409,7 +409,7 @@ static int do_promote(const Pass *p, PassEtcdMember *m, const char *marker, cons
 
 /* One selection's member: carries out its decision; the text to write, NULL to hold it back. */
 static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember *m, MemberPlan *d,
-                        char **text, char ***owned, PassReport *rep) {
+                        const char *image, char **text, char ***owned, PassReport *rep) {
         const VolumeEligibility *e = &plan->volumes.eligibility[i];
         const char *cluster = e->etcd.cluster;
         _cleanup_free_ char *mount = volume_mount_path(p->node.mount_root, plan->in.volumes[i].id),
@@ -473,7 +473,7 @@ static int apply_member(Pass *p, const PassPlan *plan, size_t i, PassEtcdMember 
          * volume was mounted only in this pass */
         if (*text && (d->existing || d->decision == MEMBER_NEW)) {
                 char *t = NULL;
-                r = pass_render_member(p, e, plan->in.volumes[i].id, d->existing, &t);
+                r = pass_render_member(p, e, plan->in.volumes[i].id, d->existing, image, &t);
                 if (r < 0)
                         return r;
                 if (strv_push(owned, t) < 0) {
@@ -526,7 +526,7 @@ static int members_apply(PassContext *ctx, PassWave wave) {
                 if (i == SIZE_MAX)
                         continue;
                 int r = apply_member(ctx->pass, plan, i, &ctx->obs->etcd_members[i], &ctx->member_plans[i],
-                                     &ctx->etcd_texts[k], &ctx->etcd_owned, ctx->rep);
+                                     ctx->held_images[i], &ctx->etcd_texts[k], &ctx->etcd_owned, ctx->rep);
                 if (r < 0)
                         return r;
         }

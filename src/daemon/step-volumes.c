@@ -57,7 +57,8 @@ static int manifest_currency(const Pass *pass, const PassObservation *ob, const 
                 int r = volume_classify(&in->volumes[i], in->cluster, NULL, in->etcd_clusters, &e);
                 if (r >= 0 && e.eligible)
                         r = pass_render_member(pass, &e, in->volumes[i].id,
-                                               pass_member_existing(ob, plan, i), &text);
+                                               pass_member_existing(ob, plan, i), pass_held_image(plan, i),
+                                               &text);
                 volume_eligibility_done(&e);
                 if (r == -ENOMEM)
                         return r;

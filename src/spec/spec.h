@@ -91,6 +91,9 @@ typedef struct EtcdClusterSpec {
         /* The wanted etcd version, one of model/etcd-versions.h's: the version key, else the image's tag
          * ("registry.k8s.io/etcd:3.5.16-0" -> "3.5.16"); always set in a loaded spec. */
         char *version;
+        /* A version below the cluster version etcd runs may be wanted: the masters restore the backup taken
+         * before the upgrade (every later write lost); otherwise refused (docs/etcd-versions.md) */
+        OptBool allow_downgrade;
         OptInt client_port; /* default 4001 main, 4002 events, else required */
         OptInt peer_port;   /* default 2380 main, 2381 events, else required */
         /* NULL = plain http; else ca.crt (client CAs), peer-ca.crt, server.crt/key, peer.crt/key live there

@@ -67,7 +67,7 @@ int volume_manifest_dir_open(const char *mount_path, bool create) {
 
 /* The etcd manifest on the volume, or NULL when absent. Anything but a regular file there (a symlink, a
  * FIFO) reads as absent: it is never followed or read, and writing it reports why. */
-static int manifest_read(const char *mount_path, const char *etcd_cluster, char **ret) {
+int volume_manifest_read(const char *mount_path, const char *etcd_cluster, char **ret) {
         _cleanup_free_ char *name = volume_etcd_manifest_name(etcd_cluster);
         size_t len;
         *ret = NULL;
@@ -107,7 +107,7 @@ static int observe_manifests(const VolumesPassConfig *cfg, const Volume *v, cons
         link = volume_manifest_link(cfg->manifest_dir, e.etcd.cluster);
         r = file && link ? 0 : -ENOMEM;
         if (r >= 0)
-                r = manifest_read(mount_path, e.etcd.cluster, &obs->manifest_text);
+                r = volume_manifest_read(mount_path, e.etcd.cluster, &obs->manifest_text);
         if (r >= 0)
                 r = link_points_at(link, file);
         if (r >= 0)

@@ -96,6 +96,9 @@ char *volume_manifest_path(const char *mount_path, const char *etcd_cluster);
  * with create, missing directories are made. Returns the fd. */
 int volume_manifest_dir_open(const char *mount_path, bool create);
 char *volume_manifest_link(const char *manifest_dir, const char *etcd_cluster);
+/* The etcd manifest on the volume mounted at mount_path (caller frees), NULL when absent; anything but a
+ * regular file there reads as absent (never followed). -ENOMEM only. */
+int volume_manifest_read(const char *mount_path, const char *etcd_cluster, char **ret);
 
 /* The masters and member holders (every zone), from the observation with this pass's planned claims and
  * releases folded in (plan NULL: as observed): a master is a node holding an eligible etcd-main volume,

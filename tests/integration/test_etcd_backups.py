@@ -171,6 +171,38 @@ def test_retention_keeps_the_newest(tmp_path):
         stop_cluster(env, etcds)
 
 
+def test_retention_keeps_the_upgrades_way_back(tmp_path):
+    """The backup an etcd upgrade recorded as its way back (docs/etcd-versions.md) outlives keepLast."""
+    env, etcds = start_cluster(tmp_path, before=lambda e: with_backups(e, "24h", keep_last=2, keep_daily=0))
+    try:
+        lead = leader(env)
+        for _ in range(3):
+            p = pk(env, lead, "etcd", "backup", "main", "--internal-ip", NODES[lead][1], "--tmp-dir",
+                   str(tmp_path))
+            assert p.returncode == 0, p.stderr
+            time.sleep(1.1)
+        oldest = listing(env)[0]["ts"]
+        record = tmp_path / "store" / "restores" / "main" / "upgrade.json"
+        record.parent.mkdir(parents=True)
+        record.write_text(json.dumps({"backup": oldest, "from": "3.4.23", "to": "3.5.16", "node": "n1"}))
+        p = env.once(lead)  # the slot's backup, then the retention: keepLast 2, and the way back
+        assert p.returncode == 0, p.stderr
+        rows = [r["ts"] for r in listing(env)]
+        assert len(rows) == 3 and rows[0] == oldest, rows
+        record.write_text("{")  # a record that cannot be read: nothing is deleted, the error names it
+        for _ in range(2):
+            p = pk(env, lead, "etcd", "backup", "main", "--internal-ip", NODES[lead][1], "--tmp-dir",
+                   str(tmp_path))
+            assert p.returncode == 0, p.stderr
+            time.sleep(1.1)
+        before = {r["ts"] for r in listing(env)}
+        p = env.once(lead)  # (the slot's backup again: the retention had deleted it)
+        assert before <= {r["ts"] for r in listing(env)}, (listing(env), p.stderr)
+        assert "restores/main/upgrade.json" in p.stderr, p.stderr
+    finally:
+        stop_cluster(env, etcds)
+
+
 def test_bad_store_is_a_clear_error(tmp_path):
     env, etcds = start_cluster(tmp_path, before=lambda e: with_backups(e, "24h"))
     try:

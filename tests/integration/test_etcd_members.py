@@ -100,7 +100,7 @@ class MemberEnv(CertEnv):
 class EtcdProc:
     """One member run from the manifest on its volume, as kubelet would, on its node's loopback address."""
 
-    def __init__(self, env, member):
+    def __init__(self, env, member, binary="etcd"):
         self.member, self.log = member, os.path.join(env.base, f"etcd-{member}.log")
         doc = yaml.safe_load(env.manifest(member))
         pod = doc["spec"]
@@ -117,7 +117,7 @@ class EtcdProc:
             assert not value.startswith("/etc/kubernetes/pki") or os.path.exists(tls)
             flags.append(f"{name}={value}")
         self.flags = flags
-        self.proc = subprocess.Popen(env.in_ns(["etcd", *flags]), stdout=open(self.log, "ab"),
+        self.proc = subprocess.Popen(env.in_ns([binary, *flags]), stdout=open(self.log, "ab"),
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop(self):

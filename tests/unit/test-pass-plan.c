@@ -17,6 +17,7 @@
 #include "daemon/step-control-plane.h"
 #include "daemon/step-dns.h"
 #include "daemon/step-etcd-manifests.h"
+#include "daemon/step-etcd-upgrade.h"
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-kubelet-config.h"
@@ -699,6 +700,7 @@ static const PassStep *const all_steps[] = {
         &pass_step_certs,
         &pass_step_control_plane,
         &pass_step_etcd_manifests,
+        &pass_step_etcd_upgrade,
         &pass_step_restore,
         &pass_step_backups,
         &pass_step_api_view,
@@ -723,7 +725,7 @@ static size_t steps_of(NodeRole role, const PassStep **ret) {
 static void test_master_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_MASTER, steps);
-        assert_int_equal(n, 15);
+        assert_int_equal(n, 16);
         assert_null(pass_role(_NODE_ROLE_MAX));
         check_table(NODE_ROLE_MASTER, steps, n);
 }

@@ -187,7 +187,7 @@ static void test_upgrade_record(void **state) {
                 free(err), err = NULL;
         }
         UpgradeRecord invalid = rec;
-        strcpy(invalid.to, "3.5");
+        snprintf(invalid.to, sizeof(invalid.to), "3.5");
         assert_int_equal(upgrade_record_format(&invalid, &text), -EINVAL);
         assert_null(text);
         store_free(s);

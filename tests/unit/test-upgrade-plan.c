@@ -15,6 +15,7 @@
 #include "basic/strv.h"
 #include "etcdapi/etcd-client.h"
 #include "etcdapi/upgrade-plan.h"
+#include "etcdapi/upgrade-survey.h"
 #include "model/etcd-versions.h"
 
 static const char *const known[] = { "3.4.13", "3.5.16", NULL };
@@ -343,39 +344,6 @@ static void test_waits_for_the_upgraded_member(void **state) {
  * each member is printed: "live-plan NAME DECISION WAIT REFUSAL SUBJECT". */
 #define LIVE_MEMBERS_MAX 8
 
-static void live_observe(EtcdClient *c, char **names, char **urls, size_t n, UpgradeMember *ms,
-                         EtcdStatus *st, size_t *ret_listed, char **ret_cluster) {
-        EtcdMemberList l = {};
-        char *err = NULL;
-        size_t listed = 0;
-        if (etcd_member_list(c, &l, &err) >= 0)
-                for (size_t i = 0; i < l.n; i++)
-                        listed += !l.items[i].is_learner;
-        for (size_t i = 0; i < n; i++) {
-                ms[i] = (UpgradeMember){ .name = names[i] };
-                for (size_t j = 0; j < l.n; j++)
-                        ms[i].listed =
-                            ms[i].listed || (streq(l.items[j].name, names[i]) && !l.items[j].is_learner);
-                free(err);
-                err = NULL;
-                if (etcd_maintenance_status(c, urls[i], &st[i], &err) < 0) {
-                        print_message("live-status %s: %s\n", names[i], strna(err));
-                        continue;
-                }
-                ms[i].version = st[i].version;
-                ms[i].healthy = st[i].leader != 0 && strv_length(st[i].errors) == 0;
-                ms[i].is_leader = st[i].leader == st[i].member_id;
-                ms[i].raft_index = st[i].raft_index;
-                EtcdVersion v = {};
-                if (!*ret_cluster && etcd_version(c, urls[i], &v, NULL) >= 0 && v.cluster)
-                        *ret_cluster = TAKE_PTR(v.cluster);
-                etcd_version_done(&v);
-        }
-        free(err);
-        etcd_member_list_done(&l);
-        *ret_listed = listed;
-}
-
 static void test_live(void **state) {
         const char *members = getenv("UPGRADE_LIVE_MEMBERS"), *wanted = getenv("UPGRADE_LIVE_WANTED");
         if (!members || !wanted) {
@@ -398,21 +366,19 @@ static void test_live(void **state) {
         EtcdClient *c = NULL;
         EtcdClientConfig cfg = { .endpoints = urls, .timeout = 2 * USEC_PER_SEC };
         assert_int_equal(etcd_client_new(&cfg, &c), 0);
-        UpgradeMember ms[LIVE_MEMBERS_MAX] = {};
-        EtcdStatus st[LIVE_MEMBERS_MAX] = {};
-        char *cluster = NULL;
-        size_t listed = 0;
-        live_observe(c, names, urls, n, ms, st, &listed, &cluster);
-        print_message("live-versions cluster=%s listed=%zu\n", strna(cluster), listed);
+        UpgradeSurvey sv = {};
+        assert_int_equal(upgrade_survey(c, names, (const char *const *)urls, n, &sv), 0);
+        const UpgradeMember *ms = sv.members;
+        print_message("live-versions cluster=%s listed=%zu\n", strna(sv.cluster_version), sv.n_listed);
         for (size_t self = 0; self < n; self++) {
                 UpgradePlanInput in = {
                         .wanted = wanted,
                         .known = etcd_versions_list(),
                         .members = ms,
                         .n_members = n,
-                        .n_listed = listed,
+                        .n_listed = sv.n_listed,
                         .self = self,
-                        .cluster_version = cluster,
+                        .cluster_version = sv.cluster_version,
                         .backup = getenv("UPGRADE_LIVE_BACKUP"),
                         .allow_downgrade = allow && streq(allow, "1"),
                 };
@@ -424,9 +390,7 @@ static void test_live(void **state) {
                               strna(p.subject), strna(ms[self].version), ms[self].healthy,
                               ms[self].is_leader, ms[self].raft_index);
         }
-        for (size_t i = 0; i < n; i++)
-                etcd_status_done(&st[i]);
-        free(cluster);
+        upgrade_survey_done(&sv);
         etcd_client_free(c);
         strv_free(pairs);
 }
