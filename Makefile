@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan deb demo demo-aws demo-selfhosted demo-workers render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan deb demo demo-aws demo-selfhosted demo-workers demo-etcd-upgrade render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -36,6 +36,10 @@ demo-selfhosted: deps build
 # A whole cluster: three real masters and two workers that join with a token (docs/workers.md).
 demo-workers: deps build
 	@scripts/demo.sh $(BUILD)/src/cli/protokube workers
+
+# etcd 3.4 -> 3.5 on three real masters, member by member, and back through the backup (docs/etcd-versions.md).
+demo-etcd-upgrade: deps build
+	@scripts/demo.sh $(BUILD)/src/cli/protokube etcd_upgrade
 
 # Steps 1-2 of the scenario with cloud: aws and dns: route53, against the AWS API double.
 demo-aws: deps build

@@ -365,8 +365,11 @@ static int take_backup(PassContext *ctx, const Held *h) {
                 return 0;
         }
         if ((isempty(p->backup_upload_id) && backup_upload_id_new(p->backup_upload_id) < 0) ||
-            backup_timestamp_format(now(CLOCK_REALTIME), ts) < 0 || !from)
-                return -EIO;
+            backup_timestamp_format(now(CLOCK_REALTIME), ts) < 0 || !from) {
+                say(ctx, h, -EIO, "the pre-upgrade backup: %s",
+                    from ? "no random upload id or no clock" : "this member's version is not known");
+                return 0;
+        }
         int r = etcd_member_source(p->spec, h->e, node->internal_ips ? node->internal_ips[0] : NULL,
                                    &endpoint, &src);
         if (r < 0)

@@ -161,6 +161,8 @@ class Master:
             dst.write(src.read().replace("  kubernetesVersion:",
                                          f"  pki:\n    dir: {self.pki}\n{kubelet}  kubernetesVersion:"))
 
+    etcd_images = (ETCD_IMAGE_REAL,)  # what its containerd gets (a scenario's master may want more)
+
     def node_args(self):
         return ["--node-name", self.name, "--zone", self.zone, "--internal-ip", self.addr, "--external-ip",
                 self.external, "--pool", self.cluster.pool, *self.file_args()]
@@ -179,13 +181,18 @@ class Master:
                  "--netns", self.cluster.lab.ns(self.name), "--log-dir", self.logs,
                  "--substitute", "/usr/local/bin/etcd=/usr/bin/etcd", "--max-seconds", "1800"],
                 start_new_session=True)
-        self.protokube = subprocess.Popen(
-            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(),
-             "--listen", f"127.0.0.1:{port}", "--interval", "5s"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
-            start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
+        self.start_protokube()
         if self.cluster.real:
             self.start_node()
+
+    def start_protokube(self):
+        """The daemon, in the master's network namespace (again after a kill: a master's init system)."""
+        self.protokube = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c",
+             self.spec, "--log-format", "json", "run", *self.node_args(), "--listen", f"127.0.0.1:{self.port}",
+             "--interval", "5s"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
+            start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
 
     def start_node(self):
         """containerd and kubelet in the master's namespace, once protokube has issued the node's kubelet
@@ -200,7 +207,7 @@ class Master:
             time.sleep(0.1)
         ns = self.cluster.lab.ns(self.name)
         self.node = Node(self.name, self.manifests, None, None, self.addr, netns=ns,
-                         resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True, etcd_images=[ETCD_IMAGE_REAL],
+                         resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True, etcd_images=self.etcd_images,
                          base=self.node_base(), kubelet_files=self.kubelet_dir, cni=not self.cluster.kubenet,
                          taints=self.cluster.master_taints, own_pod_logs=self.cluster.own_pod_logs)
         self.node.start()

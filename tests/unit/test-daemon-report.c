@@ -99,6 +99,34 @@ static void test_metrics_and_health(void **state) {
         buf_free(&b);
 }
 
+/* The etcd versions a pass saw while a member may change version: one line each; a pass that saw none (the
+ * change over) leaves none. */
+static void test_etcd_versions(void **state) {
+        Metrics m = {};
+        Buf b;
+        PassReport r = { .n_etcd_versions = 2 };
+        r.etcd_versions[0] = (PassEtcdVersionInfo){ .cluster = "main", .member = "etcd-a", .running = "3.5.16",
+                                                    .wanted = "3.5.16", .cluster_version = "3.4.0",
+                                                    .step = "wait:turn" };
+        r.etcd_versions[1] = (PassEtcdVersionInfo){ .cluster = "main", .member = "etcd-b", .wanted = "3.5.16",
+                                                    .cluster_version = "3.4.0", .step = "wait:turn" };
+        metrics_observe(&m, &r, 0);
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(strstr((const char *)b.data, "# TYPE protokube_etcd_version_info gauge\n"));
+        assert_non_null(strstr((const char *)b.data,
+                               "protokube_etcd_version_info{cluster=\"main\",member=\"etcd-a\",running=\"3.5.16\","
+                               "wanted=\"3.5.16\",cluster_version=\"3.4.0\",step=\"wait:turn\"} 1\n"));
+        assert_non_null(strstr((const char *)b.data, "member=\"etcd-b\",running=\"\","));
+        buf_free(&b);
+        PassReport quiet = {};
+        metrics_observe(&m, &quiet, 0);
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_null(strstr((const char *)b.data, "protokube_etcd_version_info{"));
+        buf_free(&b);
+}
+
 /* The newest backup of each cluster: its size, an age, and a warning past twice its interval. */
 static void test_backups(void **state) {
         Metrics m = {};
@@ -309,6 +337,7 @@ int main(void) {
                 cmocka_unit_test(test_metrics_and_health),
                 cmocka_unit_test(test_health_while_running),
                 cmocka_unit_test(test_backups),
+                cmocka_unit_test(test_etcd_versions),
                 cmocka_unit_test(test_backup_list_due),
                 cmocka_unit_test(test_dns_pending),
                 cmocka_unit_test(test_checkpoint),
