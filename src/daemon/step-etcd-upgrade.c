@@ -147,8 +147,11 @@ static int survey(PassContext *ctx, const ClusterView *view, const EtcdTag *t, c
                 return -ENOMEM;
         u->surveyed = true;
         int r = member_urls(p, &ctx->obs->volumes.node, view, t, e, &names, &urls, &u->self);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                u->client_error = r;
+                u->client_message = strprintf("cannot name the members' client URLs: %s", pk_strerror(r));
+                return r == -ENOMEM || !u->client_message ? -ENOMEM : 0;
+        }
         for (size_t k = 0; k < n; k++)
                 if (urls[k] && strv_extend(&endpoints, urls[k]) < 0)
                         return -ENOMEM;
@@ -193,7 +196,7 @@ static int observe_upgrade(PassContext *ctx, const ClusterView *view, size_t i, 
                         r = survey(ctx, view, &el.etcd, e, u);
         }
         volume_eligibility_done(&el);
-        return r;
+        return r == -ENOMEM ? r : 0; /* what could not be read is decided as such */
 }
 
 static int upgrade_observe(PassContext *ctx) {
@@ -261,7 +264,8 @@ static void decide(const Pass *p, const PassObservation *o, size_t i, const Pass
         volume_eligibility_done(&el);
         if (!e || u->client_error < 0 || !u->surveyed) {
                 *ret = (UpgradePlan){ .decision = UPGRADE_WAIT,
-                                      .reason = "the other members cannot be asked (no etcd client)" };
+                                      .subject = u->client_message,
+                                      .reason = "the other members cannot be asked" };
                 *ret_held = u->held_image;
                 return;
         }

@@ -105,18 +105,25 @@ static void test_etcd_versions(void **state) {
         Metrics m = {};
         Buf b;
         PassReport r = { .n_etcd_versions = 2 };
-        r.etcd_versions[0] = (PassEtcdVersionInfo){ .cluster = "main", .member = "etcd-a", .running = "3.5.16",
-                                                    .wanted = "3.5.16", .cluster_version = "3.4.0",
+        r.etcd_versions[0] = (PassEtcdVersionInfo){ .cluster = "main",
+                                                    .member = "etcd-a",
+                                                    .running = "3.5.16",
+                                                    .wanted = "3.5.16",
+                                                    .cluster_version = "3.4.0",
                                                     .step = "wait:turn" };
-        r.etcd_versions[1] = (PassEtcdVersionInfo){ .cluster = "main", .member = "etcd-b", .wanted = "3.5.16",
-                                                    .cluster_version = "3.4.0", .step = "wait:turn" };
+        r.etcd_versions[1] = (PassEtcdVersionInfo){ .cluster = "main",
+                                                    .member = "etcd-b",
+                                                    .wanted = "3.5.16",
+                                                    .cluster_version = "3.4.0",
+                                                    .step = "wait:turn" };
         metrics_observe(&m, &r, 0);
         buf_init(&b, 1 << 16);
         assert_int_equal(metrics_format(&m, &b), 0);
         assert_non_null(strstr((const char *)b.data, "# TYPE protokube_etcd_version_info gauge\n"));
-        assert_non_null(strstr((const char *)b.data,
-                               "protokube_etcd_version_info{cluster=\"main\",member=\"etcd-a\",running=\"3.5.16\","
-                               "wanted=\"3.5.16\",cluster_version=\"3.4.0\",step=\"wait:turn\"} 1\n"));
+        assert_non_null(
+            strstr((const char *)b.data,
+                   "protokube_etcd_version_info{cluster=\"main\",member=\"etcd-a\",running=\"3.5.16\","
+                   "wanted=\"3.5.16\",cluster_version=\"3.4.0\",step=\"wait:turn\"} 1\n"));
         assert_non_null(strstr((const char *)b.data, "member=\"etcd-b\",running=\"\","));
         buf_free(&b);
         PassReport quiet = {};
