@@ -18,12 +18,14 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402
 import scenario  # noqa: E402
+from cluster import protokube_bin, run  # noqa: E402
 from scenario import ADDRS, Scenario, ScenarioError, endpoints, wait_for  # noqa: E402
 
 # a network of its own (PROTOKUBE_UPGRADE_NET to change), so it can run beside the other tests
@@ -156,6 +158,36 @@ class UpgradeScenario(Scenario):
             p = self.c.etcdctl("a", endpoints(cl, "abc", by="ip"), "endpoint", "status", "-w", "table")
             self.say(p.stdout)
         self.configmap_reads_back("e2e", "1")
+        self.backup_is_35()
+
+    def backup_is_35(self):
+        """A backup taken now is a 3.5 snapshot (the cluster version it records is 3.5.0: bbolt keeps the key
+        and its value side by side), which 3.5's etcdutl reads and restores."""
+        a = self.c.masters["a"]
+        p = self.c.run_in("a", [protokube_bin(), "-c", a.spec, "etcd", "backup", "main", "--internal-ip",
+                                ADDRS["a"], "--tmp-dir", self.c.workdir], timeout=120)
+        if p.returncode != 0:
+            raise ScenarioError(f"protokube etcd backup: {p.stderr}")
+        ts, out = p.stdout.split()[1], os.path.join(self.c.workdir, "after-upgrade.db")
+        p = run([protokube_bin(), "-c", a.spec, "etcd", "download", "main", ts, "--out", out], check=False,
+                timeout=60)
+        if p.returncode != 0:
+            raise ScenarioError(f"protokube etcd download: {p.stderr}")
+        etcdutl = os.path.join(subprocess.run([os.path.join(cluster.ROOT, "scripts", "etcd-binaries.sh"), "--dir"],
+                                              capture_output=True, text=True, check=True,
+                                              timeout=30).stdout.strip(), "etcdutl")
+        st = run([etcdutl, "snapshot", "status", out, "-w", "json"], check=False, timeout=30)
+        restored = os.path.join(self.c.workdir, "after-upgrade-restored")
+        rs = run([etcdutl, "snapshot", "restore", out, "--data-dir", restored], check=False, timeout=60)
+        with open(out, "rb") as f:
+            v35 = b"clusterVersion3.5.0" in f.read()
+        os.unlink(out)
+        subprocess.run(["rm", "-rf", restored], check=False)
+        if st.returncode != 0 or rs.returncode != 0 or not v35:
+            raise ScenarioError(f"backup {ts}: etcdutl status {st.stdout} {st.stderr}; restore {rs.stderr}; "
+                                f"records cluster version 3.5.0: {v35}")
+        self.tl.mark(f"backup {ts} taken after the upgrade: a 3.5 snapshot (cluster version 3.5.0, "
+                     f"{json.loads(st.stdout)['totalKey']} keys), restored by etcdutl 3.5.16")
 
     def configmap_reads_back(self, name, want):
         p = self.kubectl("get", "configmap", name, "-n", "default", "-o", "jsonpath={.data.step}")
@@ -203,6 +235,10 @@ class UpgradeScenario(Scenario):
         self.figures["downgrade"] = took
         self.tl.mark(f"main back on 3.4 from the pre-upgrade backup in {took:.0f} s: the key written before it "
                      "is there, the one written after it is not")
+        wait_for("the ConfigMap through the API after the restore",
+                 lambda: self.kubectl("get", "configmap", "e2e", "-n", "default", "-o",
+                                      "jsonpath={.data.step}").stdout.strip() == "1", 120, 2)
+        self.tl.mark("ConfigMap default/e2e (written before the backup) reads back through the API")
 
     def run(self):
         ok = False
