@@ -456,12 +456,12 @@ static int request_restore(PassContext *ctx, const Held *h) {
                 return 0; /* the restore step carries it out */
         if (!key)
                 return -ENOMEM;
+        const char *node = strna(p->node.node_name);
         Store *s = pass_store(ctx, &owned, &err);
         int r = s ? open_client(ctx, h, &c, &err) : -EIO;
-        if (r >= 0)
-                r = etcd_lock_take(c, key, strna(p->node.node_name), UPGRADE_LOCK_TTL, &lease, &holder,
-                                   &err);
-        if (r == 0)
+        if (r >= 0 && !h->u->lock_ours)
+                r = etcd_lock_take(c, key, node, UPGRADE_LOCK_TTL, &lease, &holder, &err);
+        if (r == 0 && !h->u->lock_ours && !streq_ptr(holder, node))
                 return 0; /* another master writes it */
         RestoreRequest req = { .requested = now(CLOCK_REALTIME) };
         snprintf(req.snapshot, sizeof(req.snapshot), "%s", h->d->backup);
@@ -473,8 +473,8 @@ static int request_restore(PassContext *ctx, const Held *h) {
                             h->e->name, h->e->version, strna(h->u->survey.cluster_version), req.snapshot);
                 r = restore_request_put(s, h->e->name, &req, &err);
         }
-        if (lease)
-                (void)etcd_lease_revoke(c, lease, NULL);
+        if (c) /* ours, however it came to be: taken now, or left by this master's upgrade */
+                (void)etcd_lock_release(c, key, node, NULL);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -484,7 +484,8 @@ static int request_restore(PassContext *ctx, const Held *h) {
         return 0;
 }
 
-/* The change is over for this member: the lock released, the marker removed. */
+/* The change is over for this member (or refused: a refused change holds nothing): the lock released, the
+ * marker removed. */
 static int finish_member(PassContext *ctx, const Held *h) {
         _cleanup_(etcd_client_freep) EtcdClient *c = NULL;
         _cleanup_free_ char *err = NULL, *key = lock_key(h->e->name),
@@ -492,7 +493,7 @@ static int finish_member(PassContext *ctx, const Held *h) {
         if (!key || !marker)
                 return -ENOMEM;
         int r = 0;
-        if (h->d->release_lock) {
+        if (h->d->release_lock || (h->d->decision == UPGRADE_REFUSE && h->u->lock_ours)) {
                 r = open_client(ctx, h, &c, &err);
                 if (r >= 0)
                         r = etcd_lock_release(c, key, strna(ctx->pass->node.node_name), &err);
@@ -526,7 +527,7 @@ static int act(PassContext *ctx, const Held *h) {
         case UPGRADE_REFUSE:
                 say(ctx, h, PK_ESPEC, "etcd %s is refused: %s%s%s", h->e->version, h->d->reason,
                     h->d->subject ? ": " : "", strempty(h->d->subject));
-                return 0;
+                return finish_member(ctx, h);
         default:
                 return finish_member(ctx, h);
         }

@@ -6,8 +6,8 @@
 2. the spec changed to registry.k8s.io/etcd:3.5.16-0 (trixie's 3.5.16) for main and events on every master
    at once (the file rewritten, SIGHUP): main and events upgraded member by member, watched every second
    (never two members of one cluster changing at once), under a 50 ms /readyz probe through api.internal,
-   whose failures and longest gap are printed; the daemon of the master whose member is changing is killed
-   with SIGKILL in the middle and started again, and the upgrade resumes; at the end `etcdctl endpoint
+   whose failures and longest gap are printed; the master whose member is changing is killed in the middle
+   (every process of it, SIGKILL; its mounts gone) and started again, and the upgrade resumes; at the end `etcdctl endpoint
    status` shows 3.5.16 on every member, the cluster version is 3.5.0, the ConfigMap reads back;
 3. the spec back at 3.4.13 for main: refused (below the cluster version), /healthz names it, no manifest
    changes;
@@ -50,10 +50,6 @@ class UpgradeMaster(cluster.Master):
             f.write(text)
         os.replace(self.spec + ".new", self.spec)
         os.kill(self.protokube.pid, signal.SIGHUP)
-
-    def kill_daemon(self):
-        os.kill(self.protokube.pid, signal.SIGKILL)
-        self.protokube.wait(timeout=10)
 
     def manifest_image(self, cl, member):
         name = "etcd.manifest" if cl == "main" else f"etcd-{cl}.manifest"
@@ -108,8 +104,8 @@ class UpgradeScenario(Scenario):
     # --- 2. the upgrade
     def watch_upgrade(self):
         """Every second until both clusters run 3.5.16 everywhere: at most one member of a cluster changing
-        (its manifest at 3.5, it not running 3.5 healthy); the daemon of the first member's master that changes
-        in main after a is killed and started again."""
+        (its manifest at 3.5, it not running 3.5 healthy); master b, while its main member changes, killed
+        (every process, SIGKILL) and started again."""
         changes, killed, t0 = [], None, time.monotonic()
         deadline = t0 + UPGRADE_SECONDS
         while time.monotonic() < deadline:
@@ -129,12 +125,16 @@ class UpgradeScenario(Scenario):
                 if len(changing) > 1:
                     raise ScenarioError(f"etcd {cl}: members {changing} change at once")
                 if cl == "main" and changing == ["b"] and not killed:
-                    self.c.masters["b"].kill_daemon()
+                    b = self.c.masters["b"]
+                    errors = b.power_cut()
+                    if errors:
+                        raise ScenarioError(f"b's power cut: {errors}")
                     killed = time.monotonic()
-                    self.tl.mark("b's daemon killed (SIGKILL) while its member changes")
-            if killed and self.c.masters["b"].protokube.poll() is not None and time.monotonic() - killed > 5:
-                self.c.masters["b"].start_protokube()
-                self.tl.mark("b's daemon started again")
+                    self.tl.mark("master b killed while its member changes (protokube, kubelet, containerd, the "
+                                 "containers: SIGKILL; its mounts gone)")
+            if killed and self.c.masters["b"].protokube is None and time.monotonic() - killed > 5:
+                self.c.masters["b"].start(self.c.masters["b"].port)
+                self.tl.mark("master b started again (protokube, containerd, kubelet)")
             if done:
                 return changes, time.monotonic() - t0
             time.sleep(1)
@@ -258,7 +258,7 @@ class UpgradeScenario(Scenario):
         self.say(f"\nUpgrade 3.4 -> 3.5 (main and events, member by member): {u['took']:.0f} s; "
                  f"{self.probe_summary(u)}")
         self.say(f"Downgrade through the pre-upgrade backup: {self.figures['downgrade']:.0f} s")
-        self.say("\nSUCCESS: etcd upgraded from 3.4 to 3.5 one member at a time, through a killed daemon, and "
+        self.say("\nSUCCESS: etcd upgraded from 3.4 to 3.5 one member at a time, through a killed master, and "
                  "back through its backup, with no human step.")
 
 

@@ -24,8 +24,6 @@ import base64
 import datetime
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -69,23 +67,6 @@ class SelfHostedMaster(cluster.Master):
         self.protokube = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
             start_new_session=True, env=self.env())
-
-    def power_cut(self):
-        """protokube, kubelet, containerd, the containers and their shims: SIGKILL, all at once; then what a
-        reboot clears (the runtime's state, cgroups, mounts)."""
-        os.killpg(self.protokube.pid, signal.SIGKILL)
-        n = self.node
-        for p in (n.kubelet, n.containerd):
-            if p is not None and p.poll() is None:
-                p.kill()
-        errors = n.kill_pids("containers", n.cgroup_pids) + n.kill_pids("shims", n.shim_pids)
-        self.protokube.wait(timeout=10)
-        errors += n.close()  # what is left: the mounts under the node's directory, the cgroups
-        for d in ("state", "runc"):
-            shutil.rmtree(n.path("containerd", d), ignore_errors=True)
-        self.unmount_all()
-        self.protokube = self.node = None
-        return errors
 
 
 class SelfHostedCluster(cluster.Cluster):
