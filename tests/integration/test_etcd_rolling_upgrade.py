@@ -12,7 +12,7 @@ then; a master whose pass runs again before its new etcd started (restarted mid-
 keeps the lock; a member killed with SIGKILL while b's turn comes holds b; every key written before and
 during the upgrade is read back from every member; the cluster version moves to 3.5.0 once all run 3.5; the
 lock and the markers are gone at the end. Then the spec back at 3.4.13 is refused (below the cluster
-version) and nothing is written."""
+version), nothing is written, and a lock the refused master still held is released."""
 import json
 import os
 import signal
@@ -168,3 +168,10 @@ def test_rolling_upgrade(cluster34):
         out = env.plan(m).stdout
         assert "refuse (downgrade)" in out and "3.5.0" in out, f"{out}\n{err}"
     assert kubelet.sync() == []
+    # a lock this master still held when its change was refused (the spec went back before its pass released
+    # it) is released by the refusal: a refused change holds nothing
+    lease = etcdctl(env, "a", "lease", "grant", "600").stdout.split()[1]
+    assert etcdctl(env, "a", "put", LOCK_KEY, NODES["a"][0], f"--lease={lease}").returncode == 0
+    assert lock_holder(env) == NODES["a"][0]
+    upgrade_pass(env, "a", kubelet)
+    assert not lock_holder(env)
