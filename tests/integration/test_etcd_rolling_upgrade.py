@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -175,3 +176,54 @@ def test_rolling_upgrade(cluster34):
     assert lock_holder(env) == NODES["a"][0]
     upgrade_pass(env, "a", kubelet)
     assert not lock_holder(env)
+
+
+def killed_pass(env, m, done, seconds=60):
+    """A pass of m's master, SIGKILLed the moment done() holds (what it did by then stays, the rest is the next
+    pass's, as when a master dies there). Whether the kill came before the pass ended."""
+    p = subprocess.Popen(env.node_argv("once", m), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=env.environ(), start_new_session=True)
+    deadline, killed = time.monotonic() + seconds, False
+    while p.poll() is None and time.monotonic() < deadline:
+        if done():
+            os.killpg(p.pid, signal.SIGKILL)
+            killed = True
+            break
+        time.sleep(0.002)
+    p.wait(timeout=30)
+    return killed and p.returncode == -signal.SIGKILL
+
+
+def test_a_master_killed_at_each_step_resumes(cluster34):
+    """The same upgrade with each master's pass killed (SIGKILL) right after each step it takes: the backup's
+    record, the marker (the lock taken, the manifest not yet written), the manifest at 3.5.16, the marker's
+    removal (the lock released). The next pass of that master finishes the step and the upgrade goes on: one
+    member at a time, in tag order, every key back, cluster version 3.5.0, nothing held at the end."""
+    env, kubelet, store = cluster34
+    assert etcdctl(env, "a", "put", "/k0", "before").returncode == 0
+    env.spec_text = env.spec_text.replace(IMAGES["3.4"], IMAGES["3.5"])
+    record = store / "restores" / "main" / "upgrade.json"
+    landed = []
+    landed.append(killed_pass(env, "a", record.exists))
+    for m in NODES:
+        others = {o: image_of(env, o) for o in NODES if o != m}
+        landed.append(killed_pass(env, m, lambda: os.path.exists(marker(env, m))))
+        landed.append(killed_pass(env, m, lambda: image_of(env, m) == IMAGES["3.5"]))
+        upgrade_pass(env, m, kubelet)  # whatever the kills left: the manifest at 3.5.16, the lock m's
+        assert image_of(env, m) == IMAGES["3.5"] and lock_holder(env) == NODES[m][0]
+        assert {o: image_of(env, o) for o in NODES if o != m} == others, "only m's manifest changed"
+        assert kubelet.sync() == [m]
+        wait_for(f"etcd-{m} runs 3.5.16, healthy", lambda: healthy_at(env, m, "3.5.16"), 60, 0.5)
+        assert etcdctl(env, m, "put", f"/after-{m}", m).returncode == 0
+        wait_for(f"{m}'s master releases the lock",
+                 lambda: (killed_pass(env, m, lambda: not os.path.exists(marker(env, m))), not lock_holder(env))[1],
+                 60, 1)
+    wait_for("the cluster version 3.5.0", lambda: cluster_version(env, "a") == "3.5.0", 60, 1)
+    for m in NODES:
+        upgrade_pass(env, m, kubelet)
+        assert status(env, m)["version"] == "3.5.16"
+        for k, v in (("/k0", "before"), ("/after-a", "a"), ("/after-b", "b"), ("/after-c", "c")):
+            assert etcdctl(env, m, "get", k, "--print-value-only").stdout.strip() == v
+    assert kubelet.sync() == [] and not lock_holder(env)
+    assert not any(os.path.exists(marker(env, m)) for m in NODES)
+    print(f"\n{sum(landed)} of {len(landed)} kills landed before their pass ended")
