@@ -131,8 +131,15 @@ static void read_record(PassContext *ctx, const char *cluster, PassEtcdUpgrade *
                 return;
         }
         u->record_error = upgrade_record_get(s, cluster, &u->record, &u->record_message);
-        if (u->record_error >= 0 && restore_request_get(s, cluster, &req, NULL) >= 0)
+        if (u->record_error < 0)
+                return;
+        int r = restore_request_get(s, cluster, &req, &err);
+        if (r >= 0)
                 u->restore_requested = streq(req.snapshot, u->record.backup);
+        else if (r != -ENOENT) { /* a request that cannot be read is never written over */
+                u->record_error = r;
+                u->record_message = strprintf("the restore request: %s", strna(err));
+        }
 }
 
 /* What the cluster says: every member, the lock, the record. */
@@ -266,6 +273,15 @@ static void decide(const Pass *p, const PassObservation *o, size_t i, const Pass
                 *ret = (UpgradePlan){ .decision = UPGRADE_WAIT,
                                       .subject = u->client_message,
                                       .reason = "the other members cannot be asked" };
+                *ret_held = u->held_image;
+                return;
+        }
+        if (u->record_error < 0 && u->record_error != -ENOENT) {
+                /* only absent is absent: an unreadable record is never replaced by a new backup's */
+                *ret =
+                    (UpgradePlan){ .decision = UPGRADE_WAIT,
+                                   .subject = u->record_message,
+                                   .reason = "the upgrade's documents in the state store cannot be read" };
                 *ret_held = u->held_image;
                 return;
         }

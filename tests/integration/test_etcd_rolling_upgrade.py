@@ -109,9 +109,18 @@ def test_rolling_upgrade(cluster34):
     assert etcdctl(env, "a", "put", "/k0", "before").returncode == 0
     env.spec_text = env.spec_text.replace(IMAGES["3.4"], IMAGES["3.5"])
 
+    # a record that cannot be read is not absent: nothing is taken or written over it, the plan says why
+    path = store / "restores" / "main" / "upgrade.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{")
+    upgrade_pass(env, "a", kubelet)
+    assert path.read_text() == "{" and image_of(env, "a") == IMAGES["3.4"]
+    assert "cannot be read" in env.plan("a").stdout
+    path.unlink()
+
     # a's turn comes first: the backup, recorded; no manifest changes in that pass, nor in b's and c's
     err = upgrade_pass(env, "a", kubelet)
-    record = json.loads((store / "restores" / "main" / "upgrade.json").read_text())
+    record = json.loads(path.read_text())
     assert record["from"].startswith("3.4.") and record["to"] == "3.5.16", record
     assert (store / "backups" / "main" / record["backup"] / "manifest.json").exists(), err
     for m in "bc":
