@@ -110,6 +110,9 @@ static int member_urls(const Pass *p, const NodeIdentity *node, const ClusterVie
                                                    t->members[k], client, &urls[k]);
                 if (r < 0)
                         return r;
+                /* "" for a member nobody holds: the array stays a strv its cleanup frees whole */
+                if (!urls[k] && !(urls[k] = strdup("")))
+                        return -ENOMEM;
         }
         *ret_names = TAKE_PTR(names);
         *ret_urls = TAKE_PTR(urls);
@@ -142,12 +145,22 @@ static void read_record(PassContext *ctx, const char *cluster, PassEtcdUpgrade *
         }
 }
 
+/* A client of the members that have a URL (urls: n entries, "" for a member nobody holds). */
+static int client_of(const Pass *p, const char *cluster, char *const *urls, size_t n, EtcdClient **ret,
+                     char **ret_error) {
+        _cleanup_strv_free_ char **endpoints = NULL;
+        for (size_t k = 0; k < n; k++)
+                if (!isempty(urls[k]) && strv_extend(&endpoints, urls[k]) < 0)
+                        return -ENOMEM;
+        return etcd_cluster_client_open(p->spec, cluster, endpoints, UPGRADE_CALL_TIMEOUT, ret, ret_error);
+}
+
 /* What the cluster says: every member, the lock, the record. */
 static int survey(PassContext *ctx, const ClusterView *view, const EtcdTag *t, const EtcdClusterSpec *e,
                   PassEtcdUpgrade *u) {
         const Pass *p = ctx->pass;
         _cleanup_(etcd_client_freep) EtcdClient *c = NULL;
-        _cleanup_strv_free_ char **names = NULL, **urls = NULL, **endpoints = NULL;
+        _cleanup_strv_free_ char **names = NULL, **urls = NULL;
         _cleanup_free_ char *key = lock_key(t->cluster);
         size_t n = strv_length(t->members);
         if (!key)
@@ -159,11 +172,7 @@ static int survey(PassContext *ctx, const ClusterView *view, const EtcdTag *t, c
                 u->client_message = strprintf("cannot name the members' client URLs: %s", pk_strerror(r));
                 return r == -ENOMEM || !u->client_message ? -ENOMEM : 0;
         }
-        for (size_t k = 0; k < n; k++)
-                if (urls[k] && strv_extend(&endpoints, urls[k]) < 0)
-                        return -ENOMEM;
-        r = etcd_cluster_client_open(p->spec, t->cluster, endpoints, UPGRADE_CALL_TIMEOUT, &c,
-                                     &u->client_message);
+        r = client_of(p, t->cluster, urls, n, &c, &u->client_message);
         if (r < 0) {
                 u->client_error = r;
                 return r == -ENOMEM ? r : 0;
@@ -351,17 +360,13 @@ static void say(PassContext *ctx, const Held *h, int r, const char *fmt, ...) {
 }
 
 static int open_client(PassContext *ctx, const Held *h, EtcdClient **ret, char **ret_error) {
-        _cleanup_strv_free_ char **names = NULL, **urls = NULL, **endpoints = NULL;
+        _cleanup_strv_free_ char **names = NULL, **urls = NULL;
         size_t self;
         int r = member_urls(ctx->pass, &ctx->obs->volumes.node, ctx->plan->view, &h->el->etcd, h->e, &names,
                             &urls, &self);
-        for (size_t k = 0; r >= 0 && urls && k < strv_length(h->el->etcd.members); k++)
-                if (urls[k] && strv_extend(&endpoints, urls[k]) < 0)
-                        r = -ENOMEM;
-        if (r < 0)
-                return r;
-        return etcd_cluster_client_open(ctx->pass->spec, h->e->name, endpoints, UPGRADE_CALL_TIMEOUT, ret,
-                                        ret_error);
+        return r < 0 ? r
+                     : client_of(ctx->pass, h->e->name, urls, strv_length(h->el->etcd.members), ret,
+                                 ret_error);
 }
 
 /* The backup before the first member changes: taken from this member into the state store under this

@@ -82,7 +82,7 @@ int upgrade_survey(EtcdClient *c, char *const *names, const char *const *urls, s
         if (s.list_error == -ENOMEM)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                if (!urls[i])
+                if (isempty(urls[i]))
                         continue;
                 int r = read_member(c, urls[i], &s, i);
                 if (r < 0)

@@ -25,7 +25,7 @@ typedef struct UpgradeSurvey {
         char **names;
 } UpgradeSurvey;
 
-/* Asks the cluster through c. names: every tagged member's etcd name ("etcd-b"), urls: its client URL or
- * NULL, both n long. Only -ENOMEM fails: what does not answer is recorded as such. */
+/* Asks the cluster through c. names: every tagged member's etcd name ("etcd-b"), urls: its client URL, NULL
+ * or "" when it has none, both n long. Only -ENOMEM fails: what does not answer is recorded as such. */
 int upgrade_survey(EtcdClient *c, char *const *names, const char *const *urls, size_t n, UpgradeSurvey *ret);
 void upgrade_survey_done(UpgradeSurvey *s);
