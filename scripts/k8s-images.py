@@ -185,6 +185,24 @@ def iptables_files(r):
     return True
 
 
+def kubelet_image(a):
+    """The managed kubelet (docs/kubelet-handoff.md): the kubelet, dash for the pod's command (it reads the
+    node's kubelet.env) and readiness probe, what the kubelet runs itself (mount and umount for its volumes,
+    du and find for their usage, iptables for its KUBE-MARK chains)."""
+    src = os.path.join(a.k8s_bin, "kubelet")
+    if not os.access(src, os.X_OK):
+        raise SystemExit(f"k8s-images: no executable '{src}'")
+    r = Rootfs()
+    r.base()
+    r.elf("/usr/local/bin/kubelet", src)
+    r.elf("/bin/sh", "/bin/dash")
+    for tool in ("/bin/mount", "/bin/umount", "/usr/bin/du", "/usr/bin/find"):
+        r.elf(tool, tool)
+    iptables_files(r)
+    name = f"registry.k8s.io/kubelet:{K8S_VERSION}"
+    return name, write_image(a.out, name, r, ["/usr/local/bin/kubelet"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -235,6 +253,8 @@ def main():
                   file=sys.stderr)
         name = f"registry.k8s.io/{kube}:{K8S_VERSION}"
         made.append((name, write_image(a.out, name, r, ["/usr/local/bin/" + kube])))
+
+    made.append(kubelet_image(a))
 
     for name, tools in etcds:
         r = Rootfs()

@@ -13,6 +13,7 @@
 # Images: registry.k8s.io/pause:3.2 (gcc -Os -static of the Kubernetes tree's build/pause/linux/pause.c);
 # protokube.test/podnet:1, the tests' and demos' workload (tools/podnet/podnet.c, static: a server that says
 # its pod's name, and a client);
+# registry.k8s.io/kubelet:v1.20.2 (the managed kubelet: the binary, dash, mount, umount, du, find, iptables);
 # registry.k8s.io/kube-{apiserver,controller-manager,scheduler,proxy}:v1.20.2 (the static binaries of
 # scripts/k8s-binaries.sh at /usr/local/bin/<name> and our /go-runner, tools/go-runner/go-runner.c; kube-proxy
 # also gets Debian's legacy iptables); each etcd image: an etcd at /usr/local/bin/etcd with the libraries it
@@ -71,7 +72,8 @@ key=$({
         # absolute path) are the same key
         sha256sum "$pause_c" "$top/tools/go-runner/go-runner.c" "$top/tools/podnet/podnet.c" "$top/scripts/k8s-images.py" "$0" "${etcd_bins[@]}" /bin/dash | cut -d' ' -f1
         ldd "${etcd_bins[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// && $1 !~ /:$/ {print $1}' | sort -u | xargs -r readlink -f | xargs -r sha256sum
-        stat -L -c '%n %s %Y' "$bin"/kube-* /usr/sbin/xtables-legacy-multi 2>/dev/null || true
+        stat -L -c '%n %s %Y' "$bin"/kube-* "$bin"/kubelet /usr/sbin/xtables-legacy-multi /bin/mount /bin/umount \
+                /usr/bin/du /usr/bin/find 2>/dev/null || true
         gcc --version | head -1
         printf '%s\n' "$@"
 } | sha256sum | cut -c1-16)

@@ -73,6 +73,9 @@ struct CliVerb {
 
 extern const CliOption cli_common_options[]; /* every verb: -c/--config, -h/--help */
 extern const CliOption cli_node_options[];   /* verbs with CLI_NODE_OPTIONS */
+/* An option's value that becomes a pod's hostPath or a kubelet flag: an absolute directory, else a usage
+ * error naming the option. */
+int cli_parse_absolute_dir(const CliOption *o, CliContext *ctx, const char *value, const char *source);
 
 /* Sets ctx fields from the environment variables of the options in `table`. Returns < 0 on a usage error. */
 int cli_options_from_environment(const CliOption *table, CliContext *ctx);

@@ -9,6 +9,7 @@
 #include "basic/trace.h"
 #include "cli/cli.h"
 #include "components/component-file.h"
+#include "model/conventions.h"
 #include "pivot/pivot-record.h"
 #include "shared/netlink-route.h"
 #include "version.h"
@@ -406,12 +407,12 @@ static void help(void) {
 int main(int argc, char **argv) {
         CliContext ctx = {
                 .node = {
-                        .manifest_dir = "/etc/kubernetes/manifests",
+                        .manifest_dir = KUBELET_STATIC_POD_PATH_DEFAULT,
                         .mount_root = "/mnt",
                         .pool_dir = "/var/lib/protokube/pool",
                         .state_dir = STATE_DIR_DEFAULT,
                         .config_dir = COMPONENT_CONFIG_ROOT,
-                        .kubelet_dir = "/var/lib/kubelet",
+                        .kubelet_dir = KUBELET_DIR_DEFAULT,
                 },
                 .listen = "127.0.0.1:9797",
                 .interval = 10 * USEC_PER_SEC,

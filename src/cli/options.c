@@ -68,7 +68,7 @@ static int parse_role(const CliOption *o, CliContext *ctx, const char *value, co
 
 /* A directory whose paths go into pods' hostPath volumes and the kubelet's flags: absolute, or kubelet
  * would refuse them (or take them relative to its own directory). */
-static int parse_absolute_dir(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
+int cli_parse_absolute_dir(const CliOption *o, CliContext *ctx, const char *value, const char *source) {
         if (value[0] != '/')
                 return cli_usage_error(ctx->name ?: "", "invalid %s '%s': an absolute directory is needed",
                                        source, value),
@@ -161,7 +161,7 @@ const CliOption cli_node_options[] = {
           .env = "PROTOKUBE_CONFIG_DIR",
           .help = "where the components' configuration files go: DIR/kube-proxy/config.yaml, "
                   "DIR/kube-scheduler/config.yaml (default /var/lib)",
-          .parse = parse_absolute_dir,
+          .parse = cli_parse_absolute_dir,
           .field = offsetof(CliContext, node.config_dir) },
         { .name = "kubelet-dir",
           .arg_name = "DIR",
@@ -169,7 +169,7 @@ const CliOption cli_node_options[] = {
           .help =
               "the kubelet's files: its configuration and flags, and a worker's bootstrap kubeconfig and "
               "CA (default /var/lib/kubelet)",
-          .parse = parse_absolute_dir,
+          .parse = cli_parse_absolute_dir,
           .field = offsetof(CliContext, node.kubelet_dir) },
         { .name = "token-file",
           .arg_name = "FILE",

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "daemon/node-lock.h"
 #include "kube/kube-client.h"
+#include "model/conventions.h"
 #include "model/pki-layout.h"
 #include "pivot/checkpoint-apply.h"
 
@@ -24,7 +25,7 @@ static struct {
         bool once;
         usec_t interval, timeout;
 } arg_ckpt = {
-        .manifest_dir = "/etc/kubernetes/manifests",
+        .manifest_dir = KUBELET_STATIC_POD_PATH_DEFAULT,
         .interval = 5 * USEC_PER_SEC,
         .timeout = 600 * USEC_PER_SEC,
 };

@@ -128,6 +128,24 @@ const CliOption verb_render_options[] = {
                   "RBAC, DaemonSets, Deployments; needs --etcd-member main=ME/ALL (one replica per master); "
                   "Secrets are written 0600 with --out and never printed",
           .parse = parse_self_hosted },
+        { .name = "kubelet-dir",
+          .arg_name = "DIR",
+          .help = "with --self-hosted: the nodes' kubelet directory, the managed kubelet's host path "
+                  "(spec.kubelet.selfHosted; default /var/lib/kubelet)",
+          .parse = cli_parse_absolute_dir,
+          .field = offsetof(CliContext, node.kubelet_dir) },
+        { .name = "manifest-dir",
+          .arg_name = "DIR",
+          .help = "with --self-hosted: the nodes' static pods' directory, the managed kubelet's host path "
+                  "(default /etc/kubernetes/manifests)",
+          .parse = cli_parse_absolute_dir,
+          .field = offsetof(CliContext, node.manifest_dir) },
+        { .name = "mount-root",
+          .arg_name = "DIR",
+          .help = "with --self-hosted: where the nodes mount their etcd volumes, the managed kubelet's host "
+                  "path (default /mnt)",
+          .parse = cli_parse_absolute_dir,
+          .field = offsetof(CliContext, node.mount_root) },
         {},
 };
 
@@ -232,9 +250,10 @@ static int masters_of(const RenderArgs *a, unsigned *ret) {
                                ETCD_MAIN_CLUSTER);
 }
 
-static int render_self_hosted(const RenderArgs *a, const ClusterSpec *spec, unsigned n_masters) {
+static int render_self_hosted(const RenderArgs *a, const ClusterSpec *spec, const NodeSettings *node,
+                              unsigned n_masters) {
         _cleanup_(self_hosted_assets_done) SelfHostedAssets assets = {};
-        int r = pass_render_self_hosted(spec, n_masters, &assets, NULL);
+        int r = pass_render_self_hosted(spec, node, n_masters, &assets, NULL);
         if (r < 0)
                 return r;
         r = a->out ? write_assets(a->out, &assets) : print_assets(&assets);
@@ -271,7 +290,7 @@ int verb_render(CliContext *ctx, char **args) {
         if (cli_load_spec(ctx, &spec) < 0)
                 return EXIT_ERROR;
         if (a.self_hosted)
-                return render_self_hosted(&a, spec, n_masters) < 0 ? EXIT_ERROR : EXIT_SUCCESS;
+                return render_self_hosted(&a, spec, &ctx->node, n_masters) < 0 ? EXIT_ERROR : EXIT_SUCCESS;
         ControlPlaneParams params = { .etcd = assign, .n_etcd = a.n_etcd };
         r = control_plane_render(spec, &params, &m, &failed);
         if (r == -ENOENT && failed && streq(failed, "etcd")) {

@@ -90,3 +90,22 @@ int kubelet_flags(const ClusterSpec *spec, const char *config_path, char ***ret)
         *ret = TAKE_PTR(l);
         return 0;
 }
+
+int kubelet_handoff_flags(const ClusterSpec *node_spec, const char *lock_path, char ***flags) {
+        KubeletConfig c;
+        unsigned minor;
+        if (!node_spec || !lock_path || !flags)
+                return -EINVAL;
+        if (!node_spec->kubelet.self_hosted.set || !node_spec->kubelet.self_hosted.value)
+                return 0;
+        int r = kubelet_prepare(node_spec, &c, &minor);
+        if (r >= 0)
+                r = flags_push(flags, "lock-file", lock_path);
+        if (r >= 0)
+                r = flags_push(flags, "exit-on-lock-contention", "true");
+        if (r >= 0)
+                r = flags_push(flags, "pod-manifest-path", c.static_pod_path);
+        if (r >= 0)
+                r = flags_push(flags, "client-ca-file", c.client_ca_file);
+        return r;
+}

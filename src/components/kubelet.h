@@ -14,6 +14,17 @@
 /* Where the kubelet reads its file (kubeadm's path) and `render --out DIR`'s name for it. */
 #define KUBELET_CONFIG_PATH "/var/lib/kubelet/config.yaml"
 
+/* In the node's kubelet directory: the init system's KUBELET_ARGS, and the lock the bootstrap and the
+ * managed kubelet take (spec.kubelet.selfHosted; docs/kubelet-handoff.md). */
+#define KUBELET_ENV_FILE  "kubelet.env"
+#define KUBELET_LOCK_FILE "kubelet.lock"
+/* Each node's report of its holder on its Node ("bootstrap", "managed", "none"), and the taint the masters
+ * keep on a Node exactly while the managed kubelet does not hold it. */
+#define KUBELET_HOLDER_ANNOTATION "protokube.io/kubelet-holder"
+#define KUBELET_BOOTSTRAP_TAINT   "protokube.io/bootstrap-kubelet"
+/* Where the kubelet's image and the bootstrap kubelet's unit have the binary (kops' path). */
+#define KUBELET_IMAGE_BINARY "/usr/local/bin/kubelet"
+
 extern const ComponentFileDef kubelet_file;
 
 /* The KubeletConfiguration for spec (kubelet.config.k8s.io/v1beta1 for every supported version): the table's
@@ -29,3 +40,10 @@ int kubelet_flags(const ClusterSpec *spec, const char *config_path, char ***ret)
  * quote, backslash, '$', '`' or control character cannot be written there: -EINVAL. Caller frees. */
 int kubelet_env_render(const ClusterSpec *spec, const char *config_path, char *const *node_flags,
                        char **ret);
+
+/* With spec.kubelet.selfHosted, the node's flags both kubelets need, appended to *flags: the lock
+ * (--lock-file=lock_path --exit-on-lock-contention: the bootstrap kubelet exits when the managed one opens
+ * it), and the node's settings that are fields of the file (--pod-manifest-path, --client-ca-file, from
+ * node_spec, the node's copy): the managed kubelet reads the cluster's file from its ConfigMap, and a
+ * flag outranks the file. Nothing without selfHosted. */
+int kubelet_handoff_flags(const ClusterSpec *node_spec, const char *lock_path, char ***flags);

@@ -5,6 +5,7 @@
  * (and configuration directories for ConfigMaps) mounted at the same paths, and wraps the pod in a
  * DaemonSet or a Deployment. */
 #include "components/self-hosted.h"
+#include "components/self-hosted-internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +76,8 @@ void self_hosted_assets_done(SelfHostedAssets *a) {
 
 /* Always takes *text (erased when freed if secret, also on failure). Two components mounting one directory
  * give one Secret: the same object twice is kept once, two different ones of a name are a conflict. */
-static int assets_add(SelfHostedAssets *a, SelfHostedKind kind, const char *namespace, const char *name,
-                      char **text, size_t text_len, bool secret) {
+int self_hosted_assets_add(SelfHostedAssets *a, SelfHostedKind kind, const char *namespace, const char *name,
+                           char **text, size_t text_len, bool secret) {
         SelfHostedObject o = {
                 .kind = kind, .secret = secret, .text = TAKE_PTR(*text), .text_len = text_len
         };
@@ -114,26 +115,34 @@ static int cmp_object(const void *x, const void *y) {
 }
 
 /* The labels of every object and pod template, sorted by key (the Secret's text is written as it is):
- * managed-by protokube, k8s-app: <component> (the selector), tier: control-plane. Caller frees. */
-static int component_labels(const char *component, char ***ret) {
+ * managed-by protokube, k8s-app: <component> (the selector), tier: control-plane or node. Caller frees. */
+int self_hosted_labels(const char *component, const char *tier, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         int r = pod_kv_set(&l, MANAGED_BY_LABEL, "protokube");
         if (r >= 0)
                 r = pod_kv_set(&l, STATIC_POD_APP_LABEL, component);
         if (r >= 0)
-                r = pod_kv_set(&l, TIER_LABEL, "control-plane");
+                r = pod_kv_set(&l, TIER_LABEL, tier);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(l);
         return 0;
 }
 
-static int set_labels(char ***labels, const char *component) {
+static int component_labels(const char *component, char ***ret) {
+        return self_hosted_labels(component, "control-plane", ret);
+}
+
+int self_hosted_set_labels(char ***labels, const char *component, const char *tier) {
         _cleanup_strv_free_ char **l = NULL;
-        int r = component_labels(component, &l);
+        int r = self_hosted_labels(component, tier, &l);
         for (size_t i = 0; r >= 0 && l[i]; i += 2)
                 r = pod_kv_set(labels, l[i], l[i + 1]);
         return r;
+}
+
+static int set_labels(char ***labels, const char *component) {
+        return self_hosted_set_labels(labels, component, "control-plane");
 }
 
 /* --- Secrets and ConfigMaps from the directories a pod mounts ------------------------------------- */
@@ -452,8 +461,8 @@ static int convert_volume(Ctx *ctx, const char *component, Pod *pod, PodVolume *
         }
         if (r < 0)
                 return r;
-        r = assets_add(ctx->assets, pki ? SELF_HOSTED_SECRET : SELF_HOSTED_CONFIG_MAP, STATIC_POD_NAMESPACE,
-                       name, &text, text_len, pki);
+        r = self_hosted_assets_add(ctx->assets, pki ? SELF_HOSTED_SECRET : SELF_HOSTED_CONFIG_MAP,
+                                   STATIC_POD_NAMESPACE, name, &text, text_len, pki);
         if (r == -EEXIST)
                 return error_setf(ctx->error, r, "two different objects would be named %s/%s",
                                   STATIC_POD_NAMESPACE, name);
@@ -549,9 +558,13 @@ static int workload_wrap(Ctx *ctx, Component c, WorkloadKind kind, Pod **pod, un
                 r = workload_to_yaml(w, &text);
         if (r < 0)
                 return error_setf(ctx->error, r, "%s: %s", name, pk_strerror(r));
-        return assets_add(ctx->assets,
-                          kind == WORKLOAD_DAEMON_SET ? SELF_HOSTED_DAEMON_SET : SELF_HOSTED_DEPLOYMENT,
-                          STATIC_POD_NAMESPACE, name, &text, strlen(text), false);
+        SelfHostedKind k = kind == WORKLOAD_DAEMON_SET ? SELF_HOSTED_DAEMON_SET : SELF_HOSTED_DEPLOYMENT;
+        r = self_hosted_assets_add(ctx->assets, k, STATIC_POD_NAMESPACE, name, &text, strlen(text), false);
+        if (r < 0)
+                return r;
+        /* a workload's name is its component's, added once: the last object is this one */
+        ctx->assets->items[ctx->assets->n - 1].certificates = true;
+        return 0;
 }
 
 /* The spec the workloads are built from: what is per node in a static pod is per pod here. */
@@ -652,11 +665,11 @@ static int build_rbac(Ctx *ctx) {
         if (r >= 0)
                 r = cluster_role_binding_to_yaml(&crb, NODE_PROXIER_ROLE, &sa, &crb_text);
         if (r >= 0)
-                r = assets_add(ctx->assets, SELF_HOSTED_SERVICE_ACCOUNT, STATIC_POD_NAMESPACE, KUBE_PROXY,
-                               &sa_text, strlen(sa_text), false);
+                r = self_hosted_assets_add(ctx->assets, SELF_HOSTED_SERVICE_ACCOUNT, STATIC_POD_NAMESPACE,
+                                           KUBE_PROXY, &sa_text, strlen(sa_text), false);
         if (r >= 0)
-                r = assets_add(ctx->assets, SELF_HOSTED_CLUSTER_ROLE_BINDING, NULL, PROXY_BINDING_NAME,
-                               &crb_text, strlen(crb_text), false);
+                r = self_hosted_assets_add(ctx->assets, SELF_HOSTED_CLUSTER_ROLE_BINDING, NULL,
+                                           PROXY_BINDING_NAME, &crb_text, strlen(crb_text), false);
         return r;
 }
 
@@ -690,6 +703,9 @@ int self_hosted_render(const ClusterSpec *spec, const SelfHostedParams *p, SelfH
                 if (r < 0)
                         return r;
         }
+        r = self_hosted_kubelet_build(spec, p, &a, ret_error);
+        if (r < 0)
+                return r;
         qsort_safe(a.items, a.n, sizeof(SelfHostedObject), cmp_object);
         *ret = a;
         a = (SelfHostedAssets){};

@@ -10,7 +10,9 @@
  *     path: flags and kubeconfigs stay byte for byte the static pods';
  *   - one ConfigMap per other directory of configuration files (the scheduler's config, an audit policy);
  *   - DaemonSets: kube-apiserver on the masters, kube-proxy on every node;
- *   - Deployments: kube-controller-manager and kube-scheduler, one replica per master, never two on a node.
+ *   - Deployments: kube-controller-manager and kube-scheduler, one replica per master, never two on a node;
+ *   - with spec.kubelet.selfHosted, the managed kubelet: its ConfigMap and a DaemonSet on every node
+ *     (docs/kubelet-handoff.md).
  * etcd stays a static pod on its volume and is not among them. */
 
 #include <stdbool.h>
@@ -51,6 +53,9 @@ typedef struct SelfHostedObject {
         char *text;      /* the object as YAML (server-side apply takes application/apply-patch+yaml) */
         size_t text_len;
         bool secret; /* text holds key material: erased when freed; written 0600, never printed */
+        /* A workload whose pod template carries the certificates' digest (the control plane's): a renewal
+         * rolls it. The managed kubelet's does not: it reads no Secret, and is the cluster's to change. */
+        bool certificates;
 } SelfHostedObject;
 
 typedef struct SelfHostedAssets {
@@ -67,6 +72,14 @@ typedef struct SelfHostedParams {
         /* key, value, ..., NULL (may be NULL): the pod templates' annotations, as control_plane_render()
          * gives the static pods (protokube.io/certificates: <digest>: a renewal rolls the pods). */
         char *const *pod_annotations;
+        /* The node's kubelet directory (its kubelet.env, the lock, its credentials; NULL:
+         * KUBELET_DIR_DEFAULT) and static pods' directory (NULL: spec.kubelet.staticPodPath): the managed
+         * kubelet's host paths (spec.kubelet.selfHosted). The same on every node of a real cluster. */
+        const char *kubelet_dir;
+        const char *manifest_dir;
+        /* Where the node mounts its etcd volumes (NULL: not mounted): a master's static pods' manifests are
+         * links into them, which the managed kubelet must read as the bootstrap one does. */
+        const char *mount_root;
 } SelfHostedParams;
 
 /* "Secret" ...; NULL for an invalid kind. */

@@ -10,6 +10,7 @@
 #include "basic/strv.h"
 #include "cloud/providers.h"
 #include "components/etcd.h"
+#include "components/kubelet.h"
 #include "daemon/pass-types.h"
 #include "dns/dns-wire.h"
 #include "model/pki-layout.h"
@@ -204,18 +205,19 @@ int pass_kubelet_write(PassContext *ctx, const char *name, const void *data, siz
         return 0;
 }
 
-int pass_kubelet_node_flags(const Pass *p, char ***flags) {
+int pass_kubelet_node_flags(const Pass *p, const ClusterSpec *node_spec, char ***flags) {
         _cleanup_free_ char *name = p->node.node_name ? strjoin("--hostname-override=", p->node.node_name)
                                                       : NULL,
                             *ip = p->node.internal_ip ? strjoin("--node-ip=", p->node.internal_ip) : NULL,
-                            *certs = strjoin("--cert-dir=", p->node.kubelet_dir, "/" PASS_KUBELET_CERT_DIR);
-        if ((p->node.node_name && !name) || (p->node.internal_ip && !ip) || !certs)
+                            *certs = strjoin("--cert-dir=", p->node.kubelet_dir, "/" PASS_KUBELET_CERT_DIR),
+                            *lock = pass_kubelet_file(p, KUBELET_LOCK_FILE);
+        if ((p->node.node_name && !name) || (p->node.internal_ip && !ip) || !certs || !lock)
                 return -ENOMEM;
         if (strv_extend(flags, certs) < 0)
                 return -ENOMEM;
         if ((name && strv_extend(flags, name) < 0) || (ip && strv_extend(flags, ip) < 0))
                 return -ENOMEM;
-        return 0;
+        return kubelet_handoff_flags(node_spec, lock, flags);
 }
 
 int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char *address, usec_t timeout,

@@ -55,8 +55,8 @@ static int deadline_from_env(const char *name, usec_t *ret) {
         return 0;
 }
 
-int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret,
-                            PassPodAnnotations *ret_annotations) {
+int pass_render_self_hosted(const ClusterSpec *spec, const NodeSettings *node, size_t n_masters,
+                            SelfHostedAssets *ret, PassPodAnnotations *ret_annotations) {
         _cleanup_strv_free_ char **etcd_names = NULL;
         _cleanup_free_ char *error = NULL;
         PassPodAnnotations local, *a = ret_annotations ?: &local;
@@ -77,7 +77,13 @@ int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHoste
                 a->kv[1] = a->digest;
                 a->list = a->kv;
         }
-        SelfHostedParams p = { .n_masters = (unsigned)n_masters, .pod_annotations = a->list };
+        SelfHostedParams p = {
+                .n_masters = (unsigned)n_masters,
+                .pod_annotations = a->list,
+                .kubelet_dir = node ? node->kubelet_dir : NULL,
+                .manifest_dir = node ? node->manifest_dir : NULL,
+                .mount_root = node ? node->mount_root : NULL,
+        };
         r = self_hosted_render(spec, &p, ret, &error);
         if (r < 0)
                 return log_error_errno(r, "Failed to render the self-hosted assets: %s",
@@ -94,7 +100,7 @@ int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const cha
                 return log_oom();
         if (isempty(node_name) || isempty(internal_ip))
                 return log_error_errno(-EINVAL, "The pivot needs this node's name and internal address.");
-        r = pass_render_self_hosted(spec, n_masters, &pp->assets, &pp->pod_annotations);
+        r = pass_render_self_hosted(spec, node, n_masters, &pp->assets, &pp->pod_annotations);
         if (r < 0)
                 return r;
         r = api_dns_name(spec->dns.internal_suffix, &pp->api_host);

@@ -26,9 +26,9 @@ typedef struct PassPodAnnotations {
         char *const *list; /* kv, or NULL */
 } PassPodAnnotations;
 /* The self-hosted assets of spec for n_masters, their pods annotated as *ret_annotations says (filled here;
- * may be NULL); logs what failed. */
-int pass_render_self_hosted(const ClusterSpec *spec, size_t n_masters, SelfHostedAssets *ret,
-                            PassPodAnnotations *ret_annotations);
+ * may be NULL), the managed kubelet's host paths node's (NULL: the defaults); logs what failed. */
+int pass_render_self_hosted(const ClusterSpec *spec, const NodeSettings *node, size_t n_masters,
+                            SelfHostedAssets *ret, PassPodAnnotations *ret_annotations);
 int pass_pivot_open(const ClusterSpec *spec, const NodeSettings *node, const char *node_name,
                     const char *internal_ip, size_t n_masters, PassPivot **ret);
 PassPivot *pass_pivot_free(PassPivot *pp);

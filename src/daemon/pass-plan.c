@@ -36,6 +36,10 @@ void pass_observation_done(PassObservation *o) {
         free(o->node_proxy.text);
         free(o->kubelet_config.config);
         free(o->kubelet_config.env);
+        free(o->kubelet_handoff.note);
+        free(o->kubelet_handoff.node_note);
+        json_decref(o->kubelet_handoff.nodes);
+        free(o->node_join.kubelet_holder);
         free(o->node_proxy.config_text);
         free(o->node_join.message);
         join_csr_progress_done(&o->node_join.csr);
@@ -73,6 +77,9 @@ void pass_plan_done(PassPlan *p) {
         pass_kubelet_plan_done(&p->kubelet);
         pass_pod_network_plan_done(&p->pod_network);
         pass_node_proxy_plan_done(&p->node_proxy);
+        for (size_t i = 0; i < p->kubelet_handoff.n_changes; i++)
+                free(p->kubelet_handoff.changes[i].name);
+        free(p->kubelet_handoff.changes);
         free(p->kubelet_config.note);
         free(p->kubelet_config.config);
         free(p->kubelet_config.env);

@@ -16,6 +16,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-kubelet-config.h"
+#include "daemon/step-kubelet-handoff.h"
 #include "daemon/step-members.h"
 #include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
@@ -62,6 +63,7 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_etcd_upgrade), /* the record through the store the certificates opened */
         OBSERVE(pass_step_control_plane),
         OBSERVE(pass_step_kubelet_config),
+        OBSERVE(pass_step_kubelet_handoff_master), /* the lock's holder, its own Node */
         OBSERVE(pass_step_join),               /* the cluster CA as the certificates' observation read it */
         OBSERVE(pass_step_pod_network_master), /* the Nodes, through this master's own apiserver */
 
@@ -74,6 +76,7 @@ static const PassRow master_rows[] = {
         PLAN(pass_step_dns),
         PLAN(pass_step_control_plane),
         PLAN(pass_step_kubelet_config),
+        PLAN(pass_step_kubelet_handoff_master),
         PLAN(pass_step_join),
         PLAN(pass_step_pod_network_master),
 
@@ -93,6 +96,7 @@ static const PassRow master_rows[] = {
         APPLY(pass_step_etcd_manifests, PASS_WAVE_REST),
         APPLY(pass_step_control_plane, PASS_WAVE_ALL),
         APPLY(pass_step_kubelet_config, PASS_WAVE_ALL), /* after the certificates: its kubeconfig */
+        APPLY(pass_step_kubelet_handoff_master, PASS_WAVE_ALL),
         APPLY(pass_step_backups, PASS_WAVE_ALL),
         APPLY(pass_step_join, PASS_WAVE_ALL), /* after every step of the node's own control plane */
         APPLY(pass_step_pod_network_master, PASS_WAVE_ALL),
@@ -105,6 +109,7 @@ static const PassRow master_rows[] = {
         PRINT(pass_step_dns),
         PRINT(pass_step_control_plane),
         PRINT(pass_step_kubelet_config),
+        PRINT(pass_step_kubelet_handoff_master),
         PRINT(pass_step_certs),
         PRINT(pass_step_members),
         PRINT(pass_step_etcd_upgrade),
@@ -123,21 +128,25 @@ static const PassRow master_rows[] = {
 static const PassRow worker_rows[] = {
         OBSERVE(pass_step_api_view),
         OBSERVE(pass_step_kubelet_boot),
+        OBSERVE(pass_step_kubelet_handoff_worker),
         OBSERVE(pass_step_pod_network_worker), /* after the listing: the masters to ask */
         OBSERVE(pass_step_node_proxy),
         OBSERVE(pass_step_node_join), /* after the kubelet's files: its token and pinned CA */
         PLAN(pass_step_api_view),
         PLAN(pass_step_kubelet_boot),
+        PLAN(pass_step_kubelet_handoff_worker),
         PLAN(pass_step_pod_network_worker),
         PLAN(pass_step_node_proxy),
         PLAN(pass_step_node_join),
         APPLY(pass_step_api_view, PASS_WAVE_ALL),
         APPLY(pass_step_kubelet_boot, PASS_WAVE_ALL),
+        APPLY(pass_step_kubelet_handoff_worker, PASS_WAVE_ALL), /* what /healthz says of the holder */
         APPLY(pass_step_pod_network_worker, PASS_WAVE_ALL),
         APPLY(pass_step_node_proxy, PASS_WAVE_ALL),
         APPLY(pass_step_node_join, PASS_WAVE_ALL),
         PRINT(pass_step_api_view),
         PRINT(pass_step_kubelet_boot),
+        PRINT(pass_step_kubelet_handoff_worker),
         PRINT(pass_step_pod_network_worker),
         PRINT(pass_step_node_proxy),
         PRINT(pass_step_node_join),

@@ -19,6 +19,7 @@
 #include "backup/backup-snapshot.h"
 #include "backup/backup.h"
 #include "backup/restore.h"
+#include "basic/flock-holder.h"
 #include "certs/certs.h"
 #include "components/render.h"
 #include "daemon/node-settings.h"
@@ -203,6 +204,38 @@ typedef struct PassKubeletConfigObserved {
         int read_error;     /* < 0: a file there could not be read (nothing is written over it) */
 } PassKubeletConfigObserved;
 
+/* Which kubelet holds the node (step-kubelet-handoff.c, spec.kubelet.selfHosted): the holder of the lock
+ * file's flock, from /proc/locks (the file is never opened: an open hands the node over). */
+typedef enum PassKubeletHolder {
+        PASS_KUBELET_HOLDER_NONE,      /* no lock file yet, or nobody holds it */
+        PASS_KUBELET_HOLDER_BOOTSTRAP, /* a process outside every pod: the init system's */
+        PASS_KUBELET_HOLDER_MANAGED,   /* a process in a pod's cgroup: the DaemonSet's */
+} PassKubeletHolder;
+
+typedef struct PassKubeletHandoffObserved {
+        bool enabled; /* spec.kubelet.selfHosted */
+        int status;   /* 0, or < 0: the holder could not be read (note says why) */
+        char *note;
+        PassKubeletHolder holder;
+        ProcessFacts facts; /* the holder's: pid, pod, start */
+        /* A master: every Node, through its own apiserver (NULL: not read, node_note says why). */
+        json_t *nodes;
+        char *node_note;
+} PassKubeletHandoffObserved;
+
+/* A change of one Node: its holder annotation (each node reports its own), and on a master's pass the
+ * bootstrap taint of any Node. */
+typedef struct PassKubeletNodeChange {
+        char *name;
+        const char *holder; /* the annotation's new value (static), NULL: as it is */
+        int taint;          /* +1 put back, -1 take off, 0 as it is */
+} PassKubeletNodeChange;
+
+typedef struct PassKubeletHandoffPlan {
+        PassKubeletNodeChange *changes;
+        size_t n_changes;
+} PassKubeletHandoffPlan;
+
 typedef struct PassKubeletConfigPlan {
         int status; /* 0, or < 0: cannot be rendered (note says why) */
         char *note;
@@ -222,8 +255,9 @@ int pass_kubelet_read(const Pass *p, const char *name, bool secret, char **ret, 
 /* Where the kubelet keeps the certificates it makes or is issued (--cert-dir), in the kubelet directory. */
 #define PASS_KUBELET_CERT_DIR "pki"
 /* The node's own kubelet flags, appended to *flags: where its certificates go, its name and address (where
- * the node was given them). */
-int pass_kubelet_node_flags(const Pass *p, char ***flags);
+ * the node was given them), and with spec.kubelet.selfHosted the lock and the node's settings from
+ * node_spec, the node's copy of the spec (kubelet_handoff_flags()). */
+int pass_kubelet_node_flags(const Pass *p, const ClusterSpec *node_spec, char ***flags);
 
 /* The pods' network in kubenet mode (step-pod-network.c): the Nodes, the node's CNI file, the routes. */
 typedef struct PassPodNetworkObserved {
@@ -283,6 +317,8 @@ typedef struct PassNodeJoinObserved {
         JoinCsrProgress csr;
         int ready; /* joined: 1 Ready, 0 not (ready_words), -1 no Node of that name */
         char *ready_words;
+        bool node_read;       /* its Node was read: the annotation below is what it says */
+        char *kubelet_holder; /* its protokube.io/kubelet-holder annotation (NULL: none) */
 } PassNodeJoinObserved;
 
 typedef struct PassNodeJoinPlan {
@@ -319,11 +355,12 @@ typedef struct PassObservation {
         bool api_gated;
         DnsApiReadiness api;
         char **api_why; /* parallel to api.probed: "ADDRESS: why" it is not ready, "" when it is */
-        PassKubeletObserved kubelet;              /* a worker's kubelet files */
-        PassKubeletConfigObserved kubelet_config; /* a master's kubelet files */
-        PassPodNetworkObserved pod_network;       /* kubenet: the Nodes, the CNI file, the routes */
-        PassNodeProxyObserved node_proxy;         /* a worker's kube-proxy */
-        PassNodeJoinObserved node_join;           /* a worker's CSR and Node */
+        PassKubeletObserved kubelet;                /* a worker's kubelet files */
+        PassKubeletConfigObserved kubelet_config;   /* a master's kubelet files */
+        PassKubeletHandoffObserved kubelet_handoff; /* which kubelet holds the node */
+        PassPodNetworkObserved pod_network;         /* kubenet: the Nodes, the CNI file, the routes */
+        PassNodeProxyObserved node_proxy;           /* a worker's kube-proxy */
+        PassNodeJoinObserved node_join;             /* a worker's CSR and Node */
         /* The approver and signer of kubelet CSRs (step-join.c), through this master's own apiserver.
          * join_enabled: it has a client of its own (its certificates are managed here). join_status: 0
          * the round was read (join); PK_EWAITING the apiserver does not answer; < 0 the round could not be
@@ -376,12 +413,13 @@ typedef struct PassPlan {
          * and: */
         bool api_view_check; /* the records are not the node's to write (rfc2136, route53): only compared */
         bool api_view_answers; /* api_view_check: the name serves exactly the masters' internal addresses */
-        PassKubeletPlan kubelet;              /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
-        PassKubeletConfigPlan kubelet_config; /* a master's kubelet files (step-kubelet-config.c) */
-        PassPodNetworkPlan pod_network;       /* kubenet (step-pod-network.c) */
-        PassNodeProxyPlan node_proxy;         /* a worker's kube-proxy (step-node-proxy.c) */
-        PassNodeJoinPlan node_join;           /* a worker's CSR and Node (step-node-join.c) */
-        bool join_planned;                    /* the approver's round was observed and planned (join) */
+        PassKubeletPlan kubelet;                /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
+        PassKubeletConfigPlan kubelet_config;   /* a master's kubelet files (step-kubelet-config.c) */
+        PassKubeletHandoffPlan kubelet_handoff; /* the bootstrap taint (step-kubelet-handoff.c) */
+        PassPodNetworkPlan pod_network;         /* kubenet (step-pod-network.c) */
+        PassNodeProxyPlan node_proxy;           /* a worker's kube-proxy (step-node-proxy.c) */
+        PassNodeJoinPlan node_join;             /* a worker's CSR and Node (step-node-join.c) */
+        bool join_planned;                      /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */
         bool join_has_ca;  /* the keystore's cluster CA was read: cluster-info is published, CSRs signed */

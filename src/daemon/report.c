@@ -116,6 +116,8 @@ void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now) {
                 snprintf(m->dns_pending_oldest_id, sizeof(m->dns_pending_oldest_id), "%s",
                          r->dns_pending_oldest_id);
         }
+        if (r->kubelet.known)
+                m->kubelet = r->kubelet;
         if (r->checkpoint_known) {
                 m->checkpoint_known = true;
                 m->checkpoint_active = r->checkpoint_active;
@@ -228,6 +230,19 @@ int metrics_format(const Metrics *m, Buf *out) {
         for (unsigned i = 0; i < m->n_backups; i++)
                 EMIT("protokube_etcd_backups_unreadable{cluster=\"%s\"} %u\n", m->backups[i].cluster,
                      m->backups[i].unreadable);
+        if (m->kubelet.known) {
+                EMIT("# HELP protokube_kubelet_holder_info Which kubelet holds the node's lock: the "
+                     "bootstrap one of the init system, the managed one of the DaemonSet (its pod), or "
+                     "none.\n"
+                     "# TYPE protokube_kubelet_holder_info gauge\n");
+                EMIT("protokube_kubelet_holder_info{holder=\"%s\",pod=\"%s\"} 1\n", m->kubelet.holder,
+                     m->kubelet.pod);
+                EMIT("# HELP protokube_kubelet_holder_since_seconds When the kubelet holding the node "
+                     "started (Unix time).\n# TYPE protokube_kubelet_holder_since_seconds gauge\n");
+                if (m->kubelet.since)
+                        EMIT("protokube_kubelet_holder_since_seconds %llu\n",
+                             (unsigned long long)(m->kubelet.since / USEC_PER_SEC));
+        }
         if (m->checkpoint_known) {
                 EMIT("# HELP protokube_checkpoint_active 1 while the checkpoint of the self-hosted pods is "
                      "in "
@@ -256,6 +271,19 @@ void metrics_set_running(Metrics *m, const PassProgress *p, usec_t now_monotonic
         pass_progress_describe(p, now_monotonic, m->running_step, sizeof(m->running_step));
 }
 
+/* "kubelet: managed since 2026-11-29T11:40:01Z", "kubelet: bootstrap since ...", "kubelet: none holds
+ * the node"; "" without a self-hosted kubelet. */
+static void kubelet_held(const Metrics *m, char *buf, size_t size) {
+        char since[RFC3339_MAX];
+        if (!m->kubelet.known)
+                return;
+        if (m->kubelet.since)
+                snprintf(buf, size, "kubelet: %s since %s", m->kubelet.holder,
+                         format_rfc3339(since, m->kubelet.since));
+        else
+                snprintf(buf, size, "kubelet: %s holds the node", m->kubelet.holder);
+}
+
 int health_status(const Metrics *m, char *body, size_t size) {
         bool failed = m->have_pass && m->last_status < 0 && m->last_status != PK_EWAITING;
         if (m->running && !failed) {
@@ -276,6 +304,8 @@ int health_status(const Metrics *m, char *body, size_t size) {
         if (age > DNS_PENDING_WARNING)
                 snprintf(dns, sizeof(dns), "DNS change %s is still PENDING after %llu s",
                          m->dns_pending_oldest_id, (unsigned long long)(age / USEC_PER_SEC));
+        char held[96] = "";
+        kubelet_held(m, held, sizeof(held));
         if (m->last_status == 0) {
                 const char *w[3] = { m->cert_warning, m->backup_warning, dns };
                 char warnings[sizeof(m->cert_warning) + sizeof(m->backup_warning) + sizeof(dns) + 8] = "";
@@ -283,15 +313,18 @@ int health_status(const Metrics *m, char *body, size_t size) {
                         if (w[i][0] && at < sizeof(warnings))
                                 at += (size_t)snprintf(warnings + at, sizeof(warnings) - at, "%s%s",
                                                        at ? "; " : "", w[i]);
-                if (warnings[0])
-                        snprintf(body, size, "ok (warning: %s)\n", warnings);
+                char notes[sizeof(held) + sizeof(warnings) + 16];
+                snprintf(notes, sizeof(notes), "%s%s%s%s", held, held[0] && warnings[0] ? "; " : "",
+                         warnings[0] ? "warning: " : "", warnings);
+                if (notes[0])
+                        snprintf(body, size, "ok (%s)\n", notes);
                 else
                         snprintf(body, size, "ok\n");
                 return 200;
         }
         if (m->last_status == PK_EWAITING) {
-                snprintf(body, size, "converging: %s%s%s%s\n", m->last_reason, dns[0] ? " (warning: " : "",
-                         dns, dns[0] ? ")" : "");
+                snprintf(body, size, "converging: %s%s%s%s%s%s%s\n", m->last_reason, held[0] ? " (" : "",
+                         held, held[0] ? ")" : "", dns[0] ? " (warning: " : "", dns, dns[0] ? ")" : "");
                 return 200;
         }
         snprintf(body, size, "error: %s\n",

@@ -73,6 +73,14 @@ typedef struct PassEtcdVersionInfo {
  * signed, refused, lost-race, failed, adopted; a static assertion in report.c keeps them equal). */
 #define PASS_JOIN_OUTCOME_KINDS 6
 
+/* Which kubelet holds the node (spec.kubelet.selfHosted; docs/kubelet-handoff.md). */
+typedef struct PassKubeletHolderInfo {
+        bool known;      /* the pass looked (selfHosted kubelet): the rest replaces the last's */
+        char holder[16]; /* "bootstrap", "managed", "none", "unknown" */
+        char pod[40];    /* the managed kubelet's pod uid, "" otherwise */
+        usec_t since;    /* CLOCK_REALTIME when the holder started, 0: none */
+} PassKubeletHolderInfo;
+
 typedef struct PassReport {
         int status;   /* 0 converged, PK_EWAITING waiting on something outside us, < 0 error */
         char *reason; /* why not converged / what failed; NULL when converged */
@@ -100,6 +108,7 @@ typedef struct PassReport {
         unsigned join_outcomes[PASS_JOIN_OUTCOME_KINDS];
         unsigned n_etcd_versions; /* this pass's, replacing the last's */
         PassEtcdVersionInfo etcd_versions[PASS_ETCD_VERSIONS_MAX];
+        PassKubeletHolderInfo kubelet;
 } PassReport;
 
 void pass_report_done(PassReport *r);
@@ -128,8 +137,9 @@ typedef struct Metrics {
         char backup_warning[128]; /* the stalest backup older than twice its interval, "" if none */
         unsigned n_etcd_versions;
         PassEtcdVersionInfo etcd_versions[PASS_ETCD_VERSIONS_MAX];
-        unsigned dns_pending;      /* as in the last PassReport */
-        usec_t dns_pending_oldest; /* CLOCK_MONOTONIC; the age is taken when asked */
+        PassKubeletHolderInfo kubelet; /* as in the last PassReport that knew it */
+        unsigned dns_pending;          /* as in the last PassReport */
+        usec_t dns_pending_oldest;     /* CLOCK_MONOTONIC; the age is taken when asked */
         char dns_pending_oldest_id[DNS_CHANGE_ID_MAX + 1];
         bool checkpoint_known; /* a pass took the checkpoint's step: the two below are exposed */
         bool checkpoint_active;
@@ -149,7 +159,8 @@ void metrics_set_running(Metrics *m, const PassProgress *p, usec_t now_monotonic
 void metrics_observe(Metrics *m, const PassReport *r, usec_t realtime_now);
 /* Prometheus text exposition format 0.0.4. */
 int metrics_format(const Metrics *m, Buf *out);
-/* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise (a certificate
+/* 200 when the last pass converged or is waiting (converging), 503 with a reason otherwise; with a
+ * self-hosted kubelet, "ok (kubelet: managed since T)" says which kubelet holds the node (a certificate
  * expiring within 30 days adds "(warning: certificate X expires in N days)" to "ok", a DNS change pending
  * for longer than DNS_PENDING_WARNING "(warning: DNS change C is still PENDING after N s)"); before the
  * first pass, 503 "starting". While a pass runs, its step is said: "converging: e2fsck vol-x (12 s)" (200,

@@ -52,7 +52,7 @@ static const char *const kubelet_file_names[_KUBELET_FILE_MAX] = {
         [KUBELET_FILE_CA] = "ca.crt",
         [KUBELET_FILE_BOOTSTRAP] = "bootstrap-kubeconfig",
         [KUBELET_FILE_KUBECONFIG] = PASS_KUBELET_KUBECONFIG,
-        [KUBELET_FILE_ENV] = "kubelet.env",
+        [KUBELET_FILE_ENV] = KUBELET_ENV_FILE,
 };
 
 /* "<kubelet dir>/<file>". NULL: out of memory. */
@@ -231,7 +231,7 @@ static int render_env(const Pass *p, const ClusterSpec *s, char *const paths[_KU
         _cleanup_free_ char *boot = strjoin("--bootstrap-kubeconfig=", paths[KUBELET_FILE_BOOTSTRAP]);
         if (!boot || strv_extend(&flags, boot) < 0)
                 return -ENOMEM;
-        int r = pass_kubelet_node_flags(p, &flags);
+        int r = pass_kubelet_node_flags(p, s, &flags);
         if (r < 0)
                 return r;
         return kubelet_env_render(s, paths[KUBELET_FILE_CONFIG], flags, ret);

@@ -21,7 +21,7 @@
 #include "daemon/step-kubelet-config.h"
 
 #define CONFIG_FILE "config.yaml"
-#define ENV_FILE    "kubelet.env"
+#define ENV_FILE    KUBELET_ENV_FILE
 
 static int kubelet_config_observe(PassContext *ctx) {
         PassKubeletConfigObserved *k = &ctx->obs->kubelet_config;
@@ -55,7 +55,7 @@ static int kubelet_config_plan(const Pass *p, const PassObservation *o, PassPlan
                                              pk_strerror(ob->read_error)));
         ClusterSpec s = *p->spec; /* the node's copy: its strings alias the spec and the settings */
         s.kubelet.static_pod_path = (char *)p->node.manifest_dir;
-        int r = pass_kubelet_node_flags(p, &node_flags);
+        int r = pass_kubelet_node_flags(p, &s, &node_flags);
         if (r >= 0)
                 r = kubelet_config_render(&s, &k->config);
         if (r == -ENOMEM)

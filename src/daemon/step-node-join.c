@@ -12,11 +12,13 @@
 #include "basic/log.h"
 #include "basic/string-util.h"
 #include "basic/trace.h"
+#include "components/kubelet.h"
 #include "daemon/pass-types.h"
 #include "daemon/progress.h"
 #include "daemon/step-node-join.h"
 #include "model/conventions.h"
 #include "shared/http.h"
+#include "shared/json-util.h"
 
 #define NODE_JOIN_TIMEOUT (10ULL * USEC_PER_SEC)
 
@@ -113,7 +115,11 @@ static int observe_node(PassContext *ctx, const char *kubeconfig, const char *ad
         if (r < 0)
                 return r;
         n->ready = r;
-        n->observed = true;
+        n->observed = n->node_read = true;
+        /* for the kubelet handoff step: what the Node says of its kubelet */
+        const char *holder = json_get_string(node, "metadata", "annotations", KUBELET_HOLDER_ANNOTATION);
+        if (holder && !(n->kubelet_holder = strdup(holder)))
+                return -ENOMEM;
         return 0;
 }
 

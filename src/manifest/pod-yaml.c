@@ -200,15 +200,24 @@ static void emit_probe(Emitter *em, const char *key, const PodProbe *p) {
                 return;
         emit_str(em, key);
         map_start(em);
+        if (p->exec_command) {
+                emit_str(em, "exec");
+                map_start(em);
+                emit_str(em, "command");
+                emit_strv(em, p->exec_command);
+                map_end(em);
+        }
         if (p->failure_threshold > 0)
                 key_int(em, "failureThreshold", p->failure_threshold);
-        emit_str(em, "httpGet");
-        map_start(em);
-        key_str(em, "host", p->http_get.host);
-        key_str(em, "path", p->http_get.path);
-        key_int(em, "port", p->http_get.port);
-        key_str(em, "scheme", p->http_get.scheme);
-        map_end(em);
+        if (!p->exec_command) {
+                emit_str(em, "httpGet");
+                map_start(em);
+                key_str(em, "host", p->http_get.host);
+                key_str(em, "path", p->http_get.path);
+                key_int(em, "port", p->http_get.port);
+                key_str(em, "scheme", p->http_get.scheme);
+                map_end(em);
+        }
         if (p->initial_delay_seconds > 0)
                 key_int(em, "initialDelaySeconds", p->initial_delay_seconds);
         if (p->period_seconds > 0)
@@ -272,6 +281,7 @@ static void emit_mounts(Emitter *em, const PodContainer *c) {
                 const PodVolumeMount *m = &c->volume_mounts[i];
                 map_start(em);
                 key_str(em, "mountPath", m->mount_path);
+                key_str(em, "mountPropagation", m->propagation);
                 key_str(em, "name", m->name);
                 if (m->read_only) {
                         emit_str(em, "readOnly");
@@ -284,6 +294,10 @@ static void emit_mounts(Emitter *em, const PodContainer *c) {
 
 static void emit_container(Emitter *em, const PodContainer *c) {
         map_start(em);
+        if (c->args) {
+                emit_str(em, "args");
+                emit_strv(em, c->args);
+        }
         if (c->command) {
                 emit_str(em, "command");
                 emit_strv(em, c->command);
@@ -418,6 +432,10 @@ static void emit_pod_spec(Emitter *em, const Pod *pod) {
         seq_end(em);
         if (pod->host_network) {
                 emit_str(em, "hostNetwork");
+                emit_bool(em, true);
+        }
+        if (pod->host_pid) {
+                emit_str(em, "hostPID");
                 emit_bool(em, true);
         }
         if (pod->n_init_containers > 0) {

@@ -31,6 +31,9 @@
 /* kube-apiserver's secure port unless kubeAPIServer.securePort says otherwise (kops' and kubeadm's 443,
  * https's default: the URLs leave it out) */
 #define APISERVER_PORT_DEFAULT 443
+/* The kubelet's directory (kubeadm's and kops': its state, its files) and static pods' directory */
+#define KUBELET_DIR_DEFAULT             "/var/lib/kubelet"
+#define KUBELET_STATIC_POD_PATH_DEFAULT "/etc/kubernetes/manifests"
 
 bool etcd_cluster_is_main(const char *cluster);
 

@@ -12,6 +12,7 @@ static void probe_done(PodProbe *p) {
         free(p->http_get.host);
         free(p->http_get.path);
         free(p->http_get.scheme);
+        strv_free(p->exec_command);
         *p = (PodProbe){};
 }
 
@@ -19,6 +20,7 @@ static void container_done(PodContainer *c) {
         free(c->name);
         free(c->image);
         strv_free(c->command);
+        strv_free(c->args);
         strv_free(c->env);
         strv_free(c->env_field_refs);
         for (size_t i = 0; i < c->n_ports; i++) {
@@ -29,6 +31,7 @@ static void container_done(PodContainer *c) {
         for (size_t i = 0; i < c->n_volume_mounts; i++) {
                 free(c->volume_mounts[i].name);
                 free(c->volume_mounts[i].mount_path);
+                free(c->volume_mounts[i].propagation);
         }
         free(c->volume_mounts);
         strv_free(c->requests);

@@ -21,6 +21,7 @@ typedef struct PodHttpGet {
 typedef struct PodProbe {
         bool set;
         PodHttpGet http_get;
+        char **exec_command;       /* set: an exec probe (this argv in the container) instead of httpGet */
         int initial_delay_seconds; /* 0 = omitted (every count below, too) */
         int timeout_seconds;
         int period_seconds;
@@ -38,12 +39,15 @@ typedef struct PodVolumeMount {
         char *name;
         char *mount_path;
         bool read_only;
+        char *propagation; /* mountPropagation: "Bidirectional" (a privileged container's only); NULL =
+                              omitted */
 } PodVolumeMount;
 
 typedef struct PodContainer {
         char *name;
         char *image;
         char **command;        /* argv */
+        char **args;           /* appended to command: where an operator adds flags through the API */
         char **env;            /* name, value, ... */
         char **env_field_refs; /* name, fieldPath, ...: the downward API ("status.hostIP") */
         PodPort *ports;
@@ -80,6 +84,8 @@ typedef struct Pod {
         char **labels;      /* key, value, ... */
         char **annotations; /* key, value, ... */
         bool host_network;
+        bool host_pid; /* the node's PID namespace (a kubelet in a pod sees and signals the node's processes)
+                        */
         char *priority_class_name;
         PodContainer *containers;
         size_t n_containers;

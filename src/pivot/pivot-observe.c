@@ -336,8 +336,9 @@ static int observe_assets(Pivot *p, char **ret_error) {
         return 0;
 }
 
+/* A workload a renewal rolls: the control plane's (the managed kubelet's reads no Secret). */
 static bool is_workload(const SelfHostedObject *o) {
-        return o->kind == SELF_HOSTED_DAEMON_SET || o->kind == SELF_HOSTED_DEPLOYMENT;
+        return (o->kind == SELF_HOSTED_DAEMON_SET || o->kind == SELF_HOSTED_DEPLOYMENT) && o->certificates;
 }
 
 /* A workload whose pod template lacks one of the rendered pod annotations (the certificates' digest). */

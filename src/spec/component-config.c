@@ -21,11 +21,24 @@
 
 /* Values that end up in a manifest are checked here, so a bad one is a spec error with its line, not an
  * invalid pod the kubelet drops. */
+static bool path_is_plain(const char *s) {
+        return s[0] == '/' && !strstr(s, "/..") && !strpbrk(s, " \t\n\r");
+}
+
 static int validate_path(const void *value, char **ret_message) {
-        const char *s = *(char *const *)value;
-        if (s[0] == '/' && !strstr(s, "/..") && !strpbrk(s, " \t\n\r"))
+        if (path_is_plain(*(char *const *)value))
                 return 0;
         *ret_message = strdup("must be an absolute path without '..' or spaces");
+        return -EINVAL;
+}
+
+/* A CRI socket as the kubelet's flag takes it: unix:// and an absolute path. */
+static int validate_unix_endpoint(const void *value, char **ret_message) {
+        const char *s = *(char *const *)value;
+        const char *path = startswith(s, "unix://");
+        if (path && path_is_plain(path))
+                return 0;
+        *ret_message = strdup("must be unix:// and an absolute path without '..' or spaces");
         return -EINVAL;
 }
 
@@ -527,6 +540,7 @@ const Field kube_proxy_config_fields[] = {
 #define K KubeletConfig
 static const char *const kubelet_authorization_modes[] = { "AlwaysAllow", "Webhook", NULL };
 static const char *const kubelet_cgroup_drivers[] = { "cgroupfs", "systemd", NULL };
+static const char *const kubelet_container_runtimes[] = { "docker", "remote", NULL };
 
 /* A setting of the KubeletConfiguration (kubelet.config.k8s.io/v1beta1 in 1.20 to 1.31): a file field, no
  * flag (the kubelet's flags for these are deprecated in favour of the file). */
@@ -544,7 +558,7 @@ const Field kubelet_config_fields[] = {
              "kubeconfig to reach the API server"),
         KFILE(FIELD_STRING, static_pod_path, "staticPodPath", "staticPodPath",
               "the static pods' directory (the node's --manifest-dir)",
-              .default_value = "/etc/kubernetes/manifests", .validate = validate_path),
+              .default_value = KUBELET_STATIC_POD_PATH_DEFAULT, .validate = validate_path),
         KFILE(FIELD_DURATION, sync_frequency, "syncFrequency", "syncFrequency",
               "how often running pods are synced (kubelet's default 1m)"),
         KFILE(FIELD_DURATION, file_check_frequency, "fileCheckFrequency", "fileCheckFrequency",
@@ -612,6 +626,24 @@ const Field kubelet_config_fields[] = {
             .help = "feature gates: name -> true|false",
             .file_field = "featureGates",
         },
+        { .name = "containerRuntime",
+          .type = FIELD_ENUM,
+          .offset = offsetof(K, container_runtime),
+          .flag = "container-runtime",
+          .enum_values = kubelet_container_runtimes,
+          .k8s = { .until = 26 },
+          .help = "docker | remote (a CRI socket: containerRuntimeEndpoint)" },
+        VALIDATED_STR(K, container_runtime_endpoint, "containerRuntimeEndpoint",
+                      "container-runtime-endpoint", NULL, validate_unix_endpoint,
+                      "the CRI socket (unix:///run/containerd/containerd.sock)"),
+        STR(K, pod_infra_container_image, "podInfraContainerImage", "pod-infra-container-image", NULL,
+            "the pods' sandbox image"),
+        PATH(K, root_dir, "rootDir", "root-dir", NULL, "the kubelet's state (default /var/lib/kubelet)"),
+        PATH(K, volume_plugin_dir, "volumePluginDir", "volume-plugin-dir", NULL,
+             "flexvolume plugins' directory"),
+        BOOL(K, self_hosted, "selfHosted", NULL, NULL,
+             "a managed kubelet DaemonSet takes each node from the bootstrap kubelet"),
+        STR(K, image, "image", NULL, NULL, "the managed kubelet's image; default from kubernetesVersion"),
         {},
 };
 #undef K

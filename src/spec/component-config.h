@@ -169,6 +169,12 @@ typedef struct KubeProxyConfig {
         char **feature_gates; /* map */
 } KubeProxyConfig;
 
+/* spec.kubelet.containerRuntime: the order of its names in the field table */
+typedef enum KubeletContainerRuntime {
+        KUBELET_RUNTIME_DOCKER,
+        KUBELET_RUNTIME_REMOTE,
+} KubeletContainerRuntime;
+
 /* spec.kubelet: the KubeletConfiguration of every node's kubelet (components/kubelet.h), and the two flags
  * it keeps. Per-node facts (the node's name and address, the container runtime) are not here. */
 typedef struct KubeletConfig {
@@ -202,6 +208,20 @@ typedef struct KubeletConfig {
         OptInt image_gc_high_threshold_percent;
         OptInt image_gc_low_threshold_percent;
         char **feature_gates; /* map */
+        /* The node's runtime and directories: flags (1.20 has no file field for them). A kubelet the
+         * init system starts could take them from the machine's own file; a managed kubelet in a pod has
+         * only what its template and the node's kubelet.env say, so they are the cluster's here. */
+        OptEnum container_runtime; /* KubeletContainerRuntime (1.20 to 1.26) */
+        char *container_runtime_endpoint;
+        char *pod_infra_container_image;
+        char *root_dir;
+        char *volume_plugin_dir;
+        /* The managed kubelet (docs/kubelet-handoff.md): a DaemonSet of the self-hosted assets (the
+         * pivot's with selfHosted, else applied by an operator) takes every node from the bootstrap
+         * kubelet the init system starts; its image (default
+         * registry.k8s.io/kubelet:v<kubernetesVersion>). Neither is a flag or a file field. */
+        OptBool self_hosted;
+        char *image;
 } KubeletConfig;
 
 /* A feature gate's value as the binaries read it (Go's strconv.ParseBool: "true", "True", "1", "t" ...):

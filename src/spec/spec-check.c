@@ -461,7 +461,7 @@ static void check_self_hosted(ClusterSpec *s, const YamlNode *root, SpecErrors *
 
 /* The kubelet refuses to start unless image GC frees down to less than where it starts (its defaults: 85
  * and 80, for the one the spec leaves unset). */
-static void check_kubelet(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+static void check_kubelet_gc(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         const KubeletConfig *k = &s->kubelet;
         int64_t high =
             k->image_gc_high_threshold_percent.set ? k->image_gc_high_threshold_percent.value : 85;
@@ -476,6 +476,25 @@ static void check_kubelet(const ClusterSpec *s, const YamlNode *root, SpecErrors
                            "spec.kubelet.imageGCLowThresholdPercent: %lld must be less than "
                            "imageGCHighThresholdPercent %lld (the kubelet's defaults: 80 and 85)",
                            (long long)low, (long long)high);
+}
+
+/* A CRI socket needs the remote runtime where the kubelet still has dockershim (1.20 to 1.26), which it
+ * would otherwise start silently. */
+static void check_kubelet_runtime(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        const KubeletConfig *k = &s->kubelet;
+        KubeVersion v;
+        bool dockershim = kube_version_parse(s->kubernetes_version, &v) >= 0 && v.minor <= 26;
+        if (k->container_runtime_endpoint && dockershim &&
+            !(k->container_runtime.set && k->container_runtime.value == KUBELET_RUNTIME_REMOTE))
+                spec_errors_add_at(errs, node_at(root, "spec", "kubelet", "containerRuntimeEndpoint", NULL),
+                                   "spec.kubelet.containerRuntimeEndpoint: needs containerRuntime: remote "
+                                   "(kubelet %s would start dockershim)",
+                                   s->kubernetes_version);
+}
+
+static void check_kubelet(const ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+        check_kubelet_gc(s, root, errs);
+        check_kubelet_runtime(s, root, errs);
 }
 
 int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {

@@ -140,8 +140,10 @@ def test_node_options_are_listed_where_they_are_taken():
             "--mount-root", "--pool", "--interval", "--listen"}
     for path in [("run",), ("once",), ("plan",), ("volumes",), ("dns",), ("dns", "sync"), ("pool", "list")]:
         assert node <= set(_options(_help(*path))), path
-    for path in [("validate",), ("render",), ("version",)]:
+    for path in [("validate",), ("version",)]:
         assert not node & set(_options(_help(*path))), path
+    # render --self-hosted takes the nodes' directories the managed kubelet's pod mounts, and no other
+    assert node & set(_options(_help("render"))) == {"--manifest-dir", "--mount-root"}
     text = _help("pool", "create")
     assert {"--size", "--id", "--tag", "--zone", "--pool"} <= set(_options(text))
     assert "PROTOKUBE_ZONE" in text and "PROTOKUBE_POOL" in text

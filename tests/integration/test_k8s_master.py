@@ -185,6 +185,13 @@ def diagnostics(node):
 
 @pytest.fixture
 def master():
+    yield from one_master()
+
+
+def one_master(handoff=False):
+    """The node a and its Master, torn down after the yield. handoff: spec.kubelet.selfHosted (the test
+    applies the managed kubelet's objects: no pivot), the node's runtime and directories in its spec
+    (Node.machine_spec()), the bootstrap kubelet restarted whenever it exits (docs/kubelet-handoff.md)."""
     need_root()
     kubernetes_bin()
     logs_before = host_logs_before()
@@ -205,23 +212,33 @@ def master():
         resolv = os.path.join(env.base, "resolv.conf")  # no resolver is reachable: names come from hosts
         with open(resolv, "w") as f:
             f.write("options ndots:1 timeout:1 attempts:1\n")
+        node = Node("a", env.manifest_dir("a"), None, None, NODE_IP, netns=ns, hosts_file=hosts,
+                    etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"),
+                    kubelet_files=env.kubelet_dir("a"), handoff=handoff)
+        kubelet = kubelet_spec('a', resolv)
+        if handoff:  # the test applies the managed kubelet's objects: no pivot (spec.selfHosted) here
+            kubelet += node.machine_spec() + "    selfHosted: true\n"
         spec = spec.replace("  kubernetesVersion: 1.31.2", f"  stateStore: file://{store}\n  pki:\n    dir: {pki}\n"
-                            f"{kubelet_spec('a', resolv)}  kubernetesVersion: 1.20.2")
+                            f"{kubelet}  kubernetesVersion: 1.20.2")
         # kube-apiserver advertises the address of the default route unless told: the namespace has none
         # ("Unable to find suitable network address ... no default routes found").
         spec = spec.replace("  kubeAPIServer: {}", f"  kubeAPIServer:\n    advertiseAddress: {NODE_IP}")
         with open(env.spec, "w") as f:
             f.write(spec)
+        if handoff:
+            # The managed kubelet's pod sees the etcd volumes' mounts come and go (HostToContainer), which
+            # needs a shared (or slave) mount at the root: systemd makes / shared, this machine's is private.
+            root = env.mount_root("a")
+            os.makedirs(root, exist_ok=True)
+            subprocess.run(["mount", "--bind", root, root], check=True, timeout=30)
+            subprocess.run(["mount", "--make-shared", root], check=True, timeout=30)
         for c in ("main", "events"):
             env.create(f"{c}-a", c, "a", ["a"], size=256 * MIB)  # etcd preallocates a 64 MiB WAL
         argv = env.argv("once", "a")
         argv[argv.index("--internal-ip") + 1] = NODE_IP
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, f"protokube once: {p.returncode}\n{p.stderr}"
-        # the kubelet as its init system starts it: from the files protokube wrote
-        node = Node("a", env.manifest_dir("a"), None, None, NODE_IP, netns=ns, hosts_file=hosts,
-                    etcd_images=[ETCD_IMAGE], base=os.path.join(env.base, "node-a"),
-                    kubelet_files=env.kubelet_dir("a"))
+        # the kubelet as its init system starts it (node.start()): from the files protokube wrote
         m = Master(env, pki, hosts)
         m.netns, m.netif = ns, f"{lab.tag}pa"
         m.lab = lab  # a test may add a worker to the lab

@@ -5,8 +5,10 @@
 # stops within its timeout, that its sandbox lets it do its job (the manifest directory, its state, a
 # local pool volume where the container has loop devices) and nothing more, that the volumes it mounts are
 # seen outside it (no mount namespace of its own); prints `systemd-analyze security protokube.service` and
-# requires a reason in the unit for each setting it flags. Each run's loop devices and mounts are released
-# on every way out (docs/packaging.md, "What a run leaves behind").
+# requires a reason in the unit for each setting it flags. Checks that the bootstrap kubelet's unit,
+# protokube-kubelet.service, is installed disabled and restarts a real kubelet however it ends (its lock
+# contention exit 0 included). Each run's loop devices and mounts are released on every way out
+# (docs/packaging.md, "What a run leaves behind").
 import contextlib
 import glob
 import hashlib
@@ -286,10 +288,13 @@ class Container:
         self.log = open(os.path.join(work, "console.log"), "w")
         # --private-network: its own network namespace (only lo), so 127.0.0.1:9797 is the container's.
         # --register=no: there is no systemd-machined on the host (else "Failed to open system bus").
+        # --capability=CAP_SYSLOG: a kubelet (test_bootstrap_kubelet_unit_restarts_always) opens /dev/kmsg for
+        # its OOM watcher and dies without it; with kernel.dmesg_restrict=1 that needs CAP_SYSLOG, which
+        # nspawn drops by default and a machine's root has. (protokube.service's bounding set drops it again.)
         # A session of its own: a Ctrl-C on the terminal reaches pytest, whose teardown halts it.
         self.nspawn = subprocess.Popen(
             ["systemd-nspawn", "-q", "-b", "-D", self.root, "--register=no", "--keep-unit", "--console=pipe",
-             "--private-network", "--bind=/dev/loop-control", "-M", name],
+             "--private-network", "--bind=/dev/loop-control", "--capability=CAP_SYSLOG", "-M", name],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.start = process_start(self.nspawn.pid)
         with open(os.path.join(work, "nspawn"), "w") as f:  # for sweep_stale() if we get SIGKILLed
@@ -645,6 +650,212 @@ def test_reload_and_stop(started):
     print(f"stopped in {took:.1f} s: {s}")
     assert s["ActiveState"] == "inactive" and s["Result"] == "success" and s["ExecMainStatus"] == "0", s
     assert took < 30, f"stop took {took:.1f} s"
+
+
+# --- the bootstrap kubelet's unit (protokube-kubelet.service), with a real kubelet and a real runtime
+
+KUBELET_UNIT = "protokube-kubelet.service"
+LOCK = "/var/lib/kubelet/kubelet.lock"
+# What protokube writes for a self-hosted kubelet (the lock flags; the rest of its KUBELET_ARGS is the
+# cluster's and does not matter here).
+KUBELET_ENV = f'KUBELET_ARGS="--exit-on-lock-contention --lock-file={LOCK}"\n'
+# The machine's own flags, as an operator writes them in /etc/default/kubelet: its runtime, and what this
+# container needs. --cgroups-per-qos=false --enforce-node-allocatable=: nspawn gives the container the cgroup
+# v1 controller hierarchies read-only, and the kubelet dies creating kubepods there ("mkdir
+# /sys/fs/cgroup/cpuset/kubepods: read-only file system"). --fail-swap-on=false: the machine may swap.
+KUBELET_MACHINE = ('KUBELET_EXTRA_ARGS="--container-runtime=remote '
+                   '--container-runtime-endpoint=unix:///run/containerd/containerd.sock '
+                   '--fail-swap-on=false --cgroups-per-qos=false --enforce-node-allocatable="\n')
+# The kernel tunables a kubelet sets at start (setupKernelTunables, pkg/kubelet/cm/container_manager_linux.go)
+# and dies when it cannot: the container's /proc/sys is read-only, and rightly, for they are the host's.
+KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+                   "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes")
+# containerd as the node has it; only its CRI Version/Status calls are used (no image, no container).
+CONTAINERD_UNIT = """[Unit]
+Description=containerd, the runtime the bootstrap kubelet of the test reaches
+[Service]
+ExecStart=/usr/local/bin/containerd
+"""
+
+
+@pytest.fixture(scope="module")
+def kubelet_binaries():
+    """The real kubelet 1.20.2 (scripts/k8s-binaries.sh's cache: never built here, that takes a quarter of an
+    hour) and this machine's containerd, to copy into the container; skips without them."""
+    d = subprocess.run([os.path.join(ROOT, "scripts", "k8s-binaries.sh"), "--dir"], capture_output=True,
+                       text=True, check=True, timeout=30).stdout.strip()
+    kubelet = os.path.join(d, "kubelet")
+    if not os.access(kubelet, os.X_OK):
+        pytest.skip(f"the Kubernetes 1.20.2 kubelet is not built ({kubelet}); run scripts/k8s-binaries.sh")
+    containerd = shutil.which("containerd")
+    if not containerd:
+        pytest.skip("containerd is missing (scripts/install-deps.sh installs it)")
+    return kubelet, containerd
+
+
+def wait_for(what, probe, diagnose, timeout=30):
+    """probe()'s first true value within timeout s (every wait of the test is bounded), else fails with
+    diagnose()."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout} s: {what}\n{diagnose()}")
+        time.sleep(0.25)
+
+
+def test_bootstrap_kubelet_unit_restarts_always(kubelet_binaries, container):
+    """protokube-kubelet.service as the package installs it, under systemd, with the real kubelet 1.20.2 as
+    /usr/local/bin/kubelet and containerd as its runtime (kubelet acts on lock contention only once it has
+    started, which needs a runtime that answers). Restart=always is checked on each way the kubelet ends:
+    the start failing because kubelet.env does not exist yet (result 'resources'); the kubelet exiting 255
+    (no runtime flags yet); the kubelet exiting 0 on lock contention, the exit the unit exists for; SIGKILL.
+    The managed kubelet's part is played by flock(1), which does what kubelet's flock.Acquire does (open the
+    lock file, flock(LOCK_EX), hold it until it dies): its open makes the bootstrap kubelet exit 0, the
+    restarted bootstrap kubelet waits in flock() while it holds the lock, and takes it once it is gone."""
+    c = container
+    kubelet, containerd = kubelet_binaries
+    unit = "/lib/systemd/system/" + KUBELET_UNIT
+    # the package ships the unit, and neither enables nor starts it (debian/rules)
+    assert c.run("dpkg-query", "-S", unit).stdout.startswith("protokube: "), "not the package's file"
+    assert c.run("systemctl", "is-enabled", KUBELET_UNIT, check=False).stdout.strip() == "disabled"
+    s = show(c, "ActiveState", "NRestarts", unit=KUBELET_UNIT)
+    assert s == {"ActiveState": "inactive", "NRestarts": "0"}, s
+    # systemd 252 prints a disabled start limit as 0 (StartLimitIntervalSec=0), not infinity
+    s = show(c, "Type", "Restart", "RestartUSec", "StartLimitIntervalUSec", "KillMode", "OOMScoreAdjust",
+             "Delegate", unit=KUBELET_UNIT)
+    assert s == {"Type": "simple", "Restart": "always", "RestartUSec": "2s", "StartLimitIntervalUSec": "0",
+                 "KillMode": "control-group", "OOMScoreAdjust": "-999", "Delegate": "no"}, s
+    out = c.run("systemd-analyze", "security", "--no-pager", KUBELET_UNIT, check=False).stdout
+    print(out.strip().splitlines()[-1])  # unsandboxed on purpose (the unit says why)
+
+    # A real node's parts: the binaries, /dev/kmsg (the kubelet's OOM watcher opens it; the container's
+    # /dev is a tmpfs without it) and containerd as containerd.service, which the unit Wants=. protokube is
+    # stopped: its pass must not write kubelet.env while the test says when it exists.
+    c.run("systemctl", "stop", "protokube")
+    for path in (kubelet, containerd):
+        shutil.copy(path, os.path.join(c.root, "usr", "local", "bin"))
+    c.run("sh", "-c", "[ -e /dev/kmsg ] || mknod /dev/kmsg c 1 11")
+    # Each kernel tunable the kubelet sets gets a writable copy, with the host's value, bound over it in the
+    # container: the kubelet reads and sets its copy as on a node (whatever this host's values are), and
+    # the host's stay as they are.
+    c.run("sh", "-c", "mkdir -p /run/pk-kubelet-sysctl && for f in " + " ".join(KUBELET_SYSCTLS) + "; do "
+          "copy=/run/pk-kubelet-sysctl/$(echo $f | tr / .); "
+          "cat /proc/sys/$f > $copy && mount --bind $copy /proc/sys/$f || exit 1; done")
+    c.run("sh", "-c", f"cat > /run/systemd/system/containerd.service <<'EOF'\n{CONTAINERD_UNIT}EOF")
+    c.run("systemctl", "daemon-reload")
+    c.run("rm", "-f", "/var/lib/kubelet/kubelet.env", "/etc/default/kubelet", LOCK)
+    c.run("mkdir", "-p", "/var/lib/kubelet")
+
+    def state():
+        return show(c, "ActiveState", "SubState", "MainPID", "NRestarts", unit=KUBELET_UNIT)
+
+    def unit_log():
+        return c.run("journalctl", "-u", KUBELET_UNIT, "--no-pager", "-o", "cat", check=False).stdout
+
+    def kubelet_log(pid):
+        return c.run("journalctl", f"_PID={pid}", "--no-pager", "-o", "cat", check=False).stdout
+
+    def diagnose():
+        # the unit's journal without the goroutine dumps (tab-indented) of a kubelet's fatal exits
+        log = "\n".join(line for line in unit_log().splitlines()[-300:] if not line.startswith("\t"))
+        return f"{state()}\n/proc/locks:\n{c.run('cat', '/proc/locks').stdout}\n{log[-5000:]}"
+
+    def locks():
+        """(holder PID, [waiting PIDs]) of the flock on the lock file, from /proc/locks (PIDs as the
+        container sees them): a read, never an open of the lock file."""
+        dev, ino = map(int, c.run("stat", "-c", "%d %i", LOCK).stdout.split())
+        ident = f"{os.major(dev):02x}:{os.minor(dev):02x}:{ino}"  # as /proc/locks names the file
+        holder, waiters = None, []
+        for line in c.run("cat", "/proc/locks").stdout.splitlines():
+            f = line.split()
+            if f[-3] != ident:
+                continue
+            if f[1] == "->":
+                waiters.append(f[5])
+            else:
+                holder = f[4]
+        return holder, waiters
+
+    try:
+        # 1. Before protokube's first pass there is no kubelet.env: the start fails, and is retried.
+        t0 = time.monotonic()
+        p = c.run("systemctl", "start", KUBELET_UNIT, check=False)
+        assert p.returncode != 0, "started without kubelet.env"
+        wait_for("two restarts without kubelet.env", lambda: int(state()["NRestarts"]) >= 2, diagnose)
+        assert "Failed to load environment files: No such file or directory" in unit_log(), diagnose()
+        assert show(c, "ActiveState", unit="containerd.service")["ActiveState"] == "active"  # Wants=
+
+        # 2. protokube's kubelet.env, not yet the machine's flags: the next restart runs the kubelet (no
+        # `systemctl start`), which finds no runtime (dockershim, no docker) and exits 255; restarted again.
+        c.run("sh", "-c", f"cat > /var/lib/kubelet/kubelet.env <<'EOF'\n{KUBELET_ENV}EOF")
+        restarts = int(state()["NRestarts"])
+        wait_for("the kubelet exiting 255 and restarted",
+                 lambda: "status=255/EXCEPTION" in unit_log() and int(state()["NRestarts"]) > restarts + 1,
+                 diagnose, timeout=60)
+        assert "failed to get docker version" in unit_log(), diagnose()
+
+        # 3. The machine's flags: the next restart's kubelet reaches containerd, starts, holds the lock.
+        c.run("sh", "-c", f"cat > /etc/default/kubelet <<'EOF'\n{KUBELET_MACHINE}EOF")
+        first = wait_for("a kubelet that started",
+                         lambda: (lambda pid: pid != "0" and "Started kubelet" in kubelet_log(pid) and pid)(
+                             state()["MainPID"]), diagnose, timeout=60)
+        print(f"the kubelet ran after {time.monotonic() - t0:.1f} s, {state()['NRestarts']} restarts")
+        argv = c.run("cat", f"/proc/{first}/cmdline").stdout.split("\0")
+        # $KUBELET_ARGS and $KUBELET_EXTRA_ARGS, each flag one argument
+        assert argv[0] == "/usr/local/bin/kubelet" and f"--lock-file={LOCK}" in argv and \
+            "--container-runtime=remote" in argv, argv
+        wait_for("the kubelet holding the lock", lambda: locks() == (first, []), diagnose)
+        restarts = int(state()["NRestarts"])
+
+        # 4. The managed kubelet comes: its open of the lock file makes the bootstrap kubelet exit 0, and
+        # the restarted one waits in flock() while the managed one holds the lock.
+        ended = (unit_log().count("Deactivated successfully."), unit_log().count("Main process exited"))
+        c.run("systemd-run", "-q", "--unit=pk-managed-kubelet", "flock", LOCK, "sleep", "600")
+        managed = show(c, "MainPID", unit="pk-managed-kubelet.service")["MainPID"]
+        second = wait_for("the bootstrap kubelet restarted",
+                          lambda: (lambda pid: pid not in ("0", first) and pid)(state()["MainPID"]), diagnose)
+        wait_for("the kubelet's log of the open", lambda: f'inotify event: "{LOCK}": 0x20 == IN_OPEN' in
+                 kubelet_log(first), lambda: kubelet_log(first)[-3000:], timeout=10)
+        # exit status 0: systemd says "Deactivated successfully." for it, and "Main process exited" only for
+        # a failure (a status other than 0, a signal)
+        wait_for("systemd's log of a clean exit",
+                 lambda: unit_log().count("Deactivated successfully.") == ended[0] + 1, diagnose, timeout=10)
+        assert unit_log().count("Main process exited") == ended[1], diagnose()
+        assert int(state()["NRestarts"]) == restarts + 1, diagnose()
+        wait_for("the restarted kubelet waiting for the lock",
+                 lambda: locks() == (managed, [second]), diagnose)
+        time.sleep(5)  # and it keeps waiting: no restart, no lock, no watch
+        assert locks() == (managed, [second]), diagnose()
+        s = state()
+        assert (s["SubState"], s["MainPID"], int(s["NRestarts"])) == ("running", second, restarts + 1), s
+        assert "watching for inotify events" not in kubelet_log(second), kubelet_log(second)[-3000:]
+
+        # 5. The managed kubelet dies: the waiting bootstrap kubelet takes the lock, the node is its again.
+        c.run("systemctl", "stop", "pk-managed-kubelet")
+        wait_for("the bootstrap kubelet taking the lock back", lambda: locks() == (second, []), diagnose)
+        wait_for("the bootstrap kubelet watching the lock again",
+                 lambda: "watching for inotify events" in kubelet_log(second), diagnose)
+        assert state()["MainPID"] == second and int(state()["NRestarts"]) == restarts + 1, diagnose()
+
+        # 6. SIGKILL: restarted too.
+        c.run("sh", "-c", f"kill -KILL {second}")  # the shell's: procps' /bin/kill is not in the root
+        wait_for("a kubelet after SIGKILL", lambda: state()["MainPID"] not in ("0", second), diagnose)
+        wait_for("systemd's log of the SIGKILL", lambda: "code=killed, status=9/KILL" in unit_log(),
+                 diagnose, timeout=10)
+        assert int(state()["NRestarts"]) == restarts + 2, diagnose()
+
+        print(f"{state()['NRestarts']} restarts in {time.monotonic() - t0:.1f} s")  # a stop resets the count
+
+        # A stop is not a failure: it stays stopped.
+        c.run("systemctl", "stop", KUBELET_UNIT)
+        s = show(c, "ActiveState", "MainPID", unit=KUBELET_UNIT)
+        assert s == {"ActiveState": "inactive", "MainPID": "0"}, s
+    finally:
+        for u in ("pk-managed-kubelet", KUBELET_UNIT, "containerd"):  # one by one: one may be gone
+            c.run("systemctl", "stop", u, check=False)
 
 
 class InjectedFailure(Exception):

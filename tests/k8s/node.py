@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,6 +43,7 @@ PODNET_IMAGE = "protokube.test/podnet:1"  # the tests' workload (tools/podnet/po
 CGROUP = "/sys/fs/cgroup"
 CGROUP_V1 = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd")
 CNI_BIN = "/usr/lib/cni"
+KUBELET_IMAGE_NAME = "registry.k8s.io/kubelet:"  # the managed kubelet's (scripts/k8s-images.py)
 POD_LOGS = "/var/log/pods"  # where kubelet 1.20 has the container runtime write the pods' logs (fixed)
 
 
@@ -124,7 +126,7 @@ class Node:
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
                  resolv_conf=None, keep_server=False, kubelet_files=None, cni=True, taints=(),
-                 own_pod_logs=False):
+                 own_pod_logs=False, handoff=False):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
@@ -148,6 +150,15 @@ class Node:
         # kubelet alone. Every kubelet's garbage collector removes the directories of /var/log/pods whose pod
         # it does not know: nodes sharing the machine's delete each other's pod logs (kubectl logs then fails)
         self.own_pod_logs = own_pod_logs
+        # handoff: the kubelet is the bootstrap kubelet of spec.kubelet.selfHosted (docs/kubelet-handoff.md):
+        # its runtime and directories are in protokube's kubelet.env (machine_spec(): the managed kubelet in
+        # its pod reads the same file), this harness restarts it whenever it exits as its unit's
+        # Restart=always does, and the node gets the managed kubelet's image
+        self.handoff = handoff
+        self.kubelet_image = handoff
+        self.kubelet_exits = []  # (monotonic time, status) of every exit of the bootstrap kubelet
+        self.supervisor = None
+        self.supervisor_stop = threading.Event()
         self.kubelet_port, self.healthz_port, self.api_port = kubelet_port, healthz_port, api_port
         self.base = base or tempfile.mkdtemp(prefix=f"pk-node-{name}-")
         self.own_base = base is None
@@ -159,6 +170,13 @@ class Node:
         self.pod_logs_root = self.path("pod-logs") if own_pod_logs else POD_LOGS
         self.containerd = self.kubelet = None
         self.timings = {}
+
+    def machine_spec(self):
+        """spec.kubelet's lines for this machine's runtime and directories (a handoff node's): what
+        files_kubelet_argv() adds for any other node."""
+        return (f"    containerRuntime: remote\n    containerRuntimeEndpoint: unix://{self.sock}\n"
+                f"    podInfraContainerImage: {PAUSE_IMAGE}\n    rootDir: {self.kubelet_root}\n"
+                f"    volumePluginDir: {os.path.join(self.kubelet_root, 'volume-plugins')}\n")
 
     # --- paths and argv
     def path(self, *p):
@@ -288,6 +306,8 @@ state = "{cd}/state"
     def import_images(self):
         t0 = time.monotonic()
         d, images = k8s_images(self.etcd_images)
+        # the managed kubelet's image is large (the kubelet binary): only a node that runs one gets it
+        images = [i for i in images if self.kubelet_image or not i["name"].startswith(KUBELET_IMAGE_NAME)]
         self.timings["image build"] = time.monotonic() - t0
         t0 = time.monotonic()
         for img in images:
@@ -414,10 +434,12 @@ state = "{cd}/state"
             m = re.search(r'^KUBELET_ARGS="([^"]*)"$', f.read(), re.M)
         if not m:
             raise ValueError(f"{self.kubelet_files}/kubelet.env: no KUBELET_ARGS line")
-        argv = [os.path.join(k8s_bin(), "kubelet"), *m.group(1).split(), "--root-dir", self.kubelet_root,
-                "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
-                "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
-                f"--pod-infra-container-image={PAUSE_IMAGE}"]
+        argv = [os.path.join(k8s_bin(), "kubelet"), *m.group(1).split()]
+        if not self.handoff:  # a handoff node has them from its spec (machine_spec())
+            argv += ["--root-dir", self.kubelet_root,
+                     "--volume-plugin-dir", os.path.join(self.kubelet_root, "volume-plugins"),
+                     "--container-runtime=remote", f"--container-runtime-endpoint=unix://{self.sock}",
+                     f"--pod-infra-container-image={PAUSE_IMAGE}"]
         if self.taints:
             argv.append("--register-with-taints=" + ",".join(self.taints))
         return self.kubelet_namespaces(argv)
@@ -433,6 +455,9 @@ state = "{cd}/state"
         self.kubelet_started = time.monotonic()
         with self.log("kubelet") as log:
             self.kubelet = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        if self.handoff:
+            self.supervise_kubelet(argv)
+            return
 
         def up():
             if self.kubelet.poll() is not None:
@@ -440,6 +465,29 @@ state = "{cd}/state"
             return self.healthz()
         wait_for("kubelet's healthz", up, 60, interval=1)
         self.timings["kubelet healthz"] = time.monotonic() - self.kubelet_started
+
+    def supervise_kubelet(self, argv, restart_sec=2, max_restarts=500):
+        """The bootstrap kubelet's unit: Restart=always, RestartSec=2 (units/protokube-kubelet.service),
+        whatever the exit status (it exits 0 when the managed kubelet opens the lock); bounded in count."""
+        def loop():
+            for _ in range(max_restarts):
+                status = self.kubelet.wait()
+                self.kubelet_exits.append((time.monotonic(), status))
+                if self.supervisor_stop.wait(restart_sec):
+                    return
+                with self.log("kubelet") as log:
+                    self.kubelet = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                                    stdin=subprocess.DEVNULL)
+        self.supervisor = threading.Thread(target=loop, name=f"kubelet-{self.name}", daemon=True)
+        self.supervisor.start()
+
+    def stop_kubelet(self):
+        """The kubelet stopped for good: its supervisor first, so that it is not started again."""
+        self.supervisor_stop.set()
+        stop_pid(self.kubelet)
+        if self.supervisor:
+            self.supervisor.join(timeout=30)
+        stop_pid(self.kubelet)  # one the supervisor started just before it saw the stop
 
     def start(self):
         self.make_cgroups()
@@ -563,7 +611,7 @@ state = "{cd}/state"
             for what in ("kubelet", "containerd"):
                 if os.path.exists(self.path(f"{what}.log")):
                     shutil.copy(self.path(f"{what}.log"), os.path.join(keep, f"{self.name}-{what}.log"))
-        stop_pid(self.kubelet)
+        self.stop_kubelet()
         # The containers run in the node's cgroups; their shims are children of nobody we started.
         errors += self.kill_pids("containers", self.cgroup_pids)
         errors += self.kill_pids("shims", self.shim_pids)

@@ -134,6 +134,38 @@ static void test_etcd_versions(void **state) {
         buf_free(&b);
 }
 
+/* Which kubelet holds the node: /healthz's "ok (kubelet: ... since ...)" beside the warnings, /metrics'
+ * holder; a pass that does not look (no self-hosted kubelet) keeps the last. */
+static void test_kubelet_holder(void **state) {
+        Metrics m = {};
+        Buf b;
+        char body[1024];
+        PassReport r = { .kubelet = { .known = true,
+                                      .holder = "managed",
+                                      .pod = "3f1c0000-0000-4000-8000-00000000abcd",
+                                      .since = 1795000000ULL * USEC_PER_SEC } };
+        assert_int_equal(health_status(&m, body, sizeof(body)), 503); /* no pass yet */
+        metrics_observe(&m, &r, 0);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "ok (kubelet: managed since 2026-11-18T11:06:40Z)\n");
+        buf_init(&b, 1 << 16);
+        assert_int_equal(metrics_format(&m, &b), 0);
+        assert_non_null(strstr((const char *)b.data, "protokube_kubelet_holder_info{holder=\"managed\","
+                                                     "pod=\"3f1c0000-0000-4000-8000-00000000abcd\"} 1\n"));
+        assert_non_null(strstr((const char *)b.data, "protokube_kubelet_holder_since_seconds 1795000000\n"));
+        buf_free(&b);
+        PassReport quiet = {};
+        metrics_observe(&m, &quiet, 0);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_non_null(strstr(body, "kubelet: managed since"));
+        PassReport waiting = { .status = PK_EWAITING,
+                               .reason = (char *)"pivot: wait-api",
+                               .kubelet = { .known = true, .holder = "bootstrap", .since = 0 } };
+        metrics_observe(&m, &waiting, 0);
+        assert_int_equal(health_status(&m, body, sizeof(body)), 200);
+        assert_string_equal(body, "converging: pivot: wait-api (kubelet: bootstrap holds the node)\n");
+}
+
 /* The newest backup of each cluster: its size, an age, and a warning past twice its interval. */
 static void test_backups(void **state) {
         Metrics m = {};
@@ -345,6 +377,7 @@ int main(void) {
                 cmocka_unit_test(test_health_while_running),
                 cmocka_unit_test(test_backups),
                 cmocka_unit_test(test_etcd_versions),
+                cmocka_unit_test(test_kubelet_holder),
                 cmocka_unit_test(test_backup_list_due),
                 cmocka_unit_test(test_dns_pending),
                 cmocka_unit_test(test_checkpoint),

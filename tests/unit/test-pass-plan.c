@@ -21,6 +21,7 @@
 #include "daemon/step-join.h"
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-kubelet-config.h"
+#include "daemon/step-kubelet-handoff.h"
 #include "daemon/step-members.h"
 #include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
@@ -706,6 +707,8 @@ static const PassStep *const all_steps[] = {
         &pass_step_api_view,
         &pass_step_kubelet_boot,
         &pass_step_kubelet_config,
+        &pass_step_kubelet_handoff_master,
+        &pass_step_kubelet_handoff_worker,
         &pass_step_join,
         &pass_step_pod_network_master,
         &pass_step_pod_network_worker,
@@ -725,7 +728,7 @@ static size_t steps_of(NodeRole role, const PassStep **ret) {
 static void test_master_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_MASTER, steps);
-        assert_int_equal(n, 16);
+        assert_int_equal(n, 17);
         assert_null(pass_role(_NODE_ROLE_MAX));
         check_table(NODE_ROLE_MASTER, steps, n);
 }
@@ -735,12 +738,13 @@ static void test_master_table(void **state) {
 static void test_worker_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_WORKER, steps);
-        assert_int_equal(n, 5);
+        assert_int_equal(n, 6);
         assert_ptr_equal(steps[0], &pass_step_api_view);
         assert_ptr_equal(steps[1], &pass_step_kubelet_boot);
-        assert_ptr_equal(steps[2], &pass_step_pod_network_worker);
-        assert_ptr_equal(steps[3], &pass_step_node_proxy);
-        assert_ptr_equal(steps[4], &pass_step_node_join);
+        assert_ptr_equal(steps[2], &pass_step_kubelet_handoff_worker);
+        assert_ptr_equal(steps[3], &pass_step_pod_network_worker);
+        assert_ptr_equal(steps[4], &pass_step_node_proxy);
+        assert_ptr_equal(steps[5], &pass_step_node_join);
         check_table(NODE_ROLE_WORKER, steps, n);
         for (const PassRow *row = pass_role(NODE_ROLE_WORKER)->rows; row->step; row++)
                 assert_false(row->step->roles & (1U << NODE_ROLE_MASTER));

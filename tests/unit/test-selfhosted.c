@@ -469,6 +469,47 @@ static void test_workload_selector(void **state) {
         assert_int_equal(workload_to_yaml(w, &text), -EINVAL);
 }
 
+/* spec.kubelet.selfHosted: the managed kubelet's ConfigMap and DaemonSet, on every node, with the node's
+ * kubelet.env, its own credentials (the layout's kubelet directory only) and the mounts a kubelet in a pod
+ * needs; nothing of it without the switch. */
+static void test_managed_kubelet(void **state) {
+        Fixture *f = *state;
+        SelfHostedAssets a = {};
+        render_ok(f, NULL, 3, &a);
+        assert_null(find(&a, SELF_HOSTED_DAEMON_SET, "kubelet"));
+        assert_null(find(&a, SELF_HOSTED_CONFIG_MAP, "kubelet-config"));
+        self_hosted_assets_done(&a);
+
+        render_ok(f,
+                  "  kubelet:\n    selfHosted: true\n    containerRuntime: remote\n"
+                  "    containerRuntimeEndpoint: unix:///run/k8s/cri.sock\n",
+                  3, &a);
+        const SelfHostedObject *cm = find(&a, SELF_HOSTED_CONFIG_MAP, "kubelet-config");
+        const SelfHostedObject *ds = find(&a, SELF_HOSTED_DAEMON_SET, "kubelet");
+        assert_non_null(cm);
+        assert_non_null(ds);
+        assert_non_null(strstr(cm->text, "kind: KubeletConfiguration"));
+        assert_non_null(strstr(ds->text, "image: registry.k8s.io/kubelet:v1.20.2\n"));
+        assert_non_null(strstr(ds->text, "      hostPID: true\n"));
+        assert_non_null(strstr(ds->text, "      - operator: Exists\n"));
+        assert_non_null(strstr(ds->text, "        - /var/lib/kubelet/kubelet.env\n"));
+        assert_non_null(strstr(ds->text, "mountPropagation: Bidirectional\n          name: root-dir\n"));
+        assert_non_null(strstr(ds->text, "path: /run/k8s\n"));
+        assert_non_null(strstr(ds->text, "protokube.io/kubelet-config: ")); /* quoted when all digits */
+        assert_non_null(strstr(ds->text, "readinessProbe:\n          exec:\n"));
+        assert_non_null(
+            strstr(ds->text, "  updateStrategy:\n    rollingUpdate:\n      maxUnavailable: 1\n"));
+        /* the node's own credentials: the layout's kubelet directory, and nothing else of the pki */
+        _cleanup_free_ char *kubelet_pki = strjoin("path: ", f->pki, "/kubelet\n"),
+                            *pki_root = strjoin("path: ", f->pki, "\n");
+        assert_non_null(strstr(ds->text, kubelet_pki));
+        assert_null(strstr(ds->text, pki_root));
+        assert_null(strstr(ds->text, "secretName"));
+        assert_null(strstr(ds->text, CERTS_ANNOTATION)); /* a renewal of the control plane's pairs does
+                                                            not roll every node's kubelet */
+        self_hosted_assets_done(&a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_objects, setup, teardown),
@@ -481,6 +522,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_kube_proxy_disabled, setup, teardown),
                 cmocka_unit_test(test_workload_selector),
                 cmocka_unit_test_setup_teardown(test_no_name_shared_with_join_rbac, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_managed_kubelet, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
