@@ -229,6 +229,17 @@ int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char
         return pass_open_api(kubeconfig, host, pass_apiserver_port(spec), address, timeout, ret, ret_error);
 }
 
+int pass_open_own_api(const PassContext *ctx, usec_t timeout, KubeClient **ret, char **ret_error) {
+        const Pass *p = ctx->pass;
+        const NodeIdentity *self = &ctx->obs->volumes.node;
+        _cleanup_free_ char *kubeconfig = pass_api_kubeconfig(p->spec);
+        if (!kubeconfig)
+                return -ENOMEM;
+        if (strv_length(self->internal_ips) == 0 || !cluster_spec_pki_managed(p->spec))
+                return error_setf(ret_error, PK_EWAITING, "this master has no address or API identity yet");
+        return pass_open_api_at(p->spec, kubeconfig, self->internal_ips[0], timeout, ret, ret_error);
+}
+
 int pass_report_status(PassContext *ctx, PassStage stage, const char *name, int status, const char *note) {
         if (status == 0)
                 return 0;

@@ -39,6 +39,9 @@ void pass_observation_done(PassObservation *o) {
         free(o->kubelet_handoff.note);
         free(o->kubelet_handoff.node_note);
         json_decref(o->kubelet_handoff.nodes);
+        json_decref(o->kubelet_rollout.daemon_set);
+        kube_rollout_done(&o->kubelet_rollout.rollout);
+        free(o->kubelet_rollout.note);
         free(o->node_join.kubelet_holder);
         free(o->node_proxy.config_text);
         free(o->node_join.message);

@@ -17,6 +17,7 @@
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-kubelet-config.h"
 #include "daemon/step-kubelet-handoff.h"
+#include "daemon/step-kubelet-rollout.h"
 #include "daemon/step-members.h"
 #include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
@@ -64,6 +65,7 @@ static const PassRow master_rows[] = {
         OBSERVE(pass_step_control_plane),
         OBSERVE(pass_step_kubelet_config),
         OBSERVE(pass_step_kubelet_handoff_master), /* the lock's holder, its own Node */
+        OBSERVE(pass_step_kubelet_rollout),
         OBSERVE(pass_step_join),               /* the cluster CA as the certificates' observation read it */
         OBSERVE(pass_step_pod_network_master), /* the Nodes, through this master's own apiserver */
 
@@ -77,6 +79,7 @@ static const PassRow master_rows[] = {
         PLAN(pass_step_control_plane),
         PLAN(pass_step_kubelet_config),
         PLAN(pass_step_kubelet_handoff_master),
+        PLAN(pass_step_kubelet_rollout),
         PLAN(pass_step_join),
         PLAN(pass_step_pod_network_master),
 
@@ -97,6 +100,7 @@ static const PassRow master_rows[] = {
         APPLY(pass_step_control_plane, PASS_WAVE_ALL),
         APPLY(pass_step_kubelet_config, PASS_WAVE_ALL), /* after the certificates: its kubeconfig */
         APPLY(pass_step_kubelet_handoff_master, PASS_WAVE_ALL),
+        APPLY(pass_step_kubelet_rollout, PASS_WAVE_ALL),
         APPLY(pass_step_backups, PASS_WAVE_ALL),
         APPLY(pass_step_join, PASS_WAVE_ALL), /* after every step of the node's own control plane */
         APPLY(pass_step_pod_network_master, PASS_WAVE_ALL),
@@ -110,6 +114,7 @@ static const PassRow master_rows[] = {
         PRINT(pass_step_control_plane),
         PRINT(pass_step_kubelet_config),
         PRINT(pass_step_kubelet_handoff_master),
+        PRINT(pass_step_kubelet_rollout),
         PRINT(pass_step_certs),
         PRINT(pass_step_members),
         PRINT(pass_step_etcd_upgrade),

@@ -34,6 +34,7 @@
 #include "join/join-token.h"
 #include "kube/kube-client.h"
 #include "kube/kube-node.h"
+#include "kube/kube-rollout.h"
 #include "model/conventions.h"
 #include "pivot/pivot.h"
 #include "shared/netlink-route.h"
@@ -223,6 +224,14 @@ typedef struct PassKubeletHandoffObserved {
         char *node_note;
 } PassKubeletHandoffObserved;
 
+/* The managed kubelet's DaemonSet and where its rollout stands (step-kubelet-rollout.c). */
+typedef struct PassKubeletRolloutObserved {
+        bool read;          /* the DaemonSet and its revisions were read */
+        json_t *daemon_set; /* NULL: not applied */
+        KubeRollout rollout;
+        char *note; /* why they were not read */
+} PassKubeletRolloutObserved;
+
 /* A change of one Node: its holder annotation (each node reports its own), and on a master's pass the
  * bootstrap taint of any Node. */
 typedef struct PassKubeletNodeChange {
@@ -358,6 +367,7 @@ typedef struct PassObservation {
         PassKubeletObserved kubelet;                /* a worker's kubelet files */
         PassKubeletConfigObserved kubelet_config;   /* a master's kubelet files */
         PassKubeletHandoffObserved kubelet_handoff; /* which kubelet holds the node */
+        PassKubeletRolloutObserved kubelet_rollout; /* a master's view of the managed kubelet's rollout */
         PassPodNetworkObserved pod_network;         /* kubenet: the Nodes, the CNI file, the routes */
         PassNodeProxyObserved node_proxy;           /* a worker's kube-proxy */
         PassNodeJoinObserved node_join;             /* a worker's CSR and Node */
@@ -416,10 +426,11 @@ typedef struct PassPlan {
         PassKubeletPlan kubelet;                /* a worker's kubelet bootstrap (step-kubelet-boot.c) */
         PassKubeletConfigPlan kubelet_config;   /* a master's kubelet files (step-kubelet-config.c) */
         PassKubeletHandoffPlan kubelet_handoff; /* the bootstrap taint (step-kubelet-handoff.c) */
-        PassPodNetworkPlan pod_network;         /* kubenet (step-pod-network.c) */
-        PassNodeProxyPlan node_proxy;           /* a worker's kube-proxy (step-node-proxy.c) */
-        PassNodeJoinPlan node_join;             /* a worker's CSR and Node (step-node-join.c) */
-        bool join_planned;                      /* the approver's round was observed and planned (join) */
+        bool kubelet_rollback;          /* the managed kubelet's DaemonSet back to its previous template */
+        PassPodNetworkPlan pod_network; /* kubenet (step-pod-network.c) */
+        PassNodeProxyPlan node_proxy;   /* a worker's kube-proxy (step-node-proxy.c) */
+        PassNodeJoinPlan node_join;     /* a worker's CSR and Node (step-node-join.c) */
+        bool join_planned;              /* the approver's round was observed and planned (join) */
         JoinPlan join;
         char *join_server; /* cluster-info's server: https://api.internal.CLUSTER:PORT */
         bool join_has_ca;  /* the keystore's cluster CA was read: cluster-info is published, CSRs signed */
@@ -628,6 +639,10 @@ int pass_open_api(const char *kubeconfig, const char *host, unsigned port, const
  * to one master's address. */
 int pass_open_api_at(const ClusterSpec *spec, const char *kubeconfig, const char *address, usec_t timeout,
                      KubeClient **ret, char **ret_error);
+/* A master's own apiserver, with protokube's identity, at the master's first internal address (the
+ * volumes step's observation of the node). PK_EWAITING (message) before the master has an address or an
+ * identity of protokube's. */
+int pass_open_own_api(const PassContext *ctx, usec_t timeout, KubeClient **ret, char **ret_error);
 
 /* A node outside the control plane: the internal address of the first master of the observed view that
  * has one, to reach the API at (caller frees). PK_EWAITING when there is none yet (or the listing failed).

@@ -69,18 +69,6 @@ static ssize_t taint_index(const json_t *node) {
         return -1;
 }
 
-static int open_own_api(const PassContext *ctx, KubeClient **ret, char **ret_error) {
-        const Pass *p = ctx->pass;
-        const NodeIdentity *self = &ctx->obs->volumes.node;
-        _cleanup_free_ char *kubeconfig = pass_api_kubeconfig(p->spec);
-        if (!kubeconfig)
-                return -ENOMEM;
-        if (!self->name || strv_length(self->internal_ips) == 0 || !cluster_spec_pki_managed(p->spec))
-                return error_setf(ret_error, PK_EWAITING,
-                                  "this master has no name, address or API identity yet");
-        return pass_open_api_at(p->spec, kubeconfig, self->internal_ips[0], NODE_TIMEOUT, ret, ret_error);
-}
-
 /* A worker: the API through a master of its view, with its kubelet's identity. */
 static int open_worker_api(const PassContext *ctx, KubeClient **ret, char **ret_error) {
         const Pass *p = ctx->pass;
@@ -112,7 +100,7 @@ static int kubelet_handoff_observe_master(PassContext *ctx) {
         if (r < 0 || !o->enabled)
                 return r;
         trace_mark("kubelet handoff: the Nodes");
-        r = open_own_api(ctx, &c, &error);
+        r = pass_open_own_api(ctx, NODE_TIMEOUT, &c, &error);
         if (r >= 0)
                 r = kube_list(c, "v1", "Node", NULL, NULL, now(CLOCK_MONOTONIC) + NODE_TIMEOUT, &o->nodes,
                               &error);
@@ -261,17 +249,22 @@ static void report_holder(PassContext *ctx) {
                 info->since = o->facts.started;
 }
 
-static int kubelet_handoff_apply(PassContext *ctx, PassWave wave) {
+typedef int (*ApiOpener)(const PassContext *ctx, KubeClient **ret, char **ret_error);
+
+static int open_master_api(const PassContext *ctx, KubeClient **ret, char **ret_error) {
+        return pass_open_own_api(ctx, NODE_TIMEOUT, ret, ret_error);
+}
+
+/* The report, then the Nodes' changes through the API open() gives (each role's table names its own). */
+static int apply_through(PassContext *ctx, ApiOpener open) {
         const PassKubeletHandoffPlan *k = &ctx->plan->kubelet_handoff;
         _cleanup_(kube_client_freep) KubeClient *c = NULL;
         _cleanup_free_ char *error = NULL;
-        (void)wave;
         report_holder(ctx);
         if (k->n_changes == 0)
                 return 0;
         pass_progress_step("kubelet handoff");
-        int r = ctx->pass->node.role == NODE_ROLE_MASTER ? open_own_api(ctx, &c, &error)
-                                                         : open_worker_api(ctx, &c, &error);
+        int r = open(ctx, &c, &error);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -284,6 +277,16 @@ static int kubelet_handoff_apply(PassContext *ctx, PassWave wave) {
                         return r;
         }
         return 0;
+}
+
+static int kubelet_handoff_apply_master(PassContext *ctx, PassWave wave) {
+        (void)wave;
+        return apply_through(ctx, open_master_api);
+}
+
+static int kubelet_handoff_apply_worker(PassContext *ctx, PassWave wave) {
+        (void)wave;
+        return apply_through(ctx, open_worker_api);
 }
 
 static int kubelet_handoff_print(const Pass *p, const PassObservation *o, const PassPlan *plan, FILE *out) {
@@ -323,7 +326,7 @@ const PassStep pass_step_kubelet_handoff_master = {
         .roles = 1U << NODE_ROLE_MASTER,
         .observe = kubelet_handoff_observe_master,
         .plan = kubelet_handoff_plan_master,
-        .apply = kubelet_handoff_apply,
+        .apply = kubelet_handoff_apply_master,
         .print = kubelet_handoff_print,
 };
 
@@ -333,6 +336,6 @@ const PassStep pass_step_kubelet_handoff_worker = {
         .roles = 1U << NODE_ROLE_WORKER,
         .observe = kubelet_handoff_observe,
         .plan = kubelet_handoff_plan_worker, /* its report only: a worker may not taint (NodeRestriction) */
-        .apply = kubelet_handoff_apply,
+        .apply = kubelet_handoff_apply_worker,
         .print = kubelet_handoff_print,
 };

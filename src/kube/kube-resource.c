@@ -20,6 +20,7 @@ static const KubeResource resources[] = {
         { "apps/v1", "DaemonSet", "daemonsets", true, KUBE_NAME_DNS_SUBDOMAIN },
         { "apps/v1", "Deployment", "deployments", true, KUBE_NAME_DNS_SUBDOMAIN },
         { "apps/v1", "ReplicaSet", "replicasets", true, KUBE_NAME_DNS_SUBDOMAIN },
+        { "apps/v1", "ControllerRevision", "controllerrevisions", true, KUBE_NAME_DNS_SUBDOMAIN },
         { "rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false, KUBE_NAME_RBAC },
         { "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false,
           KUBE_NAME_RBAC },
@@ -49,6 +50,7 @@ int kube_resource_find(const char *api_version, const char *kind, const KubeReso
         return error_setf(ret_error, -EINVAL,
                           "unknown kind '%s' (apiVersion '%s'): protokube knows only Namespace, ConfigMap, "
                           "Secret, ServiceAccount, Service, Pod, Node, DaemonSet, Deployment, ReplicaSet, "
+                          "ControllerRevision, "
                           "ClusterRole, ClusterRoleBinding, Role, RoleBinding, "
                           "CertificateSigningRequest",
                           strnull(kind), strnull(api_version));

@@ -644,6 +644,8 @@ const Field kubelet_config_fields[] = {
         BOOL(K, self_hosted, "selfHosted", NULL, NULL,
              "a managed kubelet DaemonSet takes each node from the bootstrap kubelet"),
         STR(K, image, "image", NULL, NULL, "the managed kubelet's image; default from kubernetesVersion"),
+        DURATION(K, rollout_deadline, "rolloutDeadline", NULL, "5m",
+                 "a managed kubelet template not Ready on a node this long is rolled back"),
         {},
 };
 #undef K

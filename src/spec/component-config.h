@@ -222,6 +222,9 @@ typedef struct KubeletConfig {
          * registry.k8s.io/kubelet:v<kubernetesVersion>). Neither is a flag or a file field. */
         OptBool self_hosted;
         char *image;
+        /* How long a new template of the managed kubelet's DaemonSet may leave a node's pod not Ready
+         * before the masters roll it back (default 5m). */
+        OptDuration rollout_deadline;
 } KubeletConfig;
 
 /* A feature gate's value as the binaries read it (Go's strconv.ParseBool: "true", "True", "1", "t" ...):

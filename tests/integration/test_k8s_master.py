@@ -217,7 +217,7 @@ def one_master(handoff=False):
                     kubelet_files=env.kubelet_dir("a"), handoff=handoff)
         kubelet = kubelet_spec('a', resolv)
         if handoff:  # the test applies the managed kubelet's objects: no pivot (spec.selfHosted) here
-            kubelet += node.machine_spec() + "    selfHosted: true\n"
+            kubelet += node.machine_spec() + "    selfHosted: true\n    rolloutDeadline: 40s\n"
         spec = spec.replace("  kubernetesVersion: 1.31.2", f"  stateStore: file://{store}\n  pki:\n    dir: {pki}\n"
                             f"{kubelet}  kubernetesVersion: 1.20.2")
         # kube-apiserver advertises the address of the default route unless told: the namespace has none

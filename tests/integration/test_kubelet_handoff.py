@@ -13,6 +13,10 @@ v1.20.2, containerd and kube-apiserver of test_k8s_master.py's node:
 - `protokube plan` says which kubelet holds the node and since when; the bootstrap taint is off;
 - the managed kubelet killed: the waiting bootstrap kubelet takes the node back (the taint is back), starts
   the container again, and the managed kubelet takes over once more;
+- an upgrade through the API (a flag in the DaemonSet's args) rolls the node: the new managed kubelet holds it;
+- a broken template (a flag the kubelet refuses): the bootstrap kubelet holds the node, a master's pass past
+  spec.kubelet.rolloutDeadline (40 s here) rolls the DaemonSet back (its annotations say so), the managed
+  kubelet of the good template holds the node again, and node a is never NotReady longer than the deadline;
 - a workload container runs through every handoff without a restart (same container, same start time).
 """
 import json
@@ -81,6 +85,59 @@ def plan_kubelet_line(env):
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     lines = [line for line in p.stdout.splitlines() if line.startswith("kubelet-holder")]
     return lines[0] if lines else f"(none; rc {p.returncode}: {p.stderr[-500:]})"
+
+
+def set_args(m, args):
+    patch = [{"op": "add", "path": "/spec/template/spec/containers/0/args", "value": args}]
+    m.kubectl_ok("patch", "daemonset", "kubelet", "-n", "kube-system", "--type=json", "-p", json.dumps(patch))
+
+
+def managed_with(lock, flag):
+    """(pid, pod) when a managed kubelet whose command line has flag holds lock."""
+    pid, pod = lock_holder(lock)
+    if not pod:
+        return None, f"holder {pid} (not in a pod)"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode(errors="replace").split("\0")
+    except OSError as e:
+        return None, str(e)
+    return ((pid, pod) if flag in argv else None), f"holder {pid} runs without {flag}"
+
+
+def rollout_complete(m):
+    ds, err = m.kubectl_json("get", "daemonset", "kubelet", "-n", "kube-system")
+    st = (ds or {}).get("status", {})
+    done = (st.get("observedGeneration") == (ds or {}).get("metadata", {}).get("generation")
+            and st.get("updatedNumberScheduled") == st.get("desiredNumberScheduled") == st.get("numberAvailable"))
+    return done, err or st
+
+
+def watch_ready_until_rolled_back(m, env, node, deadline, timeout):
+    """Runs a master's pass every 5 s until one rolls the DaemonSet back (bounded); returns the longest
+    time node a was not Ready meanwhile."""
+    t0, longest, down_since = time.monotonic(), 0.0, None
+    while time.monotonic() - t0 < timeout:
+        n, _ = m.kubectl_json("get", "node", "a")
+        conds = {c["type"]: c["status"] for c in (n or {}).get("status", {}).get("conditions", [])}
+        now = time.monotonic()
+        if conds.get("Ready") != "True":
+            down_since = down_since or now
+            longest = max(longest, now - down_since)
+        else:
+            down_since = None
+        rc, err = pass_once(env)
+        assert rc == 0, err
+        ds, _ = m.kubectl_json("get", "daemonset", "kubelet", "-n", "kube-system")
+        if "protokube.io/rolled-back" in ds["metadata"].get("annotations", {}):
+            return longest
+        time.sleep(5)
+    raise AssertionError(f"no rollback within {timeout} s (deadline {deadline} s)\n{plan_text(env)}")
+
+
+def plan_text(env):
+    p = subprocess.run(env.argv("plan", "a"), capture_output=True, text=True, timeout=120)
+    return p.stdout + p.stderr[-1000:]
 
 
 def pass_once(env):
@@ -173,3 +230,30 @@ def test_the_managed_kubelet_takes_the_node_and_gives_it_back(handoff_master, tm
     print(f"\nhandoff: managed kubelet held the lock {taken:.1f} s after the apply; bootstrap back "
           f"{took_back:.1f} s after the kill (pid {back}); exits of the bootstrap kubelet: "
           f"{[s for _, s in node.kubelet_exits]}")
+
+    # an upgrade through the API: a flag of the managed kubelet's; the DaemonSet rolls the node
+    t2 = time.monotonic()
+    set_args(m, ["--v=3"])
+    wait("the upgraded managed kubelet holds the node", lambda: managed_with(lock, "--v=3"), 180, node)
+    wait("the rollout complete", lambda: rollout_complete(m), 120, node)
+    upgraded = time.monotonic() - t2
+    assert wait("the workload still Running", lambda: workload_state(m), 60, node) == before
+
+    # a broken one (a flag the kubelet refuses: it exits before it takes the lock): the bootstrap kubelet
+    # holds the node, and a master's pass past spec.kubelet.rolloutDeadline (40 s) puts --v=3 back
+    set_args(m, ["--v=3", "--no-such-flag"])
+    wait("the bootstrap kubelet holds the node under the broken template", bootstrap_back, 120, node)
+    t3 = time.monotonic()
+    not_ready = watch_ready_until_rolled_back(m, env, node, deadline=40, timeout=180)
+    wait("the managed kubelet of the template rolled back to holds the node",
+         lambda: managed_with(lock, "--v=3"), 180, node)
+    wait("the rollout complete", lambda: rollout_complete(m), 120, node)
+    ds, _ = m.kubectl_json("get", "daemonset", "kubelet", "-n", "kube-system")
+    ann = ds["metadata"]["annotations"]
+    assert "protokube.io/rolled-back" in ann and "not rolled out within 40s" in ann["protokube.io/rolled-back"], ann
+    assert ds["spec"]["template"]["spec"]["containers"][0].get("args") == ["--v=3"]
+    assert not_ready <= 40, f"node a NotReady for {not_ready:.0f} s, more than the deadline"
+    assert wait("the workload still Running", lambda: workload_state(m), 60, node) == before
+    print(f"upgrade through the API rolled in {upgraded:.1f} s; a broken template rolled back "
+          f"{time.monotonic() - t3:.1f} s after the bootstrap kubelet took the node, longest NotReady "
+          f"{not_ready:.0f} s; rollback: {ann['protokube.io/rolled-back']}")

@@ -22,6 +22,7 @@
 #include "daemon/step-kubelet-boot.h"
 #include "daemon/step-kubelet-config.h"
 #include "daemon/step-kubelet-handoff.h"
+#include "daemon/step-kubelet-rollout.h"
 #include "daemon/step-members.h"
 #include "daemon/step-node-join.h"
 #include "daemon/step-node-proxy.h"
@@ -709,6 +710,7 @@ static const PassStep *const all_steps[] = {
         &pass_step_kubelet_config,
         &pass_step_kubelet_handoff_master,
         &pass_step_kubelet_handoff_worker,
+        &pass_step_kubelet_rollout,
         &pass_step_join,
         &pass_step_pod_network_master,
         &pass_step_pod_network_worker,
@@ -728,7 +730,7 @@ static size_t steps_of(NodeRole role, const PassStep **ret) {
 static void test_master_table(void **state) {
         const PassStep *steps[ELEMENTSOF(all_steps)];
         size_t n = steps_of(NODE_ROLE_MASTER, steps);
-        assert_int_equal(n, 17);
+        assert_int_equal(n, 18);
         assert_null(pass_role(_NODE_ROLE_MAX));
         check_table(NODE_ROLE_MASTER, steps, n);
 }
