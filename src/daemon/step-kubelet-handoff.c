@@ -183,16 +183,20 @@ static json_t *node_patch(const PassKubeletNodeChange *c, const json_t *node) {
                 goto fail;
         if (c->taint == 0)
                 return patch;
-        json_t *taints = json_copy((json_t *)json_get(node, "spec", "taints")) ?: json_array();
+        const json_t *old = json_get(node, "spec", "taints"),
+                     *rv = json_get(node, "metadata", "resourceVersion");
+        json_t *taints = json_is_array(old) ? json_copy((json_t *)old) : json_array();
         ssize_t i = taint_index(node);
-        if (i >= 0)
+        if (taints && i >= 0)
                 json_array_remove(taints, (size_t)i);
-        if (c->taint > 0)
-                json_array_append_new(
-                    taints, json_pack("{s:s, s:s}", "key", KUBELET_BOOTSTRAP_TAINT, "effect", "NoSchedule"));
-        if (json_object_set(meta, "resourceVersion",
-                            (json_t *)json_get(node, "metadata", "resourceVersion")) < 0 ||
-            json_object_set_new(patch, "spec", json_pack("{s:o}", "taints", taints)) < 0)
+        if (taints && c->taint > 0 &&
+            json_array_append_new(
+                taints, json_pack("{s:s, s:s}", "key", KUBELET_BOOTSTRAP_TAINT, "effect", "NoSchedule")) < 0)
+                json_decref(TAKE_PTR(taints));
+        /* the spec object takes the list, failing or not */
+        if (!taints || json_object_set_new(patch, "spec", json_pack("{s:o}", "taints", taints)) < 0)
+                goto fail;
+        if (json_is_string(rv) && json_object_set(meta, "resourceVersion", (json_t *)rv) < 0)
                 goto fail;
         return patch;
 fail:

@@ -145,7 +145,7 @@ static int kubelet_rollout_print(const Pass *p, const PassObservation *o, const 
         if (!ob->read)
                 return 0;
         if (r->complete)
-                fprintf(out, "kubelet-rollout: complete (revision %ld)\n", r->current);
+                fprintf(out, "kubelet-rollout: complete: %s\n", r->why);
         else if (plan->kubelet_rollback)
                 fprintf(out, "kubelet-rollback revision %ld (%s) -> %ld (%s): %s since %s\n", r->current,
                         r->hash, r->previous, r->previous_hash, r->why, format_rfc3339(since, r->since));

@@ -103,11 +103,16 @@ int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, usec_t now
         KubeRollout r = {};
         const char *uid = json_get_string(ds, "metadata", "uid");
         const json_t *items = json_object_get(revisions, "items");
-        if (!uid || !json_is_object(json_get(ds, "spec", "template")) || !json_is_array(items))
+        if (!uid || !json_is_object(json_get(ds, "spec", "template")) ||
+            (revisions && !json_is_array(items)))
                 return PK_EMALFORMED;
         r.complete = rollout_complete(ds, &r.why);
         if (!r.why)
                 return -ENOMEM;
+        if (!revisions) { /* where it stands only */
+                *ret = r;
+                return 0;
+        }
         const json_t *cur = current_revision(ds, items, uid);
         if (cur) {
                 usec_t created = 0, rolled = 0;

@@ -31,8 +31,9 @@ typedef struct KubeRollout {
 void kube_rollout_done(KubeRollout *r);
 
 /* ds: the DaemonSet; revisions: the list object of its ControllerRevisions (owned by it: ownerReferences'
- * uid); now: CLOCK_REALTIME. The current revision is the one whose hash the DaemonSet's status names
- * (else the newest); its rollout started at its creation or at the DaemonSet's last rollback, whichever
- * is later. PK_EMALFORMED for objects that are not what the API serves. */
+ * uid; NULL: whether it is complete only, which the DaemonSet's status says alone); now: CLOCK_REALTIME. The
+ * current revision is the one whose hash the DaemonSet's status names (else the newest); its rollout started
+ * at its creation or at the DaemonSet's last rollback, whichever is later. PK_EMALFORMED for objects that
+ * are not what the API serves. */
 int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, usec_t now, usec_t deadline,
                            KubeRollout *ret);

@@ -90,6 +90,11 @@ static void test_complete_is_never_stuck(void **state) {
         assert_true(r.complete);
         assert_false(r.stuck);
         kube_rollout_done(&r);
+        /* the DaemonSet alone says it is complete: no revisions needed */
+        assert_int_equal(kube_daemonset_rollout(d, NULL, 0, 300 * USEC_PER_SEC, &r), 0);
+        assert_true(r.complete);
+        assert_int_equal(r.current, 0);
+        kube_rollout_done(&r);
         /* a change the controller has not seen yet is not complete */
         json_decref(d);
         d = ds(T("kubelet:broken"),
