@@ -22,6 +22,10 @@
  * keep on a Node exactly while the managed kubelet does not hold it. */
 #define KUBELET_HOLDER_ANNOTATION "protokube.io/kubelet-holder"
 #define KUBELET_BOOTSTRAP_TAINT   "protokube.io/bootstrap-kubelet"
+/* The machine's own flags for its kubelet (KUBELET_EXTRA_ARGS, optional): the bootstrap kubelet's unit
+ * reads the file, the managed kubelet's pod sources it from the directory (both kubelets run with them). */
+#define KUBELET_DEFAULTS_DIR  "/etc/default"
+#define KUBELET_DEFAULTS_FILE KUBELET_DEFAULTS_DIR "/kubelet"
 /* Where the kubelet's image and the bootstrap kubelet's unit have the binary (kops' path). */
 #define KUBELET_IMAGE_BINARY "/usr/local/bin/kubelet"
 

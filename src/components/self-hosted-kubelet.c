@@ -38,17 +38,19 @@
 #define PID_FILE                 "/tmp/kubelet.pid" /* in the container's own file system */
 #define RUNTIME_DIR_DEFAULT      "/run/containerd"
 
-/* The container's command: the node's flags, then the ConfigMap's file (the last --config wins), then the
- * operator's args ("$@"). Its pid is kept for the readiness probe: exec keeps it. The API expands a
- * container's command ("$$" is its escape of "$"), hence "$$$$" for the shell's "$$"; a probe's command
- * is not expanded.
+/* The container's command: the node's flags, the machine's own (KUBELET_EXTRA_ARGS of its optional
+ * /etc/default/kubelet, as the bootstrap kubelet's unit has them), then the ConfigMap's file (the last
+ * --config wins), then the operator's args ("$@"). Its pid is kept for the readiness probe: exec keeps it.
+ * The API expands a container's command ("$$" is its escape of "$"), hence "$$$$" for the shell's "$$"; a
+ * probe's command is not expanded.
  *
  * The managed kubelet takes the lock but does not exit on contention: the bootstrap kubelet, started again
  * by its unit as soon as it exited, opens the lock file to wait for it, and that open would make a managed
  * kubelet that watches the file exit in turn (seen here: the two took turns every few seconds). So only
  * the bootstrap kubelet gives way; the managed one holds the node until it ends. */
-#define ENTRY_SCRIPT                                                                              \
-        "set -e; . \"$0\"; echo $$$$ >" PID_FILE "; exec " KUBELET_IMAGE_BINARY " $KUBELET_ARGS " \
+#define ENTRY_SCRIPT                                                                                \
+        "set -e; . \"$0\"; [ ! -r " KUBELET_DEFAULTS_FILE " ] || . " KUBELET_DEFAULTS_FILE "; "     \
+        "echo $$$$ >" PID_FILE "; exec " KUBELET_IMAGE_BINARY " $KUBELET_ARGS $KUBELET_EXTRA_ARGS " \
         "--exit-on-lock-contention=false --config=" CONFIG_MOUNT "/config.yaml \"$@\""
 /* Ready only while this container's kubelet holds a flock: the lock file, since it takes no other. A
  * kubelet still waiting for the lock is a "->" line of /proc/locks, not FLOCK in the second field. */
@@ -130,6 +132,8 @@ static int add_host_mounts(const ClusterSpec *spec, const SelfHostedParams *p, P
                 r = mount_dir(pod, c, "runtime", runtime, "Directory", false, NULL);
         if (r >= 0)
                 r = mount_dir(pod, c, "static-pods", manifests, "DirectoryOrCreate", true, NULL);
+        if (r >= 0) /* the machine's own flags */
+                r = mount_dir(pod, c, "defaults", KUBELET_DEFAULTS_DIR, "DirectoryOrCreate", true, NULL);
         if (r >= 0 && cluster_spec_pki_managed(spec)) {
                 /* a master's kubeconfig, client pair and CA: the layout's kubelet directory, not the rest
                  * of the pki (no other component's key reaches the kubelet's pod) */

@@ -5,8 +5,9 @@
  * kubelet never becomes Ready would hold its first node on the bootstrap kubelet for ever and stop the
  * rollout there. A master finds a rollout not complete longer than spec.kubelet.rolloutDeadline since it
  * started and puts the previous template back (kubectl rollout undo's way: the revision's template),
- * saying so in the DaemonSet's annotations; a template rolled back from is never rolled back to. A steady
- * DaemonSet costs one read per pass. */
+ * saying so in the DaemonSet's annotations; a template rolled back from is never rolled back to. The
+ * deadline runs per node: from the rollout's start or the last node whose new kubelet became Ready. A
+ * steady DaemonSet costs one read per pass. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,21 +35,37 @@ static usec_t rollout_deadline(const ClusterSpec *spec) {
         return d->set ? d->value : DEADLINE_DEFAULT;
 }
 
+static int rollout_of(PassKubeletRolloutObserved *o, const json_t *revisions, const json_t *pods,
+                      usec_t deadline, char **ret_error) {
+        kube_rollout_done(&o->rollout);
+        int r = kube_daemonset_rollout(o->daemon_set, revisions, pods, now(CLOCK_REALTIME), deadline,
+                                       &o->rollout);
+        if (r < 0 && r != -ENOMEM)
+                return error_setf(ret_error, r, "the DaemonSet, its revisions or its pods: %s",
+                                  pk_strerror(r));
+        return r;
+}
+
+/* One read for a DaemonSet that is rolled out; its revisions and pods only while a rollout is under way. */
 static int observe_with(PassKubeletRolloutObserved *o, KubeClient *c, usec_t deadline, char **ret_error) {
-        _cleanup_(json_decrefp) json_t *revisions = NULL;
+        _cleanup_(json_decrefp) json_t *revisions = NULL, *pods = NULL;
         int r = kube_get(c, "apps/v1", "DaemonSet", NAMESPACE, DAEMON_SET,
                          now(CLOCK_MONOTONIC) + API_TIMEOUT, &o->daemon_set, ret_error);
         if (r == -ENOENT) /* not applied (yet): nothing rolls */
                 return 0;
+        if (r >= 0)
+                r = rollout_of(o, NULL, NULL, deadline, ret_error);
+        if (r >= 0 && !o->rollout.complete) {
+                r = kube_list(c, "apps/v1", "ControllerRevision", NAMESPACE, SELECTOR,
+                              now(CLOCK_MONOTONIC) + API_TIMEOUT, &revisions, ret_error);
+                if (r >= 0)
+                        r = kube_list(c, "v1", "Pod", NAMESPACE, SELECTOR,
+                                      now(CLOCK_MONOTONIC) + API_TIMEOUT, &pods, ret_error);
+                if (r >= 0)
+                        r = rollout_of(o, revisions, pods, deadline, ret_error);
+        }
         if (r < 0)
                 return r;
-        r = kube_list(c, "apps/v1", "ControllerRevision", NAMESPACE, SELECTOR,
-                      now(CLOCK_MONOTONIC) + API_TIMEOUT, &revisions, ret_error);
-        if (r < 0)
-                return r;
-        r = kube_daemonset_rollout(o->daemon_set, revisions, now(CLOCK_REALTIME), deadline, &o->rollout);
-        if (r < 0)
-                return error_setf(ret_error, r, "the DaemonSet or its revisions: %s", pk_strerror(r));
         o->read = true;
         return 0;
 }

@@ -98,13 +98,33 @@ static void copy_hash(char *dst, size_t size, const json_t *rev) {
         snprintf(dst, size, "%s", strempty(json_get_string(rev, "metadata", "labels", REVISION_HASH_LABEL)));
 }
 
-int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, usec_t now, usec_t deadline,
-                           KubeRollout *ret) {
+/* The last time a pod of revision hash became Ready (0: none is). */
+static usec_t last_ready(const json_t *pod_items, const char *hash) {
+        const json_t *pod, *cond;
+        usec_t last = 0;
+        size_t i, j;
+        json_array_foreach(pod_items, i, pod) {
+                if (!streq_ptr(json_get_string(pod, "metadata", "labels", REVISION_HASH_LABEL), hash))
+                        continue;
+                json_array_foreach(json_get(pod, "status", "conditions"), j, cond) {
+                        usec_t t = 0;
+                        if (streq_ptr(json_get_string(cond, "type"), "Ready") &&
+                            streq_ptr(json_get_string(cond, "status"), "True") &&
+                            parse_rfc3339(strempty(json_get_string(cond, "lastTransitionTime")), &t) >= 0)
+                                last = MAX(last, t);
+                }
+        }
+        return last;
+}
+
+int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, const json_t *pods, usec_t now,
+                           usec_t deadline, KubeRollout *ret) {
         KubeRollout r = {};
         const char *uid = json_get_string(ds, "metadata", "uid");
-        const json_t *items = json_object_get(revisions, "items");
+        const json_t *items = json_object_get(revisions, "items"),
+                     *pod_items = json_object_get(pods, "items");
         if (!uid || !json_is_object(json_get(ds, "spec", "template")) ||
-            (revisions && !json_is_array(items)))
+            (revisions && !json_is_array(items)) || (pods && !json_is_array(pod_items)))
                 return PK_EMALFORMED;
         r.complete = rollout_complete(ds, &r.why);
         if (!r.why)
@@ -122,9 +142,9 @@ int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, usec_t now
                                     &created);
                 if (at)
                         (void)parse_rfc3339(at, &rolled);
-                r.since = MAX(created, rolled);
                 r.current = revision_number(cur);
                 copy_hash(r.hash, sizeof(r.hash), cur);
+                r.since = MAX(MAX(created, rolled), r.hash[0] ? last_ready(pod_items, r.hash) : 0);
                 const char *from =
                     json_get_string(ds, "metadata", "annotations", KUBE_ROLLED_BACK_FROM_ANNOTATION);
                 const json_t *prev = previous_revision(items, cur, uid, from);

@@ -18,8 +18,9 @@
 
 typedef struct KubeRollout {
         bool complete; /* every scheduled node runs the current template, available */
-        bool stuck;    /* not complete longer than the deadline since it started */
-        usec_t since;  /* CLOCK_REALTIME when the current template's rollout started (0: not known) */
+        bool stuck;    /* not complete, and no progress for longer than the deadline */
+        usec_t since;  /* CLOCK_REALTIME of its last progress: its start, or a node's pod of the current
+                        * template becoming Ready (0: not known) */
         long current;  /* revision numbers (0: none) */
         long previous; /* the newest older one that was not rolled back from */
         char hash[64]; /* the current revision's controller-revision-hash */
@@ -31,9 +32,11 @@ typedef struct KubeRollout {
 void kube_rollout_done(KubeRollout *r);
 
 /* ds: the DaemonSet; revisions: the list object of its ControllerRevisions (owned by it: ownerReferences'
- * uid; NULL: whether it is complete only, which the DaemonSet's status says alone); now: CLOCK_REALTIME. The
- * current revision is the one whose hash the DaemonSet's status names (else the newest); its rollout started
- * at its creation or at the DaemonSet's last rollback, whichever is later. PK_EMALFORMED for objects that
- * are not what the API serves. */
-int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, usec_t now, usec_t deadline,
-                           KubeRollout *ret);
+ * uid; NULL: whether it is complete only, which the DaemonSet's status says alone); pods: the list object
+ * of its pods (NULL: none read); now: CLOCK_REALTIME. The current revision is the one whose template is the
+ * DaemonSet's (else the newest). The deadline runs per node, as a Deployment's progress deadline does:
+ * from the latest of the revision's creation, the DaemonSet's last rollback and the last time a pod of
+ * the current revision became Ready; so a rollout over many nodes is not stuck while it moves on.
+ * PK_EMALFORMED for objects that are not what the API serves. */
+int kube_daemonset_rollout(const json_t *ds, const json_t *revisions, const json_t *pods, usec_t now,
+                           usec_t deadline, KubeRollout *ret);

@@ -60,8 +60,8 @@ static void test_stuck_past_the_deadline(void **state) {
         KubeRollout r;
         assert_non_null(revs);
         /* within the deadline: under way */
-        assert_int_equal(kube_daemonset_rollout(d, revs, at("2026-11-29T11:04:00Z"), 300 * USEC_PER_SEC, &r),
-                         0);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, NULL, at("2026-11-29T11:04:00Z"), 300 * USEC_PER_SEC, &r), 0);
         assert_false(r.complete);
         assert_false(r.stuck);
         assert_int_equal(r.current, 2);
@@ -70,8 +70,8 @@ static void test_stuck_past_the_deadline(void **state) {
         assert_string_equal(r.why, "1 of 3 node(s) run the current template, 2 available");
         kube_rollout_done(&r);
         /* past it: stuck, back to revision 1 (not the other DaemonSet's newer one) */
-        assert_int_equal(kube_daemonset_rollout(d, revs, at("2026-11-29T11:06:00Z"), 300 * USEC_PER_SEC, &r),
-                         0);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, NULL, at("2026-11-29T11:06:00Z"), 300 * USEC_PER_SEC, &r), 0);
         assert_true(r.stuck);
         assert_int_equal(r.previous, 1);
         assert_string_equal(r.previous_hash, "aaa");
@@ -85,13 +85,13 @@ static void test_complete_is_never_stuck(void **state) {
         _cleanup_(json_decrefp) json_t *revs = json_loads(REVISIONS, 0, &e),
                                        *d = ds(T("kubelet:broken"), DONE, "");
         KubeRollout r;
-        assert_int_equal(kube_daemonset_rollout(d, revs, at("2026-11-29T12:00:00Z"), 300 * USEC_PER_SEC, &r),
-                         0);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, NULL, at("2026-11-29T12:00:00Z"), 300 * USEC_PER_SEC, &r), 0);
         assert_true(r.complete);
         assert_false(r.stuck);
         kube_rollout_done(&r);
         /* the DaemonSet alone says it is complete: no revisions needed */
-        assert_int_equal(kube_daemonset_rollout(d, NULL, 0, 300 * USEC_PER_SEC, &r), 0);
+        assert_int_equal(kube_daemonset_rollout(d, NULL, NULL, 0, 300 * USEC_PER_SEC, &r), 0);
         assert_true(r.complete);
         assert_int_equal(r.current, 0);
         kube_rollout_done(&r);
@@ -101,8 +101,8 @@ static void test_complete_is_never_stuck(void **state) {
                "\"observedGeneration\": 1, \"desiredNumberScheduled\": 3, "
                "\"updatedNumberScheduled\": 3, \"numberAvailable\": 3",
                "");
-        assert_int_equal(kube_daemonset_rollout(d, revs, at("2026-11-29T11:01:00Z"), 300 * USEC_PER_SEC, &r),
-                         0);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, NULL, at("2026-11-29T11:01:00Z"), 300 * USEC_PER_SEC, &r), 0);
         assert_false(r.complete);
         assert_non_null(strstr(r.why, "has not seen the change yet"));
         kube_rollout_done(&r);
@@ -123,8 +123,8 @@ static void test_after_a_rollback(void **state) {
                "\": \"2026-11-29T11:06:00Z\", \"" KUBE_ROLLED_BACK_FROM_ANNOTATION "\": \"bbb\"");
         KubeRollout r;
         assert_non_null(revs);
-        assert_int_equal(kube_daemonset_rollout(d, revs, at("2026-11-29T11:08:00Z"), 300 * USEC_PER_SEC, &r),
-                         0);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, NULL, at("2026-11-29T11:08:00Z"), 300 * USEC_PER_SEC, &r), 0);
         assert_int_equal(r.current, 3);
         assert_int_equal(r.since, at("2026-11-29T11:06:00Z"));
         assert_false(r.stuck);
@@ -133,13 +133,43 @@ static void test_after_a_rollback(void **state) {
         kube_rollout_done(&r);
 }
 
+#define POD(hash, ready, when)                                                                    \
+        "{\"metadata\": {\"labels\": {\"controller-revision-hash\": \"" hash "\"}}, \"status\": " \
+        "{\"conditions\": [{\"type\": \"Ready\", \"status\": \"" ready                            \
+        "\", \"lastTransitionTime\": \"" when "\"}]}}"
+
+/* The deadline runs per node: a pod of the current revision that became Ready is progress, one of
+ * another revision or not Ready is not; a list that is not one is refused. */
+static void test_progress_by_node(void **state) {
+        json_error_t e;
+        _cleanup_(json_decrefp) json_t *revs = json_loads(REVISIONS, 0, &e),
+                                       *d = ds(T("kubelet:broken"), STUCK, "");
+        _cleanup_(json_decrefp) json_t *pods = json_loads(
+            "{\"items\": [" POD("bbb", "True", "2026-11-29T11:04:00Z") "," POD(
+                "bbb", "False", "2026-11-29T11:05:00Z") "," POD("aaa", "True", "2026-11-29T11:07:00Z") "]}",
+            0, &e);
+        _cleanup_(json_decrefp) json_t *bad = json_loads("{\"items\": {}}", 0, &e);
+        KubeRollout r;
+        assert_non_null(pods);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, pods, at("2026-11-29T11:06:00Z"), 300 * USEC_PER_SEC, &r), 0);
+        assert_int_equal(r.since, at("2026-11-29T11:04:00Z"));
+        assert_false(r.stuck);
+        kube_rollout_done(&r);
+        assert_int_equal(
+            kube_daemonset_rollout(d, revs, pods, at("2026-11-29T11:09:01Z"), 300 * USEC_PER_SEC, &r), 0);
+        assert_true(r.stuck);
+        kube_rollout_done(&r);
+        assert_int_equal(kube_daemonset_rollout(d, revs, bad, 0, 0, &r), PK_EMALFORMED);
+}
+
 static void test_malformed(void **state) {
         json_error_t e;
         _cleanup_(json_decrefp) json_t *revs = json_loads("{\"items\": []}", 0, &e),
                                        *bad = json_loads("{}", 0, &e);
         KubeRollout r;
-        assert_int_equal(kube_daemonset_rollout(bad, revs, 0, 0, &r), PK_EMALFORMED);
-        assert_int_equal(kube_daemonset_rollout(revs, bad, 0, 0, &r), PK_EMALFORMED);
+        assert_int_equal(kube_daemonset_rollout(bad, revs, NULL, 0, 0, &r), PK_EMALFORMED);
+        assert_int_equal(kube_daemonset_rollout(revs, bad, NULL, 0, 0, &r), PK_EMALFORMED);
 }
 
 int main(void) {
@@ -147,6 +177,7 @@ int main(void) {
                 cmocka_unit_test(test_stuck_past_the_deadline),
                 cmocka_unit_test(test_complete_is_never_stuck),
                 cmocka_unit_test(test_after_a_rollback),
+                cmocka_unit_test(test_progress_by_node),
                 cmocka_unit_test(test_malformed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
