@@ -60,6 +60,13 @@ static int pivot_for_pass(const Pass *p, const PassObservation *o, const PassPla
         return r;
 }
 
+/* A master pivots with the certificates of the store (the self-hosted pods' Secrets are made from them); a
+ * worker's copy of the spec has no store and keeps selfHosted for its own steps (its kube-proxy is the
+ * DaemonSet's), so the spec's loader cannot refuse it: the master's pivot does. */
+#define PIVOT_NEEDS_STORE                                                                               \
+        "spec.selfHosted: a master needs spec.stateStore (the self-hosted pods' Secrets are made from " \
+        "the certificates protokube issues)"
+
 /* spec selfHosted: true, each pass after the control-plane manifests (docs/pivot.md): the checkpoint's step,
  * then one pivot step. Not done yet is PK_EWAITING with the step's why; a failure is the stage's error. The
  * checkpoint comes first and also after a failed apply round (apply_ok false: no pivot step then): when the
@@ -74,6 +81,10 @@ static int pivot_step_apply(PassContext *ctx, PassWave wave) {
         PivotDecision d = {};
         if (!p->spec->self_hosted.set || !p->spec->self_hosted.value)
                 return 0;
+        if (!p->spec->state_store) {
+                pass_report_error(rep, PASS_STAGE_PIVOT, -EINVAL, PIVOT_NEEDS_STORE);
+                return 0;
+        }
         pass_progress_step("pivot");
         int r = pivot_for_pass(p, o, plan, &pp);
         if (r > 0) {
@@ -113,6 +124,10 @@ static int pivot_print(const Pass *p, const PassObservation *o, const PassPlan *
         PivotDecision d = {};
         if (!p->spec->self_hosted.set || !p->spec->self_hosted.value)
                 return 0;
+        if (!p->spec->state_store) {
+                fprintf(out, "pivot refused: %s\n", PIVOT_NEEDS_STORE);
+                return 0;
+        }
         int r = pivot_for_pass(p, o, plan, &pp);
         if (r > 0) {
                 fprintf(out, "pivot wait: this node's name and address and the masters are not known\n");

@@ -441,19 +441,15 @@ static int check_etcd(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         return 0;
 }
 
-/* selfHosted needs the certificates in the store (the Secrets are made from them), and makes the bootstrap
- * and the self-hosted servers share their ports (docs/pivot.md, "Two apiservers on one port"). */
-static void check_self_hosted(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
+/* selfHosted makes the bootstrap and the self-hosted servers share their ports (docs/pivot.md, "Two
+ * apiservers on one port"). A master's pivot also needs the store (step-pivot.c), a worker's spec has none.
+ */
+static void check_self_hosted(ClusterSpec *s) {
         OptBool *sharing[] = { &s->kube_apiserver.permit_port_sharing,
                                &s->kube_controller_manager.permit_port_sharing,
                                &s->kube_scheduler.permit_port_sharing };
         if (!s->self_hosted.value)
                 return;
-        if (!s->state_store)
-                spec_errors_add_at(
-                    errs, node_at(root, "spec", "selfHosted", NULL),
-                    "spec.selfHosted: needs spec.stateStore (the self-hosted pods' Secrets are "
-                    "made from the certificates protokube issues)");
         for (size_t i = 0; i < ELEMENTSOF(sharing); i++)
                 if (!sharing[i]->set)
                         *sharing[i] = (OptBool){ .set = true, .value = true };
@@ -512,7 +508,7 @@ int spec_check_cluster(ClusterSpec *s, const YamlNode *root, SpecErrors *errs) {
         r = spec_check_kube_gates(s, root, errs);
         if (r < 0)
                 return r;
-        check_self_hosted(s, root, errs);
+        check_self_hosted(s);
         check_kubelet(s, root, errs);
         return spec_check_pki(s, root, errs);
 }

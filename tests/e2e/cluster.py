@@ -13,13 +13,14 @@ import signal
 import sys
 import subprocess
 import tempfile
+import threading
 import time
 
 from netlab import NetLab
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "k8s"))
 sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
-from node import Node, kubelet_spec  # noqa: E402  (tests/k8s/node.py: containerd + kubelet)
+from node import Node, NodeWorld, kubelet_spec  # noqa: E402  (tests/k8s/node.py: containerd + kubelet)
 from loopdev import loops_backed_by_files_under  # noqa: E402  (tests/integration/loopdev.py)
 
 # This machine's sandbox rejects traffic from its own (root) network namespace to the test network, while
@@ -154,12 +155,41 @@ class Master:
         # it (one writer of the node's state at a time, docs/pki.md); shared, it would serialize the masters
         self.state = os.path.join(self.dir, "state")
         self.spec = os.path.join(self.dir, "cluster.yaml")
+        resolv_conf = f"/etc/netns/{cluster.lab.ns(name)}/resolv.conf"
+        # cluster.worlds: the master's processes run in a NodeWorld of its own (tests/k8s/node.py), where its
+        # directory is the same path as every other node's: its paths as protokube and kubelet see them are
+        # self.at()'s
+        self.world = NodeWorld(name, self.dir, resolv_conf, cluster.worlds) if cluster.worlds else None
         # real mode: protokube renders the kubelet's files (docs/components.md), from the settings this machine
         # needs
-        kubelet = kubelet_spec(name, f"/etc/netns/{cluster.lab.ns(name)}/resolv.conf") if cluster.real else ""
+        kubelet = kubelet_spec(name, "/etc/resolv.conf" if self.world else resolv_conf) if cluster.real else ""
         with open(cluster.spec) as src, open(self.spec, "w") as dst:
             dst.write(src.read().replace("  kubernetesVersion:",
-                                         f"  pki:\n    dir: {self.pki}\n{kubelet}  kubernetesVersion:"))
+                                         f"  pki:\n    dir: {self.at(self.pki)}\n{kubelet}{self.kubelet_extra()}"
+                                         "  kubernetesVersion:"))
+
+    def at(self, path):
+        """path (under this master's directory) as the master's own processes name it."""
+        return self.world.path(path) if self.world else path
+
+    def host_kubeconfig(self, user):
+        """<pki>/<user>/kubeconfig for the harness: with a NodeWorld, a copy (0600, replaced whole) whose files
+        are named by their paths on the machine."""
+        path = os.path.join(self.pki, user, "kubeconfig")
+        if not self.world:
+            return path
+        with open(path) as f:
+            text = f.read().replace(self.world.root + "/", self.dir + "/")
+        copy = os.path.join(self.dir, f"{user}.kubeconfig")
+        tmp = f"{copy}.{os.getpid()}.{threading.get_ident()}"
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(text)
+        os.rename(tmp, copy)
+        return copy
+
+    def kubelet_extra(self):
+        """More of spec.kubelet (a scenario's)."""
+        return ""
 
     etcd_images = (ETCD_IMAGE_REAL,)  # what its containerd gets (a scenario's master may want more)
 
@@ -170,11 +200,13 @@ class Master:
     def file_args(self):
         """Where this master's files go: a real master's /etc/kubernetes/manifests, /var/lib/<component>,
         /var/lib/kubelet and /mnt, each a directory of its own here (one machine plays every master)."""
-        return ["--manifest-dir", self.manifests, "--config-dir", self.config_dir, "--kubelet-dir",
-                self.kubelet_dir, "--mount-root", self.mnt]
+        return ["--manifest-dir", self.at(self.manifests), "--config-dir", self.at(self.config_dir),
+                "--kubelet-dir", self.at(self.kubelet_dir), "--mount-root", self.at(self.mnt)]
 
     def start(self, port):
         self.port = port
+        if self.world:
+            self.world.boot()
         if not self.cluster.real:
             self.runner = subprocess.Popen(
                 ["/usr/bin/python3", os.path.join(HERE, "podrunner.py"), "--manifest-dir", self.manifests,
@@ -187,10 +219,11 @@ class Master:
 
     def start_protokube(self):
         """The daemon, in the master's network namespace (again after a kill: a master's init system)."""
+        ns = self.cluster.lab.ns(self.name)
+        argv = [protokube_bin(), "-c", self.spec, "--log-format", "json", "run", *self.node_args(), "--listen",
+                f"127.0.0.1:{self.port}", "--interval", "5s"]
         self.protokube = subprocess.Popen(
-            ["nsenter", f"--net=/run/netns/{self.cluster.lab.ns(self.name)}", "--", protokube_bin(), "-c",
-             self.spec, "--log-format", "json", "run", *self.node_args(), "--listen", f"127.0.0.1:{self.port}",
-             "--interval", "5s"],
+            self.world.argv(argv, ns) if self.world else ["nsenter", f"--net=/run/netns/{ns}", "--", *argv],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.logs, "protokube.log"), "ab"),
             start_new_session=True, env=dict(os.environ, PROTOKUBE_STATE_DIR=self.state))
 
@@ -209,7 +242,8 @@ class Master:
         self.node = Node(self.name, self.manifests, None, None, self.addr, netns=ns,
                          resolv_conf=f"/etc/netns/{ns}/resolv.conf", keep_server=True, etcd_images=self.etcd_images,
                          base=self.node_base(), kubelet_files=self.kubelet_dir, cni=not self.cluster.kubenet,
-                         taints=self.cluster.master_taints, own_pod_logs=self.cluster.own_pod_logs)
+                         taints=self.cluster.master_taints, own_pod_logs=self.cluster.own_pod_logs,
+                         handoff=self.cluster.handoff, world=self.world)
         self.node.start()
 
     def node_base(self):
@@ -220,6 +254,7 @@ class Master:
         reboot clears (the runtime's state, cgroups, mounts)."""
         os.killpg(self.protokube.pid, signal.SIGKILL)
         n = self.node
+        n.supervisor_stop.set()  # a handoff node's kubelet is not started again by its "unit"
         for p in (n.kubelet, n.containerd):
             if p is not None and p.poll() is None:
                 p.kill()
@@ -229,6 +264,8 @@ class Master:
         for d in ("state", "runc"):
             shutil.rmtree(n.path("containerd", d), ignore_errors=True)
         self.unmount_all()
+        if self.world:
+            self.world.halt()
         self.protokube = self.node = None
         return errors
 
@@ -239,6 +276,8 @@ class Master:
             errors = self.node.close()
             if errors:
                 print(f"master {self.name}: node teardown: {errors}", file=sys.stderr)
+        if self.world:
+            self.world.halt()
         self.protokube = self.runner = self.node = None
 
     def unmount_all(self):
@@ -317,6 +356,11 @@ class Cluster:
         self.kubenet = False
         self.master_taints = ()  # what the masters' kubelets register their Nodes with
         self.own_pod_logs = False  # each node's /var/log/pods its own (tests/k8s/node.py)
+        # worlds: the directory of the run's NodeWorlds (each node's processes in a mount namespace of its
+        # own, tests/k8s/node.py); handoff: spec.kubelet.selfHosted, each node's kubelet a bootstrap kubelet
+        self.worlds = None
+        self.handoff = False
+        self.handoff_spec = ""  # spec.kubelet's lines of a handoff cluster (selfHosted, rolloutDeadline)
 
     def share_mounts(self):
         """A real master's root is a shared mount (systemd makes it so; kubelet relies on it): what protokube
@@ -382,8 +426,8 @@ spec:
         self.next_port += 1
         return m
 
-    def run_in(self, host, argv, timeout=10):
-        return run(self.lab.exec_argv(host, argv), check=False, timeout=timeout)
+    def run_in(self, host, argv, timeout=10, input=None):
+        return run(self.lab.exec_argv(host, argv), check=False, timeout=timeout, input=input)
 
     def run_pool(self, *args):
         return run([protokube_bin(), "pool", *args, "--pool", self.pool])
@@ -419,6 +463,8 @@ spec:
         for dev in loops_backed_by_files_under(self.pool):
             run(["losetup", "-d", dev], check=False)
         self.lab.close()
+        if self.worlds:
+            NodeWorld.close_all(self.worlds)
         if self.shared:
             run(["umount", "-R", self.workdir], check=False)
         if not keep:

@@ -172,11 +172,11 @@ class Scenario:
             self.api_cold_start()
 
     # --- the API (real mode)
-    def kubectl(self, *args, timeout=20):
-        admin = os.path.join(self.c.masters["a"].pki if "a" in self.c.masters else self.c.masters["c"].pki, "admin")
-        argv = [os.path.join(k8s_bin(), "kubectl"), "--kubeconfig", os.path.join(admin, "kubeconfig"),
+    def kubectl(self, *args, timeout=20, stdin=None):
+        m = self.c.masters["a"] if "a" in self.c.masters else self.c.masters["c"]
+        argv = [os.path.join(k8s_bin(), "kubectl"), "--kubeconfig", m.host_kubeconfig("admin"),
                 "--server", f"https://api.{SUFFIX}", "--request-timeout=5s", *args]
-        return self.c.run_in("probe", argv, timeout=timeout)
+        return self.c.run_in("probe", argv, timeout=timeout, input=stdin)
 
     def api_cold_start(self):
         self.c.lab.add_host("probe", PROBE_ADDR)

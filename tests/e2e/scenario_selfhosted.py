@@ -31,34 +31,43 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402
 import scenario  # noqa: E402
+import scenario_workers  # noqa: E402  (its Worker: a machine that joins with a token)
 from cluster import SUFFIX, protokube_bin  # noqa: E402
+from kubelets import KubeletSteps  # noqa: E402
+from node import Node  # noqa: E402
 from scenario import ADDRS, Scenario, ScenarioError, wait_for  # noqa: E402
 
 NET = os.environ.get("PROTOKUBE_SELFHOSTED_NET", "198.18.48")
 cluster.DNS_ADDR = f"{NET}.53"
 ADDRS.update({n: f"{NET}.{11 + i}" for i, n in enumerate("abcd")})
 scenario.PROBE_ADDR = f"{NET}.60"
+scenario_workers.WORKER_ADDRS.update({f"w{i}": f"{NET}.{20 + i}" for i in range(1, 6)})
 REBOOTS = 3
+ROLLOUT_DEADLINE = 90  # spec.kubelet.rolloutDeadline: a node's new kubelet not Ready this long is rolled back
 BOOTSTRAP = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
 class SelfHostedMaster(cluster.Master):
     def argv(self, *verb):
-        """protokube VERB for this master, in its network namespace and in a mount namespace of its own whose
-        /etc/resolv.conf is the namespace's. / is made a slave first: the resolv.conf bind stays in this namespace
-        whatever the machine's root propagation; the work directory (a shared mount of its own) still propagates
-        both ways."""
-        ns = self.cluster.lab.ns(self.name)
-        return ["nsenter", f"--net=/run/netns/{ns}", "--", "unshare", "--mount", "--propagation", "unchanged", "--",
-                "sh", "-c", 'mount --make-slave / && mount --bind "$0" /etc/resolv.conf && exec "$@"',
-                f"/etc/netns/{ns}/resolv.conf", protokube_bin(), "-c", self.spec, "--log-format", "json", *verb,
-                *self.node_args()]
+        """protokube VERB for this master, in its network namespace and its NodeWorld (tests/k8s/node.py: its
+        own /etc/resolv.conf, the namespace's, and its directory at the path every node has)."""
+        return self.pk_argv(*verb, *self.node_args())
+
+    def pk_argv(self, *args):
+        return self.world.argv([protokube_bin(), "-c", self.spec, "--log-format", "json", *args],
+                               self.cluster.lab.ns(self.name))
+
+    def kubelet_extra(self):
+        """A bootstrap kubelet (spec.kubelet.selfHosted) with the machine's runtime and directories."""
+        node = Node(self.name, self.manifests, None, None, self.addr, base=self.node_base(), world=self.world)
+        return node.machine_spec() + self.cluster.handoff_spec
 
     def env(self):
         return dict(os.environ, PROTOKUBE_STATE_DIR=self.state)
 
     def start(self, port):
         self.port = port
+        self.world.boot()
         self.start_daemon()
         self.start_node()
 
@@ -73,6 +82,11 @@ class SelfHostedCluster(cluster.Cluster):
     def __init__(self, *a, **kw):
         super().__init__(*a, tag="pksh", **kw)
         self.lab.bridge_addr = f"{NET}.1"
+        # every node's kubelet handed to the managed kubelet DaemonSet: each node in a NodeWorld, so that the
+        # DaemonSet's host paths are each node's own
+        self.worlds = f"/run/pk-worlds-{self.lab.tag}"
+        self.handoff = True
+        self.handoff_spec = f"    selfHosted: true\n    rolloutDeadline: {ROLLOUT_DEADLINE}s\n"
 
     @staticmethod
     def real_spec():
@@ -84,11 +98,19 @@ class SelfHostedCluster(cluster.Cluster):
 scenario.Cluster = SelfHostedCluster
 
 
-class SelfHostedScenario(Scenario):
+class SelfHostedScenario(KubeletSteps, Scenario):
     def __init__(self, out=sys.stdout, keep_workdir=False):
         super().__init__(out=out, keep_workdir=keep_workdir, real=True)
         self.pivot, self.upgrade, self.renewal = {}, {}, {}
+        self.kubelet_upgrade, self.kubelet_rollback = {}, {}
+        self.rollout_deadline = ROLLOUT_DEADLINE
+        self.workers = {}  # scenario_workers.Worker by name
         self.reboots = []
+
+    def master_pk(self, *args):
+        """protokube ARGS on master a (in its world, with its spec and state)."""
+        m = self.c.masters["a"]
+        return subprocess.run(m.pk_argv(*args), capture_output=True, text=True, timeout=120, env=m.env())
 
     def api_cold_start(self):
         """The API through api.internal (the bootstrap pods), the nodes; the probe starts here: the daemons
@@ -109,6 +131,10 @@ class SelfHostedScenario(Scenario):
                     with open(os.path.join(m.logs, "protokube.log"), errors="replace") as f:
                         tail = "\n".join(f.read().splitlines()[-30:])
                     raise ScenarioError(f"protokube run on {m.name} exited {m.protokube.returncode}:\n{tail}")
+            for w in self.workers.values():
+                if w.run_proc is not None and w.run_proc.poll() is not None:
+                    raise ScenarioError(f"protokube run on {w.name} exited {w.run_proc.returncode}; see "
+                                        f"{w.dir}/protokube.log")
             return fn()
         return check
 
@@ -300,23 +326,31 @@ class SelfHostedScenario(Scenario):
         d_pods = [p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName") == "d" and
                   p["metadata"].get("labels", {}).get("k8s-app") == "kube-apiserver"]
         self.tl.mark(f"d pivoted in {time.monotonic() - t:.0f} s: the apiserver DaemonSet's pod {d_pods} runs on d")
+        every = sorted(self.nodes())
+        wait_for("d handed to its managed kubelet", self.alive(lambda: self.handed_off(every)), 600, 2)
+        self.tl.mark(f"d held by its managed kubelet ({', '.join(every)}: every node managed)")
 
     def step_power_cuts(self, times=REBOOTS):
-        """Every running master (a, c, d once b is gone) loses power at once, times times in a row."""
+        """Every running node (masters a, c, d once b is gone; workers w1, w2) loses power at once, times times
+        in a row."""
         live = [m for m in self.c.masters.values() if m.protokube is not None]
-        names, here = ", ".join(m.name for m in live), "".join(m.name for m in live)
-        self.say(f"\n5. All masters ({names}) stopped at once and started again, {times} times")
+        workers = list(self.workers.values())
+        here = "".join(m.name for m in live)
+        names = ", ".join([m.name for m in live] + [w.name for w in workers])
+        self.say(f"\n5. Every node ({names}) stopped at once and started again, {times} times")
         for i in range(times):
             t = time.monotonic()
             errors = []
-            for m in live:
-                errors += m.power_cut()
+            for x in live + workers:
+                errors += x.power_cut()
             if errors:
                 raise ScenarioError(f"power cut {i + 1}: {errors}")
             self.tl.mark(f"power cut {i + 1}: protokube, kubelet, containerd and the containers of {names} killed")
             for m in live:
                 m.start(m.port)
-            self.tl.mark(f"power cut {i + 1}: {names} started again (protokube, containerd, kubelet)")
+            for w in workers:
+                w.start()
+            self.tl.mark(f"power cut {i + 1}: {names} started again (protokube, containerd, the bootstrap kubelet)")
             wait_for(f"the API back after power cut {i + 1}",
                      self.alive(lambda: self.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"), 900, 2)
             back = time.monotonic() - t
@@ -329,24 +363,34 @@ class SelfHostedScenario(Scenario):
             p = self.kubectl("get", "configmap", "e2e", "-n", "default", "-o", "jsonpath={.data.step}")
             if p.stdout.strip() != "1":
                 raise ScenarioError(f"ConfigMap default/e2e did not read back: {p.stdout!r} {p.stderr!r}")
-            self.reboots.append((back, settled))
+            self.wait_handoff_after_boot(f"after power cut {i + 1}")
+            managed = time.monotonic() - t
+            self.reboots.append((back, settled, managed))
             self.tl.mark(f"power cut {i + 1}: API back after {back:.0f} s, self-hosted pods back after {settled:.0f} s, "
-                         "checkpoints retired, ConfigMap reads back")
+                         f"checkpoints retired, ConfigMap reads back; every node held by its managed kubelet "
+                         f"again and the workload running after {managed:.0f} s")
 
     def run(self):
         ok = False
         try:
             self.step1_cold_start()
             self.step_pivot()
+            self.step_workers_join()
             self.step_configmap()
             self.step_upgrade()
             self.step_renewal()
+            self.step_kubelet_upgrade()
+            self.step_kubelet_rollback()
             self.say("\n4. Terminate master b; master d takes over its volumes and pivots")
             self.step_replace_b()
             self.step_power_cuts()
             ok = True
         finally:
             self.say("\ncleaning up (namespaces, loop devices, mounts, processes) ...")
+            for w in self.workers.values():
+                errors = w.stop()
+                if errors:
+                    self.say(f"worker {w.name}: teardown: {errors}")
             self.c.close(keep=not ok)
             if not ok:
                 self.say(f"logs kept in {self.c.workdir}")
@@ -357,10 +401,18 @@ class SelfHostedScenario(Scenario):
                  f"{self.probe_summary(self.upgrade)}")
         self.say(f"Certificates renewed on a: every self-hosted pod rolled in {self.renewal['took']:.0f} s; "
                  f"{self.probe_summary(self.renewal)}")
-        self.say("Power cuts (all masters at once), API back / self-hosted pods back: " +
-                 ", ".join(f"{a:.0f} s / {b:.0f} s" for a, b in self.reboots))
-        self.say("\nSUCCESS: the control plane pivoted to the cluster, survived a master's replacement and three "
-                 "power cuts of every master, with no human step.")
+        u, b = self.kubelet_upgrade, self.kubelet_rollback
+        self.say(f"Kubelet upgrade (a flag in the kubelet DaemonSet's args): rolled node by node ({u['order']}) in "
+                 f"{u['took']:.0f} s, longest NotReady {u['not_ready']:.0f} s, no workload container restarted; "
+                 f"{self.probe_summary(u)}")
+        self.say(f"Broken kubelet image: rolled back by the masters {b['took']:.0f} s after the change (deadline "
+                 f"{self.rollout_deadline} s), every node managed again after {b['back']:.0f} s, longest NotReady "
+                 f"{b['not_ready']:.0f} s, no workload container restarted")
+        self.say("Power cuts (every node at once), API back / self-hosted pods back / every node managed again: " +
+                 ", ".join(f"{a:.0f} s / {b:.0f} s / {c:.0f} s" for a, b, c in self.reboots))
+        self.say("\nSUCCESS: the control plane pivoted to the cluster, every node's kubelet handed to the managed "
+                 "kubelet DaemonSet, upgraded and rolled back through the API, a master's replacement and three "
+                 "power cuts of every node, with no human step.")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import base64
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -33,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402
 import scenario  # noqa: E402
 from cluster import SUFFIX, protokube_bin, stop_process  # noqa: E402
-from node import PODNET_IMAGE, Node, k8s_bin, kubelet_spec  # noqa: E402
+from node import PODNET_IMAGE, Node, NodeWorld, k8s_bin, kubelet_spec  # noqa: E402
 from scenario import ADDRS, Scenario, ScenarioError, wait_for  # noqa: E402
 
 NET = os.environ.get("PROTOKUBE_WORKERS_NET", "198.18.46")
@@ -98,13 +100,24 @@ class Worker:
         os.makedirs(self.manifests)
         self.token_file = self.secret_file("token", token)
         self.pin = pin
-        self.node = Node(name, self.manifests, None, None, self.addr, netns=self.ns,
-                         resolv_conf=f"/etc/netns/{self.ns}/resolv.conf", keep_server=True,
-                         base=os.path.join(self.dir, "node"), kubelet_files=self.kubelet_dir, cni=False,
-                         own_pod_logs=True)
+        resolv_conf = f"/etc/netns/{self.ns}/resolv.conf"
+        # c.worlds: the worker's processes in a NodeWorld of its own (tests/k8s/node.py, cluster.py's Master)
+        self.world = NodeWorld(name, self.dir, resolv_conf, c.worlds) if c.worlds else None
+        self.node = self.new_node()
         self.spec = self.write_spec()
         self.run_proc = None
         self.t_first_pass = None
+
+    def new_node(self):
+        """Its containerd and kubelet (a new machine's after a power cut)."""
+        return Node(self.name, self.manifests, None, None, self.addr, netns=self.ns,
+                    resolv_conf=f"/etc/netns/{self.ns}/resolv.conf", keep_server=True,
+                    base=os.path.join(self.dir, "node"), kubelet_files=self.kubelet_dir, cni=not self.c.kubenet,
+                    own_pod_logs=True, handoff=self.c.handoff, world=self.world)
+
+    def at(self, path):
+        """path (under the worker's directory) as its own processes name it."""
+        return self.world.path(path) if self.world else path
 
     def secret_file(self, name, text):
         path = os.path.join(self.dir, name)
@@ -119,25 +132,30 @@ class Worker:
         with open(self.c.spec) as f:
             text = f.read()
         text = re.sub(r"(?m)^  stateStore: .*\n", "", text)
-        text = text.replace("@CNI@", self.node.cni_conf_dir())
+        text = text.replace("@CNI@", self.at(self.node.cni_conf_dir()))
         # the worker's apiserver flags are not its business; the CA file named there is a master's
         text = re.sub(r"(?m)^  kubeAPIServer:\n    kubeletCertificateAuthority: .*\n", "", text)
         assert "stateStore" not in text and "pki:" not in text and "@" not in text, text
         # the node's resolver (the test's DNS server): host-network pods (kube-proxy) resolve api.internal
         # through it, as the kubelet does
-        kubelet = kubelet_spec(self.name, f"/etc/netns/{self.ns}/resolv.conf")
+        kubelet = kubelet_spec(self.name, "/etc/resolv.conf" if self.world else f"/etc/netns/{self.ns}/resolv.conf")
+        if self.c.handoff:
+            kubelet += self.node.machine_spec() + self.c.handoff_spec
         path = os.path.join(self.dir, "cluster.yaml")
         with open(path, "w") as f:
             f.write(text.replace("  kubernetesVersion:", kubelet + "  kubernetesVersion:"))
         return path
 
     def argv(self, *verb, token_file=None, pin=None):
-        return ["nsenter", f"--net=/run/netns/{self.ns}", "--", protokube_bin(), "-c", self.spec, *verb,
+        argv = [protokube_bin(), "-c", self.spec, *verb,
                 "--role", "worker", "--node-name", self.node_name, "--zone", "zone-a", "--internal-ip", self.addr,
-                "--pool", self.c.pool, "--mount-root", os.path.join(self.dir, "mnt"),
-                "--manifest-dir", self.manifests, "--kubelet-dir", self.kubelet_dir,
-                "--config-dir", self.config_dir,
+                "--pool", self.c.pool, "--mount-root", self.at(os.path.join(self.dir, "mnt")),
+                "--manifest-dir", self.at(self.manifests), "--kubelet-dir", self.at(self.kubelet_dir),
+                "--config-dir", self.at(self.config_dir),
                 "--token-file", token_file or self.token_file, "--ca-pin", pin or self.pin]
+        if self.world:
+            return self.world.argv(argv, self.ns)
+        return ["nsenter", f"--net=/run/netns/{self.ns}", "--", *argv]
 
     def join_plan(self, **kw):
         return subprocess.run([*self.argv("join", "plan", **kw)], capture_output=True, text=True, timeout=120)
@@ -146,6 +164,8 @@ class Worker:
         """The machine boots: protokube's first pass writes the kubelet's files, then the init system starts
         containerd and the kubelet from them, and protokube keeps the node from then on."""
         self.t_first_pass = time.monotonic()
+        if self.world:
+            self.world.boot()
         self.run_proc = subprocess.Popen(
             [*self.argv("run"), "--interval", "2s", "--listen", "127.0.0.1:9797"], stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(self.dir, "protokube.log"), "ab"), start_new_session=True)
@@ -164,6 +184,27 @@ class Worker:
         self.run_proc = None
         errors = self.node.close() if self.node else []
         self.node = None
+        if self.world:
+            self.world.halt()
+        return errors
+
+    def power_cut(self):
+        """protokube, kubelet, containerd, the containers: SIGKILL at once; then what a reboot clears (the
+        runtime's state, cgroups, mounts). start() boots it again."""
+        os.killpg(self.run_proc.pid, signal.SIGKILL)
+        n = self.node
+        n.supervisor_stop.set()
+        for p in (n.kubelet, n.containerd):
+            if p is not None and p.poll() is None:
+                p.kill()
+        errors = n.kill_pids("containers", n.cgroup_pids) + n.kill_pids("shims", n.shim_pids)
+        self.run_proc.wait(timeout=10)
+        errors += n.close()
+        for d in ("state", "runc"):
+            shutil.rmtree(n.path("containerd", d), ignore_errors=True)
+        if self.world:
+            self.world.halt()
+        self.run_proc, self.node = None, self.new_node()
         return errors
 
 

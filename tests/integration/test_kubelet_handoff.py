@@ -28,6 +28,7 @@ import time
 import pytest
 
 from test_k8s_master import one_master, wait
+from node import lock_holder  # noqa: E402  (tests/k8s/node.py: test_k8s_master puts it on the path)
 
 LOCK = "kubelet.lock"
 BOOTSTRAP_TAINT = "protokube.io/bootstrap-kubelet"
@@ -42,25 +43,6 @@ WORKLOAD = {"apiVersion": "v1", "kind": "Pod",
 @pytest.fixture
 def handoff_master():
     yield from one_master(handoff=True)
-
-
-def lock_holder(lock):
-    """(pid, pod uid or "") of the flock on lock, from /proc/locks by device and inode; (0, "") when none."""
-    st = os.stat(lock)
-    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    with open("/proc/locks") as f:
-        for line in f:
-            w = line.split()
-            if len(w) >= 6 and w[1] == "FLOCK" and w[5] == want:
-                pid = int(w[4])
-                try:
-                    with open(f"/proc/{pid}/cgroup") as c:
-                        pods = [seg[3:] for seg in c.read().replace("\n", "/").split("/")
-                                if seg.startswith("pod") and len(seg) == 39]
-                except OSError:
-                    return 0, ""
-                return pid, pods[0] if pods else ""
-    return 0, ""
 
 
 def workload_state(m):

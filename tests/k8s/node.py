@@ -86,6 +86,25 @@ def kubelet_spec(name, resolv_conf):
             "      imagefs.available: 1%\n")
 
 
+def lock_holder(lock):
+    """(pid, pod uid or "") of the flock on lock, from /proc/locks by device and inode; (0, "") when none."""
+    st = os.stat(lock)
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with open("/proc/locks") as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 6 and w[1] == "FLOCK" and w[5] == want:
+                pid = int(w[4])
+                try:
+                    with open(f"/proc/{pid}/cgroup") as c:
+                        pods = [seg[3:] for seg in c.read().replace("\n", "/").split("/")
+                                if seg.startswith("pod") and len(seg) == 39]
+                except OSError:
+                    return 0, ""
+                return pid, pods[0] if pods else ""
+    return 0, ""
+
+
 def mounts_under(prefix):
     """Mount points at or below prefix, deepest first."""
     out = set()
@@ -120,13 +139,79 @@ def stop_pid(proc, timeout=15):
         proc.wait(timeout=10)
 
 
+class NodeWorld:
+    """A machine's own view of this shared file system, for nodes whose kubelet runs from one DaemonSet
+    template (docs/kubelet-handoff.md): one template's host paths must name each node's own files on every
+    node. A persistent mount namespace (bound to a file under ns_dir, the run's) where the node's directory
+    is ns_dir/root (the same path for every node of the run), and /etc/resolv.conf (the node's resolver), /var/log/pods and /etc/default (the machine's
+    own kubelet flags) are its own. Every process of the node enters it (protokube, containerd, the
+    kubelets and, through containerd, every container), so the node's paths are the same strings on every
+    node and its files its own.
+
+    The binds sit on mounts made slaves first, so nothing of a node reaches the machine; the node's directory
+    is a bind of a shared mount of the test (cluster.py's work directory), so what the node mounts under it
+    (etcd volumes, kubelet's Secret volumes) still reaches the machine, where the harness reads it. boot()
+    makes a new namespace: a machine's power cut ends with halt() (its mounts gone with it), then boot()."""
+
+    def __init__(self, name, host_dir, resolv_conf, ns_dir):
+        self.name, self.host_dir, self.resolv_conf, self.ns_dir = name, host_dir, resolv_conf, ns_dir
+        self.file = os.path.join(ns_dir, name)
+        self.root = os.path.join(ns_dir, "root")
+        self.pod_logs = os.path.join(host_dir, "pod-logs")
+        self.defaults = os.path.join(host_dir, "etc-default")
+
+    def path(self, host_path):
+        """The node's name for host_path (a path under its directory)."""
+        rel = os.path.relpath(host_path, self.host_dir)
+        if rel.startswith(".."):
+            raise ValueError(f"{host_path} is not under node {self.name}'s directory {self.host_dir}")
+        return os.path.normpath(os.path.join(self.root, rel))
+
+    def set_kubelet_flags(self, flags):
+        """The machine's own kubelet flags: /etc/default/kubelet's KUBELET_EXTRA_ARGS in the node."""
+        with open(os.path.join(self.defaults, "kubelet"), "w") as f:
+            f.write(f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n')
+
+    def boot(self):
+        for d in (self.pod_logs, self.defaults, self.root, POD_LOGS):
+            os.makedirs(d, exist_ok=True)
+        os.makedirs(self.ns_dir, exist_ok=True)
+        if self.ns_dir not in mounts_under(self.ns_dir):  # a namespace file must sit on a private mount
+            run(["mount", "--bind", self.ns_dir, self.ns_dir])
+            run(["mount", "--make-private", self.ns_dir])
+        open(self.file, "a").close()
+        binds = ((self.host_dir, self.root), (self.resolv_conf, "/etc/resolv.conf"),
+                 (self.pod_logs, POD_LOGS), (self.defaults, "/etc/default"))
+        script = "set -e\n" + "".join(
+            f'mount --make-slave "$(findmnt -n -o TARGET -T {shlex.quote(dst)})"\n'
+            f"mount --bind {shlex.quote(src)} {shlex.quote(dst)}\n" for src, dst in binds)
+        run(["unshare", f"--mount={self.file}", "--propagation", "unchanged", "--", "sh", "-c", script])
+
+    def halt(self):
+        """The namespace released: it ends with the last of the node's processes (stopped before)."""
+        if os.path.exists(self.file):
+            run(["umount", self.file], check=False)
+            os.unlink(self.file)
+
+    def argv(self, argv, netns=None):
+        return ["nsenter", f"--mount={self.file}", *([f"--net=/run/netns/{netns}"] if netns else []), "--", *argv]
+
+    @staticmethod
+    def close_all(ns_dir):
+        """After every node's halt(): the run's namespace directory gone."""
+        if os.path.isdir(ns_dir):
+            for m in mounts_under(ns_dir):
+                run(["umount", m], check=False)
+            shutil.rmtree(ns_dir, ignore_errors=True)
+
+
 class Node:
     """A master node: containerd + kubelet on a manifest directory. start(), then close() (also on failure)."""
 
     def __init__(self, name, manifests, ca_file, kubeconfig, node_ip, netns=None, hosts_file=None,
                  etcd_images=(), base=None, kubelet_port=10250, healthz_port=10248, api_port=443,
                  resolv_conf=None, keep_server=False, kubelet_files=None, cni=True, taints=(),
-                 own_pod_logs=False, handoff=False):
+                 own_pod_logs=False, handoff=False, world=None):
         if not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?", name):
             raise ValueError(f"node name '{name}' is not a short DNS label")
         self.name, self.manifests, self.ca_file = name, manifests, ca_file
@@ -155,6 +240,9 @@ class Node:
         # its pod reads the same file), this harness restarts it whenever it exits as its unit's
         # Restart=always does, and the node gets the managed kubelet's image
         self.handoff = handoff
+        # world: the node's processes run in its NodeWorld (a handoff node of a cluster: one DaemonSet
+        # template's paths are each node's own); its paths, as the node names them, are world.path()'s
+        self.world = world
         self.kubelet_image = handoff
         self.kubelet_exits = []  # (monotonic time, status) of every exit of the bootstrap kubelet
         self.supervisor = None
@@ -167,22 +255,31 @@ class Node:
         self.cgroup_root = cgroup_root_of(name)
         self.sock = os.path.join(self.base, "containerd", "containerd.sock")
         self.kubelet_root = os.path.join(self.base, "kubelet")
-        self.pod_logs_root = self.path("pod-logs") if own_pod_logs else POD_LOGS
+        self.pod_logs_root = world.pod_logs if world else self.path("pod-logs") if own_pod_logs else POD_LOGS
         self.containerd = self.kubelet = None
         self.timings = {}
 
     def machine_spec(self):
         """spec.kubelet's lines for this machine's runtime and directories (a handoff node's): what
         files_kubelet_argv() adds for any other node."""
-        return (f"    containerRuntime: remote\n    containerRuntimeEndpoint: unix://{self.sock}\n"
-                f"    podInfraContainerImage: {PAUSE_IMAGE}\n    rootDir: {self.kubelet_root}\n"
-                f"    volumePluginDir: {os.path.join(self.kubelet_root, 'volume-plugins')}\n")
+        name = self.world.path if self.world else (lambda p: p)
+        return (f"    containerRuntime: remote\n    containerRuntimeEndpoint: unix://{name(self.sock)}\n"
+                f"    podInfraContainerImage: {PAUSE_IMAGE}\n    rootDir: {name(self.kubelet_root)}\n"
+                f"    volumePluginDir: {name(os.path.join(self.kubelet_root, 'volume-plugins'))}\n")
+
+    def machine_kubelet_flags(self):
+        """The machine's own kubelet flags (a NodeWorld's /etc/default/kubelet, which both kubelets read):
+        its cgroup root, which one cluster-wide KubeletConfiguration cannot give nodes that share the
+        machine's cgroups."""
+        return [f"--cgroup-root={self.cgroup_root}"] if self.world else []
 
     # --- paths and argv
     def path(self, *p):
         return os.path.join(self.base, *p)
 
     def in_netns(self, argv):
+        if self.world:
+            return self.world.argv(argv, self.netns)
         if self.netns:
             return ["nsenter", f"--net=/run/netns/{self.netns}", *argv]
         return list(argv)
@@ -290,8 +387,9 @@ state = "{cd}/state"
             # containerd in a UTS namespace of its own named after the node: hostNetwork containers share
             # it, so each master's components see their own hostname (leader election names the holder by it)
             # (and, with own_pod_logs, a mount namespace where its pod log directory is /var/log/pods)
-            unshare = ["unshare", "--uts", *(["--mount", "--propagation", "unchanged"] if self.own_pod_logs else [])]
-            script = 'hostname "$0" && ' + (self.bind_pod_logs() if self.own_pod_logs else "") + 'exec "$@"'
+            own_logs = self.own_pod_logs and not self.world  # a world has its own
+            unshare = ["unshare", "--uts", *(["--mount", "--propagation", "unchanged"] if own_logs else [])]
+            script = 'hostname "$0" && ' + (self.bind_pod_logs() if own_logs else "") + 'exec "$@"'
             argv = [*unshare, "--", "sh", "-c", script, self.name, "containerd", "--config", cfg]
             self.containerd = subprocess.Popen(self.in_netns(argv), stdout=log,
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -391,6 +489,8 @@ state = "{cd}/state"
 
     def kubelet_namespaces(self, argv):
         """argv run in the node's network namespace, with its hosts file or resolver bound for kubelet alone."""
+        if self.world:  # its resolver and pod logs are the world's
+            return self.in_netns(argv)
         if self.own_pod_logs:
             binds = 'mount --bind "$0" /etc/hosts && ' if self.hosts_file else (
                 'mount --bind "$0" /etc/resolv.conf && ' if self.keep_server and self.resolv_conf else "")
@@ -442,6 +542,7 @@ state = "{cd}/state"
                      f"--pod-infra-container-image={PAUSE_IMAGE}"]
         if self.taints:
             argv.append("--register-with-taints=" + ",".join(self.taints))
+        argv += self.machine_kubelet_flags()  # the unit's $KUBELET_EXTRA_ARGS
         return self.kubelet_namespaces(argv)
 
     def start_kubelet(self):
@@ -490,6 +591,8 @@ state = "{cd}/state"
         stop_pid(self.kubelet)  # one the supervisor started just before it saw the stop
 
     def start(self):
+        if self.world:
+            self.world.set_kubelet_flags(self.machine_kubelet_flags())
         self.make_cgroups()
         self.start_containerd()
         self.import_images()
