@@ -146,6 +146,12 @@ const CliOption verb_render_options[] = {
                   "path (default /mnt)",
           .parse = cli_parse_absolute_dir,
           .field = offsetof(CliContext, node.mount_root) },
+        { .name = "config-dir",
+          .arg_name = "DIR",
+          .help = "with --self-hosted: the nodes' components' configuration directory, the managed "
+                  "kubelet's host path (default /var/lib)",
+          .parse = cli_parse_absolute_dir,
+          .field = offsetof(CliContext, node.config_dir) },
         {},
 };
 

@@ -13,8 +13,9 @@
  * (checked on this kernel and containerd, docs/kubelet-handoff.md, "What the pod mounts"): the node's PID
  * namespace and network, privilege, and at the same paths as on the host: its root dir with bidirectional
  * propagation (what it mounts there for volumes must reach the runtime), the node's kubelet directory, the
- * CRI socket's directory, the static pods' directory, the pki layout's kubelet directory (a master's
- * kubeconfig, client pair and CA),
+ * CRI socket's directory, the static pods' directory, a master's pki dir and the components'
+ * configuration directory (read-only: its kubeconfig and client pair, and the static pods' hostPath
+ * volumes, which the kubelet checks in its own view), iptables' lock,
  * /sys (its cgroups, recursively), /dev and /var/log (the pods' logs). */
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,12 @@
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "components/component-file.h"
 #include "components/conventions.h"
 #include "components/kubelet.h"
 #include "components/self-hosted-internal.h"
 #include "manifest/pod-yaml.h"
 #include "model/conventions.h"
-#include "model/pki-layout.h"
 #include "model/workload.h"
 #include "shared/crypto.h"
 
@@ -37,6 +38,7 @@
 #define CONFIG_DIGEST_ANNOTATION "protokube.io/kubelet-config"
 #define PID_FILE                 "/tmp/kubelet.pid" /* in the container's own file system */
 #define RUNTIME_DIR_DEFAULT      "/run/containerd"
+#define XTABLES_LOCK             "/run/xtables.lock" /* iptables' lock: the kubelet's rules are the node's */
 
 /* The container's command: the node's flags, the machine's own (KUBELET_EXTRA_ARGS of its optional
  * /etc/default/kubelet, as the bootstrap kubelet's unit has them), then the ConfigMap's file (the last
@@ -134,12 +136,16 @@ static int add_host_mounts(const ClusterSpec *spec, const SelfHostedParams *p, P
                 r = mount_dir(pod, c, "static-pods", manifests, "DirectoryOrCreate", true, NULL);
         if (r >= 0) /* the machine's own flags */
                 r = mount_dir(pod, c, "defaults", KUBELET_DEFAULTS_DIR, "DirectoryOrCreate", true, NULL);
-        if (r >= 0 && cluster_spec_pki_managed(spec)) {
-                /* a master's kubeconfig, client pair and CA: the layout's kubelet directory, not the rest
-                 * of the pki (no other component's key reaches the kubelet's pod) */
-                _cleanup_free_ char *pki = strjoin(spec->pki.dir, "/" PKI_KUBELET_DIR);
-                r = pki ? mount_dir(pod, c, "kubelet-pki", pki, "DirectoryOrCreate", true, NULL) : -ENOMEM;
-        }
+        /* A master's kubeconfig, client pair and CA are in the pki dir; the kubelet also checks each static
+         * pod's hostPath volumes in its own view (1.20 has no containerized mode): the etcd and control
+         * plane pods' certificates there, kube-proxy's and the scheduler's files in the config dir. */
+        if (r >= 0 && cluster_spec_pki_managed(spec))
+                r = mount_dir(pod, c, "pki", spec->pki.dir, "DirectoryOrCreate", true, NULL);
+        if (r >= 0)
+                r = mount_dir(pod, c, "component-config", p->config_dir ?: COMPONENT_CONFIG_ROOT,
+                              "DirectoryOrCreate", true, NULL);
+        if (r >= 0)
+                r = mount_dir(pod, c, "xtables-lock", XTABLES_LOCK, "FileOrCreate", false, NULL);
         if (r >= 0 && p->mount_root) /* a master's etcd volumes: its static pods' manifests link there */
                 r = mount_dir(pod, c, "volumes", p->mount_root, "DirectoryOrCreate", true, HOST_TO_POD);
         if (r >= 0 && k->resolv_conf)

@@ -80,6 +80,9 @@ typedef struct SelfHostedParams {
         /* Where the node mounts its etcd volumes (NULL: not mounted): a master's static pods' manifests are
          * links into them, which the managed kubelet must read as the bootstrap one does. */
         const char *mount_root;
+        /* The node's components' configuration directory (NULL: COMPONENT_CONFIG_ROOT): its static pods'
+         * hostPath volumes, which the managed kubelet checks in its own view. */
+        const char *config_dir;
 } SelfHostedParams;
 
 /* "Secret" ...; NULL for an invalid kind. */

@@ -83,6 +83,7 @@ int pass_render_self_hosted(const ClusterSpec *spec, const NodeSettings *node, s
                 .kubelet_dir = node ? node->kubelet_dir : NULL,
                 .manifest_dir = node ? node->manifest_dir : NULL,
                 .mount_root = node ? node->mount_root : NULL,
+                .config_dir = node ? node->config_dir : NULL,
         };
         r = self_hosted_render(spec, &p, ret, &error);
         if (r < 0)

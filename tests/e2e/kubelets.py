@@ -40,7 +40,8 @@ WORKLOAD = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "
 
 class ReadyWatch:
     """Every node's Ready condition sampled once a second in a thread of its own (bounded): the longest time
-    each node was not Ready while it ran."""
+    each node was not Ready while it ran, from its first NotReady sample to its last one of a row, plus the
+    sampling's second (a node seen NotReady once counts 1 s)."""
 
     def __init__(self, sc, max_seconds=1800):
         self.sc, self.max_seconds = sc, max_seconds
@@ -64,7 +65,7 @@ class ReadyWatch:
                     self.down_since.pop(name, None)
                     continue
                 since = self.down_since.setdefault(name, now)
-                self.longest[name] = max(self.longest.get(name, 0.0), now - since)
+                self.longest[name] = max(self.longest.get(name, 0.0), now - since + 1.0)
 
     def stop(self):
         self.stop_event.set()
@@ -205,7 +206,8 @@ class KubeletSteps:
         order = ", ".join(f"{k} +{v:.0f} s" for k, v in sorted(rolled.items(), key=lambda kv: kv[1]))
         self.kubelet_upgrade = dict(self.api, took=time.monotonic() - t, order=order, not_ready=longest)
         self.tl.mark(f"upgrade rolled one node at a time ({order}) in {self.kubelet_upgrade['took']:.0f} s; "
-                     f"longest NotReady {longest:.0f} s {by_node or ''}; {n} workload containers unchanged; "
+                     f"longest NotReady {longest:.0f} s (sampled each second) {self.rounded(by_node)}; {n} workload "
+                     "containers unchanged; "
                      f"/readyz through api.internal every 50 ms: {self.api_text()}")
 
     def step_kubelet_rollback(self):
@@ -235,11 +237,17 @@ class KubeletSteps:
         longest, by_node = watch.stop()
         n = self.same_workload(before, "the broken image and its rollback")
         if longest > deadline:
-            raise ScenarioError(f"a node was NotReady {longest:.0f} s, longer than the {deadline} s deadline: {by_node}")
+            raise ScenarioError(f"a node was NotReady {longest:.0f} s, longer than the {deadline} s deadline: "
+                                f"{self.rounded(by_node)}")
         self.kubelet_rollback = dict(took=took, back=time.monotonic() - t, not_ready=longest)
         self.tl.mark(f"every node managed again {self.kubelet_rollback['back']:.0f} s after the change; longest "
-                     f"NotReady of any node {longest:.0f} s (deadline {deadline} s); {n} workload containers "
-                     "unchanged")
+                     f"NotReady of any node {longest:.0f} s (sampled each second; deadline {deadline} s) "
+                     f"{self.rounded(by_node)}; {n} workload containers unchanged")
+
+    @staticmethod
+    def rounded(by_node):
+        """{node: seconds NotReady} of the nodes seen NotReady, for a line ("none" when no node was)."""
+        return {k: round(v, 1) for k, v in sorted(by_node.items())} or "(no node seen NotReady)"
 
     def wait_handoff_after_boot(self, what):
         every = sorted(self.nodes())

@@ -725,7 +725,7 @@ state = "{cd}/state"
                 p = run(["umount", "-l", m], check=False)
                 errors.append(f"umount {m} needed -l: {p.stderr.strip()}")
         errors += self.remove_cgroups()
-        for uid in uids:
+        for uid in uids if not self.world else ():  # a world's are in the node's own directory
             for d in self.pod_log_dirs(uid):
                 shutil.rmtree(d, ignore_errors=True)
         try:

@@ -470,8 +470,8 @@ static void test_workload_selector(void **state) {
 }
 
 /* spec.kubelet.selfHosted: the managed kubelet's ConfigMap and DaemonSet, on every node, with the node's
- * kubelet.env, its own credentials (the layout's kubelet directory only) and the mounts a kubelet in a pod
- * needs; nothing of it without the switch. */
+ * kubelet.env, its own credentials and the mounts a kubelet in a pod needs; nothing of it without the
+ * switch. */
 static void test_managed_kubelet(void **state) {
         Fixture *f = *state;
         SelfHostedAssets a = {};
@@ -499,11 +499,13 @@ static void test_managed_kubelet(void **state) {
         assert_non_null(strstr(ds->text, "readinessProbe:\n          exec:\n"));
         assert_non_null(
             strstr(ds->text, "  updateStrategy:\n    rollingUpdate:\n      maxUnavailable: 1\n"));
-        /* the node's own credentials: the layout's kubelet directory, and nothing else of the pki */
-        _cleanup_free_ char *kubelet_pki = strjoin("path: ", f->pki, "/kubelet\n"),
-                            *pki_root = strjoin("path: ", f->pki, "\n");
-        assert_non_null(strstr(ds->text, kubelet_pki));
-        assert_null(strstr(ds->text, pki_root));
+        /* the node's own credentials and its static pods' host paths, read-only: the pki dir (the
+         * kubelet checks a static pod's hostPath volumes in its own view), the components' files; never
+         * a Secret shared by every node */
+        _cleanup_free_ char *pki_root = strjoin("path: ", f->pki, "\n");
+        assert_non_null(strstr(ds->text, pki_root));
+        assert_non_null(strstr(ds->text, "path: /var/lib\n"));
+        assert_non_null(strstr(ds->text, "path: /run/xtables.lock\n          type: FileOrCreate\n"));
         assert_null(strstr(ds->text, "secretName"));
         assert_null(strstr(ds->text, CERTS_ANNOTATION)); /* a renewal of the control plane's pairs does
                                                             not roll every node's kubelet */
