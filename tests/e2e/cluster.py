@@ -253,16 +253,8 @@ class Master:
         """protokube, kubelet, containerd, the containers and their shims: SIGKILL, all at once; then what a
         reboot clears (the runtime's state, cgroups, mounts)."""
         os.killpg(self.protokube.pid, signal.SIGKILL)
-        n = self.node
-        n.supervisor_stop.set()  # a handoff node's kubelet is not started again by its "unit"
-        for p in (n.kubelet, n.containerd):
-            if p is not None and p.poll() is None:
-                p.kill()
-        errors = n.kill_pids("containers", n.cgroup_pids) + n.kill_pids("shims", n.shim_pids)
+        errors = self.node.power_cut()
         self.protokube.wait(timeout=10)
-        errors += n.close()  # what is left: the mounts under the node's directory, the cgroups
-        for d in ("state", "runc"):
-            shutil.rmtree(n.path("containerd", d), ignore_errors=True)
         self.unmount_all()
         if self.world:
             self.world.halt()

@@ -25,7 +25,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -192,16 +191,8 @@ class Worker:
         """protokube, kubelet, containerd, the containers: SIGKILL at once; then what a reboot clears (the
         runtime's state, cgroups, mounts). start() boots it again."""
         os.killpg(self.run_proc.pid, signal.SIGKILL)
-        n = self.node
-        n.supervisor_stop.set()
-        for p in (n.kubelet, n.containerd):
-            if p is not None and p.poll() is None:
-                p.kill()
-        errors = n.kill_pids("containers", n.cgroup_pids) + n.kill_pids("shims", n.shim_pids)
+        errors = self.node.power_cut()
         self.run_proc.wait(timeout=10)
-        errors += n.close()
-        for d in ("state", "runc"):
-            shutil.rmtree(n.path("containerd", d), ignore_errors=True)
         if self.world:
             self.world.halt()
         self.run_proc, self.node = None, self.new_node()

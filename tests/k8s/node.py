@@ -703,6 +703,20 @@ state = "{cd}/state"
             time.sleep(0.2)
         return [f"{what} still running: {sorted(lister())}"]
 
+    def power_cut(self):
+        """kubelet, containerd, the containers and their shims: SIGKILL, all at once (a handoff node's
+        kubelet not started again); then what a reboot clears: the runtime's state, cgroups, the mounts
+        under the node's directory. Returns what could not be cleaned."""
+        self.supervisor_stop.set()
+        for p in (self.kubelet, self.containerd):
+            if p is not None and p.poll() is None:
+                p.kill()
+        errors = self.kill_pids("containers", self.cgroup_pids) + self.kill_pids("shims", self.shim_pids)
+        errors += self.close()
+        for d in ("state", "runc"):
+            shutil.rmtree(self.path("containerd", d), ignore_errors=True)
+        return errors
+
     def close(self):
         """Stops everything the node started; returns a list of what could not be cleaned (empty = clean)."""
         errors = []
