@@ -156,7 +156,8 @@ def test_the_managed_kubelet_takes_the_node_and_gives_it_back(handoff_master, tm
 
     out = tmp_path / "assets"
     p = subprocess.run([env.bin, "-c", env.spec, "render", "--manifest-dir", env.manifest_dir("a"), "--kubelet-dir",
-                        env.kubelet_dir("a"), "--mount-root", env.mount_root("a"), "--self-hosted", "--etcd-member", "main=a/a", "--out", str(out)],
+                        env.kubelet_dir("a"), "--mount-root", env.mount_root("a"), "--config-dir", env.config_dir("a"),
+                        "--self-hosted", "--etcd-member", "main=a/a", "--out", str(out)],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     for f in ("30-configmap-kubelet-config.yaml", "40-daemonset-kubelet.yaml"):
