@@ -124,9 +124,13 @@ class KubeletSteps:
                 return None
         return sorted(names)
 
-    def workload(self):
-        """{node: (container id, start time, restarts)} of the workload DaemonSet's running containers."""
-        got = self.kubectl_json("get", "pods", "-n", "default", "-l", "app=web") or {"items": []}
+    def workload(self, strict=False):
+        """{node: (container id, start time, restarts)} of the workload DaemonSet's running containers; strict:
+        a failed read is an error, never "none running"."""
+        got = self.kubectl_json("get", "pods", "-n", "default", "-l", "app=web")
+        if got is None and strict:
+            raise ScenarioError("kubectl get pods -l app=web failed: the workload's containers are not known")
+        got = got or {"items": []}
         out = {}
         for p in got["items"]:
             for s in p.get("status", {}).get("containerStatuses", []):
@@ -136,7 +140,7 @@ class KubeletSteps:
         return out
 
     def same_workload(self, before, what):
-        after = self.workload()
+        after = self.workload(strict=True)
         changed = {n: (before[n], after.get(n)) for n in before if after.get(n) != before[n]}
         if changed:
             raise ScenarioError(f"{what} restarted workload containers: {changed}")
@@ -186,7 +190,7 @@ class KubeletSteps:
     def step_kubelet_upgrade(self):
         """A flag added to the managed kubelet's args through the API: rolled node by node."""
         self.say("\n3d. A kubelet upgrade through the API (a flag in the kubelet DaemonSet's args), node by node")
-        before, every = self.workload(), sorted(self.nodes())
+        before, every = self.workload(strict=True), sorted(self.nodes())
         watch = ReadyWatch(self)
         self.start_api_probe()
         t = time.monotonic()
@@ -215,7 +219,7 @@ class KubeletSteps:
         DaemonSet back once no node progressed for spec.kubelet.rolloutDeadline."""
         deadline = self.rollout_deadline
         self.say(f"\n3e. A broken kubelet image through the API: rolled back past the {deadline} s deadline")
-        before, every = self.workload(), sorted(self.nodes())
+        before, every = self.workload(strict=True), sorted(self.nodes())
         good = self.kubectl_json("get", "daemonset", "kubelet", "-n", "kube-system")
         good_image = good["spec"]["template"]["spec"]["containers"][0]["image"]
         watch = ReadyWatch(self)
