@@ -15,6 +15,7 @@
 #include "basic/in-addr-util.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
+#include "shared/http-wire.h"
 #include "shared/http.h"
 
 #define CREDENTIALS_RENEW_MARGIN (5 * 60 * USEC_PER_SEC)
@@ -66,72 +67,6 @@ AwsClient *aws_client_free(AwsClient *c) {
         return NULL;
 }
 
-/* Finds the host in the authority of an http(s) URL; refuses a port that is not a number, so that what we
- * judge is what shared/http.c connects to. */
-static int endpoint_authority(const char *authority, size_t len, size_t *ret_host_len) {
-        const char *a = authority, *e = authority + len, *colon;
-        if (len == 0)
-                return -EINVAL;
-        if (a[0] == '[') {
-                const char *close = memchr(a, ']', len);
-                if (!close)
-                        return -EINVAL;
-                colon = close + 1 < e ? close + 1 : NULL;
-                if (colon && *colon != ':')
-                        return -EINVAL;
-        } else
-                colon = memchr(a, ':', len);
-        if (colon) {
-                size_t digits = (size_t)(e - colon - 1);
-                if (digits == 0 || digits > 5 || strspn(colon + 1, "0123456789") < digits)
-                        return -EINVAL;
-        }
-        *ret_host_len = (size_t)((colon ?: e) - a);
-        return 0;
-}
-
-int aws_endpoint_check(const char *variable, const char *url, char **ret_error) {
-        const char *rest = startswith(url, "https://");
-        bool https = rest;
-        size_t host_len;
-        const char *why = NULL;
-
-        if (!rest)
-                rest = startswith(url, "http://");
-        if (!rest)
-                why = "must start with https:// (or http:// for a loopback host)";
-        else if (string_has_cc(url) || strlen(url) >= 1024 || strpbrk(url, "?# "))
-                why =
-                    "must be a base URL shorter than 1024 bytes, without query, fragment, spaces or control "
-                    "characters";
-        else if (memchr(rest, '@', strcspn(rest, "/")))
-                why = "must not contain user info (credentials come from the credential chain)";
-        else if (endpoint_authority(rest, strcspn(rest, "/"), &host_len) < 0)
-                why = "must be http(s)://HOST[:PORT][/PATH]";
-        /* The signature and the session token travel in the headers: only TLS may carry them off this
-         * machine. Plain http is for local doubles and proxies on loopback. */
-        else if (!https && !in_addr_host_is_loopback(rest, host_len))
-                why = "plain http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost): use "
-                      "https";
-        if (!why)
-                return 0;
-        return error_setf(ret_error, -EINVAL, "%s='%s': %s", variable, url, why);
-}
-
-static int copy_endpoint(const char *variable, const char *e, char **ret, char **ret_error) {
-        int r = aws_endpoint_check(variable, e, ret_error);
-        if (r < 0)
-                return r;
-        char *s = strdup(e);
-        if (!s)
-                return -ENOMEM;
-        size_t l = strlen(s);
-        while (l > 0 && s[l - 1] == '/')
-                s[--l] = 0;
-        *ret = s;
-        return 0;
-}
-
 int aws_client_new(AwsClient **ret, char **ret_error) {
         _cleanup_(aws_client_freep) AwsClient *c = new0(AwsClient, 1);
         const char *region, *region_var, *common = getenv("AWS_ENDPOINT_URL"),
@@ -170,7 +105,7 @@ int aws_client_new(AwsClient **ret, char **ret_error) {
                 }
                 if (isempty(e))
                         continue; /* the public endpoint, once the region is known */
-                r = copy_endpoint(var, e, &c->endpoints[s], ret_error);
+                r = http_endpoint_copy(var, e, &c->endpoints[s], ret_error);
                 if (r < 0)
                         return r;
                 c->endpoint_given[s] = true;

@@ -33,15 +33,11 @@ typedef struct AwsClient AwsClient;
  * use), AWS_ENDPOINT_URL_EC2 / AWS_ENDPOINT_URL_ROUTE_53 / AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then
  * the public endpoints; AWS_EC2_METADATA_SERVICE_ENDPOINT; AWS_EC2_METADATA_DISABLED=true turns IMDS off.
  * Credentials are looked up on first use (aws_client_credentials). An endpoint must be https, except on a
- * loopback host (aws_endpoint_check). On -EINVAL *ret_error (when not NULL) names the variable and its value
- * (caller frees). */
+ * loopback host (http_endpoint_check). On -EINVAL *ret_error (when not NULL) names the variable and its
+ * value (caller frees). */
 int aws_client_new(AwsClient **ret, char **ret_error);
 AwsClient *aws_client_free(AwsClient *c);
 
-/* Checks the endpoint URL read from variable: http:// or https://HOST[:PORT][/PATH], no user info, query or
- * fragment, and plain http only when HOST is loopback (127.0.0.0/8, [::1], localhost), since the request
- * headers carry the signature and the session token. -EINVAL with *ret_error naming variable and url. */
-int aws_endpoint_check(const char *variable, const char *url, char **ret_error);
 DEFINE_TRIVIAL_CLEANUP_FUNC(AwsClient *, aws_client_free);
 
 /* Uses these credentials instead of the chain (takes ownership). */

@@ -6,6 +6,7 @@
 
 #include "aws/imds.h"
 #include "aws/sigv4.h"
+#include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/parse-util.h"
 #include "basic/stop.h"
@@ -19,7 +20,7 @@
 static int form_add(char **body, const char *key, const char *value) {
         int r = strextend_printf(body, "%s%s=", *body ? "&" : "", key);
         if (r >= 0)
-                r = aws_uri_encode_append(body, value, strlen(value), false);
+                r = uri_encode_append(body, value, strlen(value), false);
         return r;
 }
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "aws/sigv4.h"
+#include "basic/buf.h"
 #include "basic/dns-name.h"
 #include "basic/errors.h"
 #include "basic/parse-util.h"
@@ -90,7 +91,7 @@ int aws_route53_find_zones(AwsClient *c, const char *name, AwsHostedZone **ret, 
          * maximum and more zones of one name do not exist in practice. */
         r = strextend_printf(&query, "dnsname=");
         if (r >= 0)
-                r = aws_uri_encode_append(&query, name, strlen(name), false);
+                r = uri_encode_append(&query, name, strlen(name), false);
         if (r >= 0)
                 r = strextend_printf(&query, "&maxitems=100");
         if (r >= 0)
@@ -194,7 +195,7 @@ static int record_query(const RecordCursor *k, char **ret) {
                         continue;
                 r = strextend_printf(&q, "&%s=", keys[i]);
                 if (r >= 0)
-                        r = aws_uri_encode_append(&q, vals[i], strlen(vals[i]), false);
+                        r = uri_encode_append(&q, vals[i], strlen(vals[i]), false);
         }
         if (r < 0) {
                 free(q);

@@ -44,46 +44,6 @@ static int hmac_sha256(const void *key, size_t key_len, const void *data, size_t
         return 0;
 }
 
-static bool is_unreserved(unsigned char c) {
-        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-               c == '.' || c == '_' || c == '~';
-}
-
-static int buf_uri_encode(Buf *b, const char *s, size_t len, bool keep_slash) {
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)s[i];
-                char e[3] = { '%', "0123456789ABCDEF"[c >> 4], "0123456789ABCDEF"[c & 15] };
-                int r =
-                    is_unreserved(c) || (keep_slash && c == '/') ? buf_add(b, s + i, 1) : buf_add(b, e, 3);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-int aws_uri_encode_append(char **p, const char *s, size_t len, bool keep_slash) {
-        _cleanup_buf_ Buf b;
-        buf_init(&b, SIGV4_TEXT_MAX);
-        if (*p && buf_add_str(&b, *p) < 0)
-                return -ENOMEM;
-        int r = buf_uri_encode(&b, s, len, keep_slash);
-        if (r < 0)
-                return r;
-        char *n = buf_steal_str(&b);
-        if (!n)
-                return -ENOMEM;
-        free(*p);
-        *p = n;
-        return 0;
-}
-
-char *aws_uri_encode(const char *s, bool keep_slash) {
-        char *p = NULL;
-        if (aws_uri_encode_append(&p, s, strlen(s), keep_slash) < 0)
-                return NULL;
-        return p ?: strdup("");
-}
-
 static int unhex(char c) {
         if (c >= '0' && c <= '9')
                 return c - '0';
@@ -155,7 +115,7 @@ static int canonical_uri(const char *path, bool s3_style, Buf *out) {
                 if (i > 0)
                         r = buf_add_str(out, "/");
                 if (r >= 0)
-                        r = buf_uri_encode(out, segs[i], lens[i], false);
+                        r = buf_add_uri_encoded(out, segs[i], lens[i], false);
         }
         if (r >= 0 && n > 0 && path[len - 1] == '/')
                 r = buf_add_str(out, "/");
@@ -189,7 +149,7 @@ static int encode_component(const char *s, size_t len, char **ret) {
                 return r;
         _cleanup_buf_ Buf b;
         buf_init(&b, SIGV4_TEXT_MAX);
-        r = buf_uri_encode(&b, d, dl, false);
+        r = buf_add_uri_encoded(&b, d, dl, false);
         if (r < 0)
                 return r;
         *ret = buf_steal_str(&b);

@@ -54,12 +54,5 @@ int aws_sigv4_sign_at(const AwsSigV4Request *req, const AwsCredentials *creds, u
 /* Same at now(CLOCK_REALTIME), so tests can fix the time with clock_override(). */
 int aws_sigv4_sign(const AwsSigV4Request *req, const AwsCredentials *creds, AwsSigV4Result *ret);
 
-/* RFC 3986 §2.3: every byte but unreserved (A-Z a-z 0-9 - . _ ~) becomes %XX (uppercase hex); with
- * keep_slash,
- * '/' stays. Appends to *p. */
-int aws_uri_encode_append(char **p, const char *s, size_t len, bool keep_slash);
 /* The lowercase hex SHA-256 of data: the payload hash, which S3 also wants as x-amz-content-sha256. */
 int aws_sha256_hex(const void *data, size_t len, char out[static 65]);
-
-/* Newly allocated encoding of s; NULL on OOM. */
-char *aws_uri_encode(const char *s, bool keep_slash);

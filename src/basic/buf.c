@@ -104,3 +104,46 @@ char *buf_steal_str(Buf *b) {
         *b = (Buf){ .max = b->max, .secret = b->secret };
         return s;
 }
+
+static bool is_unreserved(unsigned char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+               c == '.' || c == '_' || c == '~';
+}
+
+int buf_add_uri_encoded(Buf *b, const char *s, size_t len, bool keep_slash) {
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                char e[3] = { '%', "0123456789ABCDEF"[c >> 4], "0123456789ABCDEF"[c & 15] };
+                int r =
+                    is_unreserved(c) || (keep_slash && c == '/') ? buf_add(b, s + i, 1) : buf_add(b, e, 3);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Encoded text is at most three times the input: the cap only stops a runaway. */
+#define URI_TEXT_MAX (16U * 1024 * 1024)
+
+int uri_encode_append(char **p, const char *s, size_t len, bool keep_slash) {
+        _cleanup_buf_ Buf b;
+        buf_init(&b, URI_TEXT_MAX);
+        if (*p && buf_add_str(&b, *p) < 0)
+                return -ENOMEM;
+        int r = buf_add_uri_encoded(&b, s, len, keep_slash);
+        if (r < 0)
+                return r;
+        char *n = buf_steal_str(&b);
+        if (!n)
+                return -ENOMEM;
+        free(*p);
+        *p = n;
+        return 0;
+}
+
+char *uri_encode(const char *s, bool keep_slash) {
+        char *p = NULL;
+        if (uri_encode_append(&p, s, strlen(s), keep_slash) < 0)
+                return NULL;
+        return p ?: strdup("");
+}

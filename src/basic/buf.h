@@ -30,6 +30,15 @@ int buf_printf(Buf *b, const char *format, ...) _printf_(2, 3);
 /* Hands the NUL-terminated contents to the caller (caller frees); the buffer is empty afterwards. */
 char *buf_steal_str(Buf *b);
 
+/* RFC 3986 §2.3: every byte of s[0..len) but unreserved (A-Z a-z 0-9 - . _ ~) becomes %XX (uppercase hex);
+ * with keep_slash, '/' stays. The one percent-encoder of protokube (SigV4's canonical form, Google's paths
+ * and queries). */
+int buf_add_uri_encoded(Buf *b, const char *s, size_t len, bool keep_slash);
+/* The same, appended to the string *p (NULL: empty). */
+int uri_encode_append(char **p, const char *s, size_t len, bool keep_slash);
+/* Newly allocated encoding of s; NULL on OOM. */
+char *uri_encode(const char *s, bool keep_slash);
+
 static inline void buf_freep(Buf *b) {
         buf_free(b);
 }

@@ -76,11 +76,13 @@ static int csr_context_open(CliContext *ctx, bool sign, CsrContext *ret) {
         int r = cli_load_spec(ctx, &ret->spec);
         if (r < 0)
                 return r;
-        /* the instances of the cluster and their node names are the daemon's to gather on aws */
-        if (ret->spec->cloud.value == CLOUD_AWS)
+        /* the instances of the cluster and their node names are the daemon's to gather on a cloud */
+        if (ret->spec->cloud.value != CLOUD_LOCAL)
                 return log_error_errno(
-                    -EOPNOTSUPP, "On cloud aws a node name must be an instance of the cluster: the daemon's "
-                                 "approver knows them, this command does not yet.");
+                    -EOPNOTSUPP,
+                    "On cloud %s a node name must be an instance of the cluster: the daemon's "
+                    "approver knows them, this command does not yet.",
+                    cloud_provider_to_string(ret->spec->cloud.value));
         ret->settings.lifetime = arg_lifetime ?: spec_pki_kubelet_lifetime(&ret->spec->pki);
         if (sign && (r = read_cluster_ca(ret)) < 0)
                 return r;

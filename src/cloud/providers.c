@@ -7,6 +7,7 @@
 static const VolumeProviderVTable *const providers[] = {
         [CLOUD_LOCAL] = &volume_provider_local,
         [CLOUD_AWS] = &volume_provider_aws,
+        [CLOUD_GCE] = &volume_provider_gce,
 };
 /* one table per value the spec accepts, and no more: a value without a provider does not build */
 assert_cc(ELEMENTSOF(providers) == _CLOUD_MAX);

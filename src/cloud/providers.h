@@ -10,6 +10,7 @@
 
 extern const VolumeProviderVTable volume_provider_local; /* provider-local.c: the pool */
 extern const VolumeProviderVTable volume_provider_aws;   /* provider-aws.c: EBS */
+extern const VolumeProviderVTable volume_provider_gce;   /* provider-gce.c: persistent disks */
 
 /* The provider of a spec's cloud; NULL for a value outside the enum. */
 const VolumeProviderVTable *volume_provider_for(CloudProvider cloud);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "basic/errors.h"
 #include "basic/in-addr-util.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
@@ -468,4 +469,70 @@ bool http_no_proxy_matches(const char *list, const char *host) {
                 p = next;
         }
         return false;
+}
+
+/* Finds the host in the authority of an http(s) URL; refuses a port that is not a number, so that what we
+ * judge is what shared/http.c connects to. */
+static int endpoint_authority(const char *authority, size_t len, size_t *ret_host_len) {
+        const char *a = authority, *e = authority + len, *colon;
+        if (len == 0)
+                return -EINVAL;
+        if (a[0] == '[') {
+                const char *close = memchr(a, ']', len);
+                if (!close)
+                        return -EINVAL;
+                colon = close + 1 < e ? close + 1 : NULL;
+                if (colon && *colon != ':')
+                        return -EINVAL;
+        } else
+                colon = memchr(a, ':', len);
+        if (colon) {
+                size_t digits = (size_t)(e - colon - 1);
+                if (digits == 0 || digits > 5 || strspn(colon + 1, "0123456789") < digits)
+                        return -EINVAL;
+        }
+        *ret_host_len = (size_t)((colon ?: e) - a);
+        return 0;
+}
+
+int http_endpoint_check(const char *variable, const char *url, char **ret_error) {
+        const char *rest = startswith(url, "https://");
+        bool https = rest;
+        size_t host_len;
+        const char *why = NULL;
+
+        if (!rest)
+                rest = startswith(url, "http://");
+        if (!rest)
+                why = "must start with https:// (or http:// for a loopback host)";
+        else if (string_has_cc(url) || strlen(url) >= 1024 || strpbrk(url, "?# "))
+                why =
+                    "must be a base URL shorter than 1024 bytes, without query, fragment, spaces or control "
+                    "characters";
+        else if (memchr(rest, '@', strcspn(rest, "/")))
+                why = "must not contain user info (credentials come from the credential chain)";
+        else if (endpoint_authority(rest, strcspn(rest, "/"), &host_len) < 0)
+                why = "must be http(s)://HOST[:PORT][/PATH]";
+        /* The signature and the session token travel in the headers: only TLS may carry them off this
+         * machine. Plain http is for local doubles and proxies on loopback. */
+        else if (!https && !in_addr_host_is_loopback(rest, host_len))
+                why = "plain http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost): use "
+                      "https";
+        if (!why)
+                return 0;
+        return error_setf(ret_error, -EINVAL, "%s='%s': %s", variable, url, why);
+}
+
+int http_endpoint_copy(const char *variable, const char *e, char **ret, char **ret_error) {
+        int r = http_endpoint_check(variable, e, ret_error);
+        if (r < 0)
+                return r;
+        char *s = strdup(e);
+        if (!s)
+                return -ENOMEM;
+        size_t l = strlen(s);
+        while (l > 0 && s[l - 1] == '/')
+                s[--l] = 0;
+        *ret = s;
+        return 0;
 }

@@ -32,6 +32,14 @@ void http_authority(const char *host, unsigned port, char *buf, size_t size);
  * Host header names none, as curl sends it; a CONNECT target always has one). */
 void http_url_authority(const HttpUrl *u, bool with_default_port, char *buf, size_t size);
 
+/* Checks a cloud API's base URL read from variable: http:// or https://HOST[:PORT][/PATH], no user info,
+ * query or fragment, and plain http only when HOST is loopback (127.0.0.0/8, [::1], localhost), since the
+ * request headers carry a signature, a session token or a bearer token. -EINVAL with *ret_error naming
+ * variable and url. */
+int http_endpoint_check(const char *variable, const char *url, char **ret_error);
+/* The same check, then a copy of url without trailing slashes in *ret (caller frees). */
+int http_endpoint_copy(const char *variable, const char *url, char **ret, char **ret_error);
+
 typedef enum HttpFraming {
         HTTP_FRAMING_NONE,   /* no body: 1xx, 204, 304, or a HEAD request */
         HTTP_FRAMING_LENGTH, /* Content-Length */

@@ -17,6 +17,7 @@
 static const char *const cloud_provider_table[_CLOUD_MAX + 1] = {
         [CLOUD_LOCAL] = "local",
         [CLOUD_AWS] = "aws",
+        [CLOUD_GCE] = "gce",
 };
 
 const char *const dns_provider_kind_table[_DNS_PROVIDER_MAX + 1] = {

@@ -18,6 +18,7 @@
 typedef enum CloudProvider {
         CLOUD_LOCAL,
         CLOUD_AWS,
+        CLOUD_GCE,
         _CLOUD_MAX,
         _CLOUD_INVALID = -EINVAL,
 } CloudProvider;

@@ -12,6 +12,7 @@
 #include "aws/client.h"
 #include "aws/sigv4.h"
 #include "basic/aws-names.h"
+#include "basic/buf.h"
 #include "basic/errors.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
@@ -60,7 +61,7 @@ static int client_result(int r, bool expected, char *err, char **ret_cause) {
 
 static char *object_path(S3Store *t, const char *key) {
         _cleanup_free_ char *full = strjoin(t->prefix, key);
-        char *p = full ? aws_uri_encode(full, true) : NULL;
+        char *p = full ? uri_encode(full, true) : NULL;
         char *r = p ? strjoin("/", p) : NULL;
         free(p);
         return r;
@@ -71,9 +72,9 @@ static char *object_path(S3Store *t, const char *key) {
 static char *list_query(S3Store *t, const char *prefix, const char *delimiter, const char *token,
                         unsigned max_keys) {
         _cleanup_free_ char *full = strjoin(t->prefix, prefix);
-        _cleanup_free_ char *ep = full ? aws_uri_encode(full, false) : NULL;
-        _cleanup_free_ char *et = token ? aws_uri_encode(token, false) : NULL;
-        _cleanup_free_ char *ed = delimiter ? aws_uri_encode(delimiter, false) : NULL;
+        _cleanup_free_ char *ep = full ? uri_encode(full, false) : NULL;
+        _cleanup_free_ char *et = token ? uri_encode(token, false) : NULL;
+        _cleanup_free_ char *ed = delimiter ? uri_encode(delimiter, false) : NULL;
         if (!ep || (token && !et) || (delimiter && !ed))
                 return NULL;
         return strprintf("list-type=2&max-keys=%u&prefix=%s%s%s%s%s", max_keys, ep,

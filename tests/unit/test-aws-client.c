@@ -23,6 +23,7 @@
 #include "basic/fileio.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
+#include "shared/http-wire.h"
 #include "shared/http.h"
 
 /* The client learns the region from IMDS here: no AWS_REGION in the environment. */
@@ -124,7 +125,7 @@ static void test_endpoint_scheme(void **state) {
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *err = NULL;
-                int r = aws_endpoint_check("AWS_ENDPOINT_URL_EC2", cases[i].url, &err);
+                int r = http_endpoint_check("AWS_ENDPOINT_URL_EC2", cases[i].url, &err);
                 print_message("%s -> %s\n", cases[i].url, err ?: "ok");
                 if (cases[i].ok) {
                         assert_int_equal(r, 0);

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "aws/sigv4.h"
+#include "basic/buf.h"
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "vectors.h"
@@ -277,7 +278,7 @@ static void test_canonical_details(void **state) {
         r.headers = owned;
         assert_int_equal(aws_sigv4_sign_at(&r, creds, 0, &res), -EINVAL);
 
-        _cleanup_free_ char *e = aws_uri_encode("a b+c/=ሴ~", false);
+        _cleanup_free_ char *e = uri_encode("a b+c/=ሴ~", false);
         assert_string_equal(e, "a%20b%2Bc%2F%3D%E1%88%B4~");
 }
 
@@ -326,7 +327,7 @@ static char *random_form(json_t *params) {
         json_array_append_new(params, json_pack("[ss]", "Version", "2016-11-15"));
         unsigned n = rng() % 5;
         for (unsigned i = 1; body && i <= n; i++) {
-                _cleanup_free_ char *v = random_text(), *ev = aws_uri_encode(v, false);
+                _cleanup_free_ char *v = random_text(), *ev = uri_encode(v, false);
                 _cleanup_free_ char *k = strprintf("Filter.%u.Value.1", i);
                 assert_int_equal(strextend_printf(&body, "&%s=%s", k, ev), 0);
                 json_array_append_new(params, json_pack("[ss]", k, v));
@@ -374,7 +375,7 @@ static void test_botocore_differential(void **state) {
                 if (route53) {
                         /* REST: a GET with a query built from a generated name */
                         name = random_text();
-                        ename = aws_uri_encode(name, false);
+                        ename = uri_encode(name, false);
                         path = strdup("/2013-04-01/hostedzonesbyname");
                         query = strprintf("dnsname=%s&maxitems=1", ename);
                         r.method = "GET";

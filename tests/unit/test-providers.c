@@ -16,6 +16,8 @@ static void test_cloud(void **state) {
         assert_non_null(mkdtemp(dir));
         assert_int_equal(setenv("AWS_EC2_METADATA_DISABLED", "true", 1), 0); /* no instance to ask */
         assert_int_equal(setenv("AWS_REGION", "eu-west-1", 1), 0);
+        assert_int_equal(setenv("GOOGLE_CLOUD_PROJECT", "protokube-test", 1), 0);
+        assert_int_equal(setenv("GCE_METADATA_HOST", "127.0.0.1:9", 1), 0); /* never asked: all is given */
         for (int c = 0; c < _CLOUD_MAX; c++) {
                 const VolumeProviderVTable *vt = volume_provider_for(c);
                 assert_non_null(vt);
@@ -24,7 +26,7 @@ static void test_cloud(void **state) {
                 /* every setting the node options give, so that no provider asks its instance */
                 VolumeProviderConfig cfg = { .pool_dir = dir,
                                              .node_name = "i-0123456789abcdef0",
-                                             .zone = "z1",
+                                             .zone = "europe-west1-b",
                                              .internal_ip = "10.0.0.1",
                                              .external_ip = "192.0.2.1" };
                 VolumeProvider *p = NULL;
@@ -36,8 +38,10 @@ static void test_cloud(void **state) {
                 volume_provider_free(p);
         }
         assert_null(volume_provider_for(_CLOUD_MAX));
-        assert_null(volume_provider_find("gce"));
+        assert_null(volume_provider_find("digitalocean"));
         unsetenv("AWS_EC2_METADATA_DISABLED");
+        unsetenv("GOOGLE_CLOUD_PROJECT");
+        unsetenv("GCE_METADATA_HOST");
         unsetenv("AWS_REGION");
         rmdir(dir);
 }

@@ -138,7 +138,7 @@ static void test_errors_each_kind(void **state) {
         load_fails(HEAD "spec:\n" ETCD "  kubernetesVersion: 1.31.2\n  dns: {ttl: 86401}\n",
                    "t.yaml:8:14: spec.dns.ttl: '86401' is out of range 1..86400", NULL);
         load_fails(HEAD "spec:\n" ETCD "  kubernetesVersion: 1.31.2\n  cloud: azure\n",
-                   "t.yaml:8:10: spec.cloud: 'azure' is not one of local, aws", NULL);
+                   "t.yaml:8:10: spec.cloud: 'azure' is not one of local, aws, gce", NULL);
         load_fails(HEAD "spec:\n" ETCD, "t.yaml:5:3: spec.kubernetesVersion: missing required key", NULL);
         load_fails(
             HEAD "spec:\n" ETCD
@@ -351,7 +351,8 @@ static void test_enum_strings(void **state) {
         assert_string_equal(cloud_provider_to_string(CLOUD_AWS), "aws");
         assert_int_equal(cloud_provider_from_string("local"), CLOUD_LOCAL);
         /* a cloud without a provider is no value of the spec */
-        assert_int_equal(cloud_provider_from_string("gce"), _CLOUD_INVALID);
+        assert_int_equal(cloud_provider_from_string("gce"), CLOUD_GCE);
+        assert_int_equal(cloud_provider_from_string("digitalocean"), _CLOUD_INVALID);
         assert_int_equal(cloud_provider_from_string("azure"), _CLOUD_INVALID);
         assert_int_equal(cloud_provider_from_string(NULL), _CLOUD_INVALID);
         assert_null(cloud_provider_to_string(_CLOUD_MAX));

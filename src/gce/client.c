@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "gce/client.h"
+
+#include <string.h>
+
+#include "basic/backoff.h"
+#include "basic/errors.h"
+#include "basic/gce-names.h"
+#include "basic/stop.h"
+#include "basic/string-util.h"
+#include "shared/http-wire.h"
+#include "shared/http.h"
+#include "shared/json-secret.h"
+#include "shared/json-util.h"
+
+#define ERROR_TEXT_MAX 512
+
+struct GceClient {
+        char *endpoints[_GCE_SERVICE_MAX];
+        char *ca_bundle;
+        GceServiceAccountKey *key; /* GOOGLE_APPLICATION_CREDENTIALS; NULL: the metadata server */
+        GceMetadata *metadata;
+        GceToken token;
+        char *project;
+        unsigned max_attempts;
+        usec_t backoff_base, backoff_max;
+        usec_t call_timeout, exchange_timeout;
+        unsigned retries, token_fetches;
+};
+
+static const char *const service_names[_GCE_SERVICE_MAX] = {
+        [GCE_SERVICE_COMPUTE] = "compute",
+        [GCE_SERVICE_DNS] = "dns",
+        [GCE_SERVICE_STORAGE] = "storage",
+        [GCE_SERVICE_STORAGE_UPLOAD] = "storage",
+};
+
+/* Google's public hosts, and each API's path below them (the same path below PROTOKUBE_GCE_ENDPOINT). */
+static const char *const service_hosts[_GCE_SERVICE_MAX] = {
+        [GCE_SERVICE_COMPUTE] = "https://compute.googleapis.com",
+        [GCE_SERVICE_DNS] = "https://dns.googleapis.com",
+        [GCE_SERVICE_STORAGE] = "https://storage.googleapis.com",
+        [GCE_SERVICE_STORAGE_UPLOAD] = "https://storage.googleapis.com",
+};
+static const char *const service_paths[_GCE_SERVICE_MAX] = {
+        [GCE_SERVICE_COMPUTE] = "/compute/v1",
+        [GCE_SERVICE_DNS] = "/dns/v1",
+        [GCE_SERVICE_STORAGE] = "/storage/v1",
+        [GCE_SERVICE_STORAGE_UPLOAD] = "/upload/storage/v1",
+};
+
+const char *gce_service_to_string(GceService s) {
+        return s >= 0 && s < _GCE_SERVICE_MAX ? service_names[s] : NULL;
+}
+
+GceClient *gce_client_free(GceClient *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < _GCE_SERVICE_MAX; i++)
+                free(c->endpoints[i]);
+        free(c->ca_bundle);
+        if (c->key) {
+                gce_service_account_key_done(c->key);
+                free(c->key);
+        }
+        gce_metadata_free(c->metadata);
+        gce_token_done(&c->token);
+        free(c->project);
+        free(c);
+        return NULL;
+}
+
+static int client_read_key(GceClient *c, const char *path, char **ret_error) {
+        c->key = new0(GceServiceAccountKey, 1);
+        if (!c->key)
+                return -ENOMEM;
+        int r = gce_service_account_key_load(path, c->key, ret_error);
+        if (r < 0) {
+                free(c->key);
+                c->key = NULL;
+        }
+        return r;
+}
+
+int gce_client_new(GceClient **ret, char **ret_error) {
+        _cleanup_(gce_client_freep) GceClient *c = new0(GceClient, 1);
+        _cleanup_free_ char *base = NULL;
+        const char *endpoint = getenv(GCE_ENDPOINT_ENV), *ca = getenv(GCE_CA_BUNDLE_ENV),
+                   *key = getenv(GCE_KEY_FILE_ENV);
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        c->max_attempts = 8;
+        c->backoff_base = 200 * USEC_PER_MSEC;
+        c->backoff_max = 20 * USEC_PER_SEC;
+        c->call_timeout = 120 * USEC_PER_SEC;
+        c->exchange_timeout = 30 * USEC_PER_SEC;
+        if (!isempty(endpoint)) {
+                r = http_endpoint_copy(GCE_ENDPOINT_ENV, endpoint, &base, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < _GCE_SERVICE_MAX; i++) {
+                c->endpoints[i] = strjoin(base ?: service_hosts[i], service_paths[i]);
+                if (!c->endpoints[i])
+                        return -ENOMEM;
+        }
+        if (!isempty(ca) && !(c->ca_bundle = strdup(ca)))
+                return -ENOMEM;
+        if (!isempty(key)) {
+                r = client_read_key(c, key, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+void gce_client_set_retry(GceClient *c, unsigned max_attempts, usec_t base, usec_t max) {
+        c->max_attempts = MAX(max_attempts, 1U);
+        c->backoff_base = base;
+        c->backoff_max = max;
+}
+
+void gce_client_set_timeouts(GceClient *c, usec_t call, usec_t exchange) {
+        c->call_timeout = call;
+        c->exchange_timeout = exchange;
+}
+
+unsigned gce_client_retries(const GceClient *c) {
+        return c->retries;
+}
+
+unsigned gce_client_token_fetches(const GceClient *c) {
+        return c->token_fetches;
+}
+
+int gce_client_metadata(GceClient *c, GceMetadata **ret, char **ret_error) {
+        if (!c->metadata) {
+                int r = gce_metadata_new(NULL, &c->metadata, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        *ret = c->metadata;
+        return 0;
+}
+
+int gce_client_project(GceClient *c, const char **ret, char **ret_error) {
+        const char *env = getenv(GCE_PROJECT_ENV);
+        _cleanup_free_ char *err = NULL;
+        GceMetadata *m;
+        int r = 0;
+
+        if (!c->project) {
+                if (!isempty(env))
+                        c->project = strdup(env);
+                else if (c->key && c->key->project_id)
+                        c->project = strdup(c->key->project_id);
+                else {
+                        r = gce_client_metadata(c, &m, &err);
+                        if (r >= 0)
+                                r = gce_metadata_get(m, "project/project-id", &c->project, &err);
+                        if (r < 0)
+                                return error_setf(ret_error, r, "no project: set %s, or run on GCE (%s)",
+                                                  GCE_PROJECT_ENV, err ?: pk_strerror(r));
+                }
+                if (!c->project)
+                        return -ENOMEM;
+                if (!gce_project_valid(c->project)) {
+                        r = error_setf(ret_error, -EINVAL, "project '%s' is not a valid project id",
+                                       c->project);
+                        free(c->project);
+                        c->project = NULL;
+                        return r;
+                }
+        }
+        *ret = c->project;
+        return 0;
+}
+
+/* A token that is not due for renewal, fetched when needed. */
+static int client_token(GceClient *c, const char **ret, char **ret_error) {
+        GceMetadata *m;
+        GceToken t = {};
+        int r;
+
+        if (c->token.access_token && now(CLOCK_MONOTONIC) < c->token.renew_at) {
+                *ret = c->token.access_token;
+                return 0;
+        }
+        if (c->key)
+                r = gce_token_from_key(c->key, GCE_SCOPE_CLOUD_PLATFORM, c->ca_bundle, &t, ret_error);
+        else {
+                r = gce_client_metadata(c, &m, ret_error);
+                if (r >= 0)
+                        r = gce_metadata_token(m, &t, ret_error);
+        }
+        if (r < 0) {
+                /* A token still valid serves until it expires: the next call tries again. */
+                if (c->token.access_token && now(CLOCK_MONOTONIC) < c->token.expires_at) {
+                        *ret = c->token.access_token;
+                        return 0;
+                }
+                return r;
+        }
+        c->token_fetches++;
+        gce_token_done(&c->token);
+        c->token = t;
+        *ret = c->token.access_token;
+        return 0;
+}
+
+/* Server text goes into our messages: one bounded printable line. */
+static char *sanitize(const char *s) {
+        return s ? string_one_line(s, ERROR_TEXT_MAX) : NULL;
+}
+
+void gce_error_document_parse(const void *data, size_t len, char **ret_message, char **ret_status,
+                              char **ret_reason) {
+        json_t *j = len > 0 ? json_loadb(data, len, 0, NULL) : NULL;
+        const json_t *errs = json_get(j, "error", "errors");
+        *ret_message = sanitize(json_get_string(j, "error", "message"));
+        *ret_status = sanitize(json_get_string(j, "error", "status"));
+        *ret_reason = sanitize(json_get_string(json_array_get(errs, 0), "reason"));
+        json_decref(j);
+}
+
+typedef enum Outcome {
+        OUTCOME_DONE,
+        OUTCOME_RETRY,
+        OUTCOME_RETRY_NOW, /* 401: a new token, at once (once) */
+        OUTCOME_FAIL,
+} Outcome;
+
+static int error_code_map(const GceCall *call, long status, const char *reason) {
+        for (const GceErrorCode *e = call->error_codes; e && e->r != 0; e++)
+                if ((e->status == 0 || e->status == status) && (!e->reason || streq_ptr(reason, e->reason)))
+                        return e->r;
+        return PK_ECLOUD;
+}
+
+/* Throttling and server-side failures are worth another try; Google says "rate limit" with 429, and with
+ * 403 and these reasons in older APIs (Cloud DNS, Cloud Storage). */
+static bool is_retryable(long status, const char *reason) {
+        return status == 429 || status >= 500 ||
+               (status == 403 &&
+                (streq_ptr(reason, "rateLimitExceeded") || streq_ptr(reason, "userRateLimitExceeded")));
+}
+
+static Outcome judge_response(const GceCall *call, const HttpResponse *resp, int *ret_r, char **ret_error) {
+        if (resp->status >= 200 && resp->status < 300) {
+                *ret_r = 0;
+                return OUTCOME_DONE;
+        }
+        _cleanup_free_ char *msg = NULL, *status = NULL, *reason = NULL;
+        gce_error_document_parse(resp->body, resp->body_len, &msg, &status, &reason);
+        *ret_r =
+            error_setf(ret_error, error_code_map(call, resp->status, reason),
+                       "%s %s: HTTP %ld %s: %s (reason %s)", service_names[call->service], call->operation,
+                       resp->status, status ?: "", msg ?: "no error message", reason ?: "none");
+        if (resp->status == 401)
+                return OUTCOME_RETRY_NOW;
+        return is_retryable(resp->status, reason) ? OUTCOME_RETRY : OUTCOME_FAIL;
+}
+
+static bool transport_error_retryable(int r) {
+        return r == PK_ETIMEOUT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EIO;
+}
+
+typedef struct CallOutput {
+        json_t **json;
+        char **raw;
+        size_t *raw_len;
+} CallOutput;
+
+static int take_output(const GceCall *call, HttpResponse *resp, const CallOutput *out, char **ret_error) {
+        if (out->raw) {
+                if (!resp->body && !(resp->body = strdup("")))
+                        return -ENOMEM;
+                *out->raw = TAKE_PTR(resp->body);
+                *out->raw_len = resp->body_len;
+                return 0;
+        }
+        json_t *j = NULL;
+        if (resp->body_len > 0) {
+                j = call->sensitive ? json_loadb_secret(resp->body, resp->body_len, 0, NULL)
+                                    : json_loadb(resp->body, resp->body_len, 0, NULL);
+                if (!j)
+                        return error_setf(
+                            ret_error, PK_EMALFORMED, "%s %s: unparsable response (HTTP %ld, %zu bytes)",
+                            service_names[call->service], call->operation, resp->status, resp->body_len);
+        }
+        if (out->json)
+                *out->json = j;
+        else
+                json_decref(j);
+        return 0;
+}
+
+static int send_once(GceClient *c, const GceCall *call, usec_t deadline, const CallOutput *out,
+                     Outcome *ret_outcome, char **ret_error) {
+        _cleanup_free_ char *err = NULL, *url = NULL, *ctype = NULL;
+        _cleanup_erase_free_ char *auth = NULL;
+        const char *token, *headers[3];
+        size_t n_headers = 0;
+        HttpResponse resp;
+        usec_t t = now(CLOCK_MONOTONIC);
+        int r;
+
+        *ret_outcome = OUTCOME_FAIL;
+        r = client_token(c, &token, &err);
+        if (r < 0) {
+                *ret_outcome = transport_error_retryable(r) || r == PK_ECLOUD ? OUTCOME_RETRY : OUTCOME_FAIL;
+                return error_setf(ret_error, r, "%s %s: no access token: %s", service_names[call->service],
+                                  call->operation, err ?: pk_strerror(r));
+        }
+        url = strprintf("%s%s%s%s", c->endpoints[call->service], call->path, isempty(call->query) ? "" : "?",
+                        strempty(call->query));
+        auth = strjoin("Authorization: Bearer ", token);
+        ctype = call->content_type ? strjoin("Content-Type: ", call->content_type) : NULL;
+        if (!url || !auth || (call->content_type && !ctype))
+                return -ENOMEM;
+        headers[n_headers++] = auth;
+        headers[n_headers++] = "Accept: application/json";
+        if (ctype)
+                headers[n_headers++] = ctype;
+        HttpRequest hr = {
+                .method = call->method,
+                .url = url,
+                .headers = headers,
+                .n_headers = n_headers,
+                .body = call->body,
+                .body_len = call->body_len,
+                .timeout = MAX(MIN(c->exchange_timeout, deadline > t ? deadline - t : 0), USEC_PER_MSEC),
+                .max_response = GCE_RESPONSE_MAX,
+                .ca_file = c->ca_bundle,
+                .via_proxy = true, /* Google's APIs and the store: outside the cluster */
+                .sensitive = call->sensitive,
+        };
+        r = http_request(&hr, &resp, &err);
+        if (r < 0) {
+                *ret_outcome = transport_error_retryable(r) ? OUTCOME_RETRY : OUTCOME_FAIL;
+                return error_setf(ret_error, r, "%s %s: %s", service_names[call->service], call->operation,
+                                  err ?: pk_strerror(r));
+        }
+        *ret_outcome = judge_response(call, &resp, &r, ret_error);
+        if (*ret_outcome == OUTCOME_RETRY_NOW)
+                gce_token_done(&c->token);
+        if (*ret_outcome == OUTCOME_DONE) {
+                r = take_output(call, &resp, out, ret_error);
+                if (r < 0)
+                        *ret_outcome = OUTCOME_FAIL;
+        }
+        http_response_done(&resp);
+        return r;
+}
+
+static int call_give_up(char **ret_error, int r, char *err, const char *why, unsigned attempts) {
+        return error_setf(ret_error, r, "%s (%s after %u attempts)", strnull(err), why, attempts);
+}
+
+static int call_with_retries(GceClient *c, const GceCall *call, const CallOutput *out, char **ret_error) {
+        usec_t deadline = now(CLOCK_MONOTONIC) + c->call_timeout;
+        bool renewed = false;
+        Outcome o;
+        int r;
+
+        if (!call || call->service < 0 || call->service >= _GCE_SERVICE_MAX || isempty(call->operation) ||
+            isempty(call->method) || isempty(call->path))
+                return error_setf(ret_error, -EINVAL, "invalid Google API call");
+        for (unsigned attempt = 0;; attempt++) {
+                _cleanup_free_ char *err = NULL;
+                r = send_once(c, call, deadline, out, &o, &err);
+                if (o == OUTCOME_DONE)
+                        return 0;
+                if (o == OUTCOME_RETRY_NOW && !renewed) {
+                        renewed = true; /* a token revoked or expired early: one more try with a new one */
+                        continue;
+                }
+                if (o != OUTCOME_RETRY) {
+                        if (ret_error)
+                                free_and_replace(*ret_error, err);
+                        return r;
+                }
+                if (attempt + 1 >= c->max_attempts)
+                        return call_give_up(ret_error, r, err, "gave up", attempt + 1);
+                usec_t cap = backoff_cap(c->backoff_base, c->backoff_max, attempt + 1);
+                usec_t delay = (usec_t)((double)cap * backoff_random()), t = now(CLOCK_MONOTONIC);
+                if (t + delay >= deadline)
+                        return call_give_up(ret_error, PK_ETIMEOUT, err, "gave up at the call's deadline",
+                                            attempt + 1);
+                if (sleep_usec(delay) < 0)
+                        return call_give_up(ret_error, -ECANCELED, err, "stop requested", attempt + 1);
+                c->retries++;
+        }
+}
+
+int gce_client_call(GceClient *c, const GceCall *call, json_t **ret, char **ret_error) {
+        CallOutput out = { .json = ret };
+        if (ret)
+                *ret = NULL;
+        return call_with_retries(c, call, &out, ret_error);
+}
+
+int gce_client_call_raw(GceClient *c, const GceCall *call, char **ret_body, size_t *ret_len,
+                        char **ret_error) {
+        CallOutput out = { .raw = ret_body, .raw_len = ret_len };
+        return call_with_retries(c, call, &out, ret_error);
+}
