@@ -64,7 +64,7 @@ static const CliVerb pool_verbs[] = {
         {},
 };
 
-/* The state store by URL (file:///DIR, s3://BUCKET[/PREFIX]); no spec needed. */
+/* The state store by URL (file:///DIR, s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX]); no spec needed. */
 static const CliVerb store_verbs[] = {
         { .name = "get",
           .run = verb_store_get,

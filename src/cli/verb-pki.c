@@ -257,7 +257,7 @@ static int parse_init_etcd_cluster(const CliOption *o, CliContext *ctx, const ch
 const CliOption verb_pki_init_options[] = {
         { .name = "store",
           .arg_name = "URL",
-          .help = "the state store (file:///DIR or s3://BUCKET[/PREFIX]; required)",
+          .help = "the state store (file:///DIR, s3://BUCKET[/PREFIX] or gs://BUCKET[/PREFIX]; required)",
           .parse = parse_init_store },
         { .name = "etcd-cluster",
           .arg_name = "NAME",

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "basic/dns-name.h"
 #include "basic/errors.h"
 #include "basic/stop.h"
 #include "basic/string-util.h"
@@ -15,6 +16,7 @@ static const DnsProvider *const providers[] = {
         [DNS_PROVIDER_HOSTS] = &dns_provider_hosts,
         [DNS_PROVIDER_RFC2136] = &dns_provider_rfc2136,
         [DNS_PROVIDER_ROUTE53] = &dns_provider_route53,
+        [DNS_PROVIDER_CLOUDDNS] = &dns_provider_clouddns,
 };
 /* one entry per value the spec accepts, and no more: a value without a provider does not build */
 assert_cc(ELEMENTSOF(providers) == _DNS_PROVIDER_MAX);
@@ -25,6 +27,33 @@ const DnsProvider *dns_provider_for(DnsProviderKind kind) {
 
 const DnsProvider *dns_provider_find(const char *name) {
         return dns_provider_for(dns_provider_kind_from_string(name));
+}
+
+#define DNS_LABELS_MAX 127 /* RFC 1035 §3.1: 255 octets hold at most 127 labels */
+
+int dns_zone_for_name(const char *name, const char *zone, const char *what,
+                      int (*lookup)(void *userdata, const char *zone_name, char **ret_error), void *userdata,
+                      char **ret_error) {
+        int r;
+        if (zone) {
+                if (!dns_name_in_zone(name, zone))
+                        return error_setf(ret_error, PK_ESPEC, "'%s' is not in dns.zone '%s'", name, zone);
+                r = lookup(userdata, zone, ret_error);
+                if (r == 0)
+                        return error_setf(ret_error, PK_ESPEC, "no %s is named '%s' (dns.zone)", what, zone);
+                return r < 0 ? r : 0;
+        }
+        const char *p = name;
+        for (unsigned i = 0; i < DNS_LABELS_MAX && !isempty(p) && !streq(p, "."); i++) {
+                r = lookup(userdata, p, ret_error);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+                const char *dot = strchr(p, '.');
+                if (!dot)
+                        break;
+                p = dot + 1;
+        }
+        return error_setf(ret_error, PK_ESPEC, "no %s holds '%s' (set dns.zone?)", what, name);
 }
 
 int dns_sync(const DnsProvider *p, DnsProviderState *s, const DnsRRsetList *desired, bool dry_run,

@@ -46,9 +46,20 @@ typedef struct DnsProvider {
 /* The providers, one per value of the spec's DnsProviderKind but "none" (spec/spec.h), registered in
  * dns-provider.c indexed by that enum. To add a DNS provider: its value and name in the spec (with its
  * settings' table, spec/spec-dns.c), its file with this vtable, its line below and in the registry. */
-extern const DnsProvider dns_provider_hosts;   /* dns-hosts.c */
-extern const DnsProvider dns_provider_rfc2136; /* dns-rfc2136.c */
-extern const DnsProvider dns_provider_route53; /* dns-route53.c */
+extern const DnsProvider dns_provider_hosts;    /* dns-hosts.c */
+extern const DnsProvider dns_provider_rfc2136;  /* dns-rfc2136.c */
+extern const DnsProvider dns_provider_route53;  /* dns-route53.c */
+extern const DnsProvider dns_provider_clouddns; /* dns-clouddns.c */
+
+/* For the providers of a cloud's hosted zones (route53, clouddns): the zone that holds name. With zone
+ * (dns.zone, normalized) set, name must be in it and lookup must find it; else the longest enclosing zone
+ * that lookup finds, walking up from name itself (RFC 1034 §4.3.2 walks down the same way). lookup returns 1
+ * (found: it keeps what it found in userdata), 0 (no zone of that name) or an error, with its message in
+ * *ret_error. what names the provider's zones in messages ("Route 53 hosted zone"). PK_ESPEC when no zone
+ * holds name. */
+int dns_zone_for_name(const char *name, const char *zone, const char *what,
+                      int (*lookup)(void *userdata, const char *zone_name, char **ret_error), void *userdata,
+                      char **ret_error);
 
 /* The provider of a spec's dns.provider; NULL for "none" and for a value outside the enum. */
 const DnsProvider *dns_provider_for(DnsProviderKind kind);

@@ -17,8 +17,6 @@
 #include "dns/dns-wire.h"
 #include "spec/spec.h"
 
-#define R53_LABELS_MAX 127 /* RFC 1035 §3.1: 255 octets hold at most 127 labels */
-
 typedef struct R53Zone {
         char *id;
         char *name;
@@ -116,34 +114,23 @@ static int zone_lookup(DnsProviderState *s, const char *name, R53Zone **ret, cha
         return 1;
 }
 
-/* The zone that holds name: dns.zone, else the longest enclosing hosted zone (RFC 1034 §4.3.2 walks down
- * the same way). */
+typedef struct ZoneSearch {
+        DnsProviderState *state;
+        R53Zone *found;
+} ZoneSearch;
+
+static int zone_search(void *userdata, const char *zone_name, char **ret_error) {
+        ZoneSearch *z = userdata;
+        return zone_lookup(z->state, zone_name, &z->found, ret_error);
+}
+
+/* The zone that holds name: dns.zone, else the longest enclosing hosted zone. */
 static int zone_for_name(DnsProviderState *s, const char *name, R53Zone **ret, char **ret_error) {
-        int r;
-        if (s->zone) {
-                if (!dns_name_in_zone(name, s->zone)) {
-                        *ret_error = strprintf("'%s' is not in dns.zone '%s'", name, s->zone);
-                        return PK_ESPEC;
-                }
-                r = zone_lookup(s, s->zone, ret, ret_error);
-                if (r == 0) {
-                        *ret_error = strprintf("no Route 53 hosted zone is named '%s' (dns.zone)", s->zone);
-                        return PK_ESPEC;
-                }
-                return r < 0 ? r : 0;
-        }
-        const char *p = name;
-        for (unsigned i = 0; i < R53_LABELS_MAX && !isempty(p) && !streq(p, "."); i++) {
-                r = zone_lookup(s, p, ret, ret_error);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-                const char *dot = strchr(p, '.');
-                if (!dot)
-                        break;
-                p = dot + 1;
-        }
-        *ret_error = strprintf("no Route 53 hosted zone holds '%s' (set dns.zone?)", name);
-        return PK_ESPEC;
+        ZoneSearch z = { .state = s };
+        int r = dns_zone_for_name(name, s->zone, "Route 53 hosted zone", zone_search, &z, ret_error);
+        if (r >= 0)
+                *ret = z.found;
+        return r;
 }
 
 static int r53_open(const ClusterSpec *spec, DnsProviderState **ret, char **ret_error) {

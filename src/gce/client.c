@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "gce/client.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "basic/backoff.h"
@@ -179,9 +180,68 @@ int gce_client_project(GceClient *c, const char **ret, char **ret_error) {
         return 0;
 }
 
-/* A token that is not due for renewal, fetched when needed. */
-static int client_token(GceClient *c, const char **ret, char **ret_error) {
+/* One token per credential (the key's account, or the metadata server) for the whole process: the volume
+ * provider, the DNS provider and the store each have a client, and a pass opens some of them anew, but a
+ * token serves them all until it is due for renewal (a JWT exchange per client and pass would be a token
+ * request per API call). */
+static pthread_mutex_t token_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+        char *source;
+        GceToken token;
+} token_cache;
+
+static char *token_source(GceClient *c) {
+        return c->key ? strjoin("key:", c->key->client_email, " ", c->key->token_uri) : strdup("metadata");
+}
+
+/* A copy of the cached token of source when it is not due for renewal. */
+static int token_cache_get(const char *source, GceToken *ret) {
+        int r = -ENOENT;
+        pthread_mutex_lock(&token_cache_lock);
+        if (token_cache.token.access_token && streq_ptr(token_cache.source, source) &&
+            now(CLOCK_MONOTONIC) < token_cache.token.renew_at) {
+                *ret = token_cache.token;
+                ret->access_token = strdup(token_cache.token.access_token);
+                r = ret->access_token ? 0 : -ENOMEM;
+        }
+        pthread_mutex_unlock(&token_cache_lock);
+        return r;
+}
+
+static void token_cache_put(const char *source, const GceToken *t) {
+        char *copy = strdup(t->access_token), *src = strdup(source);
+        pthread_mutex_lock(&token_cache_lock);
+        if (copy && src) {
+                gce_token_done(&token_cache.token);
+                free(token_cache.source);
+                token_cache.token = *t;
+                token_cache.token.access_token = TAKE_PTR(copy);
+                token_cache.source = TAKE_PTR(src);
+        }
+        pthread_mutex_unlock(&token_cache_lock);
+        string_free_erase(copy);
+        free(src);
+}
+
+/* Forgets the cached token of source (the API refused it: revoked, or expired early). */
+static void token_cache_drop(const char *source) {
+        pthread_mutex_lock(&token_cache_lock);
+        if (streq_ptr(token_cache.source, source))
+                gce_token_done(&token_cache.token);
+        pthread_mutex_unlock(&token_cache_lock);
+}
+
+static int token_fetch(GceClient *c, GceToken *ret, char **ret_error) {
         GceMetadata *m;
+        if (c->key)
+                return gce_token_from_key(c->key, GCE_SCOPE_CLOUD_PLATFORM, c->ca_bundle, ret, ret_error);
+        int r = gce_client_metadata(c, &m, ret_error);
+        return r < 0 ? r : gce_metadata_token(m, ret, ret_error);
+}
+
+/* A token that is not due for renewal: this client's, the process's, or a new one. */
+static int client_token(GceClient *c, const char **ret, char **ret_error) {
+        _cleanup_free_ char *source = NULL;
         GceToken t = {};
         int r;
 
@@ -189,12 +249,16 @@ static int client_token(GceClient *c, const char **ret, char **ret_error) {
                 *ret = c->token.access_token;
                 return 0;
         }
-        if (c->key)
-                r = gce_token_from_key(c->key, GCE_SCOPE_CLOUD_PLATFORM, c->ca_bundle, &t, ret_error);
-        else {
-                r = gce_client_metadata(c, &m, ret_error);
-                if (r >= 0)
-                        r = gce_metadata_token(m, &t, ret_error);
+        source = token_source(c);
+        if (!source)
+                return -ENOMEM;
+        r = token_cache_get(source, &t);
+        if (r == -ENOENT) {
+                r = token_fetch(c, &t, ret_error);
+                if (r >= 0) {
+                        c->token_fetches++;
+                        token_cache_put(source, &t);
+                }
         }
         if (r < 0) {
                 /* A token still valid serves until it expires: the next call tries again. */
@@ -204,11 +268,18 @@ static int client_token(GceClient *c, const char **ret, char **ret_error) {
                 }
                 return r;
         }
-        c->token_fetches++;
         gce_token_done(&c->token);
         c->token = t;
         *ret = c->token.access_token;
         return 0;
+}
+
+/* The API refused the token: neither this client nor the process uses it again. */
+static void client_token_drop(GceClient *c) {
+        _cleanup_free_ char *source = token_source(c);
+        if (source)
+                token_cache_drop(source);
+        gce_token_done(&c->token);
 }
 
 /* Server text goes into our messages: one bounded printable line. */
@@ -346,7 +417,7 @@ static int send_once(GceClient *c, const GceCall *call, usec_t deadline, const C
         }
         *ret_outcome = judge_response(call, &resp, &r, ret_error);
         if (*ret_outcome == OUTCOME_RETRY_NOW)
-                gce_token_done(&c->token);
+                client_token_drop(c);
         if (*ret_outcome == OUTCOME_DONE) {
                 r = take_output(call, &resp, out, ret_error);
                 if (r < 0)

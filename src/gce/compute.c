@@ -11,11 +11,11 @@
 #include "basic/stop.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "gce/list.h"
 #include "shared/json-util.h"
 
 #define OPERATION_POLL    (500 * USEC_PER_MSEC)
 #define ERROR_MESSAGE_MAX 400
-#define PAGE_TOKEN_MAX    1024
 
 void gce_disk_done(GceDisk *d) {
         free(d->name);
@@ -85,18 +85,6 @@ static char *url_segment_after(const char *url, const char *kind) {
         return s;
 }
 
-/* A copy of an optional string member; PK_EMALFORMED when present but not a one-line string. */
-static int opt_string(const json_t *o, const char *key, char **ret) {
-        const json_t *v = json_object_get(o, key);
-        *ret = NULL;
-        if (!v)
-                return 0;
-        if (!json_is_string(v) || string_has_cc(json_string_value(v)) || json_string_length(v) > 4096)
-                return PK_EMALFORMED;
-        *ret = strdup(json_string_value(v));
-        return *ret ? 0 : -ENOMEM;
-}
-
 /* labels: an object of string values whose keys and values are in GCE's label alphabet. */
 static int parse_labels(const json_t *o, char ***ret) {
         const json_t *labels = json_object_get(o, "labels"), *v;
@@ -153,17 +141,17 @@ static int parse_disk(const json_t *o, GceDisk *ret) {
 
         if (!json_is_object(o))
                 return PK_EMALFORMED;
-        r = opt_string(o, "name", &d.name);
+        r = gce_json_opt_string(o, "name", &d.name);
         if (r >= 0)
-                r = opt_string(o, "zone", &zone_url);
+                r = gce_json_opt_string(o, "zone", &zone_url);
         if (r >= 0)
-                r = opt_string(o, "status", &d.status);
+                r = gce_json_opt_string(o, "status", &d.status);
         if (r >= 0)
-                r = opt_string(o, "sizeGb", &size);
+                r = gce_json_opt_string(o, "sizeGb", &size);
         if (r >= 0)
-                r = opt_string(o, "sourceSnapshot", &d.source_snapshot);
+                r = gce_json_opt_string(o, "sourceSnapshot", &d.source_snapshot);
         if (r >= 0)
-                r = opt_string(o, "lastAttachTimestamp", &attach);
+                r = gce_json_opt_string(o, "lastAttachTimestamp", &attach);
         if (r >= 0)
                 r = parse_labels(o, &d.labels);
         if (r >= 0)
@@ -210,9 +198,9 @@ static int parse_attached_disks(const json_t *o, GceInstance *inst) {
 static int parse_interfaces(const json_t *o, GceInstance *inst) {
         const json_t *nic = json_array_get(json_object_get(o, "networkInterfaces"), 0);
         const json_t *ac = json_array_get(json_object_get(nic, "accessConfigs"), 0);
-        int r = nic ? opt_string(nic, "networkIP", &inst->internal_ip) : 0;
+        int r = nic ? gce_json_opt_string(nic, "networkIP", &inst->internal_ip) : 0;
         if (r >= 0 && ac)
-                r = opt_string(ac, "natIP", &inst->external_ip);
+                r = gce_json_opt_string(ac, "natIP", &inst->external_ip);
         return r;
 }
 
@@ -223,11 +211,11 @@ static int parse_instance(const json_t *o, GceInstance *ret) {
 
         if (!json_is_object(o))
                 return PK_EMALFORMED;
-        r = opt_string(o, "name", &i.name);
+        r = gce_json_opt_string(o, "name", &i.name);
         if (r >= 0)
-                r = opt_string(o, "zone", &zone_url);
+                r = gce_json_opt_string(o, "zone", &zone_url);
         if (r >= 0)
-                r = opt_string(o, "status", &i.status);
+                r = gce_json_opt_string(o, "status", &i.status);
         if (r >= 0)
                 r = parse_interfaces(o, &i);
         if (r >= 0)
@@ -245,37 +233,6 @@ static int parse_instance(const json_t *o, GceInstance *ret) {
         return 0;
 }
 
-/* A page's items (each through parse, into an array of size elements) and its nextPageToken. */
-static int parse_page(const json_t *j, size_t size, int (*parse)(const json_t *, void *), void **ret,
-                      size_t *ret_n, char **ret_next) {
-        const json_t *items = json_object_get(j, "items"), *it;
-        const json_t *next = json_object_get(j, "nextPageToken");
-        size_t i, n = 0;
-        int r = 0;
-
-        *ret = NULL;
-        *ret_n = 0;
-        *ret_next = NULL;
-        if (!json_is_object(j) || (items && !json_is_array(items)) ||
-            (next && (!json_is_string(next) || json_string_length(next) == 0 ||
-                      json_string_length(next) > PAGE_TOKEN_MAX)))
-                return PK_EMALFORMED;
-        uint8_t *a = calloc(json_array_size(items) + 1, size);
-        if (!a)
-                return -ENOMEM;
-        json_array_foreach(items, i, it) {
-                r = parse(it, a + n * size);
-                if (r < 0)
-                        break;
-                n++;
-        }
-        if (r >= 0 && next && !(*ret_next = strdup(json_string_value(next))))
-                r = -ENOMEM;
-        *ret = a;
-        *ret_n = n;
-        return r;
-}
-
 static int parse_disk_any(const json_t *o, void *ret) {
         return parse_disk(o, ret);
 }
@@ -284,33 +241,40 @@ static int parse_instance_any(const json_t *o, void *ret) {
         return parse_instance(o, ret);
 }
 
+static void disks_free_any(void *d, size_t n) {
+        gce_disks_free(d, n);
+}
+
+static void instances_free_any(void *i, size_t n) {
+        gce_instances_free(i, n);
+}
+
+static const GceList disk_list = { .service = GCE_SERVICE_COMPUTE,
+                                   .operation = "disks.list",
+                                   .items_key = "items",
+                                   .size = sizeof(GceDisk),
+                                   .parse = parse_disk_any,
+                                   .free_items = disks_free_any };
+static const GceList instance_list = { .service = GCE_SERVICE_COMPUTE,
+                                       .operation = "instances.list",
+                                       .items_key = "items",
+                                       .size = sizeof(GceInstance),
+                                       .parse = parse_instance_any,
+                                       .free_items = instances_free_any };
+
 int gce_compute_parse_disk_page(const char *data, size_t len, GceDisk **ret, size_t *ret_n,
                                 char **ret_next) {
-        json_t *j = json_loadb(data, len, 0, NULL);
-        void *a;
-        int r = parse_page(j, sizeof(GceDisk), parse_disk_any, &a, ret_n, ret_next);
-        json_decref(j);
+        void *a = NULL;
+        int r = gce_parse_page_text(data, len, &disk_list, &a, ret_n, ret_next);
         *ret = a;
-        if (r < 0) {
-                gce_disks_free(*ret, *ret_n);
-                free(*ret_next);
-                *ret = NULL, *ret_n = 0, *ret_next = NULL;
-        }
         return r;
 }
 
 int gce_compute_parse_instance_page(const char *data, size_t len, GceInstance **ret, size_t *ret_n,
                                     char **ret_next) {
-        json_t *j = json_loadb(data, len, 0, NULL);
-        void *a;
-        int r = parse_page(j, sizeof(GceInstance), parse_instance_any, &a, ret_n, ret_next);
-        json_decref(j);
+        void *a = NULL;
+        int r = gce_parse_page_text(data, len, &instance_list, &a, ret_n, ret_next);
         *ret = a;
-        if (r < 0) {
-                gce_instances_free(*ret, *ret_n);
-                free(*ret_next);
-                *ret = NULL, *ret_n = 0, *ret_next = NULL;
-        }
         return r;
 }
 
@@ -319,9 +283,9 @@ static int parse_operation(const json_t *o, GceOperation *ret) {
         const json_t *err = json_array_get(json_get(o, "error", "errors"), 0);
         int r = json_is_object(o) ? 0 : PK_EMALFORMED;
         if (r >= 0)
-                r = opt_string(o, "name", &op.name);
+                r = gce_json_opt_string(o, "name", &op.name);
         if (r >= 0)
-                r = opt_string(o, "status", &op.status);
+                r = gce_json_opt_string(o, "status", &op.status);
         if (r >= 0 && err) {
                 const char *code = json_get_string(err, "code"), *msg = json_get_string(err, "message");
                 op.error_code = string_one_line(code ?: "UNKNOWN", 100);
@@ -370,124 +334,35 @@ static const GceErrorCode not_found[] = {
         {},
 };
 
-/* An aggregated list page ({"items": {"zones/Z": {"<kind>": [...]} or {"warning": ...}}}) as a plain one:
- * {"items": [every zone's items], "nextPageToken"}. NULL when it is not such a page (or on OOM). */
-static json_t *aggregated_flatten(const json_t *j, const char *kind) {
-        const json_t *scopes = json_object_get(j, "items"), *scope,
-                     *next = json_object_get(j, "nextPageToken");
-        const char *key;
-        json_t *flat = json_object(), *items = json_array();
-        bool ok = flat && items && json_is_object(j) && (!scopes || json_is_object(scopes));
-
-        json_object_foreach((json_t *)scopes, key, scope) {
-                const json_t *l = json_object_get(scope, kind);
-                if (!ok)
-                        break;
-                ok = json_is_object(scope) &&
-                     (!l || (json_is_array(l) && json_array_extend(items, (json_t *)l) == 0));
-        }
-        if (ok)
-                ok = json_object_set(flat, "items", items) == 0 &&
-                     (!next || json_object_set(flat, "nextPageToken", (json_t *)next) == 0);
-        json_decref(items);
-        if (!ok) {
-                json_decref(flat);
-                return NULL;
-        }
-        return flat;
-}
-
-/* Every page of a list call: items appended to *items (element size size), pages bounded. An aggregated
- * list (all zones) names its kind of items. */
-static int list_all(GceClient *c, const char *operation, const char *path, const char *aggregated_kind,
-                    const char *filter, size_t size, void (*free_items)(void *, size_t),
-                    int (*parse)(const json_t *, void *), void **ret, size_t *ret_n, char **ret_error) {
-        _cleanup_free_ char *token = NULL, *efilter = filter ? uri_encode(filter, false) : NULL;
-        uint8_t *all = NULL;
-        size_t n_all = 0;
-        int r = 0;
-
-        if (filter && !efilter)
+/* Every page of list (its path and filter set here); zone NULL: the aggregated list of every zone. */
+static int list_zone(GceClient *c, const GceList *base, const char *zone, const char *kind,
+                     const char *filter, void **ret, size_t *ret_n, char **ret_error) {
+        _cleanup_free_ char *rest = strjoin("/", kind), *path = NULL, *efilter = NULL, *query = NULL,
+                            *operation = zone ? NULL : strjoin(kind, ".aggregatedList");
+        if (!rest || (!zone && !operation))
                 return -ENOMEM;
-        for (unsigned page = 0; r >= 0; page++) {
-                _cleanup_free_ char *etoken = token ? uri_encode(token, false) : NULL, *next = NULL;
-                _cleanup_free_ char *query =
-                    strprintf("maxResults=%d%s%s%s%s", GCE_COMPUTE_PAGE_SIZE, efilter ? "&filter=" : "",
-                              strempty(efilter), etoken ? "&pageToken=" : "", strempty(etoken));
-                json_t *j = NULL;
-                void *items = NULL;
-                size_t n = 0;
-                if (!query || (token && !etoken)) {
-                        r = -ENOMEM;
-                        break;
-                }
-                if (page >= GCE_COMPUTE_PAGES_MAX) {
-                        r = error_setf(ret_error, PK_ETOOBIG, "compute %s: more than %d pages", operation,
-                                       GCE_COMPUTE_PAGES_MAX);
-                        break;
-                }
-                GceCall call = { .service = GCE_SERVICE_COMPUTE,
-                                 .operation = operation,
-                                 .method = "GET",
-                                 .path = path,
-                                 .query = query };
-                r = gce_client_call(c, &call, &j, ret_error);
-                if (r < 0)
-                        break;
-                if (aggregated_kind) {
-                        json_t *flat = aggregated_flatten(j, aggregated_kind);
-                        json_decref(j);
-                        j = flat;
-                }
-                r = j ? parse_page(j, size, parse, &items, &n, &next) : PK_EMALFORMED;
-                json_decref(j);
-                if (r >= 0 && n > 0) {
-                        uint8_t *m = realloc(all, (n_all + n) * size);
-                        if (!m)
-                                r = -ENOMEM;
-                        else {
-                                all = m;
-                                memcpy(all + n_all * size, items, n * size);
-                                n_all += n;
-                                n = 0;
-                        }
-                }
-                free_items(items, n);
-                if (r < 0) {
-                        if (r == PK_EMALFORMED)
-                                error_setf(ret_error, r, "compute %s: an answer that is not a %s page",
-                                           operation, operation);
-                        break;
-                }
-                free_and_replace(token, next);
-                if (!token)
-                        break;
-        }
-        if (r < 0) {
-                free_items(all, n_all);
+        int r = zone_path(c, zone, rest, &path, ret_error);
+        if (r < 0)
                 return r;
+        efilter = filter ? uri_encode(filter, false) : NULL;
+        query = strprintf("maxResults=%d%s%s", GCE_COMPUTE_PAGE_SIZE, efilter ? "&filter=" : "",
+                          strempty(efilter));
+        if (!query || (filter && !efilter))
+                return -ENOMEM;
+        GceList l = *base;
+        l.path = path;
+        l.query = query;
+        if (!zone) {
+                l.operation = operation;
+                l.aggregated_kind = kind;
         }
-        *ret = all;
-        *ret_n = n_all;
-        return 0;
-}
-
-static void disks_free_any(void *d, size_t n) {
-        gce_disks_free(d, n);
-}
-
-static void instances_free_any(void *i, size_t n) {
-        gce_instances_free(i, n);
+        return gce_list_all(c, &l, ret, ret_n, ret_error);
 }
 
 int gce_compute_list_disks(GceClient *c, const char *zone, const char *filter, GceDisk **ret, size_t *ret_n,
                            char **ret_error) {
-        _cleanup_free_ char *path = NULL;
-        void *a;
-        int r = zone_path(c, zone, "/disks", &path, ret_error);
-        if (r >= 0)
-                r = list_all(c, zone ? "disks.list" : "disks.aggregatedList", path, zone ? NULL : "disks",
-                             filter, sizeof(GceDisk), disks_free_any, parse_disk_any, &a, ret_n, ret_error);
+        void *a = NULL;
+        int r = list_zone(c, &disk_list, zone, "disks", filter, &a, ret_n, ret_error);
         if (r >= 0)
                 *ret = a;
         return r;
@@ -495,13 +370,8 @@ int gce_compute_list_disks(GceClient *c, const char *zone, const char *filter, G
 
 int gce_compute_list_instances(GceClient *c, const char *zone, const char *filter, GceInstance **ret,
                                size_t *ret_n, char **ret_error) {
-        _cleanup_free_ char *path = NULL;
-        void *a;
-        int r = zone_path(c, zone, "/instances", &path, ret_error);
-        if (r >= 0)
-                r = list_all(c, zone ? "instances.list" : "instances.aggregatedList", path,
-                             zone ? NULL : "instances", filter, sizeof(GceInstance), instances_free_any,
-                             parse_instance_any, &a, ret_n, ret_error);
+        void *a = NULL;
+        int r = list_zone(c, &instance_list, zone, "instances", filter, &a, ret_n, ret_error);
         if (r >= 0)
                 *ret = a;
         return r;

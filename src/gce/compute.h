@@ -11,9 +11,8 @@
 
 #include "gce/client.h"
 
-/* Compute caps a list page at 500; a runaway nextPageToken chain stops here. */
+/* Compute caps a list page at 500. */
 #define GCE_COMPUTE_PAGE_SIZE 500
-#define GCE_COMPUTE_PAGES_MAX 10000
 
 typedef struct GceDisk {
         char *name;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "basic/aws-names.h"
+#include "basic/gce-names.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "model/pki-layout.h"
@@ -63,8 +64,23 @@ int spec_check_state_store(const void *value, char **ret_message) {
                                                spec_echo(b, s));
                 return 0;
         }
+        if ((rest = startswith(s, "gs://"))) {
+                size_t blen = strcspn(rest, "/");
+                if (!gce_bucket_name_valid(rest, blen) || strchr(rest, '?'))
+                        return spec_check_fail(
+                            ret_message,
+                            "%s: the bucket name must be 3 to 63 characters of [a-z0-9_.-] "
+                            "(gs://BUCKET[/PREFIX], no parameters)",
+                            spec_echo(b, s));
+                if (rest[blen] == '/' && !path_segments_ok(rest + blen))
+                        return spec_check_fail(ret_message,
+                                               "%s: the prefix must not contain '..' or empty segments",
+                                               spec_echo(b, s));
+                return 0;
+        }
         return spec_check_fail(ret_message,
-                               "%s is not a state store URL (file:///DIR or s3://BUCKET[/PREFIX])",
+                               "%s is not a state store URL (file:///DIR, s3://BUCKET[/PREFIX] or "
+                               "gs://BUCKET[/PREFIX])",
                                spec_echo(b, s));
 }
 

@@ -21,10 +21,9 @@ static const char *const cloud_provider_table[_CLOUD_MAX + 1] = {
 };
 
 const char *const dns_provider_kind_table[_DNS_PROVIDER_MAX + 1] = {
-        [DNS_PROVIDER_NONE] = "none",
-        [DNS_PROVIDER_HOSTS] = "hosts",
-        [DNS_PROVIDER_RFC2136] = "rfc2136",
-        [DNS_PROVIDER_ROUTE53] = "route53",
+        [DNS_PROVIDER_NONE] = "none",         [DNS_PROVIDER_HOSTS] = "hosts",
+        [DNS_PROVIDER_RFC2136] = "rfc2136",   [DNS_PROVIDER_ROUTE53] = "route53",
+        [DNS_PROVIDER_CLOUDDNS] = "clouddns",
 };
 
 static const char *const spec_key_type_table[_SPEC_KEY_TYPE_MAX + 1] = {
@@ -242,7 +241,8 @@ static const Field spec_fields[] = {
           .type = FIELD_STRING,
           .offset = offsetof(ClusterSpec, state_store),
           .validate = spec_check_state_store,
-          .help = "file:///DIR or s3://BUCKET[/PREFIX][?region=REGION]; absent = protokube manages no "
+          .help = "file:///DIR, s3://BUCKET[/PREFIX][?region=REGION] or gs://BUCKET[/PREFIX]; absent = "
+                  "protokube manages no "
                   "certificates" },
         { .name = "pki",
           .type = FIELD_STRUCT,

@@ -28,6 +28,7 @@ typedef enum DnsProviderKind {
         DNS_PROVIDER_HOSTS,
         DNS_PROVIDER_RFC2136,
         DNS_PROVIDER_ROUTE53,
+        DNS_PROVIDER_CLOUDDNS,
         _DNS_PROVIDER_MAX,
         _DNS_PROVIDER_INVALID = -EINVAL,
 } DnsProviderKind;
@@ -112,10 +113,10 @@ typedef struct ClusterSpec {
         DnsSpec dns;
         StructList etcd_clusters; /* of EtcdClusterSpec */
         char *kubernetes_version;
-        /* "file:///ABS/DIR" or "s3://BUCKET[/PREFIX][?region=REGION]"; NULL = protokube manages no
-         * certificates. When set, the loader points every certificate, key and kubeconfig path the user left
-         * unset (and each etcd cluster's tlsDir) into the pki layout under pki.dir (docs/spec.md,
-         * "Certificates"). */
+        /* "file:///ABS/DIR", "s3://BUCKET[/PREFIX][?region=REGION]" or "gs://BUCKET[/PREFIX]"; NULL =
+         * protokube manages no certificates. When set, the loader points every certificate, key and
+         * kubeconfig path the user left unset (and each etcd cluster's tlsDir) into the pki layout under
+         * pki.dir (docs/spec.md, "Certificates"). */
         char *state_store;
         PkiSpec pki;
         char *cluster_dns_domain; /* default cluster.local */

@@ -11,7 +11,7 @@
 #include "store/store.h"
 
 typedef struct StoreOps {
-        const char *scheme; /* "file://", "s3://" */
+        const char *scheme; /* "file://", "s3://", "gs://" */
         /* location: the URL after the scheme */
         int (*open)(Store *s, const char *location, char **ret_cause);
         void (*free)(Store *s);
@@ -40,6 +40,7 @@ struct Store {
 
 extern const StoreOps store_file_ops;
 extern const StoreOps store_s3_ops;
+extern const StoreOps store_gs_ops;
 
 /* Lists stop here: a store is a keystore and backups, not a bucket of millions of objects. */
 #define STORE_LIST_MAX 100000U

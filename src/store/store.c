@@ -21,6 +21,7 @@
 static const StoreOps *const providers[] = {
         &store_file_ops,
         &store_s3_ops,
+        &store_gs_ops,
 };
 
 static bool key_char_ok(char c) {
@@ -92,7 +93,8 @@ int store_open(const char *url, Store **ret, char **ret_error) {
                         ops = providers[i];
         if (!ops)
                 return store_fail(url, "open", NULL, -EINVAL,
-                                  strdup("unknown scheme (expected file:///DIR or s3://BUCKET[/PREFIX])"),
+                                  strdup("unknown scheme (expected file:///DIR, s3://BUCKET[/PREFIX] or "
+                                         "gs://BUCKET[/PREFIX])"),
                                   ret_error);
         _cleanup_(store_freep) Store *s = new0(Store, 1);
         if (!s || !(s->url = strdup(url)))

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The state store through the real binary (`protokube store ...`), the same scenarios on both providers: a
-directory (file://) in a temp dir and S3 (s3://) against the AWS double on loopback, which checks every
-request's SigV4 signature and payload hash. Includes the race of first starts: 5 processes create the same key
+"""The state store through the real binary (`protokube store ...`), the same scenarios on every provider: a
+directory (file://) in a temp dir, S3 (s3://) against the AWS double on loopback, which checks every request's
+SigV4 signature and payload hash, and Cloud Storage (gs://) against the Google Cloud double, which checks every
+request's bearer token (from a service-account key's signed JWT, as on an operator's machine) and shape. Includes the race of first starts: 5 processes create the same key
 at once, 20 trials, exactly one wins and every process reads the winner's bytes."""
 import hashlib
 import json
@@ -17,6 +18,7 @@ import urllib.request
 
 import pytest
 
+import gcedouble
 from awsdouble import DOUBLE, double_state, running_double
 from conftest import protokube_bin
 
@@ -25,6 +27,28 @@ AKID = "AKIDEXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 RACERS = 5
 TRIALS = 20
+
+
+GS_ACCOUNT = "protokube@protokube-test.iam.gserviceaccount.com"
+
+
+@pytest.fixture(scope="module")
+def gce_double():
+    """The Google Cloud double with the bucket, and a service-account key for it in a 0600 file."""
+    config = {"project": "protokube-test", "buckets": {BUCKET: {"public_access_prevention": "enforced"}},
+              "service_accounts": {GS_ACCOUNT: {"scopes": [gcedouble.CLOUD_PLATFORM]}}}
+    with gcedouble.running_double(config, prefix="pk-store-gce-") as (url, d):
+        key = gcedouble.double_call(url, "/_double/service-account-key", {"email": GS_ACCOUNT})
+        path = os.path.join(d, "key.json")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(key, f)
+        yield url, path
+
+
+def gs_env(double):
+    url, key = double
+    return {"PROTOKUBE_GCE_ENDPOINT": url, "GOOGLE_APPLICATION_CREDENTIALS": key, "GCE_METADATA_HOST": "127.0.0.1:9"}
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +74,14 @@ class Provider:
     def run(self, *args, input=None, timeout=60):
         e = dict(os.environ)
         for k in list(e):
-            if k.startswith("AWS_"):
+            if k.startswith(("AWS_", "GOOGLE_", "GCE_", "PROTOKUBE_GCE_")):
                 del e[k]
         e.update(self.env)
         return subprocess.run([protokube_bin(), "store", *args], capture_output=True, env=e, input=input,
                               timeout=timeout)
 
     def popen(self, *args):
-        e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_", "GCE_", "PROTOKUBE_GCE_"))}
         e.update(self.env)
         return subprocess.Popen([protokube_bin(), "store", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=e)
@@ -66,13 +90,17 @@ class Provider:
         if self.kind == "file":
             mode = stat.S_IMODE(os.lstat(os.path.join(self.root, key)).st_mode)
             assert mode == (0o600 if private else 0o644), oct(mode)
+        elif self.kind == "gs":
+            st = gcedouble.double_state(self.double)
+            assert self.prefix + key in st["buckets"][BUCKET], st["buckets"][BUCKET]
+            assert not st["public_objects"], st["public_objects"]  # no object of ours ever got a public ACL
         else:
             obj = double_state(self.double)["s3"][BUCKET][self.prefix + key]
             assert obj["sse"] == ("AES256" if private else None), obj
 
 
-@pytest.fixture(params=["file", "s3"])
-def provider(request, aws_double):
+@pytest.fixture(params=["file", "s3", "gs"])
+def provider(request, aws_double, gce_double):
     if request.param == "file":
         d = tempfile.mkdtemp(prefix="pk-store-")
         try:
@@ -83,8 +111,12 @@ def provider(request, aws_double):
         # each test its own prefix in the bucket, so tests do not see each other's objects
         prefix = "t%d-%s" % (os.getpid(), request.node.name.replace("[", "-").replace("]", ""))
         prefix = "".join(c if c.isalnum() or c in "-_." else "-" for c in prefix)
-        yield Provider("s3", f"s3://{BUCKET}/{prefix}", s3_env(aws_double), double=aws_double,
-                       prefix=prefix + "/")
+        if request.param == "gs":
+            yield Provider("gs", f"gs://{BUCKET}/{prefix}", gs_env(gce_double), double=gce_double[0],
+                           prefix=prefix + "/")
+        else:
+            yield Provider("s3", f"s3://{BUCKET}/{prefix}", s3_env(aws_double), double=aws_double,
+                           prefix=prefix + "/")
 
 
 def ok(p):
@@ -137,10 +169,18 @@ def test_roundtrip(provider, tmp_path):
 
 
 def test_list_pages(provider):
-    """More keys than one ListObjectsV2 page (1000) still list completely and sorted."""
+    """More keys than one ListObjectsV2 page (1000) still list completely and sorted; on gs, pages of 4 (the
+    double's object_page_size) over 25 keys."""
     s = provider
-    n = 1005
-    if s.kind == "file":
+    n = 25 if s.kind == "gs" else 1005
+    if s.kind == "gs":
+        gcedouble.double_call(s.double, "/_double/config", {"object_page_size": 4})
+        try:
+            for i in range(n):
+                ok(s.run("put", s.url, f"many/k{i:04d}", input=b"x"))
+        finally:
+            gcedouble.double_call(s.double, "/_double/config", {"object_page_size": None})
+    elif s.kind == "file":
         os.makedirs(os.path.join(s.root, "many"))
         for i in range(n):
             with open(os.path.join(s.root, "many", "k%04d" % i), "w", encoding="utf-8") as f:
@@ -281,7 +321,7 @@ def test_created_object_read_back(provider):
     s = provider
     assert ok(s.run("put-if-absent", s.url, "pki/ca.pem", input=b"MINE")) == b"created pki/ca.pem\n"
     assert ok(s.run("get", s.url, "pki/ca.pem")) == b"MINE"
-    if s.kind == "file":  # a directory store honours the condition: nothing more to see
+    if s.kind != "s3":  # a directory and Cloud Storage honour the condition: nothing more to see
         assert ok(s.run("list", s.url)).decode().split() == ["pki/ca.pem"]
         return
     full = s.prefix + "pki/other.pem"

@@ -57,7 +57,7 @@ static void test_dns(void **state) {
                 assert_ptr_equal(dns_provider_find(p->name), p);
         }
         assert_null(dns_provider_for(_DNS_PROVIDER_MAX));
-        assert_null(dns_provider_find("clouddns"));
+        assert_null(dns_provider_find("azuredns"));
 }
 
 int main(void) {

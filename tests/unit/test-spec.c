@@ -535,11 +535,11 @@ static void test_pki_errors(void **state) {
                 const char *yaml, *error;
         } cases[] = {
                 { "  stateStore: http://x/y\n",
-                  "t.yaml:8:15: spec.stateStore: 'http://x/y' is not a state store URL (file:///DIR or "
-                  "s3://BUCKET[/PREFIX])" },
+                  "t.yaml:8:15: spec.stateStore: 'http://x/y' is not a state store URL (file:///DIR, "
+                  "s3://BUCKET[/PREFIX] or gs://BUCKET[/PREFIX])" },
                 { "  stateStore: /srv/state\n",
-                  "t.yaml:8:15: spec.stateStore: '/srv/state' is not a state store URL (file:///DIR or "
-                  "s3://BUCKET[/PREFIX])" },
+                  "t.yaml:8:15: spec.stateStore: '/srv/state' is not a state store URL (file:///DIR, "
+                  "s3://BUCKET[/PREFIX] or gs://BUCKET[/PREFIX])" },
                 { "  stateStore: file://srv/state\n",
                   "t.yaml:8:15: spec.stateStore: 'file://srv/state': the directory must be absolute "
                   "(file:///DIR)" },

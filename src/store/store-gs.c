@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Cloud Storage store (gs://BUCKET[/PREFIX]): each object is the object PREFIX/KEY of the bucket,
+ * through the JSON API and the Google Cloud client of gce/. Create-if-absent is an upload with
+ * ifGenerationMatch=0 (Cloud Storage answers 412 when the object exists: exactly one concurrent writer
+ * wins, "Request preconditions"); an upload replaces an object atomically, so readers see the old or the
+ * new one. No ACL is ever sent: objects take the bucket's (uniform bucket-level access, public access
+ * prevention; docs/gce.md) and its default encryption. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/buf.h"
+#include "basic/errors.h"
+#include "basic/gce-names.h"
+#include "basic/string-util.h"
+#include "basic/strv.h"
+#include "gce/client.h"
+#include "gce/list.h"
+#include "store/store-internal.h"
+
+#define GS_LIST_PAGE 1000 /* Cloud Storage's own maximum for maxResults */
+
+typedef struct GsStore {
+        GceClient *client;
+        char *bucket;
+        char *prefix; /* "" or "a/b/": prepended to every key */
+} GsStore;
+
+/* One listed object or directory: a key relative to the store's prefix and, for objects, its generation
+ * (it changes with every write). */
+typedef struct GsItem {
+        char *name;
+        char *generation;
+} GsItem;
+
+static void gs_free(Store *s) {
+        GsStore *t = s->data;
+        if (!t)
+                return;
+        gce_client_free(t->client);
+        free(t->bucket);
+        free(t->prefix);
+        free(t);
+}
+
+static const GceErrorCode gs_not_found[] = {
+        { 404, NULL, -ENOENT },
+        {},
+};
+static const GceErrorCode gs_exists[] = {
+        { 412, NULL, -EEXIST },
+        {},
+};
+
+/* The client's message becomes the cause, except for the answers the store expects (-ENOENT, -EEXIST). */
+static int client_result(int r, bool expected, char *err, char **ret_cause) {
+        if (r < 0 && !expected && ret_cause)
+                *ret_cause = TAKE_PTR(err);
+        free(err);
+        return r;
+}
+
+/* "/b/BUCKET/o/<PREFIX/KEY, every '/' encoded>" (the JSON API names an object by one path segment). */
+static char *object_path(GsStore *t, const char *key) {
+        _cleanup_free_ char *full = strjoin(t->prefix, key), *e = full ? uri_encode(full, false) : NULL;
+        return e ? strjoin("/b/", t->bucket, "/o/", e) : NULL;
+}
+
+static void items_free(void *p, size_t n) {
+        GsItem *l = p;
+        for (size_t i = 0; l && i < n; i++) {
+                free(l[i].name);
+                free(l[i].generation);
+        }
+        free(l);
+}
+
+static int parse_object(const json_t *o, void *ret) {
+        GsItem it = {};
+        int r = json_is_object(o) ? gce_json_opt_string(o, "name", &it.name) : PK_EMALFORMED;
+        if (r >= 0)
+                r = gce_json_opt_string(o, "generation", &it.generation);
+        if (r >= 0 && !it.name)
+                r = PK_EMALFORMED;
+        if (r < 0) {
+                free(it.name);
+                free(it.generation);
+                return r;
+        }
+        *(GsItem *)ret = it;
+        return 0;
+}
+
+static int parse_prefix(const json_t *o, void *ret) {
+        if (!json_is_string(o) || string_has_cc(json_string_value(o)))
+                return PK_EMALFORMED;
+        GsItem it = { .name = strdup(json_string_value(o)) };
+        if (!it.name)
+                return -ENOMEM;
+        *(GsItem *)ret = it;
+        return 0;
+}
+
+/* Every page of objects.list under the store's prefix + prefix; with delimiter "/", the directories
+ * ("prefixes") instead of the objects. */
+static int gs_list_items(GsStore *t, const char *prefix, bool dirs, unsigned max, GsItem **ret,
+                         size_t *ret_n, char **ret_cause) {
+        _cleanup_free_ char *path = strjoin("/b/", t->bucket, "/o"), *full = strjoin(t->prefix, prefix);
+        _cleanup_free_ char *ep = full ? uri_encode(full, false) : NULL, *query = NULL;
+        void *a = NULL;
+        if (!path || !ep)
+                return -ENOMEM;
+        query = strprintf("prefix=%s&maxResults=%u%s", ep, max, dirs ? "&delimiter=%2F" : "");
+        if (!query)
+                return -ENOMEM;
+        GceList l = { .service = GCE_SERVICE_STORAGE,
+                      .operation = "objects.list",
+                      .path = path,
+                      .query = query,
+                      .items_key = dirs ? "prefixes" : "items",
+                      .size = sizeof(GsItem),
+                      .parse = dirs ? parse_prefix : parse_object,
+                      .free_items = items_free };
+        int r = gce_list_all(t->client, &l, &a, ret_n, ret_cause);
+        if (r >= 0)
+                *ret = a;
+        if (r >= 0 && *ret_n > STORE_LIST_MAX) {
+                items_free(a, *ret_n);
+                *ret_cause = strprintf("more than %u %s", STORE_LIST_MAX, dirs ? "directories" : "objects");
+                return -E2BIG;
+        }
+        return r;
+}
+
+/* location: BUCKET[/PREFIX] */
+static int gs_parse(GsStore *t, const char *location, char **ret_cause) {
+        size_t blen = strcspn(location, "/");
+        if (!gce_bucket_name_valid(location, blen) || strchr(location, '?')) {
+                *ret_cause = strdup("expected gs://BUCKET[/PREFIX] with a bucket name of 3-63 characters "
+                                    "[a-z0-9_.-] (up to 222 with dots)");
+                return -EINVAL;
+        }
+        _cleanup_free_ char *p = location[blen] == '/' ? strdup(location + blen + 1) : strdup("");
+        if (!p)
+                return -ENOMEM;
+        size_t pl = strlen(p);
+        if (pl > 0 && p[pl - 1] == '/')
+                p[--pl] = 0;
+        if (pl > 0 && !store_key_valid(p)) {
+                *ret_cause =
+                    strprintf("invalid prefix '%s' (segments of [A-Za-z0-9._-] not starting with '.')", p);
+                return -EINVAL;
+        }
+        t->bucket = strndup(location, blen);
+        t->prefix = pl == 0 ? strdup("") : strjoin(p, "/");
+        return t->bucket && t->prefix ? 0 : -ENOMEM;
+}
+
+/* One listed object: a missing bucket or missing rights show at open, naming the store. */
+static int gs_probe(GsStore *t, char **ret_cause) {
+        _cleanup_free_ char *path = strjoin("/b/", t->bucket, "/o"), *body = NULL;
+        size_t len = 0;
+        if (!path)
+                return -ENOMEM;
+        GceCall call = { .service = GCE_SERVICE_STORAGE,
+                         .operation = "objects.list",
+                         .method = "GET",
+                         .path = path,
+                         .query = "maxResults=1" };
+        return gce_client_call_raw(t->client, &call, &body, &len, ret_cause);
+}
+
+static int gs_open(Store *s, const char *location, char **ret_cause) {
+        GsStore *t = new0(GsStore, 1);
+        if (!t)
+                return -ENOMEM;
+        s->data = t;
+        int r = gs_parse(t, location, ret_cause);
+        if (r >= 0)
+                r = gce_client_new(&t->client, ret_cause);
+        if (r >= 0)
+                r = gs_probe(t, ret_cause);
+        if (r < 0) {
+                gs_free(s);
+                s->data = NULL;
+        }
+        return r;
+}
+
+static int gs_get(Store *s, const char *key, char **ret_data, size_t *ret_len, char **ret_cause) {
+        GsStore *t = s->data;
+        _cleanup_free_ char *path = object_path(t, key);
+        char *err = NULL;
+        if (!path)
+                return -ENOMEM;
+        GceCall call = { .service = GCE_SERVICE_STORAGE,
+                         .operation = "objects.get",
+                         .method = "GET",
+                         .path = path,
+                         .query = "alt=media",
+                         .error_codes = gs_not_found,
+                         .sensitive = true /* it may be a private key */ };
+        int r = gce_client_call_raw(t->client, &call, ret_data, ret_len, &err);
+        return client_result(r, r == -ENOENT, err, ret_cause);
+}
+
+static int gs_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
+                  char **ret_cause) {
+        GsStore *t = s->data;
+        _cleanup_free_ char *path = strjoin("/b/", t->bucket, "/o"), *full = strjoin(t->prefix, key);
+        _cleanup_free_ char *ename = full ? uri_encode(full, false) : NULL, *query = NULL, *body = NULL;
+        size_t body_len = 0;
+        char *err = NULL;
+        if (!path || !ename)
+                return -ENOMEM;
+        query = strprintf("uploadType=media&name=%s%s", ename, if_absent ? "&ifGenerationMatch=0" : "");
+        if (!query)
+                return -ENOMEM;
+        GceCall call = { .service = GCE_SERVICE_STORAGE_UPLOAD,
+                         .operation = if_absent ? "objects.insert (ifGenerationMatch=0)" : "objects.insert",
+                         .method = "POST",
+                         .path = path,
+                         .query = query,
+                         .content_type = "application/octet-stream",
+                         .body = data,
+                         .body_len = len,
+                         .error_codes = if_absent ? gs_exists : NULL };
+        int r = gce_client_call_raw(t->client, &call, &body, &body_len, &err);
+        return client_result(r, r == -EEXIST, err, ret_cause);
+}
+
+static int gs_delete(Store *s, const char *key, char **ret_cause) {
+        GsStore *t = s->data;
+        _cleanup_free_ char *path = object_path(t, key), *body = NULL;
+        size_t len = 0;
+        char *err = NULL;
+        if (!path)
+                return -ENOMEM;
+        GceCall call = { .service = GCE_SERVICE_STORAGE,
+                         .operation = "objects.delete",
+                         .method = "DELETE",
+                         .path = path,
+                         .error_codes = gs_not_found };
+        int r = gce_client_call_raw(t->client, &call, &body, &len, &err);
+        if (r == -ENOENT)
+                r = 0; /* already gone: what delete wants */
+        return client_result(r, false, err, ret_cause);
+}
+
+static int gs_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
+        GsStore *t = s->data;
+        GsItem *items = NULL;
+        size_t n = 0, pl = strlen(t->prefix);
+        char **keys = NULL;
+        int r = gs_list_items(t, prefix, false, GS_LIST_PAGE, &items, &n, ret_cause);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const char *k = items[i].name;
+                if (strncmp(k, t->prefix, pl) != 0 || !store_key_valid(k + pl))
+                        continue; /* written by something else */
+                _cleanup_free_ char *kv =
+                    versions ? strprintf("%s\t%s", k + pl, strempty(items[i].generation)) : NULL;
+                r = versions && !kv ? -ENOMEM : strv_extend(&keys, kv ?: k + pl);
+        }
+        items_free(items, n);
+        if (r < 0) {
+                strv_free(keys);
+                return r;
+        }
+        *ret_keys = keys ?: calloc(1, sizeof(char *));
+        return *ret_keys ? 0 : -ENOMEM;
+}
+
+static int gs_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
+        GsStore *t = s->data;
+        GsItem *items = NULL;
+        size_t n = 0, pl = strlen(t->prefix), ql = strlen(prefix);
+        char **names = NULL;
+        int r = gs_list_items(t, prefix, true, GS_LIST_PAGE, &items, &n, ret_cause);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                char *p = items[i].name;
+                size_t len = strlen(p);
+                if (len < pl + ql + 2 || strncmp(p, t->prefix, pl) != 0 ||
+                    strncmp(p + pl, prefix, ql) != 0 || p[len - 1] != '/') {
+                        *ret_cause = strdup("objects.list: a prefix that was not asked for");
+                        r = PK_EMALFORMED;
+                        break;
+                }
+                p[len - 1] = 0;
+                const char *name = p + pl + ql;
+                if (!strchr(name, '/') && store_key_valid(name))
+                        r = strv_extend(&names, name);
+        }
+        items_free(items, n);
+        if (r < 0) {
+                strv_free(names);
+                return r;
+        }
+        *ret_names = names ?: calloc(1, sizeof(char *));
+        return *ret_names ? 0 : -ENOMEM;
+}
+
+const StoreOps store_gs_ops = {
+        .scheme = "gs://",
+        .open = gs_open,
+        .free = gs_free,
+        .get = gs_get,
+        .put = gs_put,
+        .list = gs_list,
+        .delete = gs_delete,
+        .list_dirs = gs_list_dirs,
+};
