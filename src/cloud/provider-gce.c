@@ -93,7 +93,10 @@ static int identity_detect(GceProvider *p, const VolumeProviderConfig *cfg, Node
         }
         if (!in && r >= 0)
                 r = metadata_value(p, "instance/network-interfaces/0/ip", &in, ret_error);
-        if (!ex && r >= 0)
+        /* The external address is optional: asked for on GCE, not of a machine given its name, zone and
+         * address (an operator's, with a key). */
+        bool on_gce = !cfg->node_name || !cfg->zone || !cfg->internal_ip;
+        if (!ex && on_gce && r >= 0)
                 r = metadata_value(p, "instance/network-interfaces/0/access-configs/0/external-ip", &ex,
                                    ret_error);
         if (r < 0)

@@ -276,9 +276,10 @@ int gce_token_from_key(const GceServiceAccountKey *key, const char *scopes, cons
                 r = gce_token_parse(resp.body, resp.body_len, now(CLOCK_MONOTONIC), ret, ret_error);
         else {
                 why = gce_token_error_parse(resp.body, resp.body_len);
-                r = error_setf(ret_error, PK_ECLOUD, "token request to %s for %s: HTTP %ld: %s",
-                               key->token_uri, key->client_email, resp.status,
-                               why ?: "no error description");
+                /* a refusal (a bad key, a clock off by minutes) stays one; throttling and 5xx may pass */
+                r = error_setf(ret_error, resp.status == 429 || resp.status >= 500 ? PK_ECLOUD : -EACCES,
+                               "token request to %s for %s: HTTP %ld: %s", key->token_uri, key->client_email,
+                               resp.status, why ?: "no error description");
         }
         http_response_done(&resp);
         return r;

@@ -61,7 +61,8 @@ int gce_token_parse(const char *data, size_t len, usec_t now, GceToken *ret, cha
 char *gce_token_error_parse(const char *data, size_t len);
 
 /* Exchanges a fresh assertion of key for a token at key->token_uri (one POST, form-encoded; ca_file: the
- * CAs for https, NULL for the system's). Errors: PK_ECLOUD with the endpoint's error, transport errors as
- * http_request()'s. */
+ * CAs for https, NULL for the system's). Errors, with the endpoint's words: -EACCES when it refused the
+ * assertion (4xx: an unknown or revoked key, a clock far off), PK_ECLOUD for 429 and 5xx (worth a retry),
+ * transport errors as http_request()'s. */
 int gce_token_from_key(const GceServiceAccountKey *key, const char *scopes, const char *ca_file,
                        GceToken *ret, char **ret_error);

@@ -62,8 +62,8 @@ static int metadata_exchange(GceMetadata *m, const char *path, bool sensitive, H
                 .sensitive = sensitive,
         };
         int r = http_request(&req, resp, &err);
-        if (r < 0)
-                return error_setf(ret_error, r, "metadata server %s: %s", url, err ?: pk_strerror(r));
+        if (r < 0) /* http_request()'s message names the URL */
+                return error_setf(ret_error, r, "metadata server: %s", err ?: pk_strerror(r));
         _cleanup_free_ char *flavor = http_response_header(resp, "Metadata-Flavor");
         if (!flavor || strcasecmp(flavor, "Google") != 0) {
                 http_response_done(resp);

@@ -15,23 +15,14 @@
 #include "basic/string-util.h"
 #include "basic/strv.h"
 #include "gce/client.h"
-#include "gce/list.h"
+#include "gce/storage.h"
 #include "store/store-internal.h"
-
-#define GS_LIST_PAGE 1000 /* Cloud Storage's own maximum for maxResults */
 
 typedef struct GsStore {
         GceClient *client;
         char *bucket;
         char *prefix; /* "" or "a/b/": prepended to every key */
 } GsStore;
-
-/* One listed object or directory: a key relative to the store's prefix and, for objects, its generation
- * (it changes with every write). */
-typedef struct GsItem {
-        char *name;
-        char *generation;
-} GsItem;
 
 static void gs_free(Store *s) {
         GsStore *t = s->data;
@@ -66,66 +57,16 @@ static char *object_path(GsStore *t, const char *key) {
         return e ? strjoin("/b/", t->bucket, "/o/", e) : NULL;
 }
 
-static void items_free(void *p, size_t n) {
-        GsItem *l = p;
-        for (size_t i = 0; l && i < n; i++) {
-                free(l[i].name);
-                free(l[i].generation);
-        }
-        free(l);
-}
-
-static int parse_object(const json_t *o, void *ret) {
-        GsItem it = {};
-        int r = json_is_object(o) ? gce_json_opt_string(o, "name", &it.name) : PK_EMALFORMED;
-        if (r >= 0)
-                r = gce_json_opt_string(o, "generation", &it.generation);
-        if (r >= 0 && !it.name)
-                r = PK_EMALFORMED;
-        if (r < 0) {
-                free(it.name);
-                free(it.generation);
-                return r;
-        }
-        *(GsItem *)ret = it;
-        return 0;
-}
-
-static int parse_prefix(const json_t *o, void *ret) {
-        if (!json_is_string(o) || string_has_cc(json_string_value(o)))
-                return PK_EMALFORMED;
-        GsItem it = { .name = strdup(json_string_value(o)) };
-        if (!it.name)
+/* Every listed object (or, with dirs, directory) under the store's prefix + prefix; capped as every store's
+ * listing is. */
+static int gs_list_items(GsStore *t, const char *prefix, bool dirs, GceObject **ret, size_t *ret_n,
+                         char **ret_cause) {
+        _cleanup_free_ char *full = strjoin(t->prefix, prefix);
+        if (!full)
                 return -ENOMEM;
-        *(GsItem *)ret = it;
-        return 0;
-}
-
-/* Every page of objects.list under the store's prefix + prefix; with delimiter "/", the directories
- * ("prefixes") instead of the objects. */
-static int gs_list_items(GsStore *t, const char *prefix, bool dirs, unsigned max, GsItem **ret,
-                         size_t *ret_n, char **ret_cause) {
-        _cleanup_free_ char *path = strjoin("/b/", t->bucket, "/o"), *full = strjoin(t->prefix, prefix);
-        _cleanup_free_ char *ep = full ? uri_encode(full, false) : NULL, *query = NULL;
-        void *a = NULL;
-        if (!path || !ep)
-                return -ENOMEM;
-        query = strprintf("prefix=%s&maxResults=%u%s", ep, max, dirs ? "&delimiter=%2F" : "");
-        if (!query)
-                return -ENOMEM;
-        GceList l = { .service = GCE_SERVICE_STORAGE,
-                      .operation = "objects.list",
-                      .path = path,
-                      .query = query,
-                      .items_key = dirs ? "prefixes" : "items",
-                      .size = sizeof(GsItem),
-                      .parse = dirs ? parse_prefix : parse_object,
-                      .free_items = items_free };
-        int r = gce_list_all(t->client, &l, &a, ret_n, ret_cause);
-        if (r >= 0)
-                *ret = a;
+        int r = gce_storage_list(t->client, t->bucket, full, dirs, ret, ret_n, ret_cause);
         if (r >= 0 && *ret_n > STORE_LIST_MAX) {
-                items_free(a, *ret_n);
+                gce_objects_free(*ret, *ret_n);
                 *ret_cause = strprintf("more than %u %s", STORE_LIST_MAX, dirs ? "directories" : "objects");
                 return -E2BIG;
         }
@@ -249,10 +190,10 @@ static int gs_delete(Store *s, const char *key, char **ret_cause) {
 
 static int gs_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {
         GsStore *t = s->data;
-        GsItem *items = NULL;
+        GceObject *items = NULL;
         size_t n = 0, pl = strlen(t->prefix);
         char **keys = NULL;
-        int r = gs_list_items(t, prefix, false, GS_LIST_PAGE, &items, &n, ret_cause);
+        int r = gs_list_items(t, prefix, false, &items, &n, ret_cause);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 const char *k = items[i].name;
                 if (strncmp(k, t->prefix, pl) != 0 || !store_key_valid(k + pl))
@@ -261,7 +202,7 @@ static int gs_list(Store *s, const char *prefix, bool versions, char ***ret_keys
                     versions ? strprintf("%s\t%s", k + pl, strempty(items[i].generation)) : NULL;
                 r = versions && !kv ? -ENOMEM : strv_extend(&keys, kv ?: k + pl);
         }
-        items_free(items, n);
+        gce_objects_free(items, n);
         if (r < 0) {
                 strv_free(keys);
                 return r;
@@ -272,10 +213,10 @@ static int gs_list(Store *s, const char *prefix, bool versions, char ***ret_keys
 
 static int gs_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_cause) {
         GsStore *t = s->data;
-        GsItem *items = NULL;
+        GceObject *items = NULL;
         size_t n = 0, pl = strlen(t->prefix), ql = strlen(prefix);
         char **names = NULL;
-        int r = gs_list_items(t, prefix, true, GS_LIST_PAGE, &items, &n, ret_cause);
+        int r = gs_list_items(t, prefix, true, &items, &n, ret_cause);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 char *p = items[i].name;
                 size_t len = strlen(p);
@@ -290,7 +231,7 @@ static int gs_list_dirs(Store *s, const char *prefix, char ***ret_names, char **
                 if (!strchr(name, '/') && store_key_valid(name))
                         r = strv_extend(&names, name);
         }
-        items_free(items, n);
+        gce_objects_free(items, n);
         if (r < 0) {
                 strv_free(names);
                 return r;

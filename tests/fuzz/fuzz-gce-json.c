@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Every reader of Google's answers over one input: the error document, a token answer and a token
- * endpoint's error, a service account key, disks.list and instances.list pages, an operation, and kops'
- * label decoding. Malformed input must be an error, never a crash. */
+ * endpoint's error, a service account key, disks.list and instances.list pages, an operation, Cloud DNS's
+ * zone and record set pages and a change, Cloud Storage's object and prefix pages, and kops' label
+ * decoding. Malformed input must be an error, never a crash. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,9 @@
 #include "basic/gce-names.h"
 #include "gce/auth.h"
 #include "gce/client.h"
+#include "gce/clouddns.h"
 #include "gce/compute.h"
+#include "gce/storage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,6 +47,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (gce_compute_parse_operation(text, size, &op) >= 0)
                 gce_operation_done(&op);
+
+        GceManagedZone *mz;
+        GceRecordSet *rs;
+        GceObject *obj;
+        bool done;
+        if (gce_dns_parse_zone_page(text, size, &mz, &n, &next) >= 0) {
+                gce_managed_zones_free(mz, n);
+                free(next);
+        }
+        if (gce_dns_parse_record_set_page(text, size, &rs, &n, &next) >= 0) {
+                gce_record_sets_free(rs, n);
+                free(next);
+        }
+        if (gce_dns_parse_change(text, size, &s, &done) >= 0)
+                free(s);
+        for (int dirs = 0; dirs < 2; dirs++)
+                if (gce_storage_parse_list_page(text, size, dirs, &obj, &n, &next) >= 0) {
+                        gce_objects_free(obj, n);
+                        free(next);
+                }
 
         char *z = strndup(text, size);
         if (z && gce_label_decode(z, &s) >= 0)

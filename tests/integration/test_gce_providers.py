@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import urllib.request
 
 import pytest
@@ -24,6 +25,9 @@ PROJECT = "protokube-test"
 ZONE = "europe-west1-b"
 DNS_ZONE = "k8s-test"
 MEMBERS = ("a", "b", "c")
+# Another owner's record at one of our names: never touched, and with ours it makes that name's listing longer
+# than one page when pages are small.
+NOT_OURS = {"name": f"api.{CLUSTER}.", "type": "TXT", "ttl": 300, "rrdatas": ['"owner=someone-else"']}
 
 SPEC = f"""apiVersion: protokube/v1alpha1
 kind: Cluster
@@ -97,7 +101,7 @@ class GceEnv:
                                                    "k8s-io-etcd-main": kops_label("d/a,b,c,d")}}
         disks.update(extra_disks or {})
         self.call("/_double/config", {"project": PROJECT, "instances": instances, "disks": disks,
-                                      "managed_zones": {DNS_ZONE: {"dns_name": "k8s.test."}}})
+                                      "managed_zones": {DNS_ZONE: {"dns_name": "k8s.test.", "rrsets": [NOT_OURS]}}})
 
     def call(self, path, body=None):
         data = None if body is None else json.dumps(body).encode()
@@ -236,3 +240,129 @@ def test_one_node_claim_format_mount_and_clouddns(env1):
     for d in mine:
         with open(os.path.join(env.mount_root(0), "master-" + d, "marker")) as f:
             assert f.read() == "data of " + d
+
+
+def test_three_instances_race_for_their_disks_over_pages(env3):
+    """Three masters start at once, every list one item per page (disks, instances, record sets): each member's
+    disk ends up with exactly one instance, each instance with one member's main and events disks, each disk
+    formatted once, and Cloud DNS names each member's holder."""
+    env = env3
+    env.call("/_double/config", {"page_size": 1, "rrset_page_size": 1})
+    procs = [subprocess.Popen(env_argv(env, "once", k), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env.env(k)) for k in range(3)]
+    outs = []
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        outs.append(err)
+    # a master that lost a race may stop its pass with the conflict; the next pass settles it
+    for k in range(3):
+        outs.append(env.pk("once", k, check=0).stderr)
+    holders = env.holders()
+    by_instance = {}
+    for d, h in holders.items():
+        assert h, f"{d} is held by nobody: {holders}"
+        by_instance.setdefault(h, []).append(d)
+    assert sorted(by_instance) == [instance(k) for k in range(3)], holders
+    for h, disks in by_instance.items():
+        members = {d.split("-")[0] for d in disks}
+        assert len(disks) == 2 and len(members) == 1, (h, disks)
+    formats = sum(err.count("blank: creating an ext4 filesystem") for err in outs)
+    assert formats == 6, outs  # each disk once, by its one holder
+    log = env.log()
+    assert any("pageToken=" in e["query"] for e in log if "/disks" in e["path"]), "disks were not paged"
+    assert any("pageToken=" in e["query"] for e in log if e["path"].endswith("/rrsets")), "rrsets were not paged"
+    sets = env.state()["zones"][DNS_ZONE]["rrsets"]
+    assert [(r["name"], r["rrdatas"]) for r in sets if r["type"] == "TXT"] == [(NOT_OURS["name"], NOT_OURS["rrdatas"])]
+    recs = env.records()
+    for h, disks in by_instance.items():
+        m = disks[0].split("-")[0]
+        k = [k for k in range(3) if instance(k) == h][0]
+        assert recs[(f"etcd-{m}.internal.{CLUSTER}.", "A")] == (30, [instance_ips(k)[0]]), recs
+
+
+def env_argv(env, verb, k):
+    return [protokube_bin(), "-c", env.spec, verb, "--mount-root", env.mount_root(k),
+            "--manifest-dir", os.path.join(env.base, f"manifests-{k}"),
+            "--config-dir", os.path.join(env.base, f"lib-{k}"), "--kubelet-dir", os.path.join(env.base, f"kubelet-{k}")]
+
+
+def test_errors_are_named_and_throttling_is_retried(env1):
+    env = env1
+    # 403: the permission named, the pass fails, nothing attached
+    env.call("/_double/config", {"deny": ["GET /compute/v1/projects/*/aggregated/disks*"]})
+    p = env.pk("once", 0)
+    assert p.returncode != 0, p.stderr
+    assert "disks.aggregatedList: HTTP 403 PERMISSION_DENIED" in p.stderr, p.stderr
+    assert not any(env.holders().values())
+    env.call("/_double/config", {"deny": []})
+
+    # an attach whose operation ends in an error: the disk and the operation's error named, nothing mounted
+    first = disk_name("main", "a")
+    env.call("/_double/config", {"faults": {"op_error": {first: {"code": "QUOTA_EXCEEDED",
+                                                                 "message": "Quota 'DISKS_TOTAL_GB' exceeded."}}}})
+    p = env.pk("once", 0)
+    assert f"attach disk {first} to {instance(0)}" in p.stderr and "QUOTA_EXCEEDED" in p.stderr, p.stderr
+    assert env.holders()[first] is None
+
+    # 429 and 503 answers: retried with backoff, the pass succeeds
+    env.call("/_double/config", {"faults": {"throttle": 3, "error503": 2}})
+    env.pk("once", 0, check=0)
+    counters = env.state()["counters"]
+    assert counters["throttled"] == 3 and counters["errors503"] == 2, counters
+    assert sum(1 for h in env.holders().values() if h) == 2
+
+    # an answer that is not JSON: named, not a crash, and the next pass is fine again
+    env.call("/_double/config", {"faults": {"garbage": 1}})
+    p = env.pk("once", 0)
+    assert p.returncode != 0 and "unparsable response (HTTP 200" in p.stderr, p.stderr
+    env.pk("once", 0, check=0)
+
+
+def test_short_lived_tokens_are_renewed(env1):
+    """Metadata tokens that live 8 s: a daemon's passes over 20 s fetch new ones before the old expire, and no
+    call is refused for an expired token."""
+    env = env1
+    env.call("/_double/config", {"metadata_token_ttl": 8})
+    env.pk("once", 0, check=0)
+    before = env.state()["counters"]
+    argv = env_argv(env, "run", 0) + ["--listen", "127.0.0.1:0", "--interval", "1s"]
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env.env(0))
+    try:
+        time.sleep(20)
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    after = env.state()["counters"]
+    assert after["metadata_token_fetches"] - before["metadata_token_fetches"] >= 3, (before, after)
+    assert after["auth_failures"] == before["auth_failures"], (before, after, err[-2000:])
+
+
+def test_from_an_operators_machine_with_a_key(env1):
+    """Off GCE (no metadata server): `protokube volumes` lists the cluster's disks with a service-account key,
+    whose JWT the double verifies; the key's secrets never reach the output."""
+    env = env1
+    account = "operator@protokube-test.iam.gserviceaccount.com"
+    env.call("/_double/config", {"service_accounts": {account: {"scopes": [
+        "https://www.googleapis.com/auth/cloud-platform"]}}})
+    key = env.call("/_double/service-account-key", {"email": account})
+    path = os.path.join(env.base, "key.json")
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        json.dump(key, f)
+    e = env.env(0)
+    e.update({"GOOGLE_APPLICATION_CREDENTIALS": path, "GCE_METADATA_HOST": "127.0.0.1:9"})
+    argv = [protokube_bin(), "-c", env.spec, "volumes", "--node-name", "laptop", "--zone", ZONE,
+            "--internal-ip", "192.0.2.1"]
+    p = subprocess.run(argv, capture_output=True, text=True, env=e, timeout=60)
+    assert p.returncode == 0, p.stderr
+    for c in ("main", "events"):
+        for m in MEMBERS:
+            assert disk_name(c, m) in p.stdout, p.stdout
+    assert "a-etcd-main-other" not in p.stdout  # another cluster's
+    assert env.state()["counters"]["token_grants"] >= 1
+    secret_parts = [key["private_key"].splitlines()[1], key["private_key_id"]]
+    assert not any(s in p.stdout + p.stderr for s in secret_parts)
+
+    # a key whose account the double does not know: the token endpoint's error, named
+    env.call("/_double/service-account-key", {"email": account, "rotate": True})
+    p = subprocess.run(argv, capture_output=True, text=True, env=e, timeout=60)
+    assert p.returncode != 0 and "token request to" in p.stderr and "invalid_client" in p.stderr, p.stderr

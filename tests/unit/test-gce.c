@@ -18,7 +18,9 @@
 #include "basic/strv.h"
 #include "gce/auth.h"
 #include "gce/client.h"
+#include "gce/clouddns.h"
 #include "gce/compute.h"
+#include "gce/storage.h"
 #include "shared/crypto.h"
 #include "shared/openssl-util.h"
 
@@ -314,13 +316,71 @@ static void test_operation(void **state) {
         assert_int_equal(gce_compute_parse_operation(bad, strlen(bad), &op), PK_EMALFORMED);
 }
 
+static void test_clouddns(void **state) {
+        size_t len, n;
+        _cleanup_free_ char *rr = vector("rrsets-page.json", &len), *next = NULL;
+        GceRecordSet *s = NULL;
+        assert_int_equal(gce_dns_parse_record_set_page(rr, len, &s, &n, &next), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(next, "CiRhcGkuZGVtby5rOHMudGVzdC4gVFhU");
+        assert_string_equal(s[0].type, "A");
+        assert_int_equal(s[0].ttl, 30);
+        assert_string_equal(s[0].rrdatas[1], "10.132.0.11");
+        assert_null(s[0].rrdatas[2]);
+        gce_record_sets_free(s, n);
+
+        _cleanup_free_ char *zp = vector("zones-page.json", &len), *next2 = NULL;
+        GceManagedZone *z = NULL;
+        assert_int_equal(gce_dns_parse_zone_page(zp, len, &z, &n, &next2), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(z[0].name, "k8s-test");
+        assert_false(z[0].private_zone);
+        assert_true(z[1].private_zone);
+        gce_managed_zones_free(z, n);
+
+        _cleanup_free_ char *ch = vector("change-pending.json", &len), *id = NULL;
+        bool done = true;
+        assert_int_equal(gce_dns_parse_change(ch, len, &id, &done), 0);
+        assert_string_equal(id, "17");
+        assert_false(done);
+        const char *bad[] = { "{\"id\":\"../1\",\"status\":\"done\"}", "{\"id\":\"1\",\"status\":\"lost\"}",
+                              "{\"rrsets\":[{\"name\":\"a.\",\"type\":\"A\",\"ttl\":-1}]}" };
+        char *x = NULL;
+        assert_int_equal(gce_dns_parse_change(bad[0], strlen(bad[0]), &x, &done), PK_EMALFORMED);
+        assert_int_equal(gce_dns_parse_change(bad[1], strlen(bad[1]), &x, &done), PK_EMALFORMED);
+        assert_int_equal(gce_dns_parse_record_set_page(bad[2], strlen(bad[2]), &s, &n, &next2),
+                         PK_EMALFORMED);
+        assert_null(s);
+}
+
+static void test_storage_list(void **state) {
+        size_t len, n;
+        _cleanup_free_ char *data = vector("objects-page.json", &len), *next = NULL, *next2 = NULL;
+        GceObject *o = NULL;
+        assert_int_equal(gce_storage_parse_list_page(data, len, false, &o, &n, &next), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(o[0].name, "demo/pki/ca.crt");
+        assert_string_equal(o[0].generation, "1764411062500123");
+        gce_objects_free(o, n);
+        assert_int_equal(gce_storage_parse_list_page(data, len, true, &o, &n, &next2), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(o[0].name, "demo/backups/");
+        assert_null(o[0].generation);
+        gce_objects_free(o, n);
+        const char *bad = "{\"items\":[{\"name\":\"x\",\"generation\":\"12a\"}]}";
+        char *none = NULL;
+        assert_int_equal(gce_storage_parse_list_page(bad, strlen(bad), false, &o, &n, &none), PK_EMALFORMED);
+        assert_null(none);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_labels),    cmocka_unit_test(test_names),
-                cmocka_unit_test(test_jwt),       cmocka_unit_test(test_key_errors),
-                cmocka_unit_test(test_token),     cmocka_unit_test(test_error_document),
-                cmocka_unit_test(test_disk_page), cmocka_unit_test(test_instance_page),
-                cmocka_unit_test(test_operation),
+                cmocka_unit_test(test_labels),       cmocka_unit_test(test_names),
+                cmocka_unit_test(test_jwt),          cmocka_unit_test(test_key_errors),
+                cmocka_unit_test(test_token),        cmocka_unit_test(test_error_document),
+                cmocka_unit_test(test_disk_page),    cmocka_unit_test(test_instance_page),
+                cmocka_unit_test(test_operation),    cmocka_unit_test(test_clouddns),
+                cmocka_unit_test(test_storage_list),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
