@@ -3,7 +3,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?=
 
-.PHONY: all deps build build-asan deb demo demo-aws demo-selfhosted demo-workers demo-etcd-upgrade render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
+.PHONY: all deps build build-asan deb demo demo-aws demo-gce demo-selfhosted demo-workers demo-etcd-upgrade render-demo check fuzz unit unit-asan integration lint golden bench clean fuzz
 
 all: build
 
@@ -44,6 +44,10 @@ demo-etcd-upgrade: deps build
 # Steps 1-2 of the scenario with cloud: aws and dns: route53, against the AWS API double.
 demo-aws: deps build
 	@PROTOKUBE_BIN=$(CURDIR)/$(BUILD)/src/cli/protokube /usr/bin/python3 tests/e2e/scenario_aws.py
+
+# The same with cloud: gce, dns: clouddns and a gs:// state store, against the Google Cloud double.
+demo-gce: deps build
+	@PROTOKUBE_BIN=$(CURDIR)/$(BUILD)/src/cli/protokube /usr/bin/python3 tests/e2e/scenario_gce.py
 
 render-demo: build
 	@scripts/render-demo.sh $(BUILD)/src/cli/protokube

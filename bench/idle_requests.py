@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Figure 10 (issue 19's "figure 6"): requests per converged idle pass against the AWS double, by service and
-action, and CPU per idle pass. One master: `protokube run --interval 1s` with `cloud: aws` (two image-backed
-EBS volumes: loop devices, real mkfs), `dns: route53`, `stateStore: s3://...` (the keystore, the node's
-certificates under `pki.dir`, etcd backups) against the AWS double (tests/fakes/aws/server.py) on loopback.
+"""Figure 10 (issue 19's "figure 6"): requests per converged idle pass against the AWS double and against the
+Google Cloud double, by service and action, and CPU per idle pass. One master: `protokube run --interval 1s`
+with `cloud: aws` (two image-backed EBS volumes: loop devices, real mkfs), `dns: route53`, `stateStore:
+s3://...` (the keystore, the node's certificates under `pki.dir`, etcd backups) against the AWS double
+(tests/fakes/aws/server.py) on loopback; then the same with `cloud: gce` (two image-backed persistent disks
+labelled as kops labels them, the instance's metadata server), `dns: clouddns` and `stateStore: gs://...`
+against the Google Cloud double (tests/fakes/gce/server.py).
 No etcd runs (nothing starts the static pods), so the backup stage finds no leader and takes no backup, as
 on a follower: what it still asks the store is what an idle pass costs.
 
@@ -33,19 +36,22 @@ AZ = "us-east-1a"
 IID = "i-0bench00000000010"
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 DOUBLE = os.path.join(common.ROOT, "tests", "fakes", "aws", "server.py")
+GCE_DOUBLE = os.path.join(common.ROOT, "tests", "fakes", "gce", "server.py")
+GCE_ZONE = "europe-west1-b"
+GCE_INSTANCE = "master-bench-a"
 PASS_RE = re.compile(r"^Pass (\d+) converged in [0-9.]+ ms \((\d+) changes\)\.$")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def spec_text(wd):
+def spec_text(wd, cloud="aws", dns="route53", scheme="s3"):
     return f"""apiVersion: protokube/v1alpha1
 kind: Cluster
 metadata:
   name: {CLUSTER}
 spec:
-  cloud: aws
+  cloud: {cloud}
   dns:
-    provider: route53
+    provider: {dns}
     zone: k8s.test.
     ttl: 30
   etcdClusters:
@@ -53,14 +59,30 @@ spec:
       image: registry.k8s.io/etcd:3.5.16-0
     - name: events
       image: registry.k8s.io/etcd:3.5.16-0
-  stateStore: s3://{BUCKET}/{CLUSTER}
+  stateStore: {scheme}://{BUCKET}/{CLUSTER}
   pki:
     dir: {wd}/pki
   kubernetesVersion: 1.31.2
 """
 
 
-class Double(common.AwsDouble):
+class CloudDouble(common.AwsDouble):
+    """A cloud's double with its request log; stopping it detaches the loop devices it made."""
+    post_timeout = 60
+
+    def log(self):
+        return self.get_json("/_double/log")
+
+    def stop(self):
+        try:
+            if self.proc.poll() is None:
+                self.post("/_double/cleanup", {})
+        except OSError:
+            pass
+        super().stop()
+
+
+class Double(CloudDouble):
     """The AWS double on loopback with one instance, two image-backed volumes, a zone and a bucket."""
     post_timeout = 60
 
@@ -80,24 +102,82 @@ class Double(common.AwsDouble):
             "volumes": volumes, "byid_dir": os.path.join(wd, "by-id"), "buckets": [BUCKET],
             "zones": [{"id": ZONE_ID, "name": "k8s.test."}]})
 
-    def log(self):
-        return self.get_json("/_double/log")
+    def spec(self, wd):
+        return spec_text(wd)
 
-    def stop(self):
-        try:
-            if self.proc.poll() is None:
-                self.post("/_double/cleanup", {})
-        except OSError:
-            pass
-        super().stop()
+    def env(self, wd):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update({"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET,
+                    "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_EC2": self.url,
+                    "AWS_ENDPOINT_URL_ROUTE_53": self.url, "AWS_ENDPOINT_URL_S3": self.url,
+                    "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{self.url}/_as/{IID}",
+                    "AWS_SHARED_CREDENTIALS_FILE": os.path.join(wd, "none"),
+                    "AWS_CONFIG_FILE": os.path.join(wd, "none"), "HOME": wd,
+                    "PROTOKUBE_AWS_BYID_DIR": os.path.join(wd, "by-id")})
+        return env
+
+    @staticmethod
+    def action_key(entry):
+        svc = entry.get("service", "?")
+        if svc == "imds":
+            path = re.sub(r"^/_as/[^/]+", "", entry.get("path", ""))
+            return "imds " + path
+        return f"{svc} {entry.get('action', '?')}"
 
 
-def action_key(entry):
-    svc = entry.get("service", "?")
-    if svc == "imds":
-        path = re.sub(r"^/_as/[^/]+", "", entry.get("path", ""))
-        return "imds " + path
-    return f"{svc} {entry.get('action', '?')}"
+# A Google API path as a method name: the project, zone, names and object names become placeholders.
+GCE_PATH_NAMES = [(re.compile(r"^/(compute|dns)/v1/projects/[^/]+"), r""),
+                  (re.compile(r"^/(upload/)?storage/v1/b/[^/]+"), r"/b/BUCKET"),
+                  (re.compile(r"/zones/[^/]+"), r"/zones/ZONE"),
+                  (re.compile(r"/(instances|disks|operations|managedZones|changes)/[^/]+"), r"/\1/NAME"),
+                  (re.compile(r"/o/[^/]+"), r"/o/OBJECT")]
+
+
+class GceDouble(CloudDouble):
+    """The Google Cloud double on loopback with one instance (its metadata server), two image-backed disks
+    labelled as kops labels them, a managed zone and a bucket."""
+    post_timeout = 60
+
+    def __init__(self, wd):
+        super().__init__(wd, GCE_DOUBLE, os.path.join(wd, "double.log"))
+        safe = CLUSTER.replace(".", "-")
+        disks = {}
+        for c in ("main", "events"):
+            image = os.path.join(wd, f"disk-{c}.img")
+            with open(image, "wb") as f:
+                f.truncate(24 << 20)
+            disks[f"a-etcd-{c}-{safe}"] = {"zone": GCE_ZONE, "size_gb": 1, "image": image,
+                                          "labels": {"k8s-io-cluster-name": safe, "k8s-io-role-master": "master",
+                                                     f"k8s-io-etcd-{c}": "a-2fa"}}
+        self.post("/_double/config", {
+            "project": "protokube-bench", "disks": disks, "buckets": {BUCKET: {}},
+            "instances": {GCE_INSTANCE: {"zone": GCE_ZONE, "internal_ip": "10.46.0.10", "external_ip": "35.46.0.10",
+                                         "labels": {"k8s-io-cluster-name": safe},
+                                         "byid_dir": os.path.join(wd, "by-id")}},
+            "managed_zones": {"k8s-test": {"dns_name": "k8s.test."}}})
+        os.makedirs(os.path.join(wd, "by-id"), exist_ok=True)
+
+    def spec(self, wd):
+        return spec_text(wd, "gce", "clouddns", "gs")
+
+    def env(self, wd):
+        port = self.get_json("/_double/state")["metadata_ports"][GCE_INSTANCE]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_", "GCE_", "PROTOKUBE_GCE"))}
+        env.update({"PROTOKUBE_GCE_ENDPOINT": self.url, "GCE_METADATA_HOST": f"127.0.0.1:{port}", "HOME": wd,
+                    "PROTOKUBE_GCE_BYID_DIR": os.path.join(wd, "by-id")})
+        return env
+
+    @staticmethod
+    def action_key(entry):
+        api, path = entry.get("api", "?"), entry.get("path", "")
+        if api == "metadata":
+            return "metadata " + path.replace("/computeMetadata/v1/", "")
+        for rx, repl in GCE_PATH_NAMES:
+            path = rx.sub(repl, path)
+        return f"{api} {entry.get('method', '?')} {path}"
+
+
+CLOUDS = {"aws": ("AWS double", Double), "gce": ("GCE double", GceDouble)}
 
 
 def cpu_ticks(pid):
@@ -106,30 +186,23 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
 
 
-def one_run(binary):
+def one_run(binary, cloud="aws"):
     """One daemon from a blank cluster to PASSES idle passes: ({action: requests per pass}, CPU ms per pass,
     passes measured)."""
     with common.Workdir("requests") as wd:
-        double = Double(wd.path)
+        double = CLOUDS[cloud][1](wd.path)
         proc = None
         try:
             spec = os.path.join(wd.path, "cluster.yaml")
             with open(spec, "w") as f:
-                f.write(spec_text(wd.path))
-            env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-            env.update({"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET,
-                        "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_EC2": double.url,
-                        "AWS_ENDPOINT_URL_ROUTE_53": double.url, "AWS_ENDPOINT_URL_S3": double.url,
-                        "AWS_EC2_METADATA_SERVICE_ENDPOINT": f"{double.url}/_as/{IID}",
-                        "AWS_SHARED_CREDENTIALS_FILE": os.path.join(wd.path, "none"),
-                        "AWS_CONFIG_FILE": os.path.join(wd.path, "none"), "HOME": wd.path,
-                        "PROTOKUBE_AWS_BYID_DIR": os.path.join(wd.path, "by-id")})
+                f.write(double.spec(wd.path))
             log_path = os.path.join(wd.path, "daemon.log")
             with open(log_path, "w") as log:
                 proc = subprocess.Popen([binary, "-c", spec, "--log-format", "json", "run", "--mount-root",
                                          wd.sub("mnt"), "--manifest-dir", wd.sub("manifests"),
                                          "--config-dir", wd.sub("lib"), "--kubelet-dir", wd.sub("kubelet"),
-                                         "--interval", "1s"], stdout=subprocess.DEVNULL, stderr=log, env=env)
+                                         "--interval", "1s"], stdout=subprocess.DEVNULL, stderr=log,
+                                        env=double.env(wd.path))
             return measure_window(proc, log_path, double)
         finally:
             common.stop_pid(proc, grace=20)
@@ -166,12 +239,12 @@ def measure_window(proc, log_path, double):
                 entries = double.log()[opened[0]:]
                 counts = {}
                 for e in entries:
-                    counts[action_key(e)] = counts.get(action_key(e), 0) + 1
+                    counts[double.action_key(e)] = counts.get(double.action_key(e), 0) + 1
                 n = k - start
                 if os.environ.get("BENCH_REQUESTS_DETAIL") == "1":  # what was asked, object by object
                     detail = {}
                     for e in entries:
-                        d = f"{action_key(e)} {e.get('key', '')} {e.get('status')}"
+                        d = f"{double.action_key(e)} {e.get('key', '')} {e.get('status')}"
                         detail[d] = detail.get(d, 0) + 1
                     for d, c in sorted(detail.items()):
                         print(f"bench: requests: {c / n:6.2f}/pass {d}", file=sys.stderr)
@@ -197,43 +270,54 @@ def summarize(runs):
     return per_action, total, cpu
 
 
+def measure_cloud(cloud, sides, first):
+    """The rows of one cloud's double: every side's runs, alternating which side runs first."""
+    results, notes = {s: [] for s, _ in sides}, []
+    for i in range(RUNS):
+        order = sides if i % 2 == 0 else list(reversed(sides))  # alternate: neither side always runs first
+        for side, binary in order:
+            try:
+                results[side].append(one_run(binary, cloud))
+            except Exception as e:
+                notes.append(f"{cloud} {side} run {i + 1}: {e}")
+                print(f"bench: requests: {cloud} {side} run {i + 1} failed: {e}", file=sys.stderr)
+    summ = {s: summarize(r) for s, r in results.items() if r}
+    actions = sorted({a for s in summ.values() for a in s[0]})
+    before = len(sides) > 1
+
+    def fmt(v, unit=""):
+        return "n/a" if v is None else f"{v:.2f}{unit}"
+
+    def val(a_of):
+        cells = [fmt(a_of(summ[s]) if s in summ else None) for s, _ in sides]
+        return " -> ".join(cells) if before else cells[0]
+
+    name = CLOUDS[cloud][0]
+    label = f"10. requests per idle pass ({name}), total" if first else f"    requests per idle pass ({name}), total"
+    rows = [(label, val(lambda s: s[1]), "O(1)", "")]
+    for a in actions:
+        rows.append((f"    {a}", val(lambda s, a=a: s[0].get(a, 0.0)), "", ""))
+    rows.append(("    CPU per idle pass (utime+stime)", val(lambda s: s[2]) + " ms", "", ""))
+    return rows, results, notes
+
+
 def measure():
     after_bin = common.protokube_bin()
     before_bin = os.environ.get("PROTOKUBE_BIN_BEFORE")
     if before_bin and not os.access(before_bin, os.X_OK):
         raise RuntimeError(f"PROTOKUBE_BIN_BEFORE: no executable at {before_bin}")
     sides = [("before", before_bin), ("after", after_bin)] if before_bin else [("after", after_bin)]
-    results, notes = {s: [] for s, _ in sides}, []
-    for i in range(RUNS):
-        order = sides if i % 2 == 0 else list(reversed(sides))  # alternate: neither side always runs first
-        for side, binary in order:
-            try:
-                results[side].append(one_run(binary))
-            except Exception as e:
-                notes.append(f"{side} run {i + 1}: {e}")
-                print(f"bench: requests: {side} run {i + 1} failed: {e}", file=sys.stderr)
-    if not any(results.values()):
+    rows, notes, counts = [], [], []
+    for k, cloud in enumerate(os.environ.get("BENCH_REQUESTS_CLOUDS", "aws,gce").split(",")):
+        # a binary from before the cloud existed has no side of it: the after side alone
+        cloud_sides = sides if cloud == "aws" else [("after", after_bin)]
+        r, results, n = measure_cloud(cloud, cloud_sides, k == 0)
+        rows += r
+        notes += n
+        counts.append(f"{cloud}: " + ", ".join(f"{s} {len(v)}" for s, v in results.items()))
+    if not rows:
         raise RuntimeError("; ".join(notes))
-    summ = {s: summarize(r) for s, r in results.items() if r}
-    actions = sorted({a for s in summ.values() for a in s[0]})
-
-    def cell(side, value_of):
-        return value_of(summ[side]) if side in summ else None
-
-    def fmt(v, unit=""):
-        return "n/a" if v is None else f"{v:.2f}{unit}"
-
-    def val(a_of):
-        if not before_bin:
-            return fmt(cell("after", a_of))
-        return f"{fmt(cell('before', a_of))} -> {fmt(cell('after', a_of))}"
-
-    rows = [("10. requests per idle pass (AWS double), total", val(lambda s: s[1]), "O(1)", "")]
-    for a in actions:
-        rows.append((f"    {a}", val(lambda s, a=a: s[0].get(a, 0.0)), "", ""))
-    rows.append(("    CPU per idle pass (utime+stime)", val(lambda s: s[2]) + " ms", "", ""))
-    counts = ", ".join(f"{s} {len(r)}" for s, r in results.items())
-    note = f"median of runs ({counts}), {PASSES} idle passes each, --interval 1s"
+    note = f"median of runs ({'; '.join(counts)}), {PASSES} idle passes each, --interval 1s"
     if before_bin:
         note += f"; before: {before_bin}"
     if notes:

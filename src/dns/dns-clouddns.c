@@ -219,6 +219,19 @@ static int cd_read(DnsProviderState *s, const DnsRRsetList *owned, DnsRRsetList 
         return 0;
 }
 
+/* Whether Cloud DNS serves exactly the desired set already (an empty one: no set), TTL included. */
+static bool served_as_desired(const GceRecordSet *cur, const DnsRRset *rs) {
+        size_t n = strv_length(rs->addresses);
+        if (!cur)
+                return n == 0;
+        if (cur->ttl != rs->ttl || strv_length(cur->rrdatas) != n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!strv_contains(cur->rrdatas, rs->addresses[i]))
+                        return false;
+        return true;
+}
+
 /* The additions and deletions of one zone: a set that changes is deleted as served and added as desired;
  * one to be emptied is deleted as served; one already absent needs nothing. */
 static int zone_changes(DnsProviderState *s, const CdZone *z, const DnsRRsetList *changes, GceRecordSet *add,
@@ -239,6 +252,8 @@ static int zone_changes(DnsProviderState *s, const CdZone *z, const DnsRRsetList
                 if (r < 0)
                         return r;
                 const GceRecordSet *cur = find_set(n, rs->type);
+                if (served_as_desired(cur, rs))
+                        continue; /* another master wrote it meanwhile */
                 if (cur)
                         del[(*n_del)++] = *cur; /* borrowed */
                 if (rs->addresses && rs->addresses[0])
@@ -282,8 +297,16 @@ static int cd_apply(DnsProviderState *s, const DnsRRsetList *changes, char **ret
                 CdZone *z;
                 r = zone_for_name(s, changes->items[i].name, &z, ret_error);
         }
-        for (size_t k = 0; k < s->n_zones && r >= 0; k++)
+        for (size_t k = 0; k < s->n_zones && r >= 0; k++) {
                 r = zone_apply(s, &s->zones[k], changes, ret_error);
+                if (r != PK_ECONFLICT)
+                        continue;
+                /* Another master changed one of these sets since this pass read it (every master writes the
+                 * shared names): read them again and send the change once more, now against what is
+                 * served, instead of losing the pass. */
+                names_drop(s);
+                r = zone_apply(s, &s->zones[k], changes, ret_error);
+        }
         /* what Cloud DNS holds changed (or may have): the next pass reads again */
         names_drop(s);
         return r;

@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Route 53's serving side, for the AWS end-to-end scenario (tests/e2e/scenario_aws.py).
+"""The serving side of a cloud's DNS, for the end-to-end scenarios on the API doubles (tests/e2e/scenario_aws.py
+with Route 53, tests/e2e/scenario_gce.py with Cloud DNS).
 
 On AWS, what protokube writes with ChangeResourceRecordSets is answered by Route 53's name servers (through
-the VPC resolver) moments later, and etcd finds its peers through the system resolver. The AWS double only
-keeps the records; this loop stands in for the serving side: every --interval it reads the A/AAAA record sets
-of one hosted zone from the double (GET /_double/state, unsigned control endpoint) and copies what changed
-into the test network's BIND server with nsupdate and the TSIG key (RFC 2136 UPDATE, RFC 8945 TSIG). It
-touches only names it has itself copied (a record set deleted in the double is deleted in BIND), so the
-BIND zone's own records stay. It runs inside a network namespace of the test network, exits after
---max-seconds or on SIGTERM, and logs each applied change as a JSON line (time, name, type, values)."""
+the VPC resolver) moments later; on GCE, what it writes with changes.create is answered by Cloud DNS's name
+servers; and etcd finds its peers through the system resolver. The doubles only keep the records; this loop
+stands in for the serving side: every --interval it reads the A/AAAA record sets of one zone from the double
+(GET /_double/state, unsigned control endpoint; --api names the double's shape: a Route 53 hosted zone's
+"records" with "values", a Cloud DNS managed zone's "rrsets" with "rrdatas") and copies what changed into the
+test network's BIND server with nsupdate and the TSIG key (RFC 2136 UPDATE, RFC 8945 TSIG). It touches only
+names it has itself copied (a record set deleted in the double is deleted in BIND), so the BIND zone's own
+records stay. It runs inside a network namespace of the test network, exits after --max-seconds or on
+SIGTERM, and logs each applied change as a JSON line (time, name, type, values)."""
 
 import argparse
 import json
@@ -19,14 +22,18 @@ import sys
 import time
 import urllib.request
 
+# --api -> (the zone's list of record sets, a set's list of values) in the double's /_double/state
+SHAPES = {"route53": ("records", "values"), "clouddns": ("rrsets", "rrdatas")}
 
-def zone_records(url, zone_id):
+
+def zone_records(url, zone_id, api):
+    sets, values = SHAPES[api]
     with urllib.request.urlopen(url + "/_double/state", timeout=2) as r:
         st = json.load(r)
     z = st["zones"].get(zone_id)
     if z is None:
         return None
-    return {(rec["name"], rec["type"]): (rec["ttl"], tuple(sorted(rec["values"]))) for rec in z["records"]
+    return {(rec["name"], rec["type"]): (rec["ttl"], tuple(sorted(rec[values]))) for rec in z[sets]
             if rec["type"] in ("A", "AAAA")}
 
 
@@ -43,9 +50,10 @@ def update_script(server, zone, changed, removed):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True, help="the AWS double")
-    ap.add_argument("--zone-id", required=True)
-    ap.add_argument("--zone", required=True, help="the hosted zone's name, also BIND's zone")
+    ap.add_argument("--url", required=True, help="the double's plain http listener")
+    ap.add_argument("--api", choices=sorted(SHAPES), default="route53")
+    ap.add_argument("--zone-id", required=True, help="the hosted zone's id, or the managed zone's name")
+    ap.add_argument("--zone", required=True, help="the zone's DNS name, also BIND's zone")
     ap.add_argument("--server", required=True, help="BIND, ADDR:PORT")
     ap.add_argument("--key-file", required=True)
     ap.add_argument("--interval", type=float, default=0.1)
@@ -61,7 +69,7 @@ def main():
         while not stopping and time.monotonic() < deadline:
             time.sleep(args.interval)
             try:
-                want = zone_records(args.url, args.zone_id)
+                want = zone_records(args.url, args.zone_id, args.api)
             except (OSError, ValueError) as e:
                 log.write(json.dumps({"time": time.time(), "error": f"reading the double: {e}"}) + "\n")
                 continue
