@@ -196,24 +196,64 @@ static int labels_to_tags(const GceDisk *d, const char *cluster, Volume *v) {
         return r;
 }
 
-/* The holder (users[0], "ZONE/NAME") with its addresses; a holder that cannot be read keeps its name only.
- */
-static int attachment_fill(GceProvider *p, const char *user, usec_t since, VolumeAttachment *ret) {
+/* The holders of one listing's disks, each asked once (a master holds two disks or more). */
+typedef struct Holders {
+        char **users;       /* "ZONE/NAME" */
+        GceInstance *insts; /* zeroed: the instance is gone (404) */
+        size_t n;
+} Holders;
+
+static void holders_done(Holders *h) {
+        strv_free(h->users);
+        gce_instances_free(h->insts, h->n);
+        *h = (Holders){};
+}
+
+/* The instance behind user ("ZONE/NAME"); its record zeroed when it no longer exists. Any other error is the
+ * listing's: a holder's addresses must not go missing from the records because a call failed. */
+static int holder_get(GceProvider *p, Holders *h, const char *user, const GceInstance **ret,
+                      char **ret_error) {
+        for (size_t i = 0; i < h->n; i++)
+                if (streq(h->users[i], user)) {
+                        *ret = &h->insts[i];
+                        return 0;
+                }
         const char *slash = strchr(user, '/');
         _cleanup_free_ char *zone = slash ? strndup(user, (size_t)(slash - user)) : NULL;
         GceInstance inst = {};
-        VolumeAttachment t = { .since = since };
-        int r;
+        if (!slash)
+                return PK_EMALFORMED;
+        if (!zone)
+                return -ENOMEM;
+        int r = gce_compute_get_instance(p->client, zone, slash + 1, &inst, ret_error);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        GceInstance *m = reallocarray(h->insts, h->n + 1, sizeof(GceInstance));
+        if (!m || strv_extend(&h->users, user) < 0) {
+                if (m)
+                        h->insts = m;
+                gce_instance_done(&inst);
+                return -ENOMEM;
+        }
+        h->insts = m;
+        h->insts[h->n] = inst;
+        *ret = &h->insts[h->n++];
+        return 0;
+}
 
-        if (!slash || !zone)
-                return slash ? -ENOMEM : PK_EMALFORMED;
-        if (gce_compute_get_instance(p->client, zone, slash + 1, &inst, NULL) < 0)
-                inst = (GceInstance){};
+/* The holder (users[0]) with its addresses. */
+static int attachment_fill(GceProvider *p, Holders *h, const char *user, usec_t since, VolumeAttachment *ret,
+                           char **ret_error) {
+        const char *slash = strchr(user, '/');
+        const GceInstance *inst;
+        VolumeAttachment t = { .since = since };
+        int r = slash ? holder_get(p, h, user, &inst, ret_error) : PK_EMALFORMED;
+        if (r < 0)
+                return r;
         t.node = strdup(slash + 1);
-        r = t.node ? strv_one(inst.internal_ip, &t.internal_ips) : -ENOMEM;
+        r = t.node ? strv_one(inst->internal_ip, &t.internal_ips) : -ENOMEM;
         if (r >= 0)
-                r = strv_one(inst.external_ip, &t.external_ips);
-        gce_instance_done(&inst);
+                r = strv_one(inst->external_ip, &t.external_ips);
         if (r < 0) {
                 free(t.node);
                 strv_free(t.internal_ips);
@@ -224,7 +264,8 @@ static int attachment_fill(GceProvider *p, const char *user, usec_t since, Volum
         return 0;
 }
 
-static int volume_from_gce(GceProvider *p, const GceDisk *d, const char *cluster, Volume *ret) {
+static int volume_from_gce(GceProvider *p, Holders *h, const GceDisk *d, const char *cluster, Volume *ret,
+                           char **ret_error) {
         Volume v = { .content = d->source_snapshot ? VOLUME_CONTENT_DATA : VOLUME_CONTENT_UNKNOWN };
         int r = 0;
 
@@ -238,7 +279,7 @@ static int volume_from_gce(GceProvider *p, const GceDisk *d, const char *cluster
                 v.damaged = strprintf("attached to %zu instances at once (read-only?): not an etcd volume",
                                       strv_length(d->users));
         if (r >= 0 && d->users && d->users[0])
-                r = attachment_fill(p, d->users[0], d->last_attach, &v.attachment);
+                r = attachment_fill(p, h, d->users[0], d->last_attach, &v.attachment, ret_error);
         if (r < 0) {
                 volume_done(&v);
                 return r;
@@ -252,6 +293,7 @@ static int gce_list_volumes(void *state, const char *cluster, const char *zone, 
         GceProvider *p = state;
         _cleanup_free_ char *filter = NULL;
         GceDisk *disks = NULL;
+        Holders h = {};
         size_t n = 0;
         VolumeList l = {};
         int r = cluster ? cluster_filter(cluster, &filter, ret_error) : 0;
@@ -260,12 +302,13 @@ static int gce_list_volumes(void *state, const char *cluster, const char *zone, 
                 r = gce_compute_list_disks(p->client, zone, filter, &disks, &n, ret_error);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 Volume v = {};
-                r = volume_from_gce(p, &disks[i], cluster, &v);
+                r = volume_from_gce(p, &h, &disks[i], cluster, &v, ret_error);
                 if (r >= 0)
                         r = volume_list_append(&l, &v);
                 volume_done(&v);
         }
         gce_disks_free(disks, n);
+        holders_done(&h);
         if (r < 0) {
                 volume_list_done(&l);
                 return r;

@@ -50,6 +50,10 @@ static const char *const service_paths[_GCE_SERVICE_MAX] = {
         [GCE_SERVICE_STORAGE_UPLOAD] = "/upload/storage/v1",
 };
 
+/* Process-wide, for every client: the token cache below and the metadata server's project. */
+static pthread_mutex_t token_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *metadata_project;
+
 const char *gce_service_to_string(GceService s) {
         return s >= 0 && s < _GCE_SERVICE_MAX ? service_names[s] : NULL;
 }
@@ -147,10 +151,39 @@ int gce_client_metadata(GceClient *c, GceMetadata **ret, char **ret_error) {
         return 0;
 }
 
-int gce_client_project(GceClient *c, const char **ret, char **ret_error) {
-        const char *env = getenv(GCE_PROJECT_ENV);
+/* The metadata server's project, asked once per process (it never changes); NULL until then. */
+static char *metadata_project_copy(void) {
+        pthread_mutex_lock(&token_cache_lock);
+        char *p = metadata_project ? strdup(metadata_project) : NULL;
+        pthread_mutex_unlock(&token_cache_lock);
+        return p;
+}
+
+static void metadata_project_keep(const char *project) {
+        pthread_mutex_lock(&token_cache_lock);
+        if (!metadata_project)
+                metadata_project = strdup(project);
+        pthread_mutex_unlock(&token_cache_lock);
+}
+
+static int project_from_metadata(GceClient *c, char **ret, char **ret_error) {
         _cleanup_free_ char *err = NULL;
         GceMetadata *m;
+        if ((*ret = metadata_project_copy()))
+                return 0;
+        int r = gce_client_metadata(c, &m, &err);
+        if (r >= 0)
+                r = gce_metadata_get(m, "project/project-id", ret, &err);
+        if (r < 0)
+                return error_setf(ret_error, r, "no project: set %s, or run on GCE (%s)", GCE_PROJECT_ENV,
+                                  err ?: pk_strerror(r));
+        if (gce_project_valid(*ret))
+                metadata_project_keep(*ret);
+        return 0;
+}
+
+int gce_client_project(GceClient *c, const char **ret, char **ret_error) {
+        const char *env = getenv(GCE_PROJECT_ENV);
         int r = 0;
 
         if (!c->project) {
@@ -158,14 +191,8 @@ int gce_client_project(GceClient *c, const char **ret, char **ret_error) {
                         c->project = strdup(env);
                 else if (c->key && c->key->project_id)
                         c->project = strdup(c->key->project_id);
-                else {
-                        r = gce_client_metadata(c, &m, &err);
-                        if (r >= 0)
-                                r = gce_metadata_get(m, "project/project-id", &c->project, &err);
-                        if (r < 0)
-                                return error_setf(ret_error, r, "no project: set %s, or run on GCE (%s)",
-                                                  GCE_PROJECT_ENV, err ?: pk_strerror(r));
-                }
+                else if ((r = project_from_metadata(c, &c->project, ret_error)) < 0)
+                        return r;
                 if (!c->project)
                         return -ENOMEM;
                 if (!gce_project_valid(c->project)) {
@@ -184,7 +211,6 @@ int gce_client_project(GceClient *c, const char **ret, char **ret_error) {
  * provider, the DNS provider and the store each have a client, and a pass opens some of them anew, but a
  * token serves them all until it is due for renewal (a JWT exchange per client and pass would be a token
  * request per API call). */
-static pthread_mutex_t token_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
         char *source;
         GceToken token;
