@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The keystore through the real binary (`protokube pki init`), on both state store providers: a directory
-(file://) in a temp dir and S3 (s3://) against the AWS double on loopback. The race of first starts: 5 masters
+"""The keystore through the real binary (`protokube pki init`), on every state store provider: a directory
+(file://) in a temp dir, S3 (s3://) against the AWS double and Cloud Storage (gs://) against the Google Cloud
+double, on loopback. The race of first starts: 5 masters
 run `pki init` at once against an empty store, 20 trials; every process prints the same fingerprints and each
 CA (and the service-account key) was created by exactly one of them. The stored CAs are checked with the
 openssl tool (CA:TRUE, 10 years, the key is the certificate's, the fingerprint printed is openssl's)."""
@@ -16,7 +17,8 @@ import pytest
 
 from conftest import protokube_bin
 from awsdouble import double_state, running_double
-from test_store import BUCKET, aws_double, s3_env  # noqa: F401 (aws_double is a fixture)
+import gcedouble
+from test_store import BUCKET, aws_double, gce_double, gs_env, s3_env  # noqa: F401 (fixtures)
 
 RACERS = 5
 TRIALS = 20
@@ -37,7 +39,7 @@ class Store:
         self.kind, self.url, self.env, self.root, self.double, self.prefix = kind, url, env, root, double, prefix
 
     def environ(self):
-        e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_", "GCE_", "PROTOKUBE_GCE_"))}
         e.update(self.env)
         return e
 
@@ -65,13 +67,16 @@ class Store:
         if self.kind == "file":
             mode = stat.S_IMODE(os.lstat(os.path.join(self.root, key)).st_mode)
             assert mode == 0o600, (key, oct(mode))
+        elif self.kind == "gs":  # no ACL is ever sent: the bucket's uniform access, never a public object
+            st = gcedouble.double_state(self.double)
+            assert self.prefix + key in st["buckets"][BUCKET] and not st["public_objects"], (key, st)
         else:
             obj = double_state(self.double)["s3"][BUCKET][self.prefix + key]
             assert obj["sse"] == "AES256", (key, obj)
 
 
-@pytest.fixture(params=["file", "s3"])
-def new_store(request, aws_double):  # noqa: F811 (the fixture imported above)
+@pytest.fixture(params=["file", "s3", "gs"])
+def new_store(request, aws_double, gce_double):  # noqa: F811 (the fixtures imported above)
     """A factory of empty stores of one provider (a temp dir, or a fresh prefix in the double's bucket)."""
     made = []
 
@@ -82,6 +87,9 @@ def new_store(request, aws_double):  # noqa: F811 (the fixture imported above)
             return Store("file", "file://" + d, {}, root=d)
         prefix = "ks%d-%s-%s" % (os.getpid(), request.node.name, tag)
         prefix = "".join(c if c.isalnum() or c in "-_." else "-" for c in prefix)
+        if request.param == "gs":
+            return Store("gs", f"gs://{BUCKET}/{prefix}", gs_env(gce_double), double=gce_double[0],
+                         prefix=prefix + "/")
         return Store("s3", f"s3://{BUCKET}/{prefix}", s3_env(aws_double), double=aws_double, prefix=prefix + "/")
 
     try:

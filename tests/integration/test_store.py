@@ -228,7 +228,7 @@ def test_race_of_first_starts(provider, tmp_path):
         assert left == []
 
 
-def test_missing_or_unreadable_store(aws_double, tmp_path):
+def test_missing_or_unreadable_store(aws_double, gce_double, tmp_path):
     plain = tmp_path / "plain"
     plain.write_text("not a directory")
     cases = [
@@ -236,6 +236,9 @@ def test_missing_or_unreadable_store(aws_double, tmp_path):
         ("file://" + str(plain), {}, b"Not a directory"),
         ("s3://no-such-bucket/p", s3_env(aws_double), b"NoSuchBucket"),
         (f"s3://{BUCKET}/p", s3_env(aws_double, AWS_ACCESS_KEY_ID="AKIDUNKNOWN"), b"InvalidClientTokenId"),
+        ("gs://no-such-bucket/p", gs_env(gce_double), b"objects.list: HTTP 404 NOT_FOUND"),
+        (f"gs://{BUCKET}/p", {**gs_env(gce_double), "GOOGLE_APPLICATION_CREDENTIALS": str(plain)},
+         b"not a JSON object"),
     ]
     for url, env, why in cases:
         s = Provider("x", url, env)
