@@ -10,13 +10,12 @@
 
 #include "aws/sigv4.h"
 #include "basic/aws-names.h"
-#include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/in-addr-util.h"
-#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http-wire.h"
 #include "shared/http.h"
+#include "shared/retry.h"
 
 #define CREDENTIALS_RENEW_MARGIN (5 * 60 * USEC_PER_SEC)
 #define ERROR_TEXT_MAX           512
@@ -460,18 +459,6 @@ static bool code_is_retryable(const char *code) {
         return false;
 }
 
-/* "Full jitter": a random delay in [0, the backoff's cap] before try attempt + 2. */
-static usec_t backoff_delay(const AwsClient *c, unsigned attempt) {
-        usec_t cap = backoff_cap(c->backoff_base, c->backoff_max, attempt + 1);
-        return (usec_t)((double)cap * backoff_random());
-}
-
-typedef enum Outcome {
-        OUTCOME_DONE,
-        OUTCOME_RETRY,
-        OUTCOME_FAIL,
-} Outcome;
-
 /* The caller's own return value for an AWS error code (and message part), or PK_ECLOUD. */
 static int error_code_map(const AwsCall *call, const char *code, const char *msg) {
         for (const AwsErrorCode *e = call->error_codes; code && e && e->code; e++)
@@ -481,10 +468,11 @@ static int error_code_map(const AwsCall *call, const char *code, const char *msg
 }
 
 /* Judges one answer: 2xx is done, throttling and 5xx retry, anything else fails with the server's words. */
-static Outcome judge_response(const AwsCall *call, const HttpResponse *resp, int *ret_r, char **ret_error) {
+static RetryVerdict judge_response(const AwsCall *call, const HttpResponse *resp, int *ret_r,
+                                   char **ret_error) {
         if (resp->status >= 200 && resp->status < 300) {
                 *ret_r = 0;
-                return OUTCOME_DONE;
+                return RETRY_DONE;
         }
         _cleanup_free_ char *code = NULL, *msg = NULL, *id = NULL;
         aws_error_document_parse(resp->body, resp->body_len, &code, &msg, &id);
@@ -497,13 +485,8 @@ static Outcome judge_response(const AwsCall *call, const HttpResponse *resp, int
                        service_names[call->service], call->operation, code ?: "UnknownError",
                        msg ?: "no error message", resp->status, id ?: "none");
         if (resp->status >= 500 || resp->status == 429 || code_is_retryable(code))
-                return OUTCOME_RETRY;
-        return OUTCOME_FAIL;
-}
-
-/* A connection that failed or broke may succeed on the next try; a bad URL or OOM will not. */
-static bool transport_error_retryable(int r) {
-        return r == PK_ETIMEOUT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EIO;
+                return RETRY_AGAIN;
+        return RETRY_FAIL;
 }
 
 /* Where a 2xx answer goes: parsed (xml), as received (raw) or nowhere (neither); and a header of every
@@ -540,7 +523,7 @@ static int take_output(const AwsCall *call, HttpResponse *resp, const CallOutput
 }
 
 static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const CallOutput *out,
-                     Outcome *ret_outcome, char **ret_error) {
+                     RetryVerdict *ret_outcome, char **ret_error) {
         PreparedCall p;
         HttpResponse resp;
         _cleanup_free_ char *err = NULL;
@@ -549,7 +532,7 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
 
         r = call_prepare(c, call, &p, &err);
         if (r < 0) {
-                *ret_outcome = OUTCOME_FAIL;
+                *ret_outcome = RETRY_FAIL;
                 if (err && ret_error)
                         return free_and_replace(*ret_error, err), r;
                 return error_setf(ret_error, r, "%s %s: cannot sign the request: %s",
@@ -571,7 +554,7 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
         r = http_request(&hr, &resp, &err);
         prepared_call_done(&p);
         if (r < 0) {
-                *ret_outcome = transport_error_retryable(r) ? OUTCOME_RETRY : OUTCOME_FAIL;
+                *ret_outcome = retry_transport_error(r) ? RETRY_AGAIN : RETRY_FAIL;
                 return error_setf(ret_error, r, "%s %s: %s", service_names[call->service], call->operation,
                                   err ?: pk_strerror(r));
         }
@@ -580,48 +563,33 @@ static int send_once(AwsClient *c, const AwsCall *call, usec_t deadline, const C
                 *out->header_value = http_response_header(&resp, out->header);
         }
         *ret_outcome = judge_response(call, &resp, &r, ret_error);
-        if (*ret_outcome == OUTCOME_DONE) {
+        if (*ret_outcome == RETRY_DONE) {
                 r = take_output(call, &resp, out, ret_error);
                 if (r < 0)
-                        *ret_outcome = OUTCOME_FAIL;
+                        *ret_outcome = RETRY_FAIL;
         }
         http_response_done(&resp);
         return r;
 }
 
-/* The last attempt's message with why no further attempt was made; r is returned. */
-static int call_give_up(char **ret_error, int r, char *err, const char *why, unsigned attempts) {
-        return error_setf(ret_error, r, "%s (%s after %u attempts)", strnull(err), why, attempts);
+typedef struct CallAttempt {
+        AwsClient *client;
+        const AwsCall *call;
+        const CallOutput *out;
+} CallAttempt;
+
+static int call_attempt(void *userdata, usec_t deadline, RetryVerdict *ret_verdict, char **ret_error) {
+        CallAttempt *a = userdata;
+        return send_once(a->client, a->call, deadline, a->out, ret_verdict, ret_error);
 }
 
 static int call_with_retries(AwsClient *c, const AwsCall *call, const CallOutput *out, char **ret_error) {
-        usec_t deadline = now(CLOCK_MONOTONIC) + c->call_timeout;
-        Outcome o;
-        int r;
-
         if (!call || call->service < 0 || call->service >= _AWS_SERVICE_MAX || isempty(call->operation) ||
             isempty(call->method) || isempty(call->path))
                 return error_setf(ret_error, -EINVAL, "invalid AWS call");
-        for (unsigned attempt = 0;; attempt++) {
-                _cleanup_free_ char *err = NULL;
-                r = send_once(c, call, deadline, out, &o, &err);
-                if (o == OUTCOME_DONE)
-                        return 0;
-                if (o == OUTCOME_FAIL) {
-                        if (ret_error)
-                                free_and_replace(*ret_error, err);
-                        return r;
-                }
-                if (attempt + 1 >= c->max_attempts)
-                        return call_give_up(ret_error, r, err, "gave up", attempt + 1);
-                usec_t delay = backoff_delay(c, attempt), t = now(CLOCK_MONOTONIC);
-                if (t + delay >= deadline)
-                        return call_give_up(ret_error, PK_ETIMEOUT, err, "gave up at the call's deadline",
-                                            attempt + 1);
-                if (sleep_usec(delay) < 0)
-                        return call_give_up(ret_error, -ECANCELED, err, "stop requested", attempt + 1);
-                c->retries++;
-        }
+        RetryPolicy policy = { c->max_attempts, c->backoff_base, c->backoff_max, c->call_timeout };
+        CallAttempt a = { c, call, out };
+        return retry_call(&policy, call_attempt, &a, &c->retries, ret_error);
 }
 
 int aws_client_call(AwsClient *c, const AwsCall *call, XmlNode **ret, char **ret_error) {

@@ -44,16 +44,6 @@ static int hmac_sha256(const void *key, size_t key_len, const void *data, size_t
         return 0;
 }
 
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Decodes %XX in s[0..len) into a new string. '+' stays '+': SigV4 reads queries as RFC 3986, not as HTML
  * forms, and our own client never sends '+' for a space. */
 static int percent_decode(const char *s, size_t len, char **ret, size_t *ret_len) {
@@ -68,7 +58,7 @@ static int percent_decode(const char *s, size_t len, char **ret, size_t *ret_len
                 }
                 if (i + 2 >= len)
                         return -EINVAL;
-                int a = unhex(s[i + 1]), b = unhex(s[i + 2]);
+                int a = unhexchar(s[i + 1]), b = unhexchar(s[i + 2]);
                 if (a < 0 || b < 0)
                         return -EINVAL;
                 d[n++] = (char)(a << 4 | b);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Exponential backoff, one home for every retry of protokube: the AWS client (full jitter over the cap),
- * the Kubernetes API client (the cap, unless the server says Retry-After), the reconcile loop after a failed
- * pass (80-100 % of the cap, so that masters that failed together do not retry together). */
+/* Exponential backoff, one home for every retry of protokube: the cloud clients (full jitter over the cap,
+ * shared/retry.h), the Kubernetes API client (the cap, unless the server says Retry-After), the reconcile
+ * loop after a failed pass (80-100 % of the cap, so that masters that failed together do not retry
+ * together). */
 
 #include "basic/time-util.h"
 

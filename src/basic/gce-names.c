@@ -31,16 +31,6 @@ int gce_label_encode(const char *s, char **ret) {
         return 0;
 }
 
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int gce_label_decode(const char *s, char **ret) {
         _cleanup_free_ char *d = malloc(strlen(s) + 1);
         char *p = d;
@@ -53,7 +43,7 @@ int gce_label_decode(const char *s, char **ret) {
                         *p++ = *c;
                         continue;
                 }
-                int hi = hex_digit(c[1]), lo = hi < 0 ? -1 : hex_digit(c[2]);
+                int hi = unhexchar(c[1]), lo = hi < 0 ? -1 : unhexchar(c[2]);
                 if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
                         return PK_EMALFORMED;
                 *p++ = (char)(hi << 4 | lo);

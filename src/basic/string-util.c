@@ -209,3 +209,13 @@ char *string_free_erase(char *s) {
         free(s);
         return NULL;
 }
+
+int unhexchar(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}

@@ -36,6 +36,8 @@ bool string_has_cc(const char *s) _pure_;
 /* A string from outside (an API's, another tool's) shown as one bounded line: control characters and DEL
  * become '?', and past max bytes it is cut and "..." follows. NULL in: "". NULL: out of memory. */
 char *string_one_line(const char *s, size_t max);
+/* The value of a hex digit (either case), or -1. */
+int unhexchar(char c) _pure_;
 
 /* Appends s with JSON string escaping (no quotes) to dst, which holds *len bytes of size; dst stays
  * NUL-terminated and *len grows. An escape is never split, and neither is a UTF-8 character: when s does not

@@ -146,3 +146,8 @@ char **strv_new_real(const char *x, ...) {
         va_end(ap);
         return l;
 }
+
+int strv_new_or_enomem(const char *s, char ***ret) {
+        *ret = strv_new(s);
+        return *ret ? 0 : -ENOMEM;
+}

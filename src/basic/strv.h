@@ -25,6 +25,8 @@ int strv_extend(char ***l, const char *s);
 /* Appends s itself (takes ownership on success only). */
 int strv_push(char ***l, char *s);
 char **strv_copy(char *const *l);
+/* *ret = a vector of s alone, or an empty one for NULL (the address lists of an identity): -ENOMEM only. */
+int strv_new_or_enomem(const char *s, char ***ret);
 /* A new vector of copies of the arguments up to the first NULL (strv_new(NULL): an empty vector). NULL on
  * OOM. */
 char **strv_new_real(const char *x, ...) __attribute__((sentinel));

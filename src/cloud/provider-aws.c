@@ -56,18 +56,6 @@ static bool value_ok(const char *s) {
         return !isempty(s) && strlen(s) < AWS_IDENTITY_VALUE_MAX && !string_has_cc(s) && !strchr(s, ' ');
 }
 
-static int strv_one(const char *s, char ***ret) {
-        char **l = calloc(2, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        if (s && !(l[0] = strdup(s))) {
-                free(l);
-                return -ENOMEM;
-        }
-        *ret = l;
-        return 0;
-}
-
 /* One IMDS value; *ret NULL (and 0) when IMDS has none (404: no public address). */
 static int imds_value(AwsProvider *p, const char *path, char **ret, char **ret_error) {
         _cleanup_free_ char *v = NULL, *err = NULL;
@@ -91,42 +79,23 @@ static int imds_value(AwsProvider *p, const char *path, char **ret, char **ret_e
         return 0;
 }
 
-/* Each field from the configuration when given, else from IMDS. */
-static int identity_detect(AwsProvider *p, const VolumeProviderConfig *cfg, NodeIdentity *ret,
-                           char **ret_error) {
-        _cleanup_free_ char *name = NULL, *zone = NULL, *in = NULL, *ex = NULL;
-        NodeIdentity n = {};
-        int r = 0;
+/* A field of the identity not configured, from IMDS. */
+static int identity_ask(void *userdata, IdentityField f, char **ret, char **ret_error) {
+        static const char *const paths[_IDENTITY_FIELD_MAX] = {
+                [IDENTITY_NAME] = "meta-data/instance-id",
+                [IDENTITY_ZONE] = "meta-data/placement/availability-zone",
+                [IDENTITY_INTERNAL_IP] = "meta-data/local-ipv4",
+                [IDENTITY_EXTERNAL_IP] = "meta-data/public-ipv4",
+        };
+        return imds_value(userdata, paths[f], ret, ret_error);
+}
 
-        name = cfg->node_name ? strdup(cfg->node_name) : NULL;
-        zone = cfg->zone ? strdup(cfg->zone) : NULL;
-        in = cfg->internal_ip ? strdup(cfg->internal_ip) : NULL;
-        ex = cfg->external_ip ? strdup(cfg->external_ip) : NULL;
-        if ((cfg->node_name && !name) || (cfg->zone && !zone) || (cfg->internal_ip && !in) ||
-            (cfg->external_ip && !ex))
-                return -ENOMEM;
-        if (!name && r >= 0)
-                r = imds_value(p, "meta-data/instance-id", &name, ret_error);
-        if (!zone && r >= 0)
-                r = imds_value(p, "meta-data/placement/availability-zone", &zone, ret_error);
-        if (!in && r >= 0)
-                r = imds_value(p, "meta-data/local-ipv4", &in, ret_error);
-        if (!ex && r >= 0)
-                r = imds_value(p, "meta-data/public-ipv4", &ex, ret_error);
-        if (r < 0)
-                return r;
+static int identity_check(const char *name, const char *zone, char **ret_error) {
         if (!name || !instance_id_valid(name))
                 return error_setf(ret_error, -EINVAL, "the node name '%s' is not an EC2 instance id (i-...)",
                                   strna(name));
         if (!zone)
                 return error_setf(ret_error, PK_EMALFORMED, "instance metadata has no availability zone");
-        if (strv_one(in, &n.internal_ips) < 0 || strv_one(ex, &n.external_ips) < 0) {
-                node_identity_done(&n);
-                return -ENOMEM;
-        }
-        n.name = TAKE_PTR(name);
-        n.zone = TAKE_PTR(zone);
-        *ret = n;
         return 0;
 }
 
@@ -152,7 +121,7 @@ static int aws_open(const VolumeProviderConfig *cfg, void **ret_state, char **re
                 r = error_setf(ret_error, r, "cannot set up the AWS client: %s",
                                err ?: "check AWS_ENDPOINT_URL* and the region");
         if (r >= 0)
-                r = identity_detect(p, cfg, &p->node, ret_error);
+                r = node_identity_gather(cfg, identity_ask, identity_check, p, &p->node, ret_error);
         if (r < 0) {
                 aws_close(p);
                 return r;
@@ -273,9 +242,9 @@ static int attachment_fill(const AwsVolumeAttachment *a, const AwsInstance *inst
         if (!(t.node = strdup(a->instance_id)) || (a->device && !(t.device = strdup(a->device))))
                 r = -ENOMEM;
         if (r >= 0)
-                r = strv_one(inst ? inst->private_ip : NULL, &t.internal_ips);
+                r = strv_new_or_enomem(inst ? inst->private_ip : NULL, &t.internal_ips);
         if (r >= 0)
-                r = strv_one(inst ? inst->public_ip : NULL, &t.external_ips);
+                r = strv_new_or_enomem(inst ? inst->public_ip : NULL, &t.external_ips);
         if (r < 0) {
                 free(t.node);
                 free(t.device);

@@ -31,18 +31,6 @@ typedef struct GceProvider {
         NodeIdentity node;
 } GceProvider;
 
-static int strv_one(const char *s, char ***ret) {
-        char **l = calloc(2, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        if (s && !(l[0] = strdup(s))) {
-                free(l);
-                return -ENOMEM;
-        }
-        *ret = l;
-        return 0;
-}
-
 /* One metadata value; *ret NULL (and 0) when the server has none (404: no external address). */
 static int metadata_value(GceProvider *p, const char *path, char **ret, char **ret_error) {
         _cleanup_free_ char *v = NULL, *err = NULL;
@@ -72,47 +60,42 @@ static int zone_from_metadata(char *value, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-static int identity_detect(GceProvider *p, const VolumeProviderConfig *cfg, NodeIdentity *ret,
-                           char **ret_error) {
-        _cleanup_free_ char *name = NULL, *zone_v = NULL, *zone = NULL, *in = NULL, *ex = NULL;
-        NodeIdentity n = {};
-        int r = 0;
+typedef struct IdentityAsk {
+        GceProvider *provider;
+        const VolumeProviderConfig *cfg;
+} IdentityAsk;
 
-        if ((cfg->node_name && !(name = strdup(cfg->node_name))) ||
-            (cfg->zone && !(zone = strdup(cfg->zone))) ||
-            (cfg->internal_ip && !(in = strdup(cfg->internal_ip))) ||
-            (cfg->external_ip && !(ex = strdup(cfg->external_ip))))
-                return -ENOMEM;
-        if (!name)
-                r = metadata_value(p, "instance/name", &name, ret_error);
-        if (!zone && r >= 0) {
-                r = metadata_value(p, "instance/zone", &zone_v, ret_error);
-                if (r >= 0 && zone_from_metadata(zone_v, &zone) < 0)
-                        r = error_setf(ret_error, PK_EMALFORMED,
-                                       "metadata 'instance/zone' is '%s', not a zone", strna(zone_v));
-        }
-        if (!in && r >= 0)
-                r = metadata_value(p, "instance/network-interfaces/0/ip", &in, ret_error);
+/* A field of the identity not configured, from the metadata server. */
+static int identity_ask(void *userdata, IdentityField f, char **ret, char **ret_error) {
+        static const char *const paths[_IDENTITY_FIELD_MAX] = {
+                [IDENTITY_NAME] = "instance/name",
+                [IDENTITY_ZONE] = "instance/zone",
+                [IDENTITY_INTERNAL_IP] = "instance/network-interfaces/0/ip",
+                [IDENTITY_EXTERNAL_IP] = "instance/network-interfaces/0/access-configs/0/external-ip",
+        };
+        IdentityAsk *a = userdata;
+        _cleanup_free_ char *v = NULL;
         /* The external address is optional: asked for on GCE, not of a machine given its name, zone and
          * address (an operator's, with a key). */
-        bool on_gce = !cfg->node_name || !cfg->zone || !cfg->internal_ip;
-        if (!ex && on_gce && r >= 0)
-                r = metadata_value(p, "instance/network-interfaces/0/access-configs/0/external-ip", &ex,
-                                   ret_error);
-        if (r < 0)
+        if (f == IDENTITY_EXTERNAL_IP && a->cfg->node_name && a->cfg->zone && a->cfg->internal_ip) {
+                *ret = NULL;
+                return 0;
+        }
+        int r = metadata_value(a->provider, paths[f], f == IDENTITY_ZONE ? &v : ret, ret_error);
+        if (r < 0 || f != IDENTITY_ZONE)
                 return r;
+        if (zone_from_metadata(v, ret) < 0)
+                return error_setf(ret_error, PK_EMALFORMED, "metadata 'instance/zone' is '%s', not a zone",
+                                  strna(v));
+        return 0;
+}
+
+static int identity_check(const char *name, const char *zone, char **ret_error) {
         if (!gce_name_valid(name))
                 return error_setf(ret_error, -EINVAL, "the node name '%s' is not a GCE instance name",
                                   strna(name));
         if (!gce_zone_valid(zone))
                 return error_setf(ret_error, -EINVAL, "the zone '%s' is not a GCE zone", strna(zone));
-        if (strv_one(in, &n.internal_ips) < 0 || strv_one(ex, &n.external_ips) < 0) {
-                node_identity_done(&n);
-                return -ENOMEM;
-        }
-        n.name = TAKE_PTR(name);
-        n.zone = TAKE_PTR(zone);
-        *ret = n;
         return 0;
 }
 
@@ -138,7 +121,8 @@ static int gce_open(const VolumeProviderConfig *cfg, void **ret_state, char **re
                 r = error_setf(ret_error, r, "cannot set up the Google Cloud client: %s",
                                err ?: pk_strerror(r));
         if (r >= 0)
-                r = identity_detect(p, cfg, &p->node, ret_error);
+                r = node_identity_gather(cfg, identity_ask, identity_check, &(IdentityAsk){ p, cfg },
+                                         &p->node, ret_error);
         if (r >= 0)
                 r = gce_client_project(p->client, &project, ret_error);
         if (r < 0) {
@@ -251,9 +235,9 @@ static int attachment_fill(GceProvider *p, Holders *h, const char *user, usec_t 
         if (r < 0)
                 return r;
         t.node = strdup(slash + 1);
-        r = t.node ? strv_one(inst->internal_ip, &t.internal_ips) : -ENOMEM;
+        r = t.node ? strv_new_or_enomem(inst->internal_ip, &t.internal_ips) : -ENOMEM;
         if (r >= 0)
-                r = strv_one(inst->external_ip, &t.external_ips);
+                r = strv_new_or_enomem(inst->external_ip, &t.external_ips);
         if (r < 0) {
                 free(t.node);
                 strv_free(t.internal_ips);

@@ -206,3 +206,35 @@ int volume_provider_watch_paths(const VolumeProvider *p, char ***ret) {
         *ret = l;
         return 0;
 }
+
+int node_identity_gather(const VolumeProviderConfig *cfg,
+                         int (*ask)(void *userdata, IdentityField f, char **ret_value, char **ret_error),
+                         int (*check)(const char *name, const char *zone, char **ret_error), void *userdata,
+                         NodeIdentity *ret, char **ret_error) {
+        const char *given[_IDENTITY_FIELD_MAX] = { cfg->node_name, cfg->zone, cfg->internal_ip,
+                                                   cfg->external_ip };
+        char *v[_IDENTITY_FIELD_MAX] = {};
+        NodeIdentity n = {};
+        int r = 0;
+
+        for (int f = 0; f < _IDENTITY_FIELD_MAX && r >= 0; f++)
+                if (given[f])
+                        r = (v[f] = strdup(given[f])) ? 0 : -ENOMEM;
+                else
+                        r = ask(userdata, f, &v[f], ret_error);
+        if (r >= 0)
+                r = check(v[IDENTITY_NAME], v[IDENTITY_ZONE], ret_error);
+        if (r >= 0 && (strv_new_or_enomem(v[IDENTITY_INTERNAL_IP], &n.internal_ips) < 0 ||
+                       strv_new_or_enomem(v[IDENTITY_EXTERNAL_IP], &n.external_ips) < 0))
+                r = -ENOMEM;
+        if (r >= 0) {
+                n.name = TAKE_PTR(v[IDENTITY_NAME]);
+                n.zone = TAKE_PTR(v[IDENTITY_ZONE]);
+                *ret = n;
+                n = (NodeIdentity){};
+        }
+        node_identity_done(&n);
+        for (int f = 0; f < _IDENTITY_FIELD_MAX; f++)
+                free(v[f]);
+        return r;
+}

@@ -105,6 +105,24 @@ typedef struct VolumeProviderConfig {
         usec_t lock_timeout;         /* how long to wait for the pool lock; 0 = default (10s) */
 } VolumeProviderConfig;
 
+/* The fields of a cloud node's identity, each from the provider's configuration when given, else asked of
+ * the instance (its metadata service). */
+typedef enum IdentityField {
+        IDENTITY_NAME,
+        IDENTITY_ZONE,
+        IDENTITY_INTERNAL_IP,
+        IDENTITY_EXTERNAL_IP,
+        _IDENTITY_FIELD_MAX,
+} IdentityField;
+
+/* Fills *ret from cfg (node_name, zone, internal_ip, external_ip) and, for each field cfg does not give,
+ * from ask (*ret_value NULL and 0: the instance has none). Then check() judges name and zone (an error with
+ * its message). The address lists hold one address or none. */
+int node_identity_gather(const VolumeProviderConfig *cfg,
+                         int (*ask)(void *userdata, IdentityField f, char **ret_value, char **ret_error),
+                         int (*check)(const char *name, const char *zone, char **ret_error), void *userdata,
+                         NodeIdentity *ret, char **ret_error);
+
 /* Every entry that can fail with more to say than its code takes char **ret_error (may be NULL): on failure
  * it may get the provider's words (a cloud API's code and message, the file or value that is wrong; never a
  * secret; caller frees). It may also stay NULL: then the code is all there is to say. */

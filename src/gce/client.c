@@ -4,15 +4,14 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "basic/backoff.h"
 #include "basic/errors.h"
 #include "basic/gce-names.h"
-#include "basic/stop.h"
 #include "basic/string-util.h"
 #include "shared/http-wire.h"
 #include "shared/http.h"
 #include "shared/json-secret.h"
 #include "shared/json-util.h"
+#include "shared/retry.h"
 
 #define ERROR_TEXT_MAX 512
 
@@ -323,13 +322,6 @@ void gce_error_document_parse(const void *data, size_t len, char **ret_message, 
         json_decref(j);
 }
 
-typedef enum Outcome {
-        OUTCOME_DONE,
-        OUTCOME_RETRY,
-        OUTCOME_RETRY_NOW, /* 401: a new token, at once (once) */
-        OUTCOME_FAIL,
-} Outcome;
-
 static int error_code_map(const GceCall *call, long status, const char *reason) {
         for (const GceErrorCode *e = call->error_codes; e && e->r != 0; e++)
                 if ((e->status == 0 || e->status == status) && (!e->reason || streq_ptr(reason, e->reason)))
@@ -345,10 +337,11 @@ static bool is_retryable(long status, const char *reason) {
                 (streq_ptr(reason, "rateLimitExceeded") || streq_ptr(reason, "userRateLimitExceeded")));
 }
 
-static Outcome judge_response(const GceCall *call, const HttpResponse *resp, int *ret_r, char **ret_error) {
+static RetryVerdict judge_response(const GceCall *call, const HttpResponse *resp, int *ret_r,
+                                   char **ret_error) {
         if (resp->status >= 200 && resp->status < 300) {
                 *ret_r = 0;
-                return OUTCOME_DONE;
+                return RETRY_DONE;
         }
         _cleanup_free_ char *msg = NULL, *status = NULL, *reason = NULL;
         gce_error_document_parse(resp->body, resp->body_len, &msg, &status, &reason);
@@ -357,12 +350,8 @@ static Outcome judge_response(const GceCall *call, const HttpResponse *resp, int
                        "%s %s: HTTP %ld %s: %s (reason %s)", service_names[call->service], call->operation,
                        resp->status, status ?: "", msg ?: "no error message", reason ?: "none");
         if (resp->status == 401)
-                return OUTCOME_RETRY_NOW;
-        return is_retryable(resp->status, reason) ? OUTCOME_RETRY : OUTCOME_FAIL;
-}
-
-static bool transport_error_retryable(int r) {
-        return r == PK_ETIMEOUT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EIO;
+                return RETRY_AGAIN_NOW;
+        return is_retryable(resp->status, reason) ? RETRY_AGAIN : RETRY_FAIL;
 }
 
 typedef struct CallOutput {
@@ -396,7 +385,7 @@ static int take_output(const GceCall *call, HttpResponse *resp, const CallOutput
 }
 
 static int send_once(GceClient *c, const GceCall *call, usec_t deadline, const CallOutput *out,
-                     Outcome *ret_outcome, char **ret_error) {
+                     RetryVerdict *ret_outcome, char **ret_error) {
         _cleanup_free_ char *err = NULL, *url = NULL, *ctype = NULL;
         _cleanup_erase_free_ char *auth = NULL;
         const char *token, *headers[3];
@@ -405,10 +394,10 @@ static int send_once(GceClient *c, const GceCall *call, usec_t deadline, const C
         usec_t t = now(CLOCK_MONOTONIC);
         int r;
 
-        *ret_outcome = OUTCOME_FAIL;
+        *ret_outcome = RETRY_FAIL;
         r = client_token(c, &token, &err);
         if (r < 0) {
-                *ret_outcome = transport_error_retryable(r) || r == PK_ECLOUD ? OUTCOME_RETRY : OUTCOME_FAIL;
+                *ret_outcome = retry_transport_error(r) || r == PK_ECLOUD ? RETRY_AGAIN : RETRY_FAIL;
                 return error_setf(ret_error, r, "%s %s: no access token: %s", service_names[call->service],
                                   call->operation, err ?: pk_strerror(r));
         }
@@ -437,60 +426,40 @@ static int send_once(GceClient *c, const GceCall *call, usec_t deadline, const C
         };
         r = http_request(&hr, &resp, &err);
         if (r < 0) {
-                *ret_outcome = transport_error_retryable(r) ? OUTCOME_RETRY : OUTCOME_FAIL;
+                *ret_outcome = retry_transport_error(r) ? RETRY_AGAIN : RETRY_FAIL;
                 return error_setf(ret_error, r, "%s %s: %s", service_names[call->service], call->operation,
                                   err ?: pk_strerror(r));
         }
         *ret_outcome = judge_response(call, &resp, &r, ret_error);
-        if (*ret_outcome == OUTCOME_RETRY_NOW)
+        if (*ret_outcome == RETRY_AGAIN_NOW)
                 client_token_drop(c);
-        if (*ret_outcome == OUTCOME_DONE) {
+        if (*ret_outcome == RETRY_DONE) {
                 r = take_output(call, &resp, out, ret_error);
                 if (r < 0)
-                        *ret_outcome = OUTCOME_FAIL;
+                        *ret_outcome = RETRY_FAIL;
         }
         http_response_done(&resp);
         return r;
 }
 
-static int call_give_up(char **ret_error, int r, char *err, const char *why, unsigned attempts) {
-        return error_setf(ret_error, r, "%s (%s after %u attempts)", strnull(err), why, attempts);
+typedef struct CallAttempt {
+        GceClient *client;
+        const GceCall *call;
+        const CallOutput *out;
+} CallAttempt;
+
+static int call_attempt(void *userdata, usec_t deadline, RetryVerdict *ret_verdict, char **ret_error) {
+        CallAttempt *a = userdata;
+        return send_once(a->client, a->call, deadline, a->out, ret_verdict, ret_error);
 }
 
 static int call_with_retries(GceClient *c, const GceCall *call, const CallOutput *out, char **ret_error) {
-        usec_t deadline = now(CLOCK_MONOTONIC) + c->call_timeout;
-        bool renewed = false;
-        Outcome o;
-        int r;
-
         if (!call || call->service < 0 || call->service >= _GCE_SERVICE_MAX || isempty(call->operation) ||
             isempty(call->method) || isempty(call->path))
                 return error_setf(ret_error, -EINVAL, "invalid Google API call");
-        for (unsigned attempt = 0;; attempt++) {
-                _cleanup_free_ char *err = NULL;
-                r = send_once(c, call, deadline, out, &o, &err);
-                if (o == OUTCOME_DONE)
-                        return 0;
-                if (o == OUTCOME_RETRY_NOW && !renewed) {
-                        renewed = true; /* a token revoked or expired early: one more try with a new one */
-                        continue;
-                }
-                if (o != OUTCOME_RETRY) {
-                        if (ret_error)
-                                free_and_replace(*ret_error, err);
-                        return r;
-                }
-                if (attempt + 1 >= c->max_attempts)
-                        return call_give_up(ret_error, r, err, "gave up", attempt + 1);
-                usec_t cap = backoff_cap(c->backoff_base, c->backoff_max, attempt + 1);
-                usec_t delay = (usec_t)((double)cap * backoff_random()), t = now(CLOCK_MONOTONIC);
-                if (t + delay >= deadline)
-                        return call_give_up(ret_error, PK_ETIMEOUT, err, "gave up at the call's deadline",
-                                            attempt + 1);
-                if (sleep_usec(delay) < 0)
-                        return call_give_up(ret_error, -ECANCELED, err, "stop requested", attempt + 1);
-                c->retries++;
-        }
+        RetryPolicy policy = { c->max_attempts, c->backoff_base, c->backoff_max, c->call_timeout };
+        CallAttempt a = { c, call, out };
+        return retry_call(&policy, call_attempt, &a, &c->retries, ret_error);
 }
 
 int gce_client_call(GceClient *c, const GceCall *call, json_t **ret, char **ret_error) {

@@ -43,14 +43,6 @@ static const GceErrorCode gs_exists[] = {
         {},
 };
 
-/* The client's message becomes the cause, except for the answers the store expects (-ENOENT, -EEXIST). */
-static int client_result(int r, bool expected, char *err, char **ret_cause) {
-        if (r < 0 && !expected && ret_cause)
-                *ret_cause = TAKE_PTR(err);
-        free(err);
-        return r;
-}
-
 /* "/b/BUCKET/o/<PREFIX/KEY, every '/' encoded>" (the JSON API names an object by one path segment). */
 static char *object_path(GsStore *t, const char *key) {
         _cleanup_free_ char *full = strjoin(t->prefix, key), *e = full ? uri_encode(full, false) : NULL;
@@ -81,20 +73,12 @@ static int gs_parse(GsStore *t, const char *location, char **ret_cause) {
                                     "[a-z0-9_.-] (up to 222 with dots)");
                 return -EINVAL;
         }
-        _cleanup_free_ char *p = location[blen] == '/' ? strdup(location + blen + 1) : strdup("");
-        if (!p)
-                return -ENOMEM;
-        size_t pl = strlen(p);
-        if (pl > 0 && p[pl - 1] == '/')
-                p[--pl] = 0;
-        if (pl > 0 && !store_key_valid(p)) {
-                *ret_cause =
-                    strprintf("invalid prefix '%s' (segments of [A-Za-z0-9._-] not starting with '.')", p);
-                return -EINVAL;
-        }
+        const char *p = location[blen] == '/' ? location + blen + 1 : "";
+        int r = store_location_prefix(p, strlen(p), &t->prefix, ret_cause);
+        if (r < 0)
+                return r;
         t->bucket = strndup(location, blen);
-        t->prefix = pl == 0 ? strdup("") : strjoin(p, "/");
-        return t->bucket && t->prefix ? 0 : -ENOMEM;
+        return t->bucket ? 0 : -ENOMEM;
 }
 
 /* One listed object: a missing bucket or missing rights show at open, naming the store. */
@@ -142,7 +126,7 @@ static int gs_get(Store *s, const char *key, char **ret_data, size_t *ret_len, c
                          .error_codes = gs_not_found,
                          .sensitive = true /* it may be a private key */ };
         int r = gce_client_call_raw(t->client, &call, ret_data, ret_len, &err);
-        return client_result(r, r == -ENOENT, err, ret_cause);
+        return store_provider_result(r, r == -ENOENT, err, ret_cause);
 }
 
 static int gs_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
@@ -167,7 +151,7 @@ static int gs_put(Store *s, const char *key, const void *data, size_t len, Store
                          .body_len = len,
                          .error_codes = if_absent ? gs_exists : NULL };
         int r = gce_client_call_raw(t->client, &call, &body, &body_len, &err);
-        return client_result(r, r == -EEXIST, err, ret_cause);
+        return store_provider_result(r, r == -EEXIST, err, ret_cause);
 }
 
 static int gs_delete(Store *s, const char *key, char **ret_cause) {
@@ -185,7 +169,7 @@ static int gs_delete(Store *s, const char *key, char **ret_cause) {
         int r = gce_client_call_raw(t->client, &call, &body, &len, &err);
         if (r == -ENOENT)
                 r = 0; /* already gone: what delete wants */
-        return client_result(r, false, err, ret_cause);
+        return store_provider_result(r, false, err, ret_cause);
 }
 
 static int gs_list(Store *s, const char *prefix, bool versions, char ***ret_keys, char **ret_cause) {

@@ -45,5 +45,12 @@ extern const StoreOps store_gs_ops;
 /* Lists stop here: a store is a keystore and backups, not a bucket of millions of objects. */
 #define STORE_LIST_MAX 100000U
 
+/* A cloud store's result: the client's message becomes the cause, except for the answers the store expects
+ * (-ENOENT, -EEXIST: expected), which carry no cause of their own, as the file provider's do. Takes err. */
+int store_provider_result(int r, bool expected, char *err, char **ret_cause);
+/* The object prefix of a bucket store's URL, from the len bytes after "BUCKET/": "" or "a/b/" (a trailing
+ * '/' given or not), each segment a valid key segment; -EINVAL with *ret_cause naming it otherwise. */
+int store_location_prefix(const char *p, size_t len, char **ret_prefix, char **ret_cause);
+
 /* "pki/ca/cluster.crt" -> dir "pki/ca" (or "" at the top), name "cluster.crt"; key must be valid. */
 int store_key_split(const char *key, char **ret_dir, const char **ret_name);

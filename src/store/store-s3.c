@@ -50,15 +50,6 @@ static const AwsErrorCode s3_precondition_failed[] = {
         {},
 };
 
-/* The client's message becomes the cause, except for the answers the provider expects (-ENOENT, -EEXIST):
- * like the file provider, those carry no cause of their own. */
-static int client_result(int r, bool expected, char *err, char **ret_cause) {
-        if (r < 0 && !expected && ret_cause)
-                *ret_cause = TAKE_PTR(err);
-        free(err);
-        return r;
-}
-
 static char *object_path(S3Store *t, const char *key) {
         _cleanup_free_ char *full = strjoin(t->prefix, key);
         char *p = full ? uri_encode(full, true) : NULL;
@@ -202,21 +193,12 @@ static int s3_parse(S3Store *t, const char *location, const char **ret_region, c
         }
         if (q && (r = parse_query(q + 1, ret_region, ret_cause)) < 0)
                 return r;
-        _cleanup_free_ char *p =
-            location[blen] == '/' ? strndup(location + blen + 1, end - blen - 1) : strdup("");
-        if (!p)
-                return -ENOMEM;
-        size_t pl = strlen(p);
-        if (pl > 0 && p[pl - 1] == '/')
-                p[--pl] = 0;
-        if (pl > 0 && !store_key_valid(p)) {
-                *ret_cause =
-                    strprintf("invalid prefix '%s' (segments of [A-Za-z0-9._-] not starting with '.')", p);
-                return -EINVAL;
-        }
+        r = store_location_prefix(location[blen] == '/' ? location + blen + 1 : "",
+                                  location[blen] == '/' ? end - blen - 1 : 0, &t->prefix, ret_cause);
+        if (r < 0)
+                return r;
         t->bucket = strndup(location, blen);
-        t->prefix = pl == 0 ? strdup("") : strjoin(p, "/");
-        return t->bucket && t->prefix ? 0 : -ENOMEM;
+        return t->bucket ? 0 : -ENOMEM;
 }
 
 static int s3_open(Store *s, const char *location, char **ret_cause) {
@@ -251,7 +233,7 @@ static int s3_get(Store *s, const char *key, char **ret_data, size_t *ret_len, c
         };
         char *err = NULL;
         int r = aws_client_call_raw(t->client, &call, ret_data, ret_len, &err);
-        return client_result(r, r == -ENOENT, err, ret_cause);
+        return store_provider_result(r, r == -ENOENT, err, ret_cause);
 }
 
 static int s3_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
@@ -282,7 +264,7 @@ static int s3_put(Store *s, const char *key, const void *data, size_t len, Store
         };
         char *err = NULL;
         int r = aws_client_call_raw(t->client, &call, &body, &body_len, &err);
-        return client_result(r, r == -EEXIST, err, ret_cause);
+        return store_provider_result(r, r == -EEXIST, err, ret_cause);
 }
 
 static int s3_delete(Store *s, const char *key, char **ret_cause) {
@@ -303,7 +285,7 @@ static int s3_delete(Store *s, const char *key, char **ret_cause) {
         int r = aws_client_call_raw(t->client, &call, &body, &body_len, &err);
         if (r == -ENOENT)
                 r = 0; /* S3 answers 204 for an absent key; a gateway may say 404 */
-        return client_result(r, false, err, ret_cause);
+        return store_provider_result(r, false, err, ret_cause);
 }
 
 /* What a listing gathers, page by page: keys (or, with a delimiter, the names of the directories under

@@ -340,3 +340,25 @@ int store_list_dirs(Store *s, const char *prefix, char ***ret_names, char **ret_
         *ret_names = names;
         return 0;
 }
+
+int store_provider_result(int r, bool expected, char *err, char **ret_cause) {
+        if (r < 0 && !expected && ret_cause)
+                *ret_cause = TAKE_PTR(err);
+        free(err);
+        return r;
+}
+
+int store_location_prefix(const char *p, size_t len, char **ret_prefix, char **ret_cause) {
+        _cleanup_free_ char *d = strndup(p, len);
+        if (!d)
+                return -ENOMEM;
+        if (len > 0 && d[len - 1] == '/')
+                d[--len] = 0;
+        if (len > 0 && !store_key_valid(d)) {
+                *ret_cause =
+                    strprintf("invalid prefix '%s' (segments of [A-Za-z0-9._-] not starting with '.')", d);
+                return -EINVAL;
+        }
+        *ret_prefix = len == 0 ? strdup("") : strjoin(d, "/");
+        return *ret_prefix ? 0 : -ENOMEM;
+}

@@ -158,10 +158,30 @@ class GceEnv:
                 run("umount", "-l", m, check=False)
                 errors.append(f"had to lazily unmount {m}")
         self.call("/_double/cleanup", {})
+        deadline = time.monotonic() + 10
+        while loops_backed_by_files_under(self.base) and time.monotonic() < deadline:
+            time.sleep(0.1)  # detached by the double (autoclear), still open somewhere for a moment
         for dev in loops_backed_by_files_under(self.base):
             run("losetup", "-d", dev, check=False)
-            errors.append(f"loop device {dev} was left behind")
+            errors.append(f"loop device {dev} was left behind (still mounted in the mount namespaces of "
+                          f"{namespaces_mounting(dev)})")
         return errors
+
+
+def namespaces_mounting(dev):
+    """{mount namespace: a process in it} of the namespaces where dev is mounted: a namespace made while our
+    disk was mounted (another test's, unshare) keeps a copy of that mount, and so the loop device."""
+    rdev = os.stat(dev).st_rdev
+    needle = f" {os.major(rdev)}:{os.minor(rdev)} "
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/mountinfo") as f:
+                if needle in f.read():
+                    found.setdefault(os.readlink(f"/proc/{pid}/ns/mnt"), pid)
+        except OSError:
+            continue
+    return found
 
 
 def gce_env(n, extra_disks=None):
