@@ -8,7 +8,14 @@ needs (ECDSA P-256), each written as a pair on the node. Side by side, untimed s
 that makes the same set with the openssl tool (`openssl req -x509` per CA, `openssl genpkey` for the RSA key,
 and per leaf `openssl req -new` + `openssl x509 -req` with the same subject, SANs and usages, read back from
 what protokube issued), spawn -> exit of bash. The ratio is the median of per-run ratios (< 1: protokube is
-faster)."""
+faster).
+
+And the peer an operator would pick instead (issue 44, figure 4): kubeadm 1.20.2, built from the same Debian
+source as the server binaries (scripts/k8s-binaries.sh), `kubeadm init phase certs all` + `kubeadm init phase
+kubeconfig all` (its CAs, the service-account key, its leaves and the four kubeconfigs with their client
+certificates), spawn -> exit of both, in a network namespace of its own (it never reaches out: the version is
+given). kubeadm's keys are RSA 2048; so the like-for-like row runs protokube with `pki.keyType: rsa-2048` too
+(its pass: fresh store and pool, as above)."""
 import glob
 import os
 import shlex
@@ -75,16 +82,44 @@ def openssl_script(wd, cas, leafs):
     return path
 
 
-def one_run(wd, bind, i):
-    cluster = f"certs{i}.k8s.test"
-    base = wd.sub(f"run{i}")
+def kubeadm_bin():
+    """kubeadm from the Kubernetes cache (built once by scripts/k8s-binaries.sh)."""
+    out = common.run([os.path.join(common.ROOT, "scripts", "k8s-binaries.sh")], timeout=3600).stdout
+    return os.path.join(out.strip().splitlines()[-1], "kubeadm")
+
+
+def kubeadm_run(wd, i, kubeadm):
+    """kubeadm's certificates and kubeconfigs of one control-plane node, timed spawn -> exit: (seconds,
+    certificates written)."""
+    d = wd.sub(f"kubeadm{i}")
+    common_args = ["--kubernetes-version", "v1.20.2", "--apiserver-advertise-address", "192.0.2.11",
+                   "--control-plane-endpoint", f"api.internal.certs{i}.k8s.test"]
+    t0 = time.monotonic()
+    for phase in (["certs", "all", "--cert-dir", os.path.join(d, "pki"),
+                   "--apiserver-cert-extra-sans", f"api.certs{i}.k8s.test"],
+                  ["kubeconfig", "all", "--cert-dir", os.path.join(d, "pki"),
+                   "--kubeconfig-dir", os.path.join(d, "kubeconfig")]):
+        p = subprocess.run(["unshare", "--net", kubeadm, "init", "phase", *phase, *common_args],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"kubeadm init phase {phase[0]} exited {p.returncode}: {p.stderr[-2000:]}")
+    secs = time.monotonic() - t0
+    certs = len(glob.glob(os.path.join(d, "pki", "**", "*.crt"), recursive=True))
+    return secs, certs + len(glob.glob(os.path.join(d, "kubeconfig", "*.conf")))
+
+
+def one_run(wd, bind, i, key_type=None, kubeadm=None):
+    cluster = f"certs{i}{key_type or ''}.k8s.test"
+    base = wd.sub(f"run{i}{key_type or ''}")
     pool, mnt, man, store, pki = (os.path.join(base, n) for n in ("pool", "mnt", "manifests", "store", "pki"))
     for d in (mnt, man, store):
         os.makedirs(d, exist_ok=True)
     spec = os.path.join(base, "cluster.yaml")
     with open(spec, "w") as f:
         f.write(common.spec_text(cluster, common.rfc2136_block(bind)).replace(
-            "  kubernetesVersion:", f"  stateStore: file://{store}\n  pki:\n    dir: {pki}\n  kubernetesVersion:"))
+            "  kubernetesVersion:", f"  stateStore: file://{store}\n  pki:\n    dir: {pki}\n"
+            + (f"    keyType: {key_type}\n    serviceAccountKeyType: rsa-2048\n" if key_type else "")
+            + "  kubernetesVersion:"))
     common.create_pool(pool, cluster, size="64M")
     argv = [common.protokube_bin(), "-c", spec, "--log-format", "json", "once", "--node-name", "a", "--zone",
             "z1", "--internal-ip", "127.0.0.11", "--external-ip", "127.0.0.12", "--pool", pool, "--manifest-dir",
@@ -101,6 +136,12 @@ def one_run(wd, bind, i):
     got = leaves(pki)
     if not got or not cas:
         raise RuntimeError(f"no certificates issued: {len(got)} leaves, CAs {cas}")
+    if key_type:  # the like-for-like row against kubeadm: no openssl script
+        common.unmount_under(base)
+        common.detach_loops_under(base)
+        kad, kad_certs = kubeadm_run(wd, i, kubeadm)
+        return {"pk_rsa": pk_s, "kubeadm": kad, "ratio_kubeadm": pk_s / kad, "kubeadm_certs": kad_certs,
+                "pk_rsa_certs": len(got) + len(cas)}
     odir = wd.sub(f"openssl{i}")
     script = openssl_script(odir, cas, got)
     t0 = time.monotonic()
@@ -117,17 +158,34 @@ def one_run(wd, bind, i):
 
 
 def measure():
+    kubeadm = kubeadm_bin()
     with common.Workdir("certs") as wd:
         bind = common.Bind(wd.path)
         try:
             runs = [one_run(wd, bind, i) for i in range(RUNS)]
+            peer = [one_run(wd, bind, i, "rsa-2048", kubeadm) for i in range(RUNS)]
         finally:
             bind.stop()
     med = {k: common.median([r[k] for r in runs]) for k in runs[0]}
+    pmed = {k: common.median([r[k] for r in peer]) for k in peer[0]}
+
+    def spread(key):
+        v = [r[key] for r in peer]
+        return f"min {common.fmt_ms(min(v))}, max {common.fmt_ms(max(v))}"
     n = f"{runs[0]['cas']} CAs + SA key + {runs[0]['leaves']} leaves"
     rows = [(f"9. certificates of a master ({n}): protokube / openssl", f"{med['ratio']:.3f}", "", ""),
             ("   protokube: the pass's certificates steps (fresh store)", common.fmt_ms(med["pk"]), "", ""),
-            ("   openssl req + x509, same set, one bash script", common.fmt_ms(med["openssl"]), "", "")]
+            ("   openssl req + x509, same set, one bash script", common.fmt_ms(med["openssl"]), "", ""),
+            ("4. certificates of a master, RSA 2048: protokube / kubeadm", f"{pmed['ratio_kubeadm']:.3f}", "", ""),
+            ("   the same per key generated (protokube's set is larger: etcd's CAs per cluster)",
+             f"{(pmed['pk_rsa'] / peer[0]['pk_rsa_certs']) / (pmed['kubeadm'] / (peer[0]['kubeadm_certs'] + 1)):.3f}",
+             "", ""),
+            ("   protokube's default (ECDSA P-256, figure 9) / kubeadm (RSA 2048, its only choice in 1.20)",
+             f"{med['pk'] / pmed['kubeadm']:.3f}", "", ""),
+            (f"   protokube, pki.keyType rsa-2048 ({peer[0]['pk_rsa_certs']} certificates and keys)",
+             f"{common.fmt_ms(pmed['pk_rsa'])} ({spread('pk_rsa')})", "", ""),
+            (f"   kubeadm init phase certs all + kubeconfig all ({peer[0]['kubeadm_certs']} certificates)",
+             f"{common.fmt_ms(pmed['kubeadm'])} ({spread('kubeadm')})", "", "")]
     return rows, f"{RUNS} runs, fresh store and pool each, load average {os.getloadavg()[0]:.1f} at the end"
 
 
