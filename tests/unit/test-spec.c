@@ -528,6 +528,9 @@ static void test_pki_valid(void **state) {
         s = cluster_spec_free(s);
         s = load_ok(MINIMAL "  stateStore: s3://abc?region=us-gov-west-1\n");
         assert_string_equal(s->state_store, "s3://abc?region=us-gov-west-1");
+        s = cluster_spec_free(s);
+        s = load_ok(MINIMAL "  stateStore: gs://pk_state.example.com/clusters/c\n");
+        assert_string_equal(s->state_store, "gs://pk_state.example.com/clusters/c");
 }
 
 static void test_pki_errors(void **state) {
@@ -555,6 +558,20 @@ static void test_pki_errors(void **state) {
                 { "  stateStore: s3:///prefix\n",
                   "t.yaml:8:15: spec.stateStore: 's3:///prefix': the bucket name must be 3 to 63 characters "
                   "of [a-z0-9.-] (s3://BUCKET[/PREFIX])" },
+                { "  stateStore: gs://My_Bucket\n", "t.yaml:8:15: spec.stateStore: 'gs://My_Bucket': the "
+                                                    "bucket name must be 3 to 63 characters "
+                                                    "of [a-z0-9_.-] (gs://BUCKET[/PREFIX], no parameters)" },
+                { "  stateStore: gs://goog-state\n",
+                  "t.yaml:8:15: spec.stateStore: 'gs://goog-state': the bucket name must be 3 to 63 "
+                  "characters "
+                  "of [a-z0-9_.-] (gs://BUCKET[/PREFIX], no parameters)" },
+                { "  stateStore: gs://pk-state?region=x\n",
+                  "t.yaml:8:15: spec.stateStore: 'gs://pk-state?region=x': the bucket name must be 3 to 63 "
+                  "characters of [a-z0-9_.-] (gs://BUCKET[/PREFIX], no parameters)" },
+                { "  stateStore: gs://pk-state/a/../b\n",
+                  "t.yaml:8:15: spec.stateStore: 'gs://pk-state/a/../b': the prefix must not contain '..' "
+                  "or "
+                  "empty segments" },
                 { "  stateStore: s3://My_Bucket\n",
                   "t.yaml:8:15: spec.stateStore: 's3://My_Bucket': the bucket name must be 3 to 63 "
                   "characters of [a-z0-9.-] (s3://BUCKET[/PREFIX])" },
