@@ -10,6 +10,7 @@ PACKAGES=(
         libsystemd-dev
         # unit tests and oracles
         libcmocka-dev libldns-dev python3-pytest python3-dnspython python3-botocore python3-yaml
+        python3-cryptography
         # the real components the integration tests run
         bind9 bind9-dnsutils knot knot-dnsutils etcd-server etcd-client prometheus
         e2fsprogs util-linux fdisk cryptsetup-bin lvm2 mdadm iproute2 procps psmisc curl
