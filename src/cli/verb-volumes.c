@@ -22,27 +22,37 @@ static const char *mount_column(const VolumesObservation *o, size_t i) {
         }
 }
 
-static void print_row(const char *mount_root, const VolumesObservation *o, const VolumesPlan *plan,
-                      size_t i) {
+/* Column widths: at least the header's, else the longest value (a GCE disk name is up to 63 characters). */
+typedef struct Widths {
+        int id, zone;
+} Widths;
+
+static void print_row(const char *mount_root, const VolumesObservation *o, const VolumesPlan *plan, size_t i,
+                      Widths w) {
         const Volume *vol = &o->volumes.items[i];
         const VolumeEligibility *e = &plan->eligibility[i];
         _cleanup_free_ char *mount = volume_mount_path(mount_root, vol->id);
         bool mine = !vol->damaged && node_identity_holds(&o->node, &vol->attachment);
 
-        printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s%s%s\n", vol->id, strna(vol->zone),
+        printf("%-*s %-*s %-8s %-6s %-16s %-12s %-8s %s%s%s\n", w.id, vol->id, w.zone, strna(vol->zone),
                e->etcd.cluster ?: "-", e->etcd.member ?: "-", vol->attachment.node ?: "-",
                vol->attachment.device ?: "-", mine ? mount_column(o, i) : "-", e->eligible ? "yes" : "no",
                e->eligible ? "" : ": ", e->eligible ? "" : strempty(e->reason));
         if (mine && o->observed[i].mount == MOUNT_STATE_OURS)
-                printf("%-24s mount %s\n", "", strna(mount));
+                printf("%-*s mount %s\n", w.id, "", strna(mount));
 }
 
 static void show(const char *mount_root, const VolumesObservation *o, const VolumesPlan *plan) {
+        Widths w = { 24, 10 };
+        for (size_t i = 0; i < o->volumes.n; i++) {
+                w.id = MAX(w.id, (int)MIN(strlen(o->volumes.items[i].id), (size_t)128));
+                w.zone = MAX(w.zone, (int)MIN(strlen(strna(o->volumes.items[i].zone)), (size_t)64));
+        }
         printf("node %s, zone %s\n", o->node.name, o->node.zone);
-        printf("%-24s %-10s %-8s %-6s %-16s %-12s %-8s %s\n", "ID", "ZONE", "ETCD", "MEMBER", "ATTACHED-TO",
-               "DEVICE", "MOUNT", "ELIGIBLE");
+        printf("%-*s %-*s %-8s %-6s %-16s %-12s %-8s %s\n", w.id, "ID", w.zone, "ZONE", "ETCD", "MEMBER",
+               "ATTACHED-TO", "DEVICE", "MOUNT", "ELIGIBLE");
         for (size_t i = 0; i < o->volumes.n; i++)
-                print_row(mount_root, o, plan, i);
+                print_row(mount_root, o, plan, i, w);
 }
 
 int verb_volumes(CliContext *ctx, char **args) {

@@ -99,7 +99,8 @@ class GceEnv:
         disks["d-etcd-main-farzone"] = {"zone": "europe-west1-c",
                                         "labels": {"k8s-io-cluster-name": SAFE, "k8s-io-role-master": "master",
                                                    "k8s-io-etcd-main": kops_label("d/a,b,c,d")}}
-        disks.update(extra_disks or {})
+        for name, cfg in (extra_disks or {}).items():  # new disks, or settings of the ones above
+            disks[name] = {**disks.get(name, {}), **cfg}
         self.call("/_double/config", {"project": PROJECT, "instances": instances, "disks": disks,
                                       "managed_zones": {DNS_ZONE: {"dns_name": "k8s.test.", "rrsets": [NOT_OURS]}}})
 
@@ -386,3 +387,27 @@ def test_from_an_operators_machine_with_a_key(env1):
     env.call("/_double/service-account-key", {"email": account, "rotate": True})
     p = subprocess.run(argv, capture_output=True, text=True, env=e, timeout=60)
     assert p.returncode != 0 and "token request to" in p.stderr and "invalid_client" in p.stderr, p.stderr
+
+
+def test_a_second_disk_of_a_held_member_is_released():
+    """Two disks name etcd main's member a (a disk restored from a snapshot with its labels): master-b claimed
+    the first one earlier, master-a holds the other. master-a's pass gives its copy back (detachDisk with the
+    device name master-a has for it) and never formats or mounts it; the member stays master-b's."""
+    labels = {"k8s-io-cluster-name": SAFE, "k8s-io-role-master": "master",
+              "k8s-io-etcd-main": kops_label("a/a,b,c")}
+    first = disk_name("main", "a")
+    extra = {first: {"users": [instance(1)]},
+             "a-etcd-main-restored": {"zone": ZONE, "size_gb": 1, "labels": labels, "users": [instance(0)],
+                                      "source_snapshot": "projects/p/global/snapshots/main-a"}}
+    for env in gce_env(2, extra):
+        st = env.state()["disks"]
+        assert st["a-etcd-main-restored"]["users"] == [instance(0)], st["a-etcd-main-restored"]
+        p = env.pk("once", 0)
+        assert "Released volume 'a-etcd-main-restored'" in p.stderr, p.stderr
+        st = env.state()["disks"]
+        assert not st["a-etcd-main-restored"]["users"], st["a-etcd-main-restored"]
+        assert st[first]["users"] == [instance(1)], st[first]
+        assert not [ln for ln in p.stderr.splitlines() if "ext4 filesystem" in ln and "restored" in ln], p.stderr
+        assert not [m for m in mounts_under(env.mount_root(0)) if "restored" in m]
+        detaches = [e for e in env.log() if e["path"].endswith("/detachDisk")]
+        assert len(detaches) == 1 and "deviceName=a-etcd-main-restored" in detaches[0]["query"], detaches
