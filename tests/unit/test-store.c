@@ -113,6 +113,13 @@ static void test_url_parsing(void **state) {
                 { "s3://bucket/p?", "unknown parameter ''" },
                 { "s3://bucket?region=eu-west-1/p", "invalid region 'eu-west-1/p'" },
                 { "s3://b?region=eu-west-1", "bucket name" },
+                /* gs://BUCKET[/PREFIX]: Cloud Storage's bucket names, no parameters */
+                { "gs://", "bucket name" },
+                { "gs://Bucket/p", "bucket name" },
+                { "gs://goog-state", "bucket name" },
+                { "gs://bucket?x=y", "bucket name" },
+                { "gs://bucket/../p", "invalid prefix" },
+                { "gs://bucket/a//b", "invalid prefix" },
         };
         for (size_t i = 0; i < ELEMENTSOF(invalid); i++)
                 expect_open_error(invalid[i].url, -EINVAL, invalid[i].in_message);
