@@ -95,6 +95,24 @@ static int gs_probe(GsStore *t, char **ret_cause) {
         return gce_client_call_raw(t->client, &call, &body, &len, ret_cause);
 }
 
+/* Cloud Storage answers 404 "notFound" for a missing object and for a missing bucket alike (the reason is
+ * the same; only the message differs, and we never decide on wording). A 404 is read as "no such object"
+ * only once the bucket answers a listing: a bucket deleted or made unreadable since the open is an error,
+ * never an absent key (a missing CA would be created anew). Absent reads are rare (a first start), so this
+ * costs an idle pass nothing. */
+static int gs_confirm_absent(GsStore *t, char *err, char **ret_cause) {
+        _cleanup_free_ char *why = NULL;
+        int r = gs_probe(t, &why);
+        if (r >= 0) {
+                free(err);
+                return -ENOENT;
+        }
+        if (ret_cause)
+                *ret_cause = strprintf("%s; and the bucket itself: %s", strnull(err), strnull(why));
+        free(err);
+        return r;
+}
+
 static int gs_open(Store *s, const char *location, char **ret_cause) {
         GsStore *t = new0(GsStore, 1);
         if (!t)
@@ -126,7 +144,9 @@ static int gs_get(Store *s, const char *key, char **ret_data, size_t *ret_len, c
                          .error_codes = gs_not_found,
                          .sensitive = true /* it may be a private key */ };
         int r = gce_client_call_raw(t->client, &call, ret_data, ret_len, &err);
-        return store_provider_result(r, r == -ENOENT, err, ret_cause);
+        if (r == -ENOENT)
+                return gs_confirm_absent(t, err, ret_cause);
+        return store_provider_result(r, false, err, ret_cause);
 }
 
 static int gs_put(Store *s, const char *key, const void *data, size_t len, StoreFlags flags, bool if_absent,
@@ -167,8 +187,10 @@ static int gs_delete(Store *s, const char *key, char **ret_cause) {
                          .path = path,
                          .error_codes = gs_not_found };
         int r = gce_client_call_raw(t->client, &call, &body, &len, &err);
-        if (r == -ENOENT)
-                r = 0; /* already gone: what delete wants */
+        if (r == -ENOENT) { /* already gone, what delete wants: if the bucket is there */
+                r = gs_confirm_absent(t, TAKE_PTR(err), ret_cause);
+                return r == -ENOENT ? 0 : r;
+        }
         return store_provider_result(r, false, err, ret_cause);
 }
 

@@ -14,6 +14,7 @@
 #include "basic/fileio.h"
 #include "basic/string-util.h"
 #include "basic/strv.h"
+#include "gce-double.h"
 #include "store/store.h"
 #include "unit-test.h"
 
@@ -296,6 +297,30 @@ static void test_file_list_dirs(void **state) {
         free(err);
 }
 
+/* Cloud Storage says 404 for a missing object and for a missing bucket alike: an object is absent only while
+ * the bucket answers. A bucket that stops answering between the open and the read is an error, not an absent
+ * key (a keystore would create a second CA over it). */
+static void test_gs_absent_only_with_its_bucket(void **state) {
+        Store *s = NULL;
+        char *data = NULL;
+        size_t len = 0;
+        _cleanup_free_ char *e_open = NULL, *e_get = NULL, *e_del = NULL, *err = NULL, *err2 = NULL;
+        gce_double_start(state);
+        gce_double_post("/_double/config", "{\"buckets\": {\"pk-unit\": {}}}");
+        assert_int_equal(store_open("gs://pk-unit/c", &s, &e_open), 0);
+        assert_int_equal(store_get(s, "pki/ca.pem", &data, &len, &e_get), -ENOENT);
+        assert_int_equal(store_delete(s, "pki/ca.pem", &e_del), 0);
+        gce_double_post("/_double/config", "{\"deny\": [\"GET /storage/v1/b/pk-unit/o\"]}");
+        int r = store_get(s, "pki/ca.pem", &data, &len, &err);
+        assert_int_not_equal(r, -ENOENT);
+        assert_true(r < 0);
+        assert_non_null(strstr(err, "and the bucket itself"));
+        r = store_delete(s, "pki/ca.pem", &err2);
+        assert_true(r < 0 && r != -ENOENT);
+        store_free(s);
+        gce_double_stop(state);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_key_valid),
@@ -303,6 +328,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_file_end_to_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_file_list_dirs, setup, teardown),
+                cmocka_unit_test(test_gs_absent_only_with_its_bucket),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
