@@ -35,12 +35,8 @@ static inline json_t *aws_double_get(const char *what) {
         return fake_server_get_json(&aws_double, path);
 }
 
-/* A counter of the double's /_double/state (requests by kind, throttles...). */
 static inline json_int_t aws_double_counter(const char *name) {
-        json_t *j = aws_double_get("state");
-        json_int_t v = json_integer_value(json_object_get(json_object_get(j, "counters"), name));
-        json_decref(j);
-        return v;
+        return fake_server_counter(&aws_double, name);
 }
 
 static inline void aws_double_env(void) {

@@ -100,3 +100,11 @@ static inline json_t *fake_server_get_json(const FakeServer *f, const char *path
         http_response_done(&resp);
         return j;
 }
+
+/* A counter of a double's /_double/state ("counters": requests by kind, throttles...). */
+static inline json_int_t fake_server_counter(const FakeServer *f, const char *name) {
+        json_t *j = fake_server_get_json(f, "/_double/state");
+        json_int_t v = json_integer_value(json_object_get(json_object_get(j, "counters"), name));
+        json_decref(j);
+        return v;
+}

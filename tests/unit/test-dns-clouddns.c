@@ -83,16 +83,6 @@ static char *zone_record(const char *zone, const char *name, const char *type) {
         return out;
 }
 
-static void check(char *got, const char *want) {
-        if (!want)
-                assert_null(got);
-        else {
-                assert_non_null(got);
-                assert_string_equal(got, want);
-        }
-        free(got);
-}
-
 static void desired_set(DnsRRsetList *l, uint32_t ttl) {
         DnsRRset *s;
         assert_int_equal(dns_rrset_list_add_address(l, "etcd-a.internal.c.k8s.test.", ttl, "10.0.0.1"), 0);
@@ -114,11 +104,14 @@ static void test_sync_converge_and_follow(void **state) {
         assert_int_equal(log_count("POST", "/changes"), 1);
         assert_int_equal(log_count(NULL, "/managedZones"), 1);
         assert_int_equal(log_count(NULL, "/rrsets"), 3); /* one per owned name, not the zone */
-        check(zone_record("k8s-test", "etcd-a.internal.c.k8s.test.", "A"), "30 10.0.0.1");
-        check(zone_record("k8s-test", "api.c.k8s.test.", "A"), "30 198.51.100.1,198.51.100.2");
-        check(zone_record("k8s-test", "api.c.k8s.test.", "TXT"), "300 \"someone else's\"");
-        check(zone_record("k8s-test", "old.c.k8s.test.", "A"), NULL);
-        check(zone_record("k8s-test", "keep.k8s.test.", "A"), "300 192.0.2.9");
+        assert_string_or_null_free(zone_record("k8s-test", "etcd-a.internal.c.k8s.test.", "A"),
+                                   "30 10.0.0.1");
+        assert_string_or_null_free(zone_record("k8s-test", "api.c.k8s.test.", "A"),
+                                   "30 198.51.100.1,198.51.100.2");
+        assert_string_or_null_free(zone_record("k8s-test", "api.c.k8s.test.", "TXT"),
+                                   "300 \"someone else's\"");
+        assert_string_or_null_free(zone_record("k8s-test", "old.c.k8s.test.", "A"), NULL);
+        assert_string_or_null_free(zone_record("k8s-test", "keep.k8s.test.", "A"), "300 192.0.2.9");
 
         /* apply did not wait for "done": the change is handed on, and asked about once per call */
         assert_int_equal(clouddns()->take_submitted(s, &ids), 0);
@@ -145,8 +138,8 @@ static void test_walk_up_and_split_horizon(void **state) {
         DnsProviderState *s = open_zone(NULL);
         assert_int_equal(dns_rrset_list_add_address(&d, "x.sub.k8s.test.", 60, "10.0.0.9"), 0);
         assert_int_equal(dns_sync(clouddns(), s, &d, false, &ch, &err), 0);
-        check(zone_record("sub-k8s-test", "x.sub.k8s.test.", "A"), "60 10.0.0.9");
-        check(zone_record("k8s-test", "x.sub.k8s.test.", "A"), NULL);
+        assert_string_or_null_free(zone_record("sub-k8s-test", "x.sub.k8s.test.", "A"), "60 10.0.0.9");
+        assert_string_or_null_free(zone_record("k8s-test", "x.sub.k8s.test.", "A"), NULL);
         clouddns()->close(s);
 
         /* a public and a private zone of one name: which one the masters resolve through is not ours to
@@ -175,7 +168,7 @@ static void test_raced_change_is_sent_again(void **state) {
                         "[\"10.0.0.6\"]}]}}}");
         assert_int_equal(dns_rrsets_diff(&d, &served, true, &ch), 0);
         assert_int_equal(clouddns()->apply(s, &ch, &err), 0);
-        check(zone_record("k8s-test", "old.c.k8s.test.", "A"), "30 10.0.0.5");
+        assert_string_or_null_free(zone_record("k8s-test", "old.c.k8s.test.", "A"), "30 10.0.0.5");
         /* the first change was refused (its deletion no longer matched), the second went through */
         json_t *st = gce_double_get("log"), *e;
         size_t i, refused = 0, accepted = 0;

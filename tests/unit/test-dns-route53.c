@@ -88,16 +88,6 @@ static void desired_set(DnsRRsetList *l, uint32_t ttl) {
         dns_rrset_list_sort(l);
 }
 
-static void check(char *got, const char *want) {
-        if (!want)
-                assert_null(got);
-        else {
-                assert_non_null(got);
-                assert_string_equal(got, want);
-        }
-        free(got);
-}
-
 static void test_sync_upsert_delete_converge(void **state) {
         _cleanup_rrset_list_ DnsRRsetList desired = {}, changes = {}, again = {}, ttl = {};
         _cleanup_free_ char *err = NULL;
@@ -113,11 +103,13 @@ static void test_sync_upsert_delete_converge(void **state) {
         assert_int_equal(strv_length(ids), 1);
         assert_int_equal(route53()->take_submitted(s, &none), 0); /* taken: nothing left */
         assert_null(none);
-        check(zone_record("ZPARENT", "etcd-a.internal.c.k8s.test.", "A"), "30 10.0.0.1");
-        check(zone_record("ZPARENT", "api.c.k8s.test.", "A"), "30 198.51.100.1,198.51.100.2");
-        check(zone_record("ZPARENT", "api.c.k8s.test.", "AAAA"), "30 2001:db8::1");
-        check(zone_record("ZPARENT", "old.c.k8s.test.", "A"), NULL);
-        check(zone_record("ZPARENT", "keep.k8s.test.", "A"), "300 192.0.2.9");
+        assert_string_or_null_free(zone_record("ZPARENT", "etcd-a.internal.c.k8s.test.", "A"),
+                                   "30 10.0.0.1");
+        assert_string_or_null_free(zone_record("ZPARENT", "api.c.k8s.test.", "A"),
+                                   "30 198.51.100.1,198.51.100.2");
+        assert_string_or_null_free(zone_record("ZPARENT", "api.c.k8s.test.", "AAAA"), "30 2001:db8::1");
+        assert_string_or_null_free(zone_record("ZPARENT", "old.c.k8s.test.", "A"), NULL);
+        assert_string_or_null_free(zone_record("ZPARENT", "keep.k8s.test.", "A"), "300 192.0.2.9");
         route53()->close(s);
 
         /* converged: a read, nothing sent */
@@ -133,7 +125,8 @@ static void test_sync_upsert_delete_converge(void **state) {
         s = open_zone("k8s.test.");
         assert_int_equal(dns_sync(route53(), s, &d60, false, &ttl, &err), 0);
         assert_int_equal(ttl.n, 3);
-        check(zone_record("ZPARENT", "api.c.k8s.test.", "A"), "60 198.51.100.1,198.51.100.2");
+        assert_string_or_null_free(zone_record("ZPARENT", "api.c.k8s.test.", "A"),
+                                   "60 198.51.100.1,198.51.100.2");
         assert_int_equal(log_count("ChangeResourceRecordSets"), 2);
         route53()->close(s);
 }
@@ -149,9 +142,10 @@ static void test_walk_up_to_closest_zone(void **state) {
         assert_int_equal(dns_sync(route53(), s, &desired, false, &changes, &err), 0);
         /* one change per zone */
         assert_int_equal(log_count("ChangeResourceRecordSets"), 2);
-        check(zone_record("ZCHILD", "etcd-a.internal.sub.k8s.test.", "A"), "20 10.0.0.3");
-        check(zone_record("ZPARENT", "api.other.k8s.test.", "A"), "20 10.0.0.4");
-        check(zone_record("ZPARENT", "etcd-a.internal.sub.k8s.test.", "A"), NULL);
+        assert_string_or_null_free(zone_record("ZCHILD", "etcd-a.internal.sub.k8s.test.", "A"),
+                                   "20 10.0.0.3");
+        assert_string_or_null_free(zone_record("ZPARENT", "api.other.k8s.test.", "A"), "20 10.0.0.4");
+        assert_string_or_null_free(zone_record("ZPARENT", "etcd-a.internal.sub.k8s.test.", "A"), NULL);
         route53()->close(s);
 
         /* a name no hosted zone holds */
@@ -199,7 +193,7 @@ static void test_throttled_pass(void **state) {
         aws_double_post("/_double/config", "{\"faults\": {\"throttle_pattern\": [2, 3]}}");
         assert_int_equal(dns_sync(route53(), s, &desired, false, &changes, &err), 0);
         assert_int_equal(changes.n, 4);
-        check(zone_record("ZPARENT", "api.c.k8s.test.", "AAAA"), "30 2001:db8::1");
+        assert_string_or_null_free(zone_record("ZPARENT", "api.c.k8s.test.", "AAAA"), "30 2001:db8::1");
         route53()->close(s);
 }
 
