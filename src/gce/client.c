@@ -14,6 +14,15 @@
 #include "shared/retry.h"
 
 #define ERROR_TEXT_MAX 512
+/* Each exchange, and each call with its retries: at most 8 tries, pauses of full jitter over 200 ms doubling
+ * up to 20 s, 2 minutes in all (as the AWS client's defaults). */
+#define EXCHANGE_TIMEOUT (30 * USEC_PER_SEC)
+static const RetryPolicy call_policy = {
+        .max_attempts = 8,
+        .backoff_base = 200 * USEC_PER_MSEC,
+        .backoff_max = 20 * USEC_PER_SEC,
+        .call_timeout = 120 * USEC_PER_SEC,
+};
 
 struct GceClient {
         char *endpoints[_GCE_SERVICE_MAX];
@@ -22,10 +31,6 @@ struct GceClient {
         GceMetadata *metadata;
         GceToken token;
         char *project;
-        unsigned max_attempts;
-        usec_t backoff_base, backoff_max;
-        usec_t call_timeout, exchange_timeout;
-        unsigned retries, token_fetches;
 };
 
 static const char *const service_names[_GCE_SERVICE_MAX] = {
@@ -95,11 +100,6 @@ int gce_client_new(GceClient **ret, char **ret_error) {
 
         if (!c)
                 return -ENOMEM;
-        c->max_attempts = 8;
-        c->backoff_base = 200 * USEC_PER_MSEC;
-        c->backoff_max = 20 * USEC_PER_SEC;
-        c->call_timeout = 120 * USEC_PER_SEC;
-        c->exchange_timeout = 30 * USEC_PER_SEC;
         if (!isempty(endpoint)) {
                 r = http_endpoint_copy(GCE_ENDPOINT_ENV, endpoint, &base, ret_error);
                 if (r < 0)
@@ -119,25 +119,6 @@ int gce_client_new(GceClient **ret, char **ret_error) {
         }
         *ret = TAKE_PTR(c);
         return 0;
-}
-
-void gce_client_set_retry(GceClient *c, unsigned max_attempts, usec_t base, usec_t max) {
-        c->max_attempts = MAX(max_attempts, 1U);
-        c->backoff_base = base;
-        c->backoff_max = max;
-}
-
-void gce_client_set_timeouts(GceClient *c, usec_t call, usec_t exchange) {
-        c->call_timeout = call;
-        c->exchange_timeout = exchange;
-}
-
-unsigned gce_client_retries(const GceClient *c) {
-        return c->retries;
-}
-
-unsigned gce_client_token_fetches(const GceClient *c) {
-        return c->token_fetches;
 }
 
 int gce_client_metadata(GceClient *c, GceMetadata **ret, char **ret_error) {
@@ -281,7 +262,6 @@ static int client_token(GceClient *c, const char **ret, char **ret_error) {
         if (r == -ENOENT) {
                 r = token_fetch(c, &t, ret_error);
                 if (r >= 0) {
-                        c->token_fetches++;
                         token_cache_put(source, &t);
                 }
         }
@@ -418,7 +398,7 @@ static int send_once(GceClient *c, const GceCall *call, usec_t deadline, const C
                 .n_headers = n_headers,
                 .body = call->body,
                 .body_len = call->body_len,
-                .timeout = MAX(MIN(c->exchange_timeout, deadline > t ? deadline - t : 0), USEC_PER_MSEC),
+                .timeout = MAX(MIN(EXCHANGE_TIMEOUT, deadline > t ? deadline - t : 0), USEC_PER_MSEC),
                 .max_response = GCE_RESPONSE_MAX,
                 .ca_file = c->ca_bundle,
                 .via_proxy = true, /* Google's APIs and the store: outside the cluster */
@@ -457,9 +437,8 @@ static int call_with_retries(GceClient *c, const GceCall *call, const CallOutput
         if (!call || call->service < 0 || call->service >= _GCE_SERVICE_MAX || isempty(call->operation) ||
             isempty(call->method) || isempty(call->path))
                 return error_setf(ret_error, -EINVAL, "invalid Google API call");
-        RetryPolicy policy = { c->max_attempts, c->backoff_base, c->backoff_max, c->call_timeout };
         CallAttempt a = { c, call, out };
-        return retry_call(&policy, call_attempt, &a, &c->retries, ret_error);
+        return retry_call(&call_policy, call_attempt, &a, NULL, ret_error);
 }
 
 int gce_client_call(GceClient *c, const GceCall *call, json_t **ret, char **ret_error) {

@@ -43,14 +43,6 @@ int gce_client_new(GceClient **ret, char **ret_error);
 GceClient *gce_client_free(GceClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(GceClient *, gce_client_free);
 
-/* Retry policy: at most max_attempts tries; before try n+1 a random delay in [0, min(max, base * 2^n)].
- * Defaults 8, 200 ms, 20 s. Deadline of one call with its retries (2 min) and of each exchange (30 s). */
-void gce_client_set_retry(GceClient *c, unsigned max_attempts, usec_t base, usec_t max);
-void gce_client_set_timeouts(GceClient *c, usec_t call, usec_t exchange);
-/* Retries made and tokens fetched since the client was created (tests, metrics). */
-unsigned gce_client_retries(const GceClient *c);
-unsigned gce_client_token_fetches(const GceClient *c);
-
 /* The metadata server (created on first use). */
 int gce_client_metadata(GceClient *c, GceMetadata **ret, char **ret_error);
 /* The project: GOOGLE_CLOUD_PROJECT, else the key's project_id, else the metadata server's. */

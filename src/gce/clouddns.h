@@ -12,8 +12,6 @@
 
 #include "gce/client.h"
 
-#define GCE_DNS_PAGES_MAX 10000
-
 typedef struct GceManagedZone {
         char *name;     /* the zone's resource name ("k8s-test"): its API path segment */
         char *dns_name; /* "k8s.test." */
