@@ -147,6 +147,11 @@ class Base(BaseHTTPRequestHandler):
         pass  # requests are logged in the state, without their secrets
 
     def send(self, status, ctype, data, headers=None):
+        # The request is in the log before its answer leaves: a test that reads the log right after the
+        # answer must find it there.
+        entry, self.log_entry = getattr(self, "log_entry", None), None
+        if entry is not None:
+            STATE.record({**entry, "status": status})
         data = data.encode() if isinstance(data, str) else data
         self.send_response(status)
         if ctype:
@@ -184,6 +189,7 @@ class ApiHandler(Base):
         entry = {"method": self.command, "path": path, "query": redact(self.path.partition("?")[2]), "api": api}
         if self.headers.get("Authorization"):
             entry["authorization"] = self.headers["Authorization"].split(" ")[0] + " <redacted>"
+        self.log_entry = entry if api != "control" else None
         status = 500
         try:
             body = self.read_body(BODY_MAX)
@@ -197,8 +203,9 @@ class ApiHandler(Base):
             status = e.code
             self.send(e.code, JSON, e.body(), e.headers)
         finally:
-            if api != "control":
+            if self.log_entry is not None:  # no answer was sent (the handler failed): logged all the same
                 STATE.record({**entry, "status": status})
+                self.log_entry = None
 
     def api(self, api, req):
         if api is None:
