@@ -31,12 +31,40 @@ elif (($#)); then
 fi
 # kubeadm: the peer of the benchmarks (bench/), built from the same source and Go as the server binaries
 WHAT=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm)
+# kubeadm built with the vendored github.com/modern-go/reflect2 1.0.1 panics under Go >= 1.18 (a nil
+# dereference in frozenConfig.Type2: `kubeadm init`'s kubelet-start and `kubeadm config print` crash); it is
+# built with Debian's reflect2 1.0.2 in place of the vendored one (a Go build overlay: the source stays as
+# shipped). This file marks a kubeadm built so: a cache from before it rebuilds kubeadm alone, once.
+KUBEADM_STAMP=kubeadm.reflect2-1.0.2
+REFLECT2_DEB=/usr/share/gocode/src/github.com/modern-go/reflect2
 
 complete() {
         local w
-        for w in "${WHAT[@]}"; do
-                [[ -x $BIN/$w ]] || return 1
+        for w in "${WHAT[@]}" "$KUBEADM_STAMP"; do
+                [[ -e $BIN/$w ]] || return 1
         done
+}
+
+# The overlay (go help build, -overlay) that hides the vendored reflect2's files and adds Debian's, under both
+# names the build sees the vendor directory by: the source tree and hack/'s GOPATH link to it.
+reflect2_overlay() {
+        local out=$1 tree f first=1
+        local trees=("$PWD" "$PWD/_output/local/go/src/k8s.io/kubernetes")
+        {
+                printf '{"Replace": {'
+                for tree in "${trees[@]}"; do
+                        for f in "$tree"/vendor/github.com/modern-go/reflect2/*.go "$tree"/vendor/github.com/modern-go/reflect2/*.s; do
+                                ((first)) || printf ','
+                                first=0
+                                printf '\n"%s": ""' "$f"
+                        done
+                        for f in "$REFLECT2_DEB"/*.go "$REFLECT2_DEB"/*.s; do
+                                [[ $f == *_test.go ]] && continue
+                                printf ',\n"%s/vendor/github.com/modern-go/reflect2/%s": "%s"' "$tree" "${f##*/}" "$f"
+                        done
+                done
+                printf '}}\n'
+        } >"$out"
 }
 
 if complete; then
@@ -54,7 +82,7 @@ if complete; then # another run built it while we waited
 fi
 
 need=()
-for p in golang-go rsync jq dpkg-dev; do
+for p in golang-go rsync jq dpkg-dev golang-github-modern-go-reflect2-dev; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -94,18 +122,33 @@ cd "$SRC/kubernetes-$UPSTREAM"
 export GOCACHE=$CACHE/go-cache GOFLAGS=-mod=vendor KUBE_BUILD_PLATFORMS=linux/amd64
 mkdir -p "$BIN.tmp"
 if [[ -d $BIN ]]; then # a cache that lacks only a binary added since: build that one alone
-        for w in "${WHAT[@]}" source-version; do
+        for w in "${WHAT[@]}" "$KUBEADM_STAMP" source-version; do
+                [[ $w == kubeadm && ! -e $BIN/$KUBEADM_STAMP ]] && continue
                 [[ ! -e $BIN/$w || -e $BIN.tmp/$w ]] || cp -a "$BIN/$w" "$BIN.tmp/$w"
         done
 fi
 for w in "${WHAT[@]}"; do
         if [[ ! -x $BIN.tmp/$w ]]; then
                 echo "k8s-binaries: building $w" >&2
-                make WHAT=cmd/$w >&2
+                what=cmd/$w
+                if [[ $w == kubeadm ]]; then
+                        [[ -d $REFLECT2_DEB ]] || {
+                                echo "k8s-binaries: $REFLECT2_DEB is missing (golang-github-modern-go-reflect2-dev)" >&2
+                                exit 1
+                        }
+                        reflect2_overlay "$CACHE/kubeadm-overlay.json"
+                        # build.sh passes arguments that start with a dash to go build (GOFLAGS would not do:
+                        # hack/ takes build tags out of it with a pattern that keeps any other flag)
+                        what="$what -overlay=$CACHE/kubeadm-overlay.json"
+                fi
+                make WHAT="$what" >&2
                 cp _output/bin/$w "$BIN.tmp/$w.new"
                 mv "$BIN.tmp/$w.new" "$BIN.tmp/$w"
+                [[ $w != kubeadm ]] || dpkg-query -W -f='${Version}\n' golang-github-modern-go-reflect2-dev >"$BIN.tmp/$KUBEADM_STAMP"
         fi
 done
+# the crash this build avoids: a kubeadm that cannot print its defaults is not kept
+"$BIN.tmp/kubeadm" config print init-defaults >/dev/null
 "$BIN.tmp/kube-apiserver" --version >&2
 [[ ! -f $SRC/source-version ]] || cp "$SRC/source-version" "$BIN.tmp/source-version"
 rm -rf "$BIN"

@@ -2,11 +2,13 @@
 """The checkpoint in the daemon (docs/pivot.md, "The checkpoint") against a real kubelet and kube-apiserver
 1.20.2: one master (as test_k8s_master.py) starts protokube's static pods (selfHosted: true), then `protokube run`
 alone pivots it (the DaemonSet and Deployment pods Ready, the bootstrap manifests retired) and keeps the checkpoint
-of its self-hosted pods (files and modes checked, /metrics). Then three times in a row a power cut: protokube,
-kubelet, containerd, the containers and their shims killed at once, what a reboot clears cleared; containerd,
-kubelet and protokube start again with only etcd's static pods in the manifest directory, and the daemon's passes
-alone bring the API back (activate), remove the checkpoint manifests once the self-hosted pods run again
-(deactivate) and refresh the checkpoint with the new pods.
+of its self-hosted pods (files and modes checked, /metrics). Then a power cut: protokube, kubelet, containerd,
+the containers and their shims killed at once, what a reboot clears cleared; containerd, kubelet and protokube
+start again with only etcd's static pods in the manifest directory, and the daemon's passes alone bring the API
+back (activate), remove the checkpoint manifests once the self-hosted pods run again (deactivate) and refresh the
+checkpoint with the new pods. Power cuts in a row, of every node of a cluster at once, are `make
+demo-selfhosted`'s (three cuts of five nodes) and the benchmark's power-cut figure (bench/README.md): here one,
+with the same checks.
 
 containerd and kubelet share one mount namespace here (tests/k8s/node.py gives kubelet one of its own, to show
 the test's hosts file as /etc/hosts): a self-hosted pod mounts Secrets, which kubelet mounts as tmpfs, and
@@ -41,7 +43,7 @@ from node import Node, run, stop_pid, wait_for  # noqa: E402
 BRIDGE = "198.18.49.1"
 NODE_IP = "198.18.49.10"
 BOOTSTRAP = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-REBOOTS = 3
+REBOOTS = 1
 
 
 class SharedMountNode(Node):
@@ -398,7 +400,7 @@ def steps_logged(log):
     return [line.split("Checkpoint: ", 1)[1].split(":", 1)[0] for line in log.splitlines() if "Checkpoint: " in line]
 
 
-def test_daemon_checkpoint_brings_the_api_back_after_three_power_cuts(master):
+def test_daemon_checkpoint_brings_the_api_back_after_a_power_cut(master):
     c = master
     t0 = time.monotonic()
     c.node.start()
