@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""kubeadm 1.20.2 on this machine (bench/README.md, "kubeadm beside protokube"): one master, cold.
+The machine boots (t0: its NodeWorld), gets containerd and the images (prepare: inside the window, as figure
+8 has it for protokube), then `kubeadm init` runs with its local etcd; the kubelet is started by kubeadm's own
+`systemctl restart kubelet` through the harness's unit (tests/e2e/cluster_kubeadm.py). Timed from t0, each by
+what shows it from outside, polled while kubeadm runs:
+
+  certificates   kubeadm's `[kubeconfig] Using kubeconfig folder` line (its certs phase is over)
+  etcd healthy   etcd's /health on 127.0.0.1:2381 in the node's namespace (the kubelet's probe), every 0.1 s
+  apiserver      `kubectl get --raw /readyz` = ok from the probe host, with init's admin.conf, every 0.5 s
+  init exit      kubeadm's exit (status 0), and kubeadm's own "All control plane components are healthy
+                 after X seconds" (counted from its wait's start)
+  Node Ready     `kubectl get nodes`: a Ready, every 0.5 s
+
+This checks the harness works before any benchmark uses it; it prints the stages and SUCCESS. Run as root:
+/usr/bin/python3 tests/e2e/scenario_kubeadm.py. Everything it made is removed at the end, on failure too (the
+logs are then copied to a directory it names first); what could not be removed fails the run."""
+
+import os
+import re
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_kubeadm  # noqa: E402
+from scenario import ScenarioError, Timeline  # noqa: E402
+
+INIT_TIMEOUT = 600  # kubeadm's own wait for the control plane is 4 min; the rest is bounded by it
+READY_TIMEOUT = 180  # Node Ready after init's exit
+# kubeadm init's output lines that mark its phases (KA/cmd/init.go; printed with fmt.Printf, no time)
+INIT_LINES = (("preflight passed", "[certs] Using certificateDir folder"),
+              ("certificates", "[kubeconfig] Using kubeconfig folder"),
+              ("kubelet started (kubeadm)", "[kubelet-start] Starting the kubelet"),
+              ("manifests written", "[wait-control-plane] Waiting for the kubelet"),
+              ("control plane healthy (kubeadm)", "[apiclient] All control plane components are healthy"),
+              ("initialized", "Your Kubernetes control-plane has initialized successfully!"))
+
+
+class Watch:
+    """pred() polled in a thread of its own every interval s until it is true (that first time kept), stop(),
+    or timeout s: a probe that runs while kubeadm does, so each stage gets its own time."""
+
+    def __init__(self, name, pred, interval, timeout):
+        self.name, self.pred, self.interval, self.timeout = name, pred, interval, timeout
+        self.t, self.error = None, None
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.loop, name=f"watch-{name}", daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        deadline = time.monotonic() + self.timeout
+        while not self.stop_event.is_set() and time.monotonic() < deadline:
+            try:
+                ok = self.pred()
+            except Exception as e:  # a probe's own failure (a timeout): kept, the next poll may answer
+                ok, self.error = False, f"{type(e).__name__}: {e}"
+            if ok:
+                self.t = time.monotonic()
+                return
+            self.stop_event.wait(self.interval)
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(timeout=30)
+
+
+class KubeadmScenario:
+    def __init__(self, out=sys.stdout):
+        self.out = out
+        self.c = cluster_kubeadm.KubeadmCluster()
+        self.tl = Timeline(out)
+        self.stages = {}  # stage -> seconds after t0
+        self.apiclient = None  # kubeadm's own "healthy after X seconds"
+        self.watches = []
+
+    def say(self, s):
+        print(s, file=self.out, flush=True)
+
+    def watch(self, name, pred, interval, timeout):
+        w = Watch(name, pred, interval, timeout)
+        self.watches.append(w)
+        return w
+
+    def one_master(self):
+        """Figure 1: t0 = the machine boots; prepare; kubeadm init; Node Ready."""
+        self.say("\nkubeadm figure 1: one master, cold (kubeadm init with its local etcd)")
+        c = self.c
+        c.setup(hosts=("a",))
+        self.tl = Timeline(self.out)  # t0: the network and DNS server are the room, not the machine
+        t0 = self.tl.t0
+        node = c.add_node("a")
+        self.stages["containerd + images (prepare)"] = time.monotonic() - t0
+        self.tl.mark(f"machine a booted and prepared: containerd, {len(node.images)} images imported "
+                     f"({node.timings.get('image import', 0):.1f} s of it)")
+        etcd = self.watch("etcd healthy", lambda: c.etcd_local_health("a"), 0.1, INIT_TIMEOUT)
+        api = self.watch("apiserver ready", c.api_ready, 0.5, INIT_TIMEOUT)
+        ready = self.watch("Node Ready", lambda: c.nodes_ready(["a"]), 0.5, INIT_TIMEOUT + READY_TIMEOUT)
+        run = c.init(node)
+        self.tl.mark("kubeadm init started")
+        rc = run.wait(INIT_TIMEOUT)
+        self.stages["init exit"] = run.t_exit - t0
+        self.tl.mark(f"kubeadm init exited {rc}")
+        if rc != 0:
+            raise ScenarioError(f"kubeadm init exited {rc}:\n{run.tail(30)}\n--- kubelet:\n{node.tail('kubelet', 15)}")
+        for stage, needle in INIT_LINES:
+            t, line = run.first(needle)
+            if t is None:
+                raise ScenarioError(f"kubeadm init printed no line with {needle!r}:\n{run.tail(30)}")
+            self.stages[stage] = t - t0
+            m = re.search(r"healthy after ([0-9.]+) seconds", line)
+            if m:
+                self.apiclient = float(m.group(1))
+        if not node.kubelet_starts:
+            raise ScenarioError("kubeadm never started the kubelet through the unit (systemctl shim)")
+        self.stages["kubelet started (unit)"] = node.kubelet_starts[0] - t0
+        ready.thread.join(timeout=READY_TIMEOUT + 30)
+        for w in (etcd, api, ready):
+            w.stop()
+            if w.t is None:
+                raise ScenarioError(f"{w.name}: never seen (last probe error: {w.error})")
+            self.stages[w.name] = w.t - t0
+        self.tl.mark("node a Ready")
+        if not c.etcd_health("a", ["a"]):
+            raise ScenarioError("etcdctl endpoint health with kubeadm's apiserver-etcd-client pair failed")
+        self.tl.mark("etcd healthy through its TLS client port (etcdctl, kubeadm's apiserver-etcd-client pair)")
+        exits = node.kubelet_exits
+        if exits:
+            self.say(f"  (the kubelet exited {len(exits)} time(s) and was restarted by the unit: {exits})")
+
+    def report(self):
+        self.say("\nStages of figure 1 (seconds after the machine boots):")
+        for stage, t in sorted(self.stages.items(), key=lambda kv: kv[1]):
+            self.say(f"  {t:7.2f} s  {stage}")
+        if self.apiclient is not None:
+            self.say(f"  kubeadm's own figure: control plane healthy {self.apiclient:.2f} s after its wait began")
+        if self.c.ignored:
+            self.say(f"  preflight errors ignored: {', '.join(self.c.ignored)}")
+
+    def run(self):
+        ok = False
+        logs = None
+        try:
+            self.one_master()
+            ok = True
+        finally:
+            for w in self.watches:
+                w.stop()
+            if not ok:
+                logs = tempfile.mkdtemp(prefix="protokube-kubeadm-logs-")
+            self.say("\ncleaning up (processes by PID, mounts, namespaces, /etc/kubernetes mount point) ...")
+            errors = self.c.close(logs_to=logs)
+            if logs:
+                self.say(f"logs kept in {logs}")
+            self.say("teardown: " + ("clean" if not errors else "; ".join(errors)))
+            self.say("\nTimeline:\n" + self.tl.table())
+            self.report()
+        if errors:
+            raise ScenarioError(f"teardown left: {errors}")
+        self.say("\nSUCCESS: kubeadm init brought up one master on a simulated node (its certificates, etcd, "
+                 "apiserver, Node Ready), the kubelet started through the systemctl shim, and everything was "
+                 "removed.")
+        return self.stages
+
+
+def main():
+    if os.geteuid() != 0:
+        print("the scenario needs root (namespaces, mounts, containerd)", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        KubeadmScenario().run()
+    except (ScenarioError, TimeoutError, RuntimeError) as e:
+        print(f"\nFAILED: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted; cleaned up", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
