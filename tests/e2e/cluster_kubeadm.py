@@ -236,7 +236,8 @@ class KubeadmNode(Node):
                     self.spawn_kubelet()
 
     def systemctl(self, argv):
-        """One systemctl call of kubeadm (KA/util/initsystem/initsystem_unix.go) -> (exit status, stdout)."""
+        """One systemctl call of kubeadm (cmd/kubeadm/app/util/initsystem/initsystem_unix.go) -> (exit status,
+        stdout)."""
         args = [a for a in argv if not a.startswith("-")]
         verb = args[0] if args else ""
         unit = args[1].removesuffix(".service") if len(args) > 1 else ""
