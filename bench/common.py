@@ -238,6 +238,14 @@ def prepare_real_masters():
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
 
+def keep_console(console, prefix):
+    """The text of the StringIO console in a new file (named prefix...log), for a failed run; its path."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(console.getvalue())
+    return path
+
+
 @contextlib.contextmanager
 def scenario_kept_on_failure(s, console, prefix):
     """Around one run of a tests/e2e scenario s writing to the StringIO console: a failure keeps the console in a
@@ -247,9 +255,7 @@ def scenario_kept_on_failure(s, console, prefix):
         yield
         ok = True
     except Exception:
-        fd, path = tempfile.mkstemp(prefix=prefix, suffix=".log")
-        with os.fdopen(fd, "w") as f:
-            f.write(console.getvalue())
+        path = keep_console(console, prefix)
         raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
     finally:
         s.c.close(keep=not ok)

@@ -7,36 +7,13 @@ availability while master b is terminated and d takes over its volumes (probes o
 api.internal every 50 ms: failed probes, longest gap). Each run is steps 1 and 2 of tests/e2e/scenario.py in
 real mode (imported), on a network tag of its own. Run alone: /usr/bin/python3 bench/control_plane.py"""
 import io
-import json
 import time
 
 import common
+from cold_start import first_time, nodes_ready
 
 RUNS = common.env_int("BENCH_CP_RUNS", 3)
 STAGES = ("certificates", "volumes mounted", "etcd healthy", "apiserver ready", "3 nodes Ready")
-
-
-def first_time(masters, needle, last=False):
-    """The wall time of the first (or, last=True, the latest per master, then the latest of those) log line
-    containing needle across masters."""
-    per = []
-    for m in masters:
-        ts = [common.log_time(ln) for ln in m.log_lines() if needle in ln.get("msg", "")]
-        if ts:
-            per.append(max(ts) if last else min(ts))
-    if not per:
-        return None
-    return max(per) if last else min(per)
-
-
-def nodes_ready(s):
-    p = s.kubectl("get", "nodes", "-o", "json")
-    if p.returncode != 0:
-        return False
-    items = json.loads(p.stdout).get("items", [])
-    ready = [i["metadata"]["name"] for i in items
-             if any(c["type"] == "Ready" and c["status"] == "True" for c in i["status"].get("conditions", []))]
-    return sorted(ready) == ["a", "b", "c"]
 
 
 def one_run(scenario, cluster):
@@ -48,7 +25,7 @@ def one_run(scenario, cluster):
         t0 = time.time()
         s.c.setup = lambda: None  # step 1 would set up again
         s.step1_cold_start()
-        scenario.wait_for("three Ready nodes", lambda: nodes_ready(s), 240, 1)
+        scenario.wait_for("three Ready nodes", lambda: nodes_ready(s.kubectl, "abc"), 240, 1)
         res["3 nodes Ready"] = time.time() - t0
         masters = [s.c.masters[n] for n in "abc"]
         for stage, needle, last in (("certificates", "Certificates: ", True),

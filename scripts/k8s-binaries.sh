@@ -31,12 +31,18 @@ elif (($#)); then
 fi
 # kubeadm: the peer of the benchmarks (bench/), built from the same source and Go as the server binaries
 WHAT=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm)
-# kubeadm built with the vendored github.com/modern-go/reflect2 1.0.1 panics under Go >= 1.18 (a nil
-# dereference in frozenConfig.Type2: `kubeadm init`'s kubelet-start and `kubeadm config print` crash); it is
-# built with Debian's reflect2 1.0.2 in place of the vendored one (a Go build overlay: the source stays as
-# shipped). This file marks a kubeadm built so: a cache from before it rebuilds kubeadm alone, once.
-KUBEADM_STAMP=kubeadm.reflect2-1.0.2
+# kubeadm is built with two changes, both as a Go build overlay (the source stays as shipped):
+# - Debian's github.com/modern-go/reflect2 1.0.2 in place of the vendored 1.0.1, which panics under Go >= 1.18
+#   (a nil dereference in frozenConfig.Type2: `kubeadm init`'s kubelet-start and `kubeadm config print` crash);
+# - kubeadm's own fix from its release-1.20 branch (kubernetes PR 102704, in 1.20.8): the etcd static pod no
+#   longer requests ephemeral storage. A kubelet that has just bootstrapped may not know its node's storage yet
+#   and refuses the pod for good (kubernetes issue 99305): `kubeadm join --control-plane` then waits for an
+#   etcd member that never starts. It did so here on the third master.
+# This file marks a kubeadm built so: a cache from before it rebuilds kubeadm alone, once.
+KUBEADM_STAMP=kubeadm.build-2
 REFLECT2_DEB=/usr/share/gocode/src/github.com/modern-go/reflect2
+ETCD_POD=cmd/kubeadm/app/phases/etcd/local.go
+ETCD_POD_EPHEMERAL='v1.ResourceEphemeralStorage: resource.MustParse("100Mi"),'
 
 complete() {
         local w
@@ -45,11 +51,17 @@ complete() {
         done
 }
 
-# The overlay (go help build, -overlay) that hides the vendored reflect2's files and adds Debian's, under both
-# names the build sees the vendor directory by: the source tree and hack/'s GOPATH link to it.
-reflect2_overlay() {
+# The overlay (go help build, -overlay) of kubeadm's two changes (above), under both names the build sees the
+# source by: the tree and hack/'s GOPATH link to it. Writes the patched etcd pod source next to the overlay.
+kubeadm_overlay() {
         local out=$1 tree f first=1
         local trees=("$PWD" "$PWD/_output/local/go/src/k8s.io/kubernetes")
+        local etcd_pod=${out%.json}-etcd-local.go
+        grep -vF -- "$ETCD_POD_EPHEMERAL" "$ETCD_POD" >"$etcd_pod"
+        if (($(wc -l <"$ETCD_POD") - $(wc -l <"$etcd_pod") != 1)); then
+                echo "k8s-binaries: $ETCD_POD does not have the one line '$ETCD_POD_EPHEMERAL' to remove" >&2
+                exit 1
+        fi
         {
                 printf '{"Replace": {'
                 for tree in "${trees[@]}"; do
@@ -62,6 +74,7 @@ reflect2_overlay() {
                                 [[ $f == *_test.go ]] && continue
                                 printf ',\n"%s/vendor/github.com/modern-go/reflect2/%s": "%s"' "$tree" "${f##*/}" "$f"
                         done
+                        printf ',\n"%s/%s": "%s"' "$tree" "$ETCD_POD" "$etcd_pod"
                 done
                 printf '}}\n'
         } >"$out"
@@ -136,7 +149,7 @@ for w in "${WHAT[@]}"; do
                                 echo "k8s-binaries: $REFLECT2_DEB is missing (golang-github-modern-go-reflect2-dev)" >&2
                                 exit 1
                         }
-                        reflect2_overlay "$CACHE/kubeadm-overlay.json"
+                        kubeadm_overlay "$CACHE/kubeadm-overlay.json"
                         # build.sh passes arguments that start with a dash to go build (GOFLAGS would not do:
                         # hack/ takes build tags out of it with a pattern that keeps any other flag)
                         what="$what -overlay=$CACHE/kubeadm-overlay.json"
@@ -144,10 +157,10 @@ for w in "${WHAT[@]}"; do
                 make WHAT="$what" >&2
                 cp _output/bin/$w "$BIN.tmp/$w.new"
                 mv "$BIN.tmp/$w.new" "$BIN.tmp/$w"
-                [[ $w != kubeadm ]] || dpkg-query -W -f='${Version}\n' golang-github-modern-go-reflect2-dev >"$BIN.tmp/$KUBEADM_STAMP"
+                [[ $w != kubeadm ]] || echo "reflect2 $(dpkg-query -W -f='${Version}' golang-github-modern-go-reflect2-dev); etcd pod without ephemeral-storage" >"$BIN.tmp/$KUBEADM_STAMP"
         fi
 done
-# the crash this build avoids: a kubeadm that cannot print its defaults is not kept
+# the crash the overlay avoids: a kubeadm that cannot print its defaults is not kept
 "$BIN.tmp/kubeadm" config print init-defaults >/dev/null
 "$BIN.tmp/kube-apiserver" --version >&2
 [[ ! -f $SRC/source-version ]] || cp "$SRC/source-version" "$BIN.tmp/source-version"

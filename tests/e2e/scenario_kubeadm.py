@@ -13,8 +13,10 @@ what shows it from outside, polled while kubeadm runs:
                  after X seconds" (counted from its wait's start)
   Node Ready     `kubectl get nodes`: a Ready, every 0.5 s
 
-This checks the harness works before any benchmark uses it; it prints the stages and SUCCESS. Run as root:
-/usr/bin/python3 tests/e2e/scenario_kubeadm.py. Everything it made is removed at the end, on failure too (the
+The same harness brings up three masters (`three`: init with --upload-certs, two `join --control-plane`) and
+joins a worker (`worker`: init first, untimed, then `join` with a token); bench/cold_start.py times each beside
+protokube. It prints the stages and SUCCESS. Run as root: /usr/bin/python3 tests/e2e/scenario_kubeadm.py
+[one|three|worker]. Everything it made is removed at the end, on failure too (the
 logs are then copied to a directory it names first); what could not be removed fails the run."""
 
 import os
@@ -31,13 +33,19 @@ from scenario import ScenarioError, Timeline  # noqa: E402
 
 INIT_TIMEOUT = 600  # kubeadm's own wait for the control plane is 4 min; the rest is bounded by it
 READY_TIMEOUT = 180  # Node Ready after init's exit
-# kubeadm init's output lines that mark its phases (KA/cmd/init.go; printed with fmt.Printf, no time)
+# kubeadm init's output lines that mark its phases (cmd/kubeadm/app/cmd/init.go; printed with fmt.Printf, no time)
 INIT_LINES = (("preflight passed", "[certs] Using certificateDir folder"),
               ("certificates", "[kubeconfig] Using kubeconfig folder"),
               ("kubelet started (kubeadm)", "[kubelet-start] Starting the kubelet"),
               ("manifests written", "[wait-control-plane] Waiting for the kubelet"),
               ("control plane healthy (kubeadm)", "[apiclient] All control plane components are healthy"),
               ("initialized", "Your Kubernetes control-plane has initialized successfully!"))
+
+
+FLOWS = ("one", "three", "worker")
+SUCCESS = {"one": "kubeadm init brought up one master on a simulated node (certificates, etcd, apiserver, Node Ready)",
+           "three": "kubeadm init and two kubeadm join --control-plane brought up three masters",
+           "worker": "kubeadm join brought a worker in with a token and the CA's pin"}
 
 
 class Watch:
@@ -85,54 +93,119 @@ class KubeadmScenario:
         self.watches.append(w)
         return w
 
+    def finish(self, run, what, node, timeout=INIT_TIMEOUT):
+        """Waits for a kubeadm run; its exit is the stage `what`; a failure raises with its tail and the
+        kubelet's."""
+        rc = run.wait(timeout)
+        self.stages[what] = run.t_exit - self.tl.t0
+        self.tl.mark(f"{what}: status {rc}")
+        if rc != 0:
+            raise ScenarioError(f"{what}: status {rc}:\n{run.tail(30)}\n--- kubelet:\n{node.tail('kubelet', 15)}")
+
+    def boot(self, names):
+        """t0: the machines power on (the network and the DNS server are the room, not the machines), each
+        booted and prepared in turn (containerd, the images), as protokube's masters are."""
+        self.tl, self.stages = Timeline(self.out), {}
+        nodes = {}
+        for n in names:
+            nodes[n] = self.c.add_node(n)
+        self.stages["containerd + images (prepare)"] = time.monotonic() - self.tl.t0
+        self.tl.mark(f"machines {', '.join(names)} booted and prepared: containerd and "
+                     f"{len(nodes[names[0]].images)} images each")
+        return nodes
+
+    def wait_watches(self, watches, timeout):
+        for w in watches:
+            w.thread.join(timeout=timeout)
+            w.stop()
+            if w.t is None:
+                raise ScenarioError(f"{w.name}: never seen (last probe error: {w.error})")
+            self.stages[w.name] = w.t - self.tl.t0
+
+    def init_lines(self, run):
+        for stage, needle in INIT_LINES:
+            t, line = run.first(needle)
+            if t is None:
+                raise ScenarioError(f"kubeadm init printed no line with {needle!r}:\n{run.tail(30)}")
+            self.stages[stage] = t - self.tl.t0
+            m = re.search(r"healthy after ([0-9.]+) seconds", line)
+            if m:
+                self.apiclient = float(m.group(1))
+
     def one_master(self):
-        """Figure 1: t0 = the machine boots; prepare; kubeadm init; Node Ready."""
-        self.say("\nkubeadm figure 1: one master, cold (kubeadm init with its local etcd)")
+        """Cold start of one master: t0 = the machine boots; prepare; kubeadm init; Node Ready."""
+        self.say("\nkubeadm: one master, cold (kubeadm init with its local etcd)")
         c = self.c
         c.setup(hosts=("a",))
-        self.tl = Timeline(self.out)  # t0: the network and DNS server are the room, not the machine
-        t0 = self.tl.t0
-        node = c.add_node("a")
-        self.stages["containerd + images (prepare)"] = time.monotonic() - t0
-        self.tl.mark(f"machine a booted and prepared: containerd, {len(node.images)} images imported "
-                     f"({node.timings.get('image import', 0):.1f} s of it)")
+        node = self.boot(["a"])["a"]
         etcd = self.watch("etcd healthy", lambda: c.etcd_local_health("a"), 0.1, INIT_TIMEOUT)
         api = self.watch("apiserver ready", c.api_ready, 0.5, INIT_TIMEOUT)
         ready = self.watch("Node Ready", lambda: c.nodes_ready(["a"]), 0.5, INIT_TIMEOUT + READY_TIMEOUT)
         run = c.init(node)
         self.tl.mark("kubeadm init started")
-        rc = run.wait(INIT_TIMEOUT)
-        self.stages["init exit"] = run.t_exit - t0
-        self.tl.mark(f"kubeadm init exited {rc}")
-        if rc != 0:
-            raise ScenarioError(f"kubeadm init exited {rc}:\n{run.tail(30)}\n--- kubelet:\n{node.tail('kubelet', 15)}")
-        for stage, needle in INIT_LINES:
-            t, line = run.first(needle)
-            if t is None:
-                raise ScenarioError(f"kubeadm init printed no line with {needle!r}:\n{run.tail(30)}")
-            self.stages[stage] = t - t0
-            m = re.search(r"healthy after ([0-9.]+) seconds", line)
-            if m:
-                self.apiclient = float(m.group(1))
+        self.finish(run, "init exit", node)
+        self.init_lines(run)
         if not node.kubelet_starts:
             raise ScenarioError("kubeadm never started the kubelet through the unit (systemctl shim)")
-        self.stages["kubelet started (unit)"] = node.kubelet_starts[0] - t0
-        ready.thread.join(timeout=READY_TIMEOUT + 30)
-        for w in (etcd, api, ready):
-            w.stop()
-            if w.t is None:
-                raise ScenarioError(f"{w.name}: never seen (last probe error: {w.error})")
-            self.stages[w.name] = w.t - t0
+        self.stages["kubelet started (unit)"] = node.kubelet_starts[0] - self.tl.t0
+        self.wait_watches((etcd, api, ready), READY_TIMEOUT + 30)
         self.tl.mark("node a Ready")
         if not c.etcd_health("a", ["a"]):
             raise ScenarioError("etcdctl endpoint health with kubeadm's apiserver-etcd-client pair failed")
         self.tl.mark("etcd healthy through its TLS client port (etcdctl, kubeadm's apiserver-etcd-client pair)")
-        exits = node.kubelet_exits
-        if exits:
-            self.say(f"  (the kubelet exited {len(exits)} time(s) and was restarted by the unit: {exits})")
+        self.kubelet_restarts(node)
+
+    def three_masters(self):
+        """Cold start of three masters: the three machines boot and are prepared; `kubeadm init` on a with the
+        control-plane endpoint (round-robin DNS) and --upload-certs, then `kubeadm join --control-plane` on b
+        and c, one after the other (kubeadm adds one etcd member at a time); three Nodes Ready."""
+        self.say("\nkubeadm: three masters, cold (kubeadm init, two kubeadm join --control-plane)")
+        c = self.c
+        c.setup(hosts=("a", "b", "c"))
+        nodes = self.boot(["a", "b", "c"])
+        ready = self.watch("3 Nodes Ready", lambda: c.nodes_ready(["a", "b", "c"]), 0.5, 3 * INIT_TIMEOUT)
+        run = c.init(nodes["a"], endpoint=True, upload_certs=True)
+        self.tl.mark("kubeadm init started on a")
+        self.finish(run, "init exit (a)", nodes["a"])
+        self.init_lines(run)
+        for n in "bc":
+            run = c.join(nodes[n], control_plane=True)
+            self.finish(run, f"join --control-plane exit ({n})", nodes[n])
+        self.wait_watches((ready,), READY_TIMEOUT + 30)
+        self.tl.mark("nodes a, b, c Ready")
+        if not c.etcd_health("a", ["a", "b", "c"]):
+            raise ScenarioError("etcdctl endpoint health of the three members failed")
+        self.tl.mark("etcd: three healthy members")
+        for node in nodes.values():
+            self.kubelet_restarts(node)
+
+    def worker_join(self):
+        """A worker joins: a master from kubeadm init first (not timed); t0 = the worker boots; prepare;
+        `kubeadm join` with the token and the CA pin; the worker's Node Ready."""
+        self.say("\nkubeadm: a worker joins (kubeadm join with a token)")
+        c = self.c
+        c.setup(hosts=("a", "w1"))
+        a = c.add_node("a")
+        self.finish(c.init(a), "init exit (a, before t0)", a)
+        master = self.watch("master Ready", lambda: c.nodes_ready(["a"]), 0.5, READY_TIMEOUT)
+        self.wait_watches((master,), READY_TIMEOUT + 30)
+        w1 = self.boot(["w1"])["w1"]
+        ready = self.watch("Node Ready (w1)", lambda: c.nodes_ready(["w1"]), 0.5, INIT_TIMEOUT)
+        self.finish(c.join(w1), "join exit (w1)", w1)
+        if not w1.kubelet_starts:
+            raise ScenarioError("kubeadm join never started the kubelet through the unit (systemctl shim)")
+        self.stages["kubelet started (w1)"] = w1.kubelet_starts[0] - self.tl.t0
+        self.wait_watches((ready,), READY_TIMEOUT + 30)
+        self.tl.mark("node w1 Ready")
+        self.kubelet_restarts(w1)
+
+    def kubelet_restarts(self, node):
+        if node.kubelet_exits:
+            self.say(f"  (the kubelet of {node.name} exited {len(node.kubelet_exits)} time(s) and was restarted "
+                     f"by the unit: {node.kubelet_exits})")
 
     def report(self):
-        self.say("\nStages of figure 1 (seconds after the machine boots):")
+        self.say("\nStages (seconds after the machines boot):")
         for stage, t in sorted(self.stages.items(), key=lambda kv: kv[1]):
             self.say(f"  {t:7.2f} s  {stage}")
         if self.apiclient is not None:
@@ -140,11 +213,11 @@ class KubeadmScenario:
         if self.c.ignored:
             self.say(f"  preflight errors ignored: {', '.join(self.c.ignored)}")
 
-    def run(self):
+    def run(self, flow="one"):
         ok = False
         logs = None
         try:
-            self.one_master()
+            {"one": self.one_master, "three": self.three_masters, "worker": self.worker_join}[flow]()
             ok = True
         finally:
             for w in self.watches:
@@ -160,9 +233,8 @@ class KubeadmScenario:
             self.report()
         if errors:
             raise ScenarioError(f"teardown left: {errors}")
-        self.say("\nSUCCESS: kubeadm init brought up one master on a simulated node (its certificates, etcd, "
-                 "apiserver, Node Ready), the kubelet started through the systemctl shim, and everything was "
-                 "removed.")
+        self.say(f"\nSUCCESS: {SUCCESS[flow]}, the kubelets started through the systemctl shim, and everything "
+                 "was removed.")
         return self.stages
 
 
@@ -172,8 +244,12 @@ def main():
         return 2
     signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    flow = sys.argv[1] if len(sys.argv) > 1 else "one"
+    if flow not in FLOWS or len(sys.argv) > 2:
+        print(f"usage: {sys.argv[0]} [{'|'.join(FLOWS)}]", file=sys.stderr)
+        return 2
     try:
-        KubeadmScenario().run()
+        KubeadmScenario().run(flow)
     except (ScenarioError, TimeoutError, RuntimeError) as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
         return 1
