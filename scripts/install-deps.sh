@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
         # build
         gcc meson ninja-build pkg-config clang-14 libclang-rt-14-dev clang-format-14
-        libssl-dev libyaml-dev libjansson-dev libexpat1-dev libblkid-dev libmount-dev
+        libssl-dev libnghttp2-dev libyaml-dev libjansson-dev libexpat1-dev libblkid-dev libmount-dev
         libsystemd-dev
         # unit tests and oracles
         libcmocka-dev libldns-dev python3-pytest python3-dnspython python3-botocore python3-yaml

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "string-util.h"
 
 void buf_init(Buf *b, size_t max) {
         *b = (Buf){ .max = max };
@@ -146,4 +147,21 @@ char *uri_encode(const char *s, bool keep_slash) {
         if (uri_encode_append(&p, s, strlen(s), keep_slash) < 0)
                 return NULL;
         return p ?: strdup("");
+}
+
+char *uri_decode(const char *s, size_t n) {
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                int hi = s[i] == '%' && i + 2 < n ? unhexchar(s[i + 1]) : -1,
+                    lo = hi >= 0 ? unhexchar(s[i + 2]) : -1;
+                if (lo >= 0 && (hi | lo) != 0) {
+                        *o++ = (char)(hi * 16 + lo);
+                        i += 2;
+                } else
+                        *o++ = s[i];
+        }
+        *o = 0;
+        return out;
 }

@@ -38,6 +38,10 @@ int buf_add_uri_encoded(Buf *b, const char *s, size_t len, bool keep_slash);
 int uri_encode_append(char **p, const char *s, size_t len, bool keep_slash);
 /* Newly allocated encoding of s; NULL on OOM. */
 char *uri_encode(const char *s, bool keep_slash);
+/* The other way: %XX (two hex digits, not %00, so the result is a C string) decoded within s[0..n);
+ * anything else is kept as it is (a proxy's user information, gRPC's grpc-message). Newly allocated; NULL on
+ * OOM. */
+char *uri_decode(const char *s, size_t n);
 
 static inline void buf_freep(Buf *b) {
         buf_free(b);

@@ -19,6 +19,7 @@ const char *pk_strerror(int r) {
                 [-PK_ECONFLICT - 1000] = "concurrent modification",
                 [-PK_EWAITING - 1000] = "waiting",
                 [-PK_EETCD - 1000] = "etcd returned an error",
+                [-PK_EGRPC - 1000] = "gRPC call failed",
         };
         if (r > 0)
                 r = -r;

@@ -15,7 +15,8 @@ enum {
         PK_ECONFLICT = -1009,  /* compare-and-set lost: somebody else changed it first */
         PK_EWAITING = -1010,   /* not converged yet, waiting on something outside our control */
         PK_EETCD = -1011,      /* etcd answered with an error (its message travels in ret_error) */
-        PK_ERROR_MIN = -1011,
+        PK_EGRPC = -1012,      /* a gRPC call ended with a grpc-status other than OK */
+        PK_ERROR_MIN = -1012,
 };
 
 /* Like strerror(), and for our own codes. r may be negative or positive. Never NULL. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* etcd backups in a pass (docs/etcd-backups.md): after the manifests, for each etcd cluster whose member
  * this node holds, with a state store: when that member is the cluster's leader and the interval's slot has
- * no backup yet, take a snapshot through the member's JSON gateway into a temporary file on the member's own
+ * no backup yet, take a snapshot through the member's gRPC API into a temporary file on the member's own
  * volume, check it, upload it (the slot's claim makes exactly one master the taker), then apply the
  * retention. Every holder reports the newest backup for /metrics and /healthz. */
 #include <fcntl.h>

@@ -1,45 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The HTTP/1.1 client: one connection per exchange (closed after it), TLS through OpenSSL's libssl, an
- * http:// proxy from the environment as curl reads it, name lookups bounded by the connect timeout
- * (getaddrinfo_a). The wire format's parsers are in http-wire.c. */
+/* The HTTP/1.1 client: one connection per exchange (closed after it), dialled through tls-conn.c (name
+ * lookups bounded by the connect timeout, TLS through OpenSSL's libssl), an http:// proxy from the
+ * environment as curl reads it. The wire format's parsers are in http-wire.c. */
 #include "shared/http.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "basic/buf.h"
 #include "basic/errors.h"
-#include "basic/in-addr-util.h"
 #include "basic/macro.h"
 #include "basic/string-util.h"
 #include "shared/crypto.h"
 #include "shared/http-wire.h"
+#include "shared/tls-conn.h"
 
 #define HTTP_IO_CHUNK         (16U * 1024)
 #define HTTP_NO_PROXY_DEFAULT "127.0.0.1,localhost,::1,169.254.169.254"
-
-typedef struct HttpConn {
-        int fd;
-        SSL_CTX *ctx;
-        SSL *ssl;
-} HttpConn;
 
 typedef struct HttpProxy {
         HttpUrl url;
@@ -52,329 +32,28 @@ typedef struct HttpExchange {
         HttpUrl url;
         HttpProxy proxy;
         bool use_proxy;
-        HttpConn conn;
-        usec_t deadline, connect_deadline;
-        char *what; /* the failure, for the caller's message */
+        TlsConn conn; /* its what: the failure, for the caller's message */
         long status;
         Buf body, headers;
         int sink_error;
 } HttpExchange;
 
 /* Records the first failure's message (later ones are consequences) and passes r on. */
-static int fail(HttpExchange *x, int r, const char *format, ...) _printf_(3, 4);
-static int fail(HttpExchange *x, int r, const char *format, ...) {
-        if (!x->what) {
-                va_list ap;
-                va_start(ap, format);
-                if (vasprintf(&x->what, format, ap) < 0)
-                        x->what = NULL;
-                va_end(ap);
-        }
-        return r;
-}
+#define fail(x, r, ...) tls_conn_fail(&(x)->conn, r, __VA_ARGS__)
 
-/* OpenSSL's reason for the last failure (never key material: its error strings name the operation). */
-static const char *ssl_reason(char *buf, size_t size) {
-        unsigned long e = ERR_peek_last_error();
-        if (e == 0)
-                return "unknown error";
-        ERR_error_string_n(e, buf, size);
-        ERR_clear_error();
-        return buf;
-}
-
-static int conn_wait(HttpExchange *x, short events, usec_t deadline) {
-        for (;;) {
-                usec_t t = now(CLOCK_MONOTONIC);
-                if (t >= deadline)
-                        return PK_ETIMEOUT;
-                struct pollfd p = { .fd = x->conn.fd, .events = events };
-                int r = poll(&p, 1, (int)MIN((deadline - t + 999) / 1000, (usec_t)INT_MAX));
-                if (r > 0)
-                        return 0;
-                if (r < 0 && errno != EINTR)
-                        return -errno;
-        }
-}
-
-/* After an SSL call failed with e: waits for what it wants, or says why it cannot go on. */
-static int tls_want(HttpExchange *x, int e, usec_t deadline) {
-        if (e == SSL_ERROR_WANT_READ)
-                return conn_wait(x, POLLIN, deadline);
-        if (e == SSL_ERROR_WANT_WRITE)
-                return conn_wait(x, POLLOUT, deadline);
-        return -EIO;
-}
-
-static int conn_write_all(HttpExchange *x, const void *data, size_t len) {
-        const char *p = data;
-        while (len > 0) {
-                size_t n = 0;
-                int r;
-                if (x->conn.ssl) {
-                        ERR_clear_error();
-                        if (SSL_write_ex(x->conn.ssl, p, len, &n) <= 0) {
-                                r = tls_want(x, SSL_get_error(x->conn.ssl, 0), x->deadline);
-                                if (r == -EIO) {
-                                        char e[256];
-                                        return fail(x, r, "TLS write failed: %s", ssl_reason(e, sizeof(e)));
-                                }
-                                if (r < 0)
-                                        return fail(x, r, "timed out sending the request");
-                                continue;
-                        }
-                } else {
-                        ssize_t k = send(x->conn.fd, p, len, MSG_NOSIGNAL);
-                        if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-                                if ((r = conn_wait(x, POLLOUT, x->deadline)) < 0)
-                                        return fail(x, r, "timed out sending the request");
-                                continue;
-                        }
-                        if (k < 0)
-                                return fail(x, -EIO, "sending the request failed: %m");
-                        n = (size_t)k;
-                }
-                p += n;
-                len -= n;
-        }
-        return 0;
-}
-
-/* Reads what is there (at least one byte, or 0 at the end of the stream). */
-static ssize_t conn_read(HttpExchange *x, void *buf, size_t size) {
-        for (;;) {
-                int r;
-                if (x->conn.ssl) {
-                        size_t n = 0;
-                        ERR_clear_error();
-                        if (SSL_read_ex(x->conn.ssl, buf, size, &n) > 0)
-                                return (ssize_t)n;
-                        int e = SSL_get_error(x->conn.ssl, 0);
-                        if (e == SSL_ERROR_ZERO_RETURN)
-                                return 0;
-                        r = tls_want(x, e, x->deadline);
-                        if (r == -EIO) {
-                                char m[256];
-                                return fail(x, r, "TLS read failed: %s", ssl_reason(m, sizeof(m)));
-                        }
-                } else {
-                        ssize_t k = recv(x->conn.fd, buf, size, 0);
-                        if (k >= 0)
-                                return k;
-                        if (errno != EAGAIN && errno != EINTR)
-                                return fail(x, errno == ECONNRESET ? -ECONNRESET : -EIO,
-                                            "receiving the response failed: %m");
-                        r = conn_wait(x, POLLIN, x->deadline);
-                }
-                if (r < 0)
-                        return fail(x, r, "timed out waiting for the response");
-        }
-}
-
-typedef struct Lookup {
-        struct gaicb cb;
-        struct addrinfo hints;
-        char name[HTTP_HOST_MAX];
-        char service[8];
-} Lookup;
-
-/* A name's addresses within the connect deadline: getaddrinfo_a runs the lookup on glibc's helper thread
- * so that a DNS server that does not answer costs the connect timeout, not resolv.conf's retries. */
-static int resolve(HttpExchange *x, const char *host, uint16_t port, struct addrinfo **ret) {
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
-        char service[8];
-        snprintf(service, sizeof(service), "%u", port);
-        if (in_addr_literal_valid(host)) {
-                hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
-                int e = getaddrinfo(host, service, &hints, ret);
-                return e == 0 ? 0 : fail(x, -EHOSTUNREACH, "bad address %s: %s", host, gai_strerror(e));
-        }
-        Lookup *l = calloc(1, sizeof(Lookup));
-        if (!l)
-                return -ENOMEM;
-        l->hints = hints;
-        snprintf(l->name, sizeof(l->name), "%s", host);
-        memcpy(l->service, service, sizeof(service));
-        l->cb = (struct gaicb){ .ar_name = l->name, .ar_service = l->service, .ar_request = &l->hints };
-        struct gaicb *list[1] = { &l->cb };
-        if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) != 0) {
-                free(l);
-                return fail(x, -EHOSTUNREACH, "Could not resolve host: %s (no resources for the lookup)",
-                            host);
-        }
-        int e;
-        while ((e = gai_error(&l->cb)) == EAI_INPROGRESS) {
-                usec_t t = now(CLOCK_MONOTONIC);
-                if (t >= x->connect_deadline) {
-                        /* Not cancelled: glibc still writes the result into l, so it stays allocated. */
-                        if (gai_cancel(&l->cb) == EAI_NOTCANCELED)
-                                return fail(x, PK_ETIMEOUT, "Resolving timed out: %s", host);
-                        continue; /* cancelled or done meanwhile: gai_error() says which */
-                }
-                struct timespec ts;
-                usec_to_timespec(x->connect_deadline - t, &ts);
-                (void)gai_suspend((const struct gaicb *const *)list, 1, &ts);
-        }
-        *ret = l->cb.ar_result;
-        free(l);
-        if (e == EAI_CANCELED)
-                return fail(x, PK_ETIMEOUT, "Resolving timed out: %s", host);
-        if (e != 0)
-                return fail(x, -EHOSTUNREACH, "Could not resolve host: %s (%s)", host, gai_strerror(e));
-        return 0;
-}
-
-static int connect_one(HttpExchange *x, const struct addrinfo *ai, usec_t deadline) {
-        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-        if (fd < 0)
-                return -errno;
-        int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* the head and body are ours */
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        x->conn.fd = fd;
-        int r = conn_wait(x, POLLOUT, deadline), err = 0;
-        socklen_t l = sizeof(err);
-        if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
-                err = errno;
-        if (r == 0 && err != 0)
-                r = -err;
-        if (r < 0)
-                x->conn.fd = safe_close(fd);
-        return r;
-}
-
-/* Tries the addresses in order, each with an equal share of what is left of the connect timeout. */
-static int conn_open(HttpExchange *x, const char *host, uint16_t port) {
-        struct addrinfo *res = NULL;
-        int r = resolve(x, host, port, &res);
-        if (r < 0)
-                return r;
-        size_t left = 0;
-        for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
-                left++;
-        r = -EHOSTUNREACH;
-        for (struct addrinfo *ai = res; ai && r < 0; ai = ai->ai_next, left--) {
-                usec_t t = now(CLOCK_MONOTONIC);
-                if (t >= x->connect_deadline) {
-                        r = PK_ETIMEOUT;
-                        break;
-                }
-                r = connect_one(x, ai, t + (x->connect_deadline - t) / left);
-        }
-        freeaddrinfo(res);
-        if (r == PK_ETIMEOUT)
-                return fail(x, r, "Failed to connect to %s port %u: timed out", host, port);
-        if (r < 0)
-                return fail(x, -ECONNREFUSED, "Failed to connect to %s port %u: %s", host, port,
-                            strerror(-r));
-        return 0;
-}
-
-/* No passphrase prompt on a terminal for an encrypted key: it simply does not load. */
-static int no_passphrase(char *buf, int size, int rwflag, void *userdata) {
-        (void)buf, (void)size, (void)rwflag, (void)userdata;
-        return 0;
-}
-
-/* Every certificate of a PEM text into the context's trust store; none at all is an error. */
-static int load_ca_pem(SSL_CTX *ctx, const char *pem) {
-        BIO *bio = BIO_new_mem_buf(pem, -1);
-        if (!bio)
-                return -ENOMEM;
-        STACK_OF(X509_INFO) *infos = PEM_X509_INFO_read_bio(bio, NULL, NULL, NULL);
-        BIO_free(bio);
-        if (!infos)
-                return -EIO;
-        X509_STORE *store = SSL_CTX_get_cert_store(ctx);
-        int n = 0, r = 0;
-        for (int i = 0; i < sk_X509_INFO_num(infos) && r >= 0; i++) {
-                X509 *cert = sk_X509_INFO_value(infos, i)->x509;
-                if (!cert)
-                        continue;
-                if (X509_STORE_add_cert(store, cert) != 1)
-                        r = -EIO;
-                n++;
-        }
-        sk_X509_INFO_pop_free(infos, X509_INFO_free);
-        return r < 0 ? r : n > 0 ? 0 : -EIO;
-}
-
-static int tls_context(HttpExchange *x) {
-        const HttpRequest *req = x->req;
-        char e[256];
-        SSL_CTX *ctx = x->conn.ctx = SSL_CTX_new(TLS_client_method());
-        if (!ctx)
-                return fail(x, -ENOMEM, "cannot create a TLS context: %s", ssl_reason(e, sizeof(e)));
-        SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-        SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-        SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
-        if (req->unverified_server) {
-                SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-                return 0; /* and no client certificate: http_check_request() */
-        }
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        if (req->ca_pem) {
-                if (load_ca_pem(ctx, req->ca_pem) < 0)
-                        return fail(x, -EIO, "cannot read the CA certificates given as text: %s",
-                                    ssl_reason(e, sizeof(e)));
-        } else if (req->ca_file ? SSL_CTX_load_verify_file(ctx, req->ca_file) != 1
-                                : SSL_CTX_set_default_verify_paths(ctx) != 1)
-                return fail(x, -EIO, "cannot read the CA certificates %s: %s",
-                            req->ca_file ?: "(the system's)", ssl_reason(e, sizeof(e)));
-        if (req->cert_file && SSL_CTX_use_certificate_chain_file(ctx, req->cert_file) != 1)
-                return fail(x, -EIO, "cannot read the client certificate %s: %s", req->cert_file,
-                            ssl_reason(e, sizeof(e)));
-        if (req->key_file && (SSL_CTX_use_PrivateKey_file(ctx, req->key_file, SSL_FILETYPE_PEM) != 1 ||
-                              SSL_CTX_check_private_key(ctx) != 1))
-                return fail(x, -EIO, "cannot use the client key %s with its certificate: %s", req->key_file,
-                            ssl_reason(e, sizeof(e)));
-        return 0;
-}
-
+/* The name checked is the URL's, also through connect_to or a proxy's tunnel. */
 static int tls_handshake(HttpExchange *x) {
         static const unsigned char alpn[] = "\x08http/1.1";
-        const char *host = x->url.host;
-        char e[256];
-        int r = tls_context(x);
-        if (r < 0)
-                return r;
-        SSL *ssl = x->conn.ssl = SSL_new(x->conn.ctx);
-        if (!ssl || SSL_set_fd(ssl, x->conn.fd) != 1 ||
-            SSL_set_alpn_protos(ssl, alpn, sizeof(alpn) - 1) != 0)
-                return fail(x, -ENOMEM, "cannot set up TLS: %s", ssl_reason(e, sizeof(e)));
-        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-        /* The name checked is the URL's, also through connect_to or a proxy's tunnel. */
-        if (x->req->unverified_server
-                ? !in_addr_literal_valid(host) && SSL_set_tlsext_host_name(ssl, host) != 1
-            : in_addr_literal_valid(host)
-                ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
-                : SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
-                return fail(x, -EINVAL, "cannot check the server's name %s", host);
-        for (;;) {
-                ERR_clear_error();
-                if (SSL_connect(ssl) == 1)
-                        return 0;
-                r = tls_want(x, SSL_get_error(ssl, 0), x->connect_deadline);
-                if (r == PK_ETIMEOUT)
-                        return fail(x, r, "TLS handshake with %s timed out", host);
-                if (r < 0)
-                        break;
-        }
-        long v = SSL_get_verify_result(ssl);
-        if (v != X509_V_OK)
-                return fail(x, -EIO, "SSL certificate problem: %s", X509_verify_cert_error_string(v));
-        return fail(x, -EIO, "TLS handshake with %s failed: %s", host, ssl_reason(e, sizeof(e)));
-}
-
-static void conn_close(HttpConn *c) {
-        SSL_free(c->ssl);
-        SSL_CTX_free(c->ctx);
-        c->fd = safe_close(c->fd);
-        *c = (HttpConn){ .fd = -1 };
+        const HttpRequest *req = x->req;
+        TlsConnOptions o = { .server_name = x->url.host,
+                             .ca_file = req->ca_file,
+                             .ca_pem = req->ca_pem,
+                             .cert_file = req->cert_file,
+                             .key_file = req->key_file,
+                             .unverified_server = req->unverified_server,
+                             .alpn = alpn,
+                             .alpn_len = sizeof(alpn) - 1 };
+        return tls_conn_handshake(&x->conn, &o);
 }
 
 static bool request_has_header(const HttpRequest *req, const char *name) {
@@ -427,10 +106,10 @@ static int send_request(HttpExchange *x) {
         buf_init_secret(&head, HTTP_HEADERS_MAX); /* Authorization, X-Amz-Security-Token */
         int r = request_head(x, &head);
         if (r >= 0)
-                r = conn_write_all(x, head.data, head.len);
+                r = tls_conn_write_all(&x->conn, head.data, head.len);
         buf_free(&head);
         if (r >= 0 && x->req->body_len > 0)
-                r = conn_write_all(x, x->req->body, x->req->body_len);
+                r = tls_conn_write_all(&x->conn, x->req->body, x->req->body_len);
         return r;
 }
 
@@ -458,7 +137,7 @@ static int deliver_cb(const char *data, size_t len, void *userdata) {
 static int read_head(HttpExchange *x, Buf *head, char *buf, size_t *ret_len) {
         size_t end;
         while ((end = http_head_end((const char *)head->data, head->len)) == 0) {
-                ssize_t n = conn_read(x, buf, HTTP_IO_CHUNK);
+                ssize_t n = tls_conn_read(&x->conn, buf, HTTP_IO_CHUNK);
                 if (n < 0)
                         return (int)n;
                 if (n == 0)
@@ -527,7 +206,7 @@ static int receive_body(HttpExchange *x, const HttpResponseHead *h, const char *
                         r = deliver(x, p, n);
                 if (r < 0)
                         return r;
-                ssize_t got = conn_read(x, buf, HTTP_IO_CHUNK);
+                ssize_t got = tls_conn_read(&x->conn, buf, HTTP_IO_CHUNK);
                 if (got < 0)
                         return (int)got;
                 if (got == 0)
@@ -563,34 +242,9 @@ static int receive_response(HttpExchange *x) {
         return r;
 }
 
-static int hex_value(char c) {
-        return c >= '0' && c <= '9'   ? c - '0'
-               : c >= 'a' && c <= 'f' ? c - 'a' + 10
-               : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                      : -1;
-}
-
-/* %XX (two hex digits, not %00) decoded within s[0..n); anything else is kept as it is. */
-static char *percent_decode(const char *s, size_t n) {
-        char *out = malloc(n + 1), *o = out;
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                int hi = s[i] == '%' && i + 2 < n ? hex_value(s[i + 1]) : -1,
-                    lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
-                if (lo >= 0 && (hi | lo) != 0) {
-                        *o++ = (char)(hi * 16 + lo);
-                        i += 2;
-                } else
-                        *o++ = s[i];
-        }
-        *o = 0;
-        return out;
-}
-
 /* "user:password@" of a proxy URL -> "Basic base64(user:password)" (both percent-decoded). */
 static int proxy_auth(HttpExchange *x, const char *userinfo, size_t n) {
-        _cleanup_erase_free_ char *plain = percent_decode(userinfo, n);
+        _cleanup_erase_free_ char *plain = uri_decode(userinfo, n);
         _cleanup_erase_free_ char *b64 = NULL;
         if (!plain || crypto_base64_encode(plain, strlen(plain), &b64) < 0)
                 return -ENOMEM;
@@ -657,7 +311,7 @@ static int proxy_tunnel(HttpExchange *x, const char *host, uint16_t port) {
         if (r >= 0)
                 r = buf_add_str(&req, "\r\n");
         if (r >= 0)
-                r = conn_write_all(x, req.data, req.len);
+                r = tls_conn_write_all(&x->conn, req.data, req.len);
         HttpResponseHead h;
         size_t len = 0;
         const char *what;
@@ -741,7 +395,8 @@ static int exchange(HttpExchange *x) {
                 r = connect_target(x, host, sizeof(host), &port);
         if (r < 0)
                 return r;
-        r = x->use_proxy ? conn_open(x, x->proxy.url.host, x->proxy.url.port) : conn_open(x, host, port);
+        r = x->use_proxy ? tls_conn_open(&x->conn, x->proxy.url.host, x->proxy.url.port)
+                         : tls_conn_open(&x->conn, host, port);
         if (r >= 0 && x->use_proxy && x->url.tls)
                 r = proxy_tunnel(x, host, port);
         if (r >= 0 && x->url.tls)
@@ -807,30 +462,8 @@ static int http_check_request(const HttpRequest *req, HttpUrl *url) {
         return 0;
 }
 
-/* OpenSSL's socket writes are write(2): a peer that closed would raise SIGPIPE. It is blocked for the
- * exchange, and one it raised is taken before the mask is restored. */
-static bool sigpipe_block(sigset_t *old) {
-        sigset_t pipe, pending;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        sigpending(&pending);
-        pthread_sigmask(SIG_BLOCK, &pipe, old);
-        return sigismember(&pending, SIGPIPE) == 1;
-}
-
-static void sigpipe_restore(const sigset_t *old, bool was_pending) {
-        sigset_t pipe;
-        struct timespec zero = {};
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        if (!was_pending)
-                while (sigtimedwait(&pipe, NULL, &zero) > 0)
-                        ;
-        pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
 int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
-        HttpExchange x = { .req = req, .conn.fd = -1 };
+        HttpExchange x = { .req = req, .conn = TLS_CONN_NULL };
         int r = http_check_request(req, &x.url);
         if (r < 0) {
                 if (ret_error)
@@ -838,8 +471,8 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                 return r;
         }
         usec_t start = now(CLOCK_MONOTONIC);
-        x.deadline = start + (req->timeout ?: 30 * USEC_PER_SEC);
-        x.connect_deadline = MIN(x.deadline, start + (req->connect_timeout ?: 5 * USEC_PER_SEC));
+        x.conn.deadline = start + (req->timeout ?: 30 * USEC_PER_SEC);
+        x.conn.connect_deadline = MIN(x.conn.deadline, start + (req->connect_timeout ?: 5 * USEC_PER_SEC));
         if (req->sensitive) {
                 buf_init_secret(&x.body, req->max_response ?: HTTP_RESPONSE_MAX_DEFAULT);
                 buf_init_secret(&x.headers, HTTP_HEADERS_MAX);
@@ -848,10 +481,10 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                 buf_init(&x.headers, HTTP_HEADERS_MAX);
         }
         sigset_t old;
-        bool was_pending = sigpipe_block(&old);
+        bool was_pending = tls_conn_sigpipe_block(&old);
         r = exchange(&x);
-        conn_close(&x.conn);
-        sigpipe_restore(&old, was_pending);
+        tls_conn_close(&x.conn);
+        tls_conn_sigpipe_restore(&old, was_pending);
         string_free_erase(x.proxy.auth);
         if (r >= 0) {
                 size_t body_len = x.body.len;
@@ -868,8 +501,8 @@ int http_request(const HttpRequest *req, HttpResponse *ret, char **ret_error) {
                 }
         }
         if (r < 0 && ret_error)
-                *ret_error = strprintf("%s: %s", req->url, x.what ?: strerror(-r));
-        free(x.what);
+                *ret_error = strprintf("%s: %s", req->url, x.conn.what ?: strerror(-r));
+        free(x.conn.what);
         buf_free(&x.body);
         buf_free(&x.headers);
         return r;

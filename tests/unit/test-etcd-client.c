@@ -27,14 +27,9 @@ typedef struct OneShot {
  * body. */
 static void oneshot_start_method(OneShot *o, const char *method, const char *path, int status,
                                  const char *body) {
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t l = sizeof(a);
-        assert_true(s >= 0);
-        assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-        assert_int_equal(listen(s, 1), 0);
-        assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
-        snprintf(o->url, sizeof(o->url), "http://127.0.0.1:%u", ntohs(a.sin_port));
+        unsigned port;
+        int s = loopback_listen(1, &port);
+        snprintf(o->url, sizeof(o->url), "http://127.0.0.1:%u", port);
         o->pid = fork();
         assert_true(o->pid >= 0);
         if (o->pid == 0) {

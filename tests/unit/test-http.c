@@ -28,14 +28,9 @@ typedef struct OneShot {
 /* Serves one connection: reads the request head, then writes reply (or nothing for NULL, holding the
  * connection open until killed). The child dies by alarm after 10 s in any case. */
 static void oneshot_start(OneShot *o, const char *reply, size_t reply_len) {
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t l = sizeof(a);
-        assert_true(s >= 0);
-        assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-        assert_int_equal(listen(s, 1), 0);
-        assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
-        snprintf(o->url, sizeof(o->url), "http://127.0.0.1:%u/path", ntohs(a.sin_port));
+        unsigned port;
+        int s = loopback_listen(1, &port);
+        snprintf(o->url, sizeof(o->url), "http://127.0.0.1:%u/path", port);
         o->pid = fork();
         assert_true(o->pid >= 0);
         if (o->pid == 0) {

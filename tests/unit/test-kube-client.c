@@ -71,14 +71,9 @@ static void serve_one(int s, const char *reply, size_t reply_len, int log_fd) {
 }
 
 static void replay_start(Replay *o, char **replies, size_t *lens, size_t n, bool repeat_last) {
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t l = sizeof(a);
-        assert_true(s >= 0);
-        assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-        assert_int_equal(listen(s, 8), 0);
-        assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
-        snprintf(o->server, sizeof(o->server), "http://127.0.0.1:%u", ntohs(a.sin_port));
+        unsigned port;
+        int s = loopback_listen(8, &port);
+        snprintf(o->server, sizeof(o->server), "http://127.0.0.1:%u", port);
         snprintf(o->log_path, sizeof(o->log_path), "/tmp/pk-kube-replay-XXXXXX");
         int log_fd = mkstemp(o->log_path);
         assert_true(log_fd >= 0);
