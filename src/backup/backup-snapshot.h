@@ -2,8 +2,8 @@
 #pragma once
 
 /* Taking a snapshot of one etcd member through its gRPC API: Maintenance.Snapshot over HTTP/2
- * (shared/grpc.h), the stream decoded as it arrives (snapshot-grpc.h) into a file, then checked
- * (docs/etcd-backups.md). */
+ * (shared/grpc.h), the stream decoded as it arrives (snapshot-grpc.h) into a file and checked as it
+ * passes (docs/etcd-backups.md). */
 
 #include <stdint.h>
 
@@ -18,12 +18,16 @@ typedef struct BackupEtcdSource {
         usec_t timeout; /* the whole transfer; 0: 10 minutes */
 } BackupEtcdSource;
 
-/* Streams the member's snapshot into fd (a new, empty file) and checks it with backup_snapshot_check(). */
+/* Streams the member's snapshot into fd (a new, empty file), checked as it passes with the rules of
+ * backup_snapshot_check() (backup_snapshot_sum_update()): the file is not read again. */
 int backup_snapshot_fetch(const BackupEtcdSource *src, int fd, uint64_t *ret_size,
                           char ret_sha256[static BACKUP_SHA256_HEX], char **ret_error);
 
 /* Takes a snapshot of src into an unnamed file in tmp_dir (nothing is left of it after a crash) and
- * stores it as the backup timestamp of node, upload upload_id (backup_upload(), backup.h). */
+ * stores it as the backup timestamp of node, upload upload_id: backup_upload() in steps (backup.h), the
+ * slot claimed before the fetch and each whole part stored while the rest streams, the last part and the
+ * manifest once the snapshot passed its checks. A failure leaves an incomplete backup (claim and parts, no
+ * manifest), as a crash does. */
 int backup_take(Store *s, const char *cluster, const char *timestamp, const char *node,
                 const char *upload_id, const BackupEtcdSource *src, const char *tmp_dir, uint64_t *ret_size,
                 char **ret_error);

@@ -70,61 +70,108 @@ static int check_fail(char **ret_error, const char *what) {
         return error_setf(ret_error, PK_EMALFORMED, "not a valid etcd snapshot: %s", what);
 }
 
-/* The SHA-256 of the first len bytes of fd (into body) and of all size bytes (into whole), read once. */
-static int hash_file(int fd, uint64_t len, uint64_t size, uint8_t body[static 32], uint8_t whole[static 32],
-                     uint8_t trailer[static BACKUP_SNAPSHOT_HASH]) {
-        _cleanup_(crypto_sha256_freep) CryptoSha256 *a = NULL, *b = NULL;
+int backup_snapshot_sum_init(BackupSnapshotSum *s) {
+        *s = (BackupSnapshotSum){};
+        return crypto_sha256_new(&s->sha);
+}
+
+void backup_snapshot_sum_done(BackupSnapshotSum *s) {
+        s->sha = crypto_sha256_free(s->sha);
+}
+
+int backup_snapshot_sum_update(BackupSnapshotSum *s, const void *data, size_t len) {
+        const uint8_t *p = data;
+        if (s->size < BACKUP_SNAPSHOT_HEAD)
+                memcpy(s->head + s->size, p, MIN(len, BACKUP_SNAPSHOT_HEAD - (size_t)s->size));
+        s->size += len;
+        if (s->tail_len + len <= BACKUP_SNAPSHOT_HASH) {
+                memcpy(s->tail + s->tail_len, p, len);
+                s->tail_len += len;
+                return 0;
+        }
+        /* all but the last 32 bytes of tail + data are hashed; those 32 become the new tail */
+        size_t out = s->tail_len + len - BACKUP_SNAPSHOT_HASH, from_tail = MIN(out, s->tail_len);
+        int r = crypto_sha256_update(s->sha, s->tail, from_tail);
+        if (r < 0 || (r = crypto_sha256_update(s->sha, p, out - from_tail)) < 0)
+                return r;
+        memmove(s->tail, s->tail + from_tail, s->tail_len - from_tail);
+        memcpy(s->tail + s->tail_len - from_tail, p + out - from_tail, len - (out - from_tail));
+        s->tail_len = BACKUP_SNAPSHOT_HASH;
+        return 0;
+}
+
+/* The shape etcd's restore wants, known before any hash: checked first, so that a file that is no
+ * snapshot is said to be so in these words rather than as a mismatched trailer. */
+static int check_shape(uint64_t size, const uint8_t head[static BACKUP_SNAPSHOT_HEAD], char **ret_error) {
+        const uint8_t *m = head + BBOLT_MAGIC_OFFSET;
+        if (size < BACKUP_SNAPSHOT_MIN)
+                return check_fail(ret_error, "shorter than two database pages and its hash");
+        if ((size - BACKUP_SNAPSHOT_HASH) % BACKUP_PAGE != 0)
+                return check_fail(ret_error, "no SHA-256 trailer (size minus 32 is not a multiple of 512)");
+        if (((uint32_t)m[0] | (uint32_t)m[1] << 8 | (uint32_t)m[2] << 16 | (uint32_t)m[3] << 24) !=
+            BBOLT_MAGIC)
+                return check_fail(ret_error, "not a bbolt database (bad magic)");
+        return 0;
+}
+
+int backup_snapshot_sum_finish(BackupSnapshotSum *s, uint64_t *ret_size,
+                               char ret_sha256[static BACKUP_SHA256_HEX], char **ret_error) {
+        _cleanup_(crypto_sha256_freep) CryptoSha256 *body = NULL;
+        uint8_t body_sha[32], whole[32];
+        int r = check_shape(s->size, s->head, ret_error);
+        if (r < 0)
+                return r;
+        /* the body's digest from a copy; the original goes on over the trailer for the whole file's */
+        if ((r = crypto_sha256_dup(s->sha, &body)) < 0 || (r = crypto_sha256_final(body, body_sha)) < 0 ||
+            (r = crypto_sha256_update(s->sha, s->tail, s->tail_len)) < 0 ||
+            (r = crypto_sha256_final(s->sha, whole)) < 0)
+                return error_setf(ret_error, r, "hashing the snapshot: %s", pk_strerror(r));
+        if (!crypto_memeq(body_sha, s->tail, BACKUP_SNAPSHOT_HASH))
+                return check_fail(ret_error, "its SHA-256 trailer does not match its contents");
+        *ret_size = s->size;
+        crypto_hex(whole, sizeof(whole), ret_sha256);
+        return 0;
+}
+
+/* Feeds size bytes of fd to s. */
+static int sum_file(BackupSnapshotSum *s, int fd, uint64_t size) {
         _cleanup_free_ uint8_t *buf = malloc(BACKUP_READ_CHUNK);
         int r;
         if (!buf)
                 return -ENOMEM;
-        if ((r = crypto_sha256_new(&a)) < 0 || (r = crypto_sha256_new(&b)) < 0)
-                return r;
         for (uint64_t off = 0; off < size;) {
-                size_t want = size - off < BACKUP_READ_CHUNK ? (size_t)(size - off) : BACKUP_READ_CHUNK;
+                size_t want = (size_t)MIN(size - off, (uint64_t)BACKUP_READ_CHUNK);
                 ssize_t k = pread(fd, buf, want, (off_t)off);
                 if (k < 0)
                         return -errno;
                 if (k == 0)
                         return -EIO; /* shorter than fstat said: it changed under us */
-                size_t in_body =
-                    off >= len ? 0 : (size_t)(len - off < (uint64_t)k ? len - off : (uint64_t)k);
-                if ((r = crypto_sha256_update(a, buf, in_body)) < 0 ||
-                    (r = crypto_sha256_update(b, buf, k)) < 0)
+                if ((r = backup_snapshot_sum_update(s, buf, (size_t)k)) < 0)
                         return r;
-                for (size_t i = in_body; i < (size_t)k; i++)
-                        trailer[off + i - len] = buf[i];
                 off += (uint64_t)k;
         }
-        if ((r = crypto_sha256_final(a, body)) < 0 || (r = crypto_sha256_final(b, whole)) < 0)
-                return r;
         return 0;
 }
 
 int backup_snapshot_check(int fd, uint64_t *ret_size, char ret_sha256[static BACKUP_SHA256_HEX],
                           char **ret_error) {
+        _cleanup_(backup_snapshot_sum_done) BackupSnapshotSum sum = {};
+        uint8_t head[BACKUP_SNAPSHOT_HEAD] = {};
         struct stat st;
-        uint8_t magic[4], body[32], whole[32], trailer[BACKUP_SNAPSHOT_HASH];
         if (fstat(fd, &st) < 0)
                 return -errno;
-        uint64_t size = (uint64_t)st.st_size;
-        if (!S_ISREG(st.st_mode) || size < BACKUP_SNAPSHOT_MIN)
+        if (!S_ISREG(st.st_mode))
                 return check_fail(ret_error, "shorter than two database pages and its hash");
-        if ((size - BACKUP_SNAPSHOT_HASH) % BACKUP_PAGE != 0)
-                return check_fail(ret_error, "no SHA-256 trailer (size minus 32 is not a multiple of 512)");
-        if (pread(fd, magic, sizeof(magic), BBOLT_MAGIC_OFFSET) != (ssize_t)sizeof(magic))
+        /* a file of the wrong size or without the magic is not read through */
+        if ((uint64_t)st.st_size >= BACKUP_SNAPSHOT_HEAD &&
+            pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
                 return -EIO;
-        if (((uint32_t)magic[0] | (uint32_t)magic[1] << 8 | (uint32_t)magic[2] << 16 |
-             (uint32_t)magic[3] << 24) != BBOLT_MAGIC)
-                return check_fail(ret_error, "not a bbolt database (bad magic)");
-        int r = hash_file(fd, size - BACKUP_SNAPSHOT_HASH, size, body, whole, trailer);
+        int r = check_shape((uint64_t)st.st_size, head, ret_error);
         if (r < 0)
+                return r;
+        if ((r = backup_snapshot_sum_init(&sum)) < 0 || (r = sum_file(&sum, fd, (uint64_t)st.st_size)) < 0)
                 return error_setf(ret_error, r, "reading the snapshot: %s", pk_strerror(r));
-        if (!crypto_memeq(body, trailer, BACKUP_SNAPSHOT_HASH))
-                return check_fail(ret_error, "its SHA-256 trailer does not match its contents");
-        *ret_size = size;
-        crypto_hex(whole, sizeof(whole), ret_sha256);
-        return 0;
+        return backup_snapshot_sum_finish(&sum, ret_size, ret_sha256, ret_error);
 }
 
 static char *backup_key(const char *cluster, const char *timestamp, const char *name) {
@@ -178,65 +225,111 @@ static int claim(Store *s, const char *cluster, const char *timestamp, const cha
                           named && streq(holder, node) ? " (another upload from this node)" : "");
 }
 
-static int upload_parts(Store *s, const char *cluster, const char *timestamp, int fd, uint64_t size,
-                        unsigned *ret_parts, char **ret_error) {
-        _cleanup_free_ uint8_t *buf = malloc(BACKUP_PART_SIZE);
-        unsigned part = 0;
-        if (!buf)
+static int too_big(uint64_t size, char **ret_error) {
+        if (size / BACKUP_PART_SIZE < BACKUP_PARTS_MAX)
+                return 0;
+        return error_setf(ret_error, PK_ETOOBIG, "backup: a snapshot of %" PRIu64 " bytes is too large",
+                          size);
+}
+
+static bool upload_args_valid(const char *timestamp, const char *node, const char *upload_id) {
+        usec_t t;
+        return backup_timestamp_parse(timestamp, &t) >= 0 && !isempty(node) && !string_has_cc(node) &&
+               !strchr(node, ' ') && upload_id_is_valid(upload_id);
+}
+
+static int args_fail(const char *timestamp, char **ret_error) {
+        return error_setf(ret_error, -EINVAL, "backup: invalid timestamp '%s', node name or upload id",
+                          strna(timestamp));
+}
+
+int backup_upload_start(BackupUpload *u, Store *s, const char *cluster, const char *timestamp,
+                        const char *node, const char *upload_id, int fd, char **ret_error) {
+        *u = (BackupUpload){ .store = s,
+                             .cluster = cluster,
+                             .timestamp = timestamp,
+                             .node = node,
+                             .upload_id = upload_id,
+                             .fd = fd };
+        if (!upload_args_valid(timestamp, node, upload_id))
+                return args_fail(timestamp, ret_error);
+        if (!(u->buf = malloc(BACKUP_PART_SIZE)))
                 return -ENOMEM;
-        for (uint64_t off = 0; off < size; part++) {
-                size_t want = size - off < BACKUP_PART_SIZE ? (size_t)(size - off) : BACKUP_PART_SIZE;
-                ssize_t k = pread(fd, buf, want, (off_t)off);
-                if (k != (ssize_t)want)
-                        return k < 0 ? -errno : -EIO;
-                char name[16];
-                snprintf(name, sizeof(name), "part-%05u", part);
-                _cleanup_free_ char *key = backup_key(cluster, timestamp, name);
-                if (!key)
-                        return -ENOMEM;
-                int r = store_put(s, key, buf, want, STORE_PRIVATE, ret_error);
+        return 0;
+}
+
+void backup_upload_done(BackupUpload *u) {
+        free(u->buf);
+        u->buf = NULL;
+}
+
+/* Part u->parts, len bytes, from fd (the page cache, when the snapshot was just written). */
+static int upload_part(BackupUpload *u, size_t len, char **ret_error) {
+        char name[16];
+        if (!u->claimed) {
+                int r = claim(u->store, u->cluster, u->timestamp, u->node, u->upload_id, ret_error);
                 if (r < 0)
                         return r;
-                off += want;
+                u->claimed = true;
         }
-        *ret_parts = part;
+        ssize_t k = pread(u->fd, u->buf, len, (off_t)u->parts * BACKUP_PART_SIZE);
+        if (k != (ssize_t)len) {
+                int r = k < 0 ? -errno : -EIO; /* -EIO: shorter than written, it changed under us */
+                return error_setf(ret_error, r, "reading the snapshot: %s", pk_strerror(r));
+        }
+        snprintf(name, sizeof(name), "part-%05u", u->parts);
+        _cleanup_free_ char *key = backup_key(u->cluster, u->timestamp, name);
+        if (!key)
+                return -ENOMEM;
+        int r = store_put(u->store, key, u->buf, len, STORE_PRIVATE, ret_error);
+        if (r < 0)
+                return r;
+        u->parts++;
         return 0;
+}
+
+int backup_upload_parts(BackupUpload *u, uint64_t available, char **ret_error) {
+        int r = too_big(available, ret_error);
+        while (r >= 0 && available / BACKUP_PART_SIZE > u->parts)
+                r = upload_part(u, BACKUP_PART_SIZE, ret_error);
+        return r;
+}
+
+int backup_upload_finish(BackupUpload *u, uint64_t size, const char sha256[static BACKUP_SHA256_HEX],
+                         char **ret_error) {
+        int r = backup_upload_parts(u, size, ret_error);
+        if (r >= 0 && size % BACKUP_PART_SIZE > 0)
+                r = upload_part(u, size % BACKUP_PART_SIZE, ret_error);
+        if (r < 0)
+                return r;
+        _cleanup_(json_decrefp) json_t *m =
+            json_pack("{s:i, s:s, s:s, s:s, s:I, s:s, s:i, s:i}", "version", 1, "cluster", u->cluster,
+                      "timestamp", u->timestamp, "node", u->node, "size", (json_int_t)size, "sha256", sha256,
+                      "parts", (int)u->parts, "partSize", (int)BACKUP_PART_SIZE);
+        _cleanup_free_ char *text = m ? json_dumps(m, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
+        _cleanup_free_ char *key = backup_key(u->cluster, u->timestamp, BACKUP_MANIFEST);
+        if (!text || !key)
+                return -ENOMEM;
+        /* the manifest is what makes a backup: nothing that failed a check gets here */
+        return store_put(u->store, key, text, strlen(text), STORE_PRIVATE, ret_error);
 }
 
 int backup_upload(Store *s, const char *cluster, const char *timestamp, const char *node,
                   const char *upload_id, int fd, char **ret_error) {
+        _cleanup_(backup_upload_done) BackupUpload u = {};
         char sha[BACKUP_SHA256_HEX];
         uint64_t size;
-        unsigned parts = 0;
-        usec_t t;
-        int r;
-
-        if (backup_timestamp_parse(timestamp, &t) < 0 || isempty(node) || string_has_cc(node) ||
-            strchr(node, ' ') || !upload_id_is_valid(upload_id))
-                return error_setf(ret_error, -EINVAL,
-                                  "backup: invalid timestamp '%s', node name or upload id",
-                                  strna(timestamp));
-        r = backup_snapshot_check(fd, &size, sha, ret_error);
-        if (r < 0)
-                return r;
-        if (size / BACKUP_PART_SIZE >= BACKUP_PARTS_MAX)
-                return error_setf(ret_error, PK_ETOOBIG,
-                                  "backup: a snapshot of %" PRIu64 " bytes is too large", size);
-        r = claim(s, cluster, timestamp, node, upload_id, ret_error);
-        if (r < 0)
-                return r;
-        r = upload_parts(s, cluster, timestamp, fd, size, &parts, ret_error);
-        if (r < 0)
-                return r;
-        _cleanup_(json_decrefp) json_t *m =
-            json_pack("{s:i, s:s, s:s, s:s, s:I, s:s, s:i, s:i}", "version", 1, "cluster", cluster,
-                      "timestamp", timestamp, "node", node, "size", (json_int_t)size, "sha256", sha, "parts",
-                      (int)parts, "partSize", (int)BACKUP_PART_SIZE);
-        _cleanup_free_ char *text = m ? json_dumps(m, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
-        _cleanup_free_ char *key = backup_key(cluster, timestamp, BACKUP_MANIFEST);
-        if (!text || !key)
-                return -ENOMEM;
-        return store_put(s, key, text, strlen(text), STORE_PRIVATE, ret_error);
+        if (!upload_args_valid(timestamp, node, upload_id))
+                return args_fail(timestamp, ret_error);
+        /* checked before anything is stored: a bad file never reaches the store */
+        int r = backup_snapshot_check(fd, &size, sha, ret_error);
+        if (r >= 0)
+                r = too_big(size, ret_error);
+        if (r >= 0)
+                r = backup_upload_start(&u, s, cluster, timestamp, node, upload_id, fd, ret_error);
+        if (r >= 0)
+                r = backup_upload_finish(&u, size, sha, ret_error);
+        return r;
 }
 
 /* The manifest of one backup into e; -ENOENT when absent, PK_EMALFORMED when not valid, the store's error

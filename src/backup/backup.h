@@ -26,6 +26,7 @@
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "shared/crypto.h"
 #include "store/store.h"
 
 #define BACKUP_PART_SIZE (8U * 1024U * 1024U)
@@ -36,6 +37,7 @@
 #define BACKUP_TIMESTAMP_LEN 16 /* "20261123T221500Z" */
 #define BACKUP_SNAPSHOT_HASH 32 /* the SHA-256 trailer */
 #define BACKUP_SHA256_HEX    65 /* with its NUL */
+#define BACKUP_SNAPSHOT_HEAD 20 /* the first meta page up to the end of bbolt's magic */
 
 typedef enum BackupState {
         BACKUP_INCOMPLETE, /* no manifest: its taker died, or is still uploading */
@@ -74,6 +76,25 @@ usec_t backup_slot(usec_t t, usec_t interval);
 int backup_snapshot_check(int fd, uint64_t *ret_size, char ret_sha256[static BACKUP_SHA256_HEX],
                           char **ret_error);
 
+/* The same check on a snapshot as it streams past, read by nobody again: the SHA-256 of all but the last 32
+ * bytes (held back, since the end is known only at the end) and of the whole file, in one pass, and the
+ * bytes that hold bbolt's magic. */
+typedef struct BackupSnapshotSum {
+        CryptoSha256 *sha; /* of what went before tail */
+        uint64_t size;
+        uint8_t head[BACKUP_SNAPSHOT_HEAD];
+        uint8_t tail[BACKUP_SNAPSHOT_HASH];
+        size_t tail_len;
+} BackupSnapshotSum;
+
+int backup_snapshot_sum_init(BackupSnapshotSum *s);
+/* The next bytes of the snapshot; -ENOMEM or -EIO (libcrypto). */
+int backup_snapshot_sum_update(BackupSnapshotSum *s, const void *data, size_t len);
+/* backup_snapshot_check()'s verdict, with its errors, on what was fed. */
+int backup_snapshot_sum_finish(BackupSnapshotSum *s, uint64_t *ret_size,
+                               char ret_sha256[static BACKUP_SHA256_HEX], char **ret_error);
+void backup_snapshot_sum_done(BackupSnapshotSum *s);
+
 /* A new upload id: 64 random bits in hex. */
 int backup_upload_id_new(char ret[static BACKUP_UPLOAD_ID_LEN + 1]);
 
@@ -84,6 +105,31 @@ int backup_upload_id_new(char ret[static BACKUP_UPLOAD_ID_LEN + 1]);
  * snapshots never mix under one name. The snapshot file is checked first: a bad one is never stored. */
 int backup_upload(Store *s, const char *cluster, const char *timestamp, const char *node,
                   const char *upload_id, int fd, char **ret_error);
+
+/* backup_upload() in steps, for a snapshot still being written to fd (appended, never rewritten), so that
+ * the store's writes overlap its arrival: _start checks the arguments, _parts stores each whole part fd
+ * holds up to available bytes, _finish the rest and the manifest once the snapshot (size bytes, sha256 of
+ * the whole file) has passed backup_snapshot_sum_finish(). The slot is claimed (as backup_upload() does)
+ * right before the first part is stored: a fetch that fails before a whole part arrived (etcd unreachable,
+ * TLS refused) leaves nothing, and a slot that another upload holds is found after one part's fetch. After
+ * the claim and until _finish the slot holds a claim and parts and no manifest: an incomplete backup, as
+ * after a crash, which this upload's next attempt takes up again and retention removes. The caller frees
+ * with backup_upload_done(). */
+typedef struct BackupUpload {
+        Store *store;
+        const char *cluster, *timestamp, *node, *upload_id; /* borrowed */
+        int fd;
+        bool claimed;
+        unsigned parts; /* stored so far */
+        uint8_t *buf;   /* one part */
+} BackupUpload;
+
+int backup_upload_start(BackupUpload *u, Store *s, const char *cluster, const char *timestamp,
+                        const char *node, const char *upload_id, int fd, char **ret_error);
+int backup_upload_parts(BackupUpload *u, uint64_t available, char **ret_error);
+int backup_upload_finish(BackupUpload *u, uint64_t size, const char sha256[static BACKUP_SHA256_HEX],
+                         char **ret_error);
+void backup_upload_done(BackupUpload *u);
 
 /* Every backup of the cluster, oldest first: one store listing of the cluster's timestamps (one entry per
  * backup, however many parts each has), then each one's manifest. A backup whose manifest is absent is

@@ -147,6 +147,21 @@ static int varint_byte(SnapshotGrpc *d, uint8_t b, char **ret_error) {
         return r;
 }
 
+/* A piece of field 3: the snapshot's next bytes. */
+static int blob(SnapshotGrpc *d, const uint8_t *p, size_t n, char **ret_error) {
+        int r = loop_write(d->fd, p, n);
+        if (r < 0) {
+                d->error = error_setf(ret_error, r, "writing the snapshot: %s", pk_strerror(r));
+                return r;
+        }
+        d->written += n;
+        if (d->on_blob && (r = d->on_blob(p, n, d->userdata)) < 0) {
+                d->error = error_setf(ret_error, r, "checking the snapshot: %s", pk_strerror(r));
+                return r;
+        }
+        return 0;
+}
+
 /* Consumes from p[0..n) what the current state takes; returns how much, or < 0. */
 static ssize_t step(SnapshotGrpc *d, const uint8_t *p, size_t n, char **ret_error) {
         size_t take;
@@ -166,15 +181,8 @@ static ssize_t step(SnapshotGrpc *d, const uint8_t *p, size_t n, char **ret_erro
                 return r < 0 ? r : 1;
         default: /* STATE_SKIP, STATE_BLOB: value_left <= message_left, checked when it was read */
                 take = (size_t)MIN((uint64_t)n, d->value_left);
-                if (d->state == STATE_BLOB) {
-                        r = loop_write(d->fd, p, take);
-                        if (r < 0) {
-                                d->error =
-                                    error_setf(ret_error, r, "writing the snapshot: %s", pk_strerror(r));
-                                return r;
-                        }
-                        d->written += take;
-                }
+                if (d->state == STATE_BLOB && (r = blob(d, p, take, ret_error)) < 0)
+                        return r;
                 d->value_left -= take;
                 d->message_left -= (uint32_t)take;
                 if (d->value_left == 0)

@@ -34,13 +34,18 @@ typedef struct SnapshotGrpc {
         uint64_t remaining;    /* remaining_bytes of the current message (0 when absent: proto3) */
         uint64_t messages;
         uint64_t written; /* bytes of snapshot written to fd */
+        /* Optional, set after init: each piece of snapshot once written to fd, in order (to check it as it
+         * passes, backup_snapshot_sum_update()). A negative return fails the feed with it. */
+        int (*on_blob)(const void *data, size_t len, void *userdata);
+        void *userdata;
 } SnapshotGrpc;
 
 /* A decoder writing the blobs to fd at its current offset (the caller keeps fd). */
 void snapshot_grpc_init(SnapshotGrpc *d, int fd);
 /* Feeds the next bytes of the response's DATA. PK_EMALFORMED for what is not a SnapshotResponse stream
  * (a compressed message, a truncated or overlong varint, a known field of the wrong wire type, a field past
- * its message's end), PK_ETOOBIG for a message over SNAPSHOT_GRPC_MESSAGE_MAX, a write's -errno; with
+ * its message's end), PK_ETOOBIG for a message over SNAPSHOT_GRPC_MESSAGE_MAX, a write's -errno, on_blob's
+ * error; with
  * *ret_error (caller frees). */
 int snapshot_grpc_feed(SnapshotGrpc *d, const void *data, size_t len, char **ret_error);
 /* The end of the stream: it must end between messages, after at least one, the last saying no bytes

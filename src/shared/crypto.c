@@ -243,6 +243,19 @@ int crypto_sha256_update(CryptoSha256 *s, const void *data, size_t len) {
         return EVP_DigestUpdate(s->ctx, data, len) == 1 ? 0 : -EIO;
 }
 
+int crypto_sha256_dup(const CryptoSha256 *s, CryptoSha256 **ret) {
+        CryptoSha256 *d = new0(CryptoSha256, 1);
+        if (!d)
+                return -ENOMEM;
+        d->ctx = EVP_MD_CTX_new();
+        if (!d->ctx || EVP_MD_CTX_copy_ex(d->ctx, s->ctx) != 1) {
+                crypto_sha256_free(d);
+                return -EIO;
+        }
+        *ret = d;
+        return 0;
+}
+
 int crypto_sha256_final(CryptoSha256 *s, uint8_t ret[static 32]) {
         unsigned n = 0;
         if (EVP_DigestFinal_ex(s->ctx, ret, &n) != 1 || n != 32)

@@ -50,6 +50,8 @@ int crypto_base64_encode(const void *data, size_t len, char **ret);
 typedef struct CryptoSha256 CryptoSha256;
 int crypto_sha256_new(CryptoSha256 **ret);
 int crypto_sha256_update(CryptoSha256 *s, const void *data, size_t len);
+/* A second context in the state of s (caller frees): the digest of a prefix and of the whole in one pass. */
+int crypto_sha256_dup(const CryptoSha256 *s, CryptoSha256 **ret);
 /* The digest into ret (32 bytes); the context can then only be freed. */
 int crypto_sha256_final(CryptoSha256 *s, uint8_t ret[static 32]);
 CryptoSha256 *crypto_sha256_free(CryptoSha256 *s);

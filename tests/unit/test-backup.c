@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "aws-double.h"
+#include "backup/backup-snapshot.h"
 #include "backup/backup.h"
 #include "basic/errors.h"
 #include "basic/fileio.h"
@@ -134,6 +136,80 @@ static void test_snapshot_check(void **state) {
 #define ID_A "00000000000000aa"
 #define ID_B "00000000000000bb"
 
+/* fd's whole content through a BackupSnapshotSum in pieces of step bytes: the verdict, as
+ * backup_snapshot_check() gives it. */
+static int sum_of(int fd, size_t step, uint64_t *ret_size, char ret_sha[static BACKUP_SHA256_HEX],
+                  char **ret_error) {
+        BackupSnapshotSum sum;
+        struct stat st;
+        assert_int_equal(fstat(fd, &st), 0);
+        uint8_t *data = malloc((size_t)st.st_size + 1);
+        assert_int_equal(pread(fd, data, (size_t)st.st_size, 0), st.st_size);
+        assert_int_equal(backup_snapshot_sum_init(&sum), 0);
+        for (size_t off = 0; off < (size_t)st.st_size; off += step)
+                assert_int_equal(backup_snapshot_sum_update(&sum, data + off, MIN(step, st.st_size - off)),
+                                 0);
+        int r = backup_snapshot_sum_finish(&sum, ret_size, ret_sha, ret_error);
+        backup_snapshot_sum_done(&sum);
+        free(data);
+        return r;
+}
+
+/* The check as a snapshot streams past agrees with backup_snapshot_check() on fd (same result, size, sha256,
+ * error text) at every split. */
+static void sum_agrees(int fd, int expect) {
+        const size_t steps[] = { 1, 7, 31, 32, 33, 4101, SIZE_MAX };
+        uint64_t size = 0, check_size = 0;
+        char sha[BACKUP_SHA256_HEX] = "", check_sha[BACKUP_SHA256_HEX] = "", *err = NULL, *check_err = NULL;
+        assert_int_equal(backup_snapshot_check(fd, &check_size, check_sha, &check_err), expect);
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                assert_int_equal(sum_of(fd, steps[i], &size, sha, &err), expect);
+                assert_int_equal(size, check_size);
+                assert_string_equal(sha, check_sha);
+                if (expect < 0)
+                        assert_string_equal(err, check_err);
+                free(err), err = NULL;
+        }
+        free(check_err);
+        if (expect < 0)
+                return;
+        /* and the whole file's SHA-256 is the one a single pass over it gives */
+        CryptoSha256 *h;
+        uint8_t *data = malloc(check_size), digest[32];
+        char hex[BACKUP_SHA256_HEX];
+        assert_int_equal(pread(fd, data, check_size, 0), (ssize_t)check_size);
+        assert_int_equal(crypto_sha256_new(&h), 0);
+        assert_int_equal(crypto_sha256_update(h, data, check_size), 0);
+        assert_int_equal(crypto_sha256_final(h, digest), 0);
+        crypto_sha256_free(h);
+        free(data);
+        crypto_hex(digest, sizeof(digest), hex);
+        assert_string_equal(hex, check_sha);
+}
+
+static void test_snapshot_sum(void **state) {
+        Fixture *f = *state;
+        int fd = make_snapshot(f, "sum.db", 4, 5);
+        sum_agrees(fd, 0);
+        assert_int_equal(pwrite(fd, "x", 1, 5000), 1); /* the database changed */
+        sum_agrees(fd, PK_EMALFORMED);
+        close(fd);
+        fd = make_snapshot(f, "trailer.db", 4, 6);
+        assert_int_equal(pwrite(fd, "x", 1, 4 * 4096 + 31), 1); /* the trailer changed */
+        sum_agrees(fd, PK_EMALFORMED);
+        close(fd);
+        fd = make_snapshot(f, "magic.db", 4, 7);
+        assert_int_equal(pwrite(fd, "\xee", 1, 19), 1);
+        sum_agrees(fd, PK_EMALFORMED);
+        /* sizes: no trailer, a page more, shorter than two pages, than the magic's end, nothing */
+        const off_t sizes[] = { 4 * 4096 + 16, 4 * 4096 + 32 + 512, 4096 + 32, 10, 0 };
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                assert_int_equal(ftruncate(fd, sizes[i]), 0);
+                sum_agrees(fd, PK_EMALFORMED);
+        }
+        close(fd);
+}
+
 static mode_t object_mode(const Fixture *f, const char *key) {
         char path[256];
         struct stat st;
@@ -231,6 +307,117 @@ static void test_bad_snapshot_never_stored(void **state) {
         assert_null(keys[0]);
         free(keys);
         close(fd);
+}
+
+/* What backup_take() does with what etcd streams, src's content arriving in pieces of step bytes: the
+ * claim, each whole part stored as soon as the file holds it, the checks at the end, then the rest. */
+static int stream_upload(Store *s, int src, const char *ts, const char *id, size_t step, char **ret_error) {
+        BackupUpload u;
+        BackupSnapshotSum sum;
+        struct stat st;
+        uint64_t size;
+        char sha[BACKUP_SHA256_HEX];
+        int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(src, &st), 0);
+        uint8_t *data = malloc(step);
+        assert_int_equal(backup_snapshot_sum_init(&sum), 0);
+        int r = backup_upload_start(&u, s, "main", ts, "master-a", id, fd, ret_error);
+        for (off_t off = 0; r >= 0 && off < st.st_size; off += (off_t)step) {
+                size_t n = (size_t)MIN((off_t)step, st.st_size - off);
+                assert_int_equal(pread(src, data, n, off), (ssize_t)n);
+                assert_int_equal(loop_write(fd, data, n), 0);
+                assert_int_equal(backup_snapshot_sum_update(&sum, data, n), 0);
+                r = backup_upload_parts(&u, (uint64_t)(off + (off_t)n), ret_error);
+        }
+        if (r >= 0)
+                r = backup_snapshot_sum_finish(&sum, &size, sha, ret_error);
+        if (r >= 0)
+                r = backup_upload_finish(&u, size, sha, ret_error);
+        backup_snapshot_sum_done(&sum);
+        backup_upload_done(&u);
+        free(data);
+        close(fd);
+        return r;
+}
+
+static bool exists(Store *s, const char *key) {
+        char *data = NULL;
+        size_t len;
+        int r = store_get(s, key, &data, &len, NULL);
+        free(data);
+        return r >= 0;
+}
+
+/* A streamed backup whose check fails at the end leaves what a crash leaves (claim, parts, no manifest):
+ * listed as incomplete, never the newest. The same upload then takes its claim up again and completes; the
+ * parts are the new snapshot's. */
+static void test_stream_check_fails(void **state) {
+        Fixture *f = *state;
+        const char *ts = "20261123T221500Z";
+        char *err = NULL, path[128];
+        BackupEntry *e;
+        const BackupEntry *newest = NULL;
+        size_t n;
+        int bad = make_snapshot(f, "bad.db", 2 * BACKUP_PART_SIZE / 4096 + 3, 8);
+        assert_int_equal(pwrite(bad, "z", 1, 2 * BACKUP_PART_SIZE + 100), 1);
+        assert_int_equal(stream_upload(f->store, bad, ts, ID_A, 65536 + 5, &err), PK_EMALFORMED);
+        assert_non_null(strstr(err, "trailer does not match"));
+        free(err), err = NULL;
+        assert_true(exists(f->store, "backups/main/20261123T221500Z/claim"));
+        assert_true(exists(f->store, "backups/main/20261123T221500Z/part-00000"));
+        assert_true(exists(f->store, "backups/main/20261123T221500Z/part-00001"));
+        assert_false(exists(f->store, "backups/main/20261123T221500Z/part-00002")); /* after the check */
+        assert_false(exists(f->store, "backups/main/20261123T221500Z/manifest.json"));
+        assert_int_equal(backup_list(f->store, "main", &e, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(e[0].state, BACKUP_INCOMPLETE);
+        assert_int_equal(backup_newest(e, n, &newest, NULL), 0);
+        assert_null(newest);
+        backup_entries_free(e, n);
+        snprintf(path, sizeof(path), "%s/out.db", f->work);
+        int out = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_int_equal(backup_download(f->store, "main", ts, out, NULL), -ENOENT);
+
+        /* another upload finds the slot taken at its first part; this one's retry completes */
+        int good = make_snapshot(f, "good.db", BACKUP_PART_SIZE / 4096 + 1, 9);
+        assert_int_equal(stream_upload(f->store, good, ts, ID_B, 4096, &err), -EEXIST);
+        free(err), err = NULL;
+        assert_int_equal(stream_upload(f->store, good, ts, ID_A, 32768 + 1, &err), 0);
+        assert_int_equal(backup_list(f->store, "main", &e, &n, NULL), 0);
+        assert_int_equal(e[0].state, BACKUP_COMPLETE);
+        assert_int_equal(e[0].parts, 2);
+        backup_entries_free(e, n);
+        assert_int_equal(backup_download(f->store, "main", ts, out, &err), 0);
+        uint64_t a, b;
+        char sa[BACKUP_SHA256_HEX], sb[BACKUP_SHA256_HEX];
+        assert_int_equal(backup_snapshot_check(good, &a, sa, NULL), 0);
+        assert_int_equal(backup_snapshot_check(out, &b, sb, NULL), 0);
+        assert_string_equal(sa, sb);
+        close(out);
+        close(good);
+        close(bad);
+}
+
+/* backup_take() when etcd cannot be reached: nothing is stored, not even a claim (the slot is claimed at
+ * the first part), so another master may take the slot. */
+static void test_take_unreachable(void **state) {
+        Fixture *f = *state;
+        BackupEtcdSource src = { .endpoint = "http://127.0.0.1:1", .timeout = 5 * USEC_PER_SEC };
+        const char *ts = "20261123T221500Z";
+        char *err = NULL;
+        BackupEntry *e;
+        size_t n;
+        uint64_t size = 7;
+        assert_true(backup_take(f->store, "main", ts, "master-a", ID_A, &src, f->work, &size, &err) < 0);
+        assert_non_null(err);
+        free(err), err = NULL;
+        assert_int_equal(size, 7);
+        assert_false(exists(f->store, "backups/main/20261123T221500Z/claim"));
+        assert_false(exists(f->store, "backups/main/20261123T221500Z/manifest.json"));
+        assert_int_equal(backup_list(f->store, "main", &e, &n, NULL), 0);
+        assert_int_equal(n, 0);
+        backup_entries_free(e, n);
 }
 
 static BackupEntry at(usec_t t, bool complete) {
@@ -619,8 +806,11 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_timestamps),
                 cmocka_unit_test_setup_teardown(test_snapshot_check, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_snapshot_sum, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_upload_list_download, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_snapshot_never_stored, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stream_check_fails, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_take_unreachable, setup, teardown),
                 cmocka_unit_test(test_retention),
                 cmocka_unit_test_setup_teardown(test_unreadable_is_not_incomplete, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_two_uploads_of_one_node, setup, teardown),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* etcd's gRPC snapshot stream decoded: recorded answers of etcd 3.4.23 and 3.5.16 (tests/vectors/
  * etcd-snapshot) in pieces of awkward sizes; a small stream with every kind of field split at every byte
- * boundary, in two and in three pieces; and each way a stream is refused. */
+ * boundary, in two and in three pieces; and each way a stream is refused. The recorded answers are also
+ * checked as they pass (on_blob, backup_snapshot_sum_update()) against backup_snapshot_check(). */
 #include "unit-test.h"
 
 #include <stdio.h>
@@ -40,13 +41,22 @@ static int decode_cuts(const void *data, size_t len, const size_t *cuts, size_t 
         return fd;
 }
 
-static int decode(const void *data, size_t len, size_t step, int expect, char **ret_error) {
+static int sum_blob(const void *data, size_t len, void *userdata) {
+        return backup_snapshot_sum_update(userdata, data, len);
+}
+
+/* Decodes data fed in pieces of step bytes into a memory file (returned), the blobs also into sum unless
+ * it is NULL. */
+static int decode_sum(const void *data, size_t len, size_t step, BackupSnapshotSum *sum, int expect,
+                      char **ret_error) {
         int fd = memfd_create("snap", MFD_CLOEXEC);
         SnapshotGrpc d;
         uint64_t written;
         int r = 0;
         assert_true(fd >= 0);
         snapshot_grpc_init(&d, fd);
+        d.on_blob = sum ? sum_blob : NULL;
+        d.userdata = sum;
         for (size_t off = 0; off < len && r >= 0; off += step)
                 r = snapshot_grpc_feed(&d, (const uint8_t *)data + off, MIN(step, len - off), ret_error);
         if (r >= 0)
@@ -55,19 +65,31 @@ static int decode(const void *data, size_t len, size_t step, int expect, char **
         return fd;
 }
 
+static int decode(const void *data, size_t len, size_t step, int expect, char **ret_error) {
+        return decode_sum(data, len, step, NULL, expect, ret_error);
+}
+
+/* The recorded answers, and the check as their blobs pass (backup_snapshot_sum_update()), which must say
+ * what backup_snapshot_check() says of the file written. */
 static void test_recorded(void **state) {
         const char *names[] = { "etcd-snapshot/grpc-3.4.23.bin", "etcd-snapshot/grpc-3.5.16.bin" };
         char *data[2];
         size_t len[2];
         vectors_read(names, 2, data, len);
         for (size_t v = 0; v < 2; v++) {
-                const size_t steps[] = { 1, 3, 7, 4096, 16384, len[v] };
+                const size_t steps[] = { 1, 3, 7, 31, 33, 4096, 4097, 16384, len[v] };
                 for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
-                        int fd = decode(data[v], len[v], steps[i], 0, NULL);
-                        uint64_t size;
-                        char sha[BACKUP_SHA256_HEX];
+                        BackupSnapshotSum sum;
+                        assert_int_equal(backup_snapshot_sum_init(&sum), 0);
+                        int fd = decode_sum(data[v], len[v], steps[i], &sum, 0, NULL);
+                        uint64_t size, sum_size;
+                        char sha[BACKUP_SHA256_HEX], sum_sha[BACKUP_SHA256_HEX];
                         assert_int_equal(backup_snapshot_check(fd, &size, sha, NULL), 0);
                         assert_int_equal(size, 20512);
+                        assert_int_equal(backup_snapshot_sum_finish(&sum, &sum_size, sum_sha, NULL), 0);
+                        assert_int_equal(sum_size, size);
+                        assert_string_equal(sum_sha, sha);
+                        backup_snapshot_sum_done(&sum);
                         close(fd);
                 }
         }
@@ -165,7 +187,12 @@ static void test_refusals(void **state) {
                 "7 bytes still");
 }
 
-/* After an error the decoder stays failed, and writes nothing more. */
+static int refuse_blob(const void *data, size_t len, void *userdata) {
+        (void)data, (void)len, (void)userdata;
+        return -EIO;
+}
+
+/* After an error the decoder stays failed, and writes nothing more; an error of on_blob is one too. */
 static void test_sticky_error(void **state) {
         int fd = memfd_create("snap", MFD_CLOEXEC);
         SnapshotGrpc d;
@@ -177,8 +204,16 @@ static void test_sticky_error(void **state) {
         assert_int_equal(snapshot_grpc_feed(&d, small, sizeof(small), &err), PK_EMALFORMED);
         free(err), err = NULL;
         assert_int_equal(snapshot_grpc_finish(&d, &written, &err), PK_EMALFORMED);
-        free(err);
+        free(err), err = NULL;
         assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
+
+        snapshot_grpc_init(&d, fd);
+        d.on_blob = refuse_blob;
+        assert_int_equal(snapshot_grpc_feed(&d, small, sizeof(small), &err), -EIO);
+        assert_non_null(strstr(err, "checking the snapshot"));
+        free(err), err = NULL;
+        assert_int_equal(snapshot_grpc_finish(&d, &written, &err), -EIO);
+        free(err);
         close(fd);
 }
 
