@@ -64,18 +64,9 @@ def protokube_run(names):
                    Watch("apiserver ready", lambda: s.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok",
                          0.5, TIMEOUT),
                    Watch("Node Ready", lambda: nodes_ready(s.kubectl, names), 0.5, TIMEOUT)]
-        try:
-            for n in names:
-                c.add_master(n, scenario.ADDRS[n], scenario.EXTERNAL[n], scenario.ZONES[n])
-            for w in watches:
-                w.thread.join(TIMEOUT)
-        finally:
-            for w in watches:
-                w.stop()
-        for w in watches:
-            if w.t is None:
-                raise RuntimeError(f"{w.name}: never seen (last probe error: {w.error})")
-            res[w.name] = w.t - t0m
+        def start():  # the machines power on together
+            c.add_masters([(n, scenario.ADDRS[n], scenario.EXTERNAL[n], scenario.ZONES[n]) for n in names])
+        res.update(common.watched(watches, start, t0m, TIMEOUT))
         masters = [c.masters[n] for n in names]
         for stage, needle in (("certificates", "Certificates: "), ("volumes mounted", "Mounted volume")):
             t = first_time(masters, needle, last=True)

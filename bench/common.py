@@ -238,6 +238,36 @@ def prepare_real_masters():
     sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
 
+def child_json(script, args, timeout):
+    """`/usr/bin/python3 script args...` in a child process (a scenario whose import moves the test network
+    gets a process of its own), whose last line of output is JSON: that, decoded."""
+    p = subprocess.run(["/usr/bin/python3", script, *args], capture_output=True, text=True, timeout=timeout)
+    lines = p.stdout.strip().splitlines()
+    if p.returncode != 0 or not lines:
+        name = os.path.basename(script)
+        raise RuntimeError(f"{name} {' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-400:]}")
+    return json.loads(lines[-1])
+
+
+def watched(watches, act, t0, timeout):
+    """act() while the watches (tests/e2e/scenario_kubeadm.py's Watch: a probe polled in a thread) run, then
+    each watch's first success in seconds after t0 (time.monotonic()); stopped in any case; a watch never
+    seen raises, with its probe's last error."""
+    try:
+        act()
+        for w in watches:
+            w.thread.join(timeout)
+    finally:
+        for w in watches:
+            w.stop()
+    out = {}
+    for w in watches:
+        if w.t is None:
+            raise RuntimeError(f"{w.name}: never seen (last probe error: {w.error})")
+        out[w.name] = w.t - t0
+    return out
+
+
 def keep_console(console, prefix):
     """The text of the StringIO console in a new file (named prefix...log), for a failed run; its path."""
     fd, path = tempfile.mkstemp(prefix=prefix, suffix=".log")

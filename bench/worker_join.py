@@ -12,7 +12,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -71,12 +70,7 @@ def kubeadm_run():
 
 def protokube_in_process():
     """protokube_run() in a child process (its import moves the network constants); its result."""
-    p = subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--protokube-run"], capture_output=True,
-                       text=True, timeout=3 * TIMEOUT + 300)
-    lines = p.stdout.strip().splitlines()
-    if p.returncode != 0 or not lines:
-        raise RuntimeError(f"worker_join.py --protokube-run exited {p.returncode}: {p.stderr.strip()[-400:]}")
-    return json.loads(lines[-1])
+    return common.child_json(os.path.abspath(__file__), ["--protokube-run"], 3 * TIMEOUT + 300)
 
 
 def measure():

@@ -51,6 +51,25 @@ def run(argv, check=True, timeout=60, **kw):
     return p
 
 
+def in_parallel(fns, timeout=900):
+    """Each of fns in a thread of its own, as machines power on together; the first exception is raised
+    again once every thread ended (or timeout s passed)."""
+    errors = []
+
+    def run_one(fn):
+        try:
+            fn()
+        except Exception as e:  # kept for the caller: a machine that did not start
+            errors.append(e)
+    threads = [threading.Thread(target=run_one, args=(fn,)) for fn in fns]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    if errors:
+        raise errors[0]
+
+
 def stop_process(proc, grace=3.0):
     if proc is None or proc.poll() is not None:
         return
@@ -411,12 +430,24 @@ spec:
     master_class = Master  # a scenario's own kind of master (scenario_selfhosted.py, cluster_aws.py...)
 
     def add_master(self, name, addr, external, zone):
+        m, port = self.new_master(name, addr, external, zone)
+        m.start(port)
+        return m
+
+    def new_master(self, name, addr, external, zone):
+        """A master's host on the network and its directories, not started; (master, its port)."""
         self.lab.add_host(name, addr)
         m = self.master_class(self, name, addr, external, zone)
         self.masters[name] = m
-        m.start(self.next_port)
         self.next_port += 1
-        return m
+        return m, self.next_port - 1
+
+    def add_masters(self, rows):
+        """Masters that power on together, rows of (name, addr, external, zone): each set up in turn, then
+        all started at once, each in a thread (one machine's boot does not wait for another's kubelet)."""
+        ms = [self.new_master(*row) for row in rows]
+        in_parallel([lambda m=m, port=port: m.start(port) for m, port in ms])
+        return [m for m, _ in ms]
 
     def run_in(self, host, argv, timeout=10, input=None):
         return run(self.lab.exec_argv(host, argv), check=False, timeout=timeout, input=input)

@@ -69,9 +69,11 @@ class KubeadmWorld(NodeWorld):
     def boot(self):
         for src, dst in self.extra_binds:
             os.makedirs(src, exist_ok=True)
-            if not os.path.exists(dst):
+            try:  # machines booting together: one of them makes it
                 os.makedirs(dst)
                 self.created.append(dst)
+            except FileExistsError:
+                pass
         super().boot()
         script = "set -e\n" + "".join(
             f'mount --make-slave "$(findmnt -n -o TARGET -T {shlex.quote(dst)})"\n'

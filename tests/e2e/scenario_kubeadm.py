@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster_kubeadm  # noqa: E402
+from cluster import in_parallel  # noqa: E402
 from scenario import ScenarioError, Timeline  # noqa: E402
 
 INIT_TIMEOUT = 600  # kubeadm's own wait for the control plane is 4 min; the rest is bounded by it
@@ -103,12 +104,14 @@ class KubeadmScenario:
             raise ScenarioError(f"{what}: status {rc}:\n{run.tail(30)}\n--- kubelet:\n{node.tail('kubelet', 15)}")
 
     def boot(self, names):
-        """t0: the machines power on (the network and the DNS server are the room, not the machines), each
-        booted and prepared in turn (containerd, the images), as protokube's masters are."""
+        """t0: the machines power on together (the network and the DNS server are the room, not the
+        machines), each booted and prepared (containerd, the images) in a thread of its own."""
         self.tl, self.stages = Timeline(self.out), {}
         nodes = {}
-        for n in names:
-            nodes[n] = self.c.add_node(n)
+        for n in names:  # their hosts on the network first, one at a time (setup() adds those it names)
+            if n not in self.c.lab.hosts:
+                self.c.lab.add_host(n, cluster_kubeadm.ADDRS[n])
+        in_parallel([lambda n=n: nodes.__setitem__(n, self.c.add_node(n)) for n in names])
         self.stages["containerd + images (prepare)"] = time.monotonic() - self.tl.t0
         self.tl.mark(f"machines {', '.join(names)} booted and prepared: containerd and "
                      f"{len(nodes[names[0]].images)} images each")

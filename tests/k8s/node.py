@@ -172,7 +172,15 @@ class NodeWorld:
         with open(os.path.join(self.defaults, "kubelet"), "w") as f:
             f.write(f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n')
 
+    # machines booting together (threads) make their namespaces one at a time: the first one mounts ns_dir
+    # on itself, and a namespace made while another thread does so would miss ns_dir's contents
+    boot_lock = threading.Lock()
+
     def boot(self):
+        with NodeWorld.boot_lock:
+            self.boot_locked()
+
+    def boot_locked(self):
         for d in (self.pod_logs, self.defaults, self.root, POD_LOGS):
             os.makedirs(d, exist_ok=True)
         os.makedirs(self.ns_dir, exist_ok=True)

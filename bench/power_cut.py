@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Figure 14: every master power-cut at once (bench/README.md): three real masters (containerd + kubelet
+1.20.2 each), brought up once per kind of control plane, then cut BENCH_POWER_CUTS (3) times in a row:
+
+  static       protokube's static pods (tests/e2e/scenario.py's cold start)
+  self-hosted  protokube after the pivot (tests/e2e/scenario_selfhosted.py): the API comes back through each
+               daemon's checkpoint, then the DaemonSets' pods replace it
+  kubeadm      kubeadm 1.20.2's static pods: `kubeadm init` + two `kubeadm join --control-plane`
+               (tests/e2e/cluster_kubeadm.py)
+
+A cut: every process of every master SIGKILLed at once (protokube, kubelet, containerd, containers and shims),
+what a reboot clears cleared; then each machine starts again as its init system would start it (protokube,
+containerd, the kubelet; kubeadm's kubelet unit), the three machines at once. From the cut: the API answering `/readyz` through the
+cluster's name (every 0.5 s), and every control-plane pod Ready again, seen in the API: on each master an etcd,
+kube-apiserver, kube-controller-manager and kube-scheduler pod Ready whose containers all started after the cut
+(a pod's status from before the cut does not count; self-hosted: the DaemonSets' pods, not the checkpoint's).
+Each kind runs in a process of its own (`power_cut.py --run KIND` prints one JSON line): the scenarios move
+the test network at import. Run alone: /usr/bin/python3 bench/power_cut.py"""
+import calendar
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+
+import common
+
+CUTS = common.env_int("BENCH_POWER_CUTS", 3)
+KINDS = ("static", "self-hosted", "kubeadm")
+TIMEOUT = 900  # each wait after a cut: the slowest cut seen brought every pod back in under 120 s
+MASTERS = ("a", "b", "c")
+# per kind: the control-plane components, each (name of its pods before the node's name or a hash, how the
+# pod must be made: by the kubelet from a manifest (a mirror pod) or by a controller)
+COMPONENTS = {
+    "static": [("etcd-server", "mirror"), ("etcd-server-events", "mirror"), ("kube-apiserver", "mirror"),
+               ("kube-controller-manager", "mirror"), ("kube-scheduler", "mirror")],
+    "self-hosted": [("etcd-server", "mirror"), ("etcd-server-events", "mirror"), ("kube-apiserver", "owned"),
+                    ("kube-controller-manager", "owned"), ("kube-scheduler", "owned")],
+    "kubeadm": [("etcd", "mirror"), ("kube-apiserver", "mirror"), ("kube-controller-manager", "mirror"),
+                ("kube-scheduler", "mirror")],
+}
+
+
+def rfc3339(t):
+    return calendar.timegm(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S"))
+
+
+def component_of(pod, components):
+    """(component, how) of a kube-system pod by its name (the longest prefix: etcd-server-events before
+    etcd-server), or None."""
+    name = pod["metadata"]["name"]
+    best = None
+    for comp, how in components:
+        if name.startswith(comp + "-") and (best is None or len(comp) > len(best[0])):
+            best = (comp, how)
+    return best
+
+
+def fresh_ready(pods, components, nodes, since):
+    """Every (component, node) has a pod made the component's way, Ready, every container running since
+    `since` (seconds since the epoch; the API's times have whole seconds: one second of slack)."""
+    have = set()
+    for pod in pods:
+        md, st, node = pod["metadata"], pod.get("status", {}), pod["spec"].get("nodeName")
+        hit = component_of(pod, components)
+        if hit is None or node not in nodes:
+            continue
+        comp, how = hit
+        mirror = "kubernetes.io/config.mirror" in md.get("annotations", {})
+        owned = any(o.get("controller") for o in md.get("ownerReferences", []))
+        if (how == "mirror" and not mirror) or (how == "owned" and not owned):
+            continue
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions", []))
+        cs = st.get("containerStatuses", [])
+        fresh = cs and all(c.get("ready") and rfc3339(c.get("state", {}).get("running", {}).get(
+            "startedAt", "1970-01-01T00:00:00Z")) >= since - 1 for c in cs)
+        if ready and fresh:
+            have.add((comp, node))
+    return have >= {(comp, n) for comp, _ in components for n in nodes}
+
+
+def pods_of(kubectl):
+    p = kubectl("get", "pods", "-n", "kube-system", "-o", "json")
+    return json.loads(p.stdout)["items"] if p.returncode == 0 else []
+
+
+def in_parallel(fns):
+    from cluster import in_parallel as run  # noqa: E402 (tests/e2e)
+    run(fns, TIMEOUT)
+
+
+def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
+    """CUTS cuts in a row: cut() kills every master, start() starts them again; [{stage: seconds}] from each
+    cut: etcd healthy (etcd_ok(), every 0.2 s), the API answering, every control-plane pod Ready again; and
+    when start() returned (the harness's share: containerd and the image import on each machine, in turn);
+    log_stages(since) adds stages read from the daemons' logs."""
+    from scenario_kubeadm import Watch  # noqa: E402
+
+    out = []
+    for i in range(CUTS):
+        since, t = time.time(), time.monotonic()
+        cut()
+        watches = [Watch("etcd healthy", etcd_ok, 0.2, TIMEOUT),
+                   Watch("API answers", lambda: kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 0.5,
+                         TIMEOUT),
+                   Watch("control-plane pods Ready",
+                         lambda: fresh_ready(pods_of(kubectl), COMPONENTS[kind], MASTERS, since), 0.5, TIMEOUT)]
+        res = {}
+
+        def act():
+            start()
+            res["machines started"] = time.monotonic() - t
+        try:
+            res.update(common.watched(watches, act, t, TIMEOUT))
+        except RuntimeError as e:
+            raise RuntimeError(f"cut {i + 1}: {e}") from e
+        res.update(log_stages(since))
+        out.append(res)
+    return out
+
+
+def protokube_cuts(kind):
+    """Three protokube masters of kind (static, self-hosted), cold start (and pivot), then the cuts."""
+    import scenario  # noqa: E402 (tests/e2e, on the path after common.prepare_real_masters())
+
+    buf = io.StringIO()
+    if kind == "static":
+        import cluster  # noqa: E402
+        s = scenario.Scenario(out=buf, keep_workdir=True, real=True, cluster=cluster.Cluster(tag="pkpc", real=True))
+    else:
+        import scenario_selfhosted  # noqa: E402
+        s = scenario_selfhosted.SelfHostedScenario(out=buf, keep_workdir=True)
+    with common.scenario_kept_on_failure(s, buf, f"protokube-bench-cut-{kind}-"):
+        s.step1_cold_start()
+        if kind == "self-hosted":
+            s.step_pivot()
+        ms = [s.c.masters[n] for n in MASTERS]
+
+        def cut():
+            errors = [e for m in ms for e in m.power_cut()]
+            if errors:
+                raise RuntimeError(f"power cut: {errors}")
+
+        def start():
+            in_parallel([lambda m=m: m.start(m.port) for m in ms])
+        def log_stages(since):
+            """The last volume mounted and the last etcd manifest written, of any master, after the cut."""
+            out = {}
+            for stage, match in (("volumes mounted", lambda msg: msg.startswith("Mounted volume")),
+                                 ("etcd manifests", lambda msg: msg.startswith("Linked") and "etcd" in msg)):
+                ts = [common.log_time(ln) for m in ms for ln in m.log_lines() if match(ln.get("msg", ""))]
+                ts = [x for x in ts if x >= since]
+                if ts:
+                    out[stage] = max(ts) - since
+            return out
+        eps = scenario.endpoints("main", MASTERS, by="ip")
+        return timed_cuts(kind, cut, start, s.kubectl, lambda: scenario.healthy(s.c, "a", eps), log_stages)
+
+
+def kubeadm_cuts():
+    """kubeadm's three masters (scenario_kubeadm.py's `three`), then the cuts."""
+    import scenario_kubeadm  # noqa: E402
+
+    sc = scenario_kubeadm.KubeadmScenario(out=io.StringIO())
+    c = sc.c
+    ok = False
+    try:
+        sc.three_masters()
+
+        def cut():
+            errors = [e for n in MASTERS for e in c.power_cut(n)]
+            if errors:
+                raise RuntimeError(f"power cut: {errors}")
+
+        def start():
+            in_parallel([lambda n=n: c.reboot(n) for n in MASTERS])
+        res = timed_cuts("kubeadm", cut, start, c.kubectl, lambda: c.etcd_health("a", MASTERS))
+        ok = True
+        return res
+    finally:
+        for w in sc.watches:
+            w.stop()
+        logs = None if ok else tempfile.mkdtemp(prefix="protokube-bench-cut-kubeadm-")
+        errors = c.close(logs_to=logs)
+        if logs:
+            print(f"kubeadm's logs kept in {logs}: {sc.out.getvalue()[-2000:]}", file=sys.stderr)
+        if errors and ok:
+            raise RuntimeError(f"kubeadm teardown left: {errors}")
+
+
+def run_kind(kind):
+    """One kind's cuts in a child process; its [{stage: seconds}]."""
+    return common.child_json(os.path.abspath(__file__), ["--run", kind], CUTS * 2 * TIMEOUT + 1800)
+
+
+def measure():
+    common.prepare_real_masters()
+    from cold_start import spread  # noqa: E402
+
+    res, errors = {}, []
+    for kind in KINDS:
+        try:
+            res[kind] = run_kind(kind)
+        except Exception as e:
+            errors.append(f"{kind}: {e}")
+    rows = []
+    for stage in ("machines started", "volumes mounted", "etcd manifests", "etcd healthy", "API answers",
+                  "control-plane pods Ready"):
+        for kind in KINDS:
+            if kind in res:
+                rows.append((f"14. power cut of every master -> {stage}: {kind}", spread(res[kind], stage),
+                             "", ""))
+    if "static" in res and "self-hosted" in res:
+        for stage in ("API answers", "control-plane pods Ready"):
+            a = common.median([r[stage] for r in res["self-hosted"]])
+            b = common.median([r[stage] for r in res["static"]])
+            rows.append((f"   self-hosted / static, {stage}", f"{a / b:.2f}", "<= 1.10",
+                         "met" if a <= 1.10 * b else "MISSED"))
+    if not rows:
+        rows.append(("14. power cut of every master", "ERROR", "", "; ".join(errors)[:120]))
+    note = f"{CUTS} cuts in a row per kind; " + ", ".join(f"{k}: {len(v)} cuts" for k, v in res.items()) + (
+        f"; failed: {'; '.join(errors)}" if errors else "")
+    return rows, note
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--run" and sys.argv[2] in KINDS:
+        common.prepare_real_masters()
+        kind = sys.argv[2]
+        print(json.dumps(kubeadm_cuts() if kind == "kubeadm" else protokube_cuts(kind)))
+        sys.exit(0)
+    r, note = measure()
+    for row in r:
+        print(" | ".join(row))
+    print(note)
