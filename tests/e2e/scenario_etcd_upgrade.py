@@ -102,10 +102,10 @@ class UpgradeScenario(Scenario):
             m.set_spec(fn)
 
     # --- 2. the upgrade
-    def watch_upgrade(self):
+    def watch_upgrade(self, kill_b=True):
         """Every second until both clusters run 3.5.16 everywhere: at most one member of a cluster changing
-        (its manifest at 3.5, it not running 3.5 healthy); master b, once its main manifest changed, killed
-        (every process, SIGKILL) and started again."""
+        (its manifest at 3.5, it not running 3.5 healthy); with kill_b, master b, once its main manifest
+        changed, killed (every process, SIGKILL) and started again (the benchmark's upgrade is left alone)."""
         changes, killed, t0 = [], None, time.monotonic()
         deadline = t0 + UPGRADE_SECONDS
         while time.monotonic() < deadline:
@@ -125,7 +125,7 @@ class UpgradeScenario(Scenario):
                 if len(changing) > 1:
                     raise ScenarioError(f"etcd {cl}: members {changing} change at once")
                 # as soon as b's main manifest changed (a 1 s look may miss the restart itself): c still waits
-                if cl == "main" and imgs[(cl, "b")] == IMAGES["3.5"] and not killed:
+                if kill_b and cl == "main" and imgs[(cl, "b")] == IMAGES["3.5"] and not killed:
                     b = self.c.masters["b"]
                     errors = b.power_cut()
                     if errors:
@@ -136,19 +136,19 @@ class UpgradeScenario(Scenario):
             if killed and self.c.masters["b"].protokube is None and time.monotonic() - killed > 5:
                 self.c.masters["b"].start(self.c.masters["b"].port)
                 self.tl.mark("master b started again (protokube, containerd, kubelet)")
-            if done and not killed:
+            if done and kill_b and not killed:
                 raise ScenarioError("the upgrade ended before master b could be killed in its middle")
             if done:
                 return changes, time.monotonic() - t0
             time.sleep(1)
         raise ScenarioError(f"etcd not upgraded after {UPGRADE_SECONDS} s: {self.images()}; changes {changes}")
 
-    def step_upgrade(self):
+    def step_upgrade(self, kill_b=True):
         self.say("\n2. The spec wants etcd 3.5.16 on every master at once: main and events upgraded member by member")
         self.start_api_probe()
         self.set_all_specs(lambda t: t.replace(IMAGES["3.4"], IMAGES["3.5"]))
         self.tl.mark("spec changed to registry.k8s.io/etcd:3.5.16-0 on a, b, c (SIGHUP)")
-        changes, took = self.watch_upgrade()
+        changes, took = self.watch_upgrade(kill_b)
         order = {cl: [mb for c, mb, _ in changes if c == cl] for cl in CLUSTERS}
         for cl in CLUSTERS:
             if order[cl] != ["a", "b", "c"]:
