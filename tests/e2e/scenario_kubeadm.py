@@ -166,6 +166,8 @@ class KubeadmScenario:
         c = self.c
         c.setup(hosts=("a", "b", "c"))
         nodes = self.boot(["a", "b", "c"])
+        etcd = self.watch("etcd healthy", lambda: c.etcd_local_health("a"), 0.1, INIT_TIMEOUT)
+        api = self.watch("apiserver ready", c.api_ready, 0.5, INIT_TIMEOUT)
         ready = self.watch("3 Nodes Ready", lambda: c.nodes_ready(["a", "b", "c"]), 0.5, 3 * INIT_TIMEOUT)
         run = c.init(nodes["a"], endpoint=True, upload_certs=True)
         self.tl.mark("kubeadm init started on a")
@@ -174,7 +176,7 @@ class KubeadmScenario:
         for n in "bc":
             run = c.join(nodes[n], control_plane=True)
             self.finish(run, f"join --control-plane exit ({n})", nodes[n])
-        self.wait_watches((ready,), READY_TIMEOUT + 30)
+        self.wait_watches((etcd, api, ready), READY_TIMEOUT + 30)
         self.tl.mark("nodes a, b, c Ready")
         if not c.etcd_health("a", ["a", "b", "c"]):
             raise ScenarioError("etcdctl endpoint health of the three members failed")
