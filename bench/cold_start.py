@@ -111,11 +111,8 @@ def pairs(names, flow):
 
 
 def spread(runs, key):
-    """'median (min-max) s' of key over runs, or 'n/a'."""
-    vals = [r[key] for r in runs if key in r]
-    if not vals:
-        return "n/a"
-    return f"{common.median(vals):.1f} s ({min(vals):.1f}-{max(vals):.1f})"
+    """'median (min-max)' in seconds of key over the runs that have it, or 'n/a'."""
+    return common.spread([r.get(key) for r in runs], lambda v: f"{v:.1f} s")
 
 
 def rows_of(label, ours, theirs, stages):

@@ -40,6 +40,14 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def spread(vals, fmt):
+    """'median (min-max)' of vals, each formatted by fmt; 'n/a' for none."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "n/a"
+    return f"{fmt(median(vals))} ({fmt(min(vals))}-{fmt(max(vals))})"
+
+
 def repeat_runs(n, one_run):
     """one_run() n times; a failed run is reported, not fatal: the others still count. Returns (results,
     errors); raises only when every run failed."""

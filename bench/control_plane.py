@@ -57,10 +57,8 @@ def failover_rows(fos):
     stages = sorted({k for f in fos for k in f if k != "total"},
                     key=lambda k: common.median([f.get(k) for f in fos]) or 0)
     for st in stages:
-        vals = [f[st] for f in fos if st in f]
         rows.append((f"   stage '{st}' done at (after release)",
-                     f"{common.fmt_ms(common.median(vals))} ({common.fmt_ms(min(vals))}-{common.fmt_ms(max(vals))})",
-                     "", ""))
+                     common.spread([f.get(st) for f in fos], common.fmt_ms), "", ""))
     return rows
 
 

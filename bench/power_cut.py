@@ -86,11 +86,6 @@ def pods_of(kubectl):
     return json.loads(p.stdout)["items"] if p.returncode == 0 else []
 
 
-def in_parallel(fns):
-    from cluster import in_parallel as run  # noqa: E402 (tests/e2e)
-    run(fns, TIMEOUT)
-
-
 def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
     """CUTS cuts in a row: cut() kills every master, start() starts them again; [{stage: seconds}] from each
     cut: etcd healthy (etcd_ok(), every 0.2 s), the API answering, every control-plane pod Ready again; and
@@ -124,6 +119,7 @@ def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
 def protokube_cuts(kind):
     """Three protokube masters of kind (static, self-hosted), cold start (and pivot), then the cuts."""
     import scenario  # noqa: E402 (tests/e2e, on the path after common.prepare_real_masters())
+    from cluster import in_parallel  # noqa: E402
 
     buf = io.StringIO()
     if kind == "static":
@@ -144,7 +140,7 @@ def protokube_cuts(kind):
                 raise RuntimeError(f"power cut: {errors}")
 
         def start():
-            in_parallel([lambda m=m: m.start(m.port) for m in ms])
+            in_parallel([lambda m=m: m.start(m.port) for m in ms], TIMEOUT)
         def log_stages(since):
             """The last volume mounted, of any master, after the cut (the etcd manifests on the volumes are
             there from before: nothing is written)."""
@@ -159,6 +155,7 @@ def protokube_cuts(kind):
 def kubeadm_cuts():
     """kubeadm's three masters (scenario_kubeadm.py's `three`), then the cuts."""
     import scenario_kubeadm  # noqa: E402
+    from cluster import in_parallel  # noqa: E402
 
     sc = scenario_kubeadm.KubeadmScenario(out=io.StringIO())
     c = sc.c
@@ -172,7 +169,7 @@ def kubeadm_cuts():
                 raise RuntimeError(f"power cut: {errors}")
 
         def start():
-            in_parallel([lambda n=n: c.reboot(n) for n in MASTERS])
+            in_parallel([lambda n=n: c.reboot(n) for n in MASTERS], TIMEOUT)
         res = timed_cuts("kubeadm", cut, start, c.kubectl, lambda: c.etcd_health("a", MASTERS))
         ok = True
         return res

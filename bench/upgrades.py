@@ -35,9 +35,7 @@ def measure():
     common.prepare_real_masters()
     runs, errors = common.repeat_runs(
         RUNS, lambda: common.child_json(os.path.abspath(__file__), ["--run"], 3600))
-
-    def spread(vals, fmt):
-        return f"{fmt(common.median(vals))} ({fmt(min(vals))}-{fmt(max(vals))})"
+    spread = common.spread
     rows = [("15. etcd 3.4 -> 3.5 (main and events, 6 members) under the probe: duration",
              spread([r["took"] for r in runs], lambda v: f"{v:.0f} s"), "report", "")]
     for client, label in (("first", "a client of the first address"), ("any", "a client moving on after 250 ms")):

@@ -48,9 +48,6 @@ def protokube_run():
         res["Node Ready"] = time.monotonic() - t0
         tm = w.node.timings  # the harness's share: containerd started, the images imported (no registry)
         res["containerd + images"] = tm.get("containerd", 0) + tm.get("image build", 0) + tm.get("image import", 0)
-        if os.environ.get("BENCH_JOIN_LOG"):  # the worker's protokube log, to see where its first pass goes
-            with open(os.path.join(w.dir, "protokube.log")) as f, open(os.environ["BENCH_JOIN_LOG"], "w") as out:
-                out.write(f.read())
         w.stop()
     return res
 

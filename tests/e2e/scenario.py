@@ -650,9 +650,10 @@ class Scenario:
         return self.failover
 
 
-def main(make_scenario=Scenario):
+def main(make_scenario=Scenario, failures=(ScenarioError,)):
     """Runs a scenario from the command line (also tests/e2e/scenario_aws.py): exit 0 on success, 1 on a
-    failed step, 130 when interrupted; everything is cleaned up in every case."""
+    failed step (an exception of failures: printed, no traceback), 130 when interrupted; everything is
+    cleaned up in every case."""
     if os.geteuid() != 0:
         print("the scenario needs root (namespaces, loop devices, mounts)", file=sys.stderr)
         return 2
@@ -661,7 +662,7 @@ def main(make_scenario=Scenario):
     try:
         real = os.environ.get("PROTOKUBE_DEMO_REAL", "1") != "0"
         (make_scenario(real=real) if make_scenario is Scenario else make_scenario()).run()
-    except ScenarioError as e:
+    except failures as e:
         print(f"\nFAILED: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -21,7 +21,6 @@ logs are then copied to a directory it names first); what could not be removed f
 
 import os
 import re
-import signal
 import sys
 import tempfile
 import threading
@@ -31,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster_kubeadm  # noqa: E402
 from cluster import in_parallel  # noqa: E402
 from scenario import ScenarioError, Timeline  # noqa: E402
+from scenario import main as scenario_main  # noqa: E402
 
 INIT_TIMEOUT = 600  # kubeadm's own wait for the control plane is 4 min; the rest is bounded by it
 READY_TIMEOUT = 180  # Node Ready after init's exit
@@ -78,8 +78,8 @@ class Watch:
 
 
 class KubeadmScenario:
-    def __init__(self, out=sys.stdout):
-        self.out = out
+    def __init__(self, out=sys.stdout, flow="one"):
+        self.out, self.flow = out, flow
         self.c = cluster_kubeadm.KubeadmCluster()
         self.tl = Timeline(out)
         self.stages = {}  # stage -> seconds after t0
@@ -218,7 +218,8 @@ class KubeadmScenario:
         if self.c.ignored:
             self.say(f"  preflight errors ignored: {', '.join(self.c.ignored)}")
 
-    def run(self, flow="one"):
+    def run(self, flow=None):
+        flow = flow or self.flow
         ok = False
         logs = None
         try:
@@ -244,24 +245,12 @@ class KubeadmScenario:
 
 
 def main():
-    if os.geteuid() != 0:
-        print("the scenario needs root (namespaces, mounts, containerd)", file=sys.stderr)
-        return 2
-    signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     flow = sys.argv[1] if len(sys.argv) > 1 else "one"
     if flow not in FLOWS or len(sys.argv) > 2:
         print(f"usage: {sys.argv[0]} [{'|'.join(FLOWS)}]", file=sys.stderr)
         return 2
-    try:
-        KubeadmScenario().run(flow)
-    except (ScenarioError, TimeoutError, RuntimeError) as e:
-        print(f"\nFAILED: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("\ninterrupted; cleaned up", file=sys.stderr)
-        return 130
-    return 0
+    # the harness's own failures (a process that did not start, a wait that timed out) are failed steps too
+    return scenario_main(lambda: KubeadmScenario(flow=flow), failures=(ScenarioError, TimeoutError, RuntimeError))
 
 
 if __name__ == "__main__":
