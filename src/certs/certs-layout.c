@@ -198,6 +198,17 @@ static char *local_server(const CertsSettings *s) {
         return strprintf("https://127.0.0.1:%d", s->apiserver_port);
 }
 
+/* A component that delegates authentication to the apiserver (controller-manager, scheduler): a kubeconfig
+ * user that also holds the front-proxy CA, so that it trusts the aggregator without reading the
+ * extension-apiserver-authentication ConfigMap at start (spec-pki.c). */
+static int layout_delegating(const CertsSettings *s, CertsLeafKind kind, const char *dir, CertsLayout *l) {
+        int r = layout_kubeconfig_user(s, kind, dir, true, local_server(s), l);
+        if (r >= 0)
+                r = add_file(l, CERTS_FILE_CA, pki_layout_file(s->pki_dir, dir, PKI_FRONT_PROXY_CA_FILE),
+                             ca_list(KEYSTORE_FRONT_PROXY_CA), NULL, NULL, NULL);
+        return r;
+}
+
 /* https://api.<domain>[:port]: a name protokube publishes. */
 static char *api_server(const CertsSettings *s, const char *domain) {
         return api_server_url(domain, s->apiserver_port);
@@ -229,14 +240,13 @@ int certs_layout(const CertsSettings *s, CertsLayout *ret) {
         if (r >= 0)
                 r = layout_apiserver(s, &l);
         if (r >= 0)
-                r = layout_kubeconfig_user(s, CERTS_CONTROLLER_MANAGER, PKI_CONTROLLER_MANAGER_DIR, true,
-                                           local_server(s), &l);
+                r = layout_delegating(s, CERTS_CONTROLLER_MANAGER, PKI_CONTROLLER_MANAGER_DIR, &l);
         if (r >= 0)
                 r = add_file(&l, CERTS_FILE_SA_KEY,
                              pki_layout_file(s->pki_dir, PKI_CONTROLLER_MANAGER_DIR, PKI_SA_KEY_FILE), NULL,
                              NULL, NULL, NULL);
         if (r >= 0)
-                r = layout_kubeconfig_user(s, CERTS_SCHEDULER, PKI_SCHEDULER_DIR, true, local_server(s), &l);
+                r = layout_delegating(s, CERTS_SCHEDULER, PKI_SCHEDULER_DIR, &l);
         if (r >= 0 && s->kube_proxy)
                 r = layout_kubeconfig_user(s, CERTS_PROXY, PKI_PROXY_DIR, true, local_server(s), &l);
         if (r >= 0)

@@ -24,8 +24,9 @@ char *component_scratch_keep(ComponentScratch *scratch, char *s);
 /* The one-element list {s}, kept like s; NULL on allocation failure (s is freed). */
 char **component_scratch_list1(ComponentScratch *scratch, char *s);
 
-/* A string key that, when unset, takes another component's value of from_key (set or table default), so
- * two components agree: the service range is the apiserver's, the pods' CIDR the controller-manager's. */
+/* A string or list key that, when unset, takes another component's value of from_key (set or table
+ * default), so two components agree: the service range is the apiserver's, the pods' CIDR the
+ * controller-manager's, the front proxy's names and headers the apiserver's. */
 typedef struct ComponentInherit {
         const char *key;
         Component from;

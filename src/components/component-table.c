@@ -49,6 +49,16 @@ const ComponentFileDef kube_proxy_file = {
 #define CONFIG_OF(member) \
         .config_offset = offsetof(ClusterSpec, member), .config_size = sizeof(((ClusterSpec *)NULL)->member)
 
+/* The front proxy's names and headers a delegating component trusts are the apiserver's (its CA files are
+ * the pki layout's in the component's own directory: spec-pki.c). */
+#define DELEGATED_AUTHENTICATION_INHERIT                                                                  \
+        { "requestheaderAllowedNames", COMPONENT_KUBE_APISERVER, "requestheaderAllowedNames" },           \
+            { "requestheaderUsernameHeaders", COMPONENT_KUBE_APISERVER, "requestheaderUsernameHeaders" }, \
+            { "requestheaderGroupHeaders", COMPONENT_KUBE_APISERVER, "requestheaderGroupHeaders" }, {     \
+                "requestheaderExtraHeaderPrefixes", COMPONENT_KUBE_APISERVER,                             \
+                    "requestheaderExtraHeaderPrefixes"                                                    \
+        }
+
 static const ComponentDef component_table[_COMPONENT_MAX] = {
         [COMPONENT_KUBE_APISERVER] = {
                 .name = KUBE_APISERVER,
@@ -78,10 +88,12 @@ static const ComponentDef component_table[_COMPONENT_MAX] = {
                 .probe_path = "/healthz",
                 .file_keys = (const char *const[]){ "kubeconfig", "authenticationKubeconfig",
                         "authorizationKubeconfig", "clusterSigningCertFile", "clusterSigningKeyFile",
-                        "rootCAFile", "serviceAccountPrivateKeyFile", NULL },
+                        "rootCAFile", "serviceAccountPrivateKeyFile", "clientCAFile",
+                        "requestheaderClientCAFile", NULL },
                 .ca_certs = true,
                 .inherit = (const ComponentInherit[]){
                         { "serviceClusterIPRange", COMPONENT_KUBE_APISERVER, "serviceClusterIPRange" },
+                        DELEGATED_AUTHENTICATION_INHERIT,
                         {},
                 },
                 .derive = kube_controller_manager_derive,
@@ -94,7 +106,8 @@ static const ComponentDef component_table[_COMPONENT_MAX] = {
                 .cpu_request = "100m",
                 .probe_path = "/healthz",
                 .file_keys = (const char *const[]){ "kubeconfig", "authenticationKubeconfig",
-                        "authorizationKubeconfig", "config", NULL },
+                        "authorizationKubeconfig", "clientCAFile", "requestheaderClientCAFile", "config", NULL },
+                .inherit = (const ComponentInherit[]){ DELEGATED_AUTHENTICATION_INHERIT, {} },
                 .file = &kube_scheduler_file,
         },
         [COMPONENT_KUBE_PROXY] = {
@@ -200,27 +213,30 @@ bool component_enabled(Component c, const ClusterSpec *spec) {
         return d && def_enabled(d, spec);
 }
 
-/* key of component c as the spec has it, else its table default (derived defaults are not followed). */
-static int spec_string_or_default(Component c, const ClusterSpec *spec, const char *key, const char **ret) {
+/* key of component c as the spec has it, else its table default (derived defaults are not followed); a
+ * string or a list (lists have no table default). */
+static int spec_value_or_default(Component c, const ClusterSpec *spec, const char *key, FieldType type,
+                                 const void **ret) {
         const ComponentDef *d = component_def(c);
-        const Field *f = d ? config_field(d, key, FIELD_STRING) : NULL;
+        const Field *f = d ? config_field(d, key, type) : NULL;
         if (!f)
                 return -EINVAL;
-        const char *v = *(char *const *)FIELD_PTR((const uint8_t *)spec + d->config_offset, f);
-        *ret = v ?: f->default_value;
+        const void *v = *(const void *const *)FIELD_PTR((const uint8_t *)spec + d->config_offset, f);
+        *ret = v ?: type == FIELD_STRING ? f->default_value : NULL;
         return 0;
 }
 
 static int inherit_defaults(const ComponentDef *d, const ClusterSpec *spec, void *config) {
         for (const ComponentInherit *i = d->inherit; i && i->key; i++) {
-                char **p = config_member(d, config, i->key, FIELD_STRING);
+                FieldType type = config_field(d, i->key, FIELD_STRV) ? FIELD_STRV : FIELD_STRING;
+                void **p = config_member(d, config, i->key, type);
                 if (!p)
                         return -EINVAL;
-                const char *v;
-                int r = spec_string_or_default(i->from, spec, i->from_key, &v);
+                const void *v;
+                int r = spec_value_or_default(i->from, spec, i->from_key, type, &v);
                 if (r < 0)
                         return r;
-                *p = *p ?: (char *)v; /* aliases the spec or the table, like the table's defaults */
+                *p = *p ?: (void *)v; /* aliases the spec or the table, like the table's defaults */
         }
         return 0;
 }

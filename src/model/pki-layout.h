@@ -11,8 +11,9 @@
  *   <pki dir>/kube-apiserver/        ca.crt (cluster CA), apiserver.{crt,key}, etcd-ca.crt,
  *                                    etcd-client.{crt,key}, kubelet-client.{crt,key}, front-proxy-ca.crt,
  *                                    front-proxy-client.{crt,key}, service-account.pub, service-account.key
- *   <pki dir>/kube-controller-manager/  kubeconfig, client.{crt,key}, ca.crt, service-account.key
- *   <pki dir>/kube-scheduler/        kubeconfig, client.{crt,key}, ca.crt
+ *   <pki dir>/kube-controller-manager/  kubeconfig, client.{crt,key}, ca.crt, front-proxy-ca.crt,
+ *                                    service-account.key
+ *   <pki dir>/kube-scheduler/        kubeconfig, client.{crt,key}, ca.crt, front-proxy-ca.crt
  *   <pki dir>/kube-proxy/            kubeconfig, client.{crt,key}, ca.crt
  *   <pki dir>/admin/                 kubeconfig, client.{crt,key}, ca.crt  (the operator's, root only)
  *   <pki dir>/kubelet/               kubeconfig, client.{crt,key}, ca.crt  (the node's: system:node:<name>)

@@ -382,6 +382,27 @@ const Field kube_apiserver_config_fields[] = {
 };
 #undef A
 
+/* The rows of DelegatedAuthentication (component-config.h), for the components that delegate to the
+ * apiserver; their defaults are the pki layout's files (spec-pki.c) and kubeAPIServer's lists. */
+#define DELEGATED_AUTHENTICATION(T)                                                                     \
+        PATH(T, delegated_authentication.client_ca_file, "clientCAFile", "client-ca-file", NULL,        \
+             "CA of client certificates; unset: read from the extension-apiserver-authentication "      \
+             "ConfigMap"),                                                                              \
+            PATH(T, delegated_authentication.requestheader_client_ca_file, "requestheaderClientCAFile", \
+                 "requestheader-client-ca-file", NULL,                                                  \
+                 "CA of the front proxy; unset: read from the extension-apiserver-authentication "      \
+                 "ConfigMap"),                                                                          \
+            LIST(T, delegated_authentication.requestheader_allowed_names, "requestheaderAllowedNames",  \
+                 "requestheader-allowed-names", "default kubeAPIServer.requestheaderAllowedNames"),     \
+            LIST(T, delegated_authentication.requestheader_username_headers,                            \
+                 "requestheaderUsernameHeaders", "requestheader-username-headers",                      \
+                 "default kubeAPIServer.requestheaderUsernameHeaders"),                                 \
+            LIST(T, delegated_authentication.requestheader_group_headers, "requestheaderGroupHeaders",  \
+                 "requestheader-group-headers", "default kubeAPIServer.requestheaderGroupHeaders"),     \
+            LIST(T, delegated_authentication.requestheader_extra_headers_prefix,                        \
+                 "requestheaderExtraHeaderPrefixes", "requestheader-extra-headers-prefix",              \
+                 "default kubeAPIServer.requestheaderExtraHeaderPrefixes")
+
 #define C KubeControllerManagerConfig
 const Field kube_controller_manager_config_fields[] = {
         IMAGE(C),
@@ -392,6 +413,7 @@ const Field kube_controller_manager_config_fields[] = {
              "/var/lib/kube-controller-manager/kubeconfig", "kubeconfig for TokenReview"),
         PATH(C, authorization_kubeconfig, "authorizationKubeconfig", "authorization-kubeconfig",
              "/var/lib/kube-controller-manager/kubeconfig", "kubeconfig for SubjectAccessReview"),
+        DELEGATED_AUTHENTICATION(C),
         STR(C, bind_address, "bindAddress", "bind-address", "127.0.0.1", "address of the HTTPS endpoint"),
         PORT(C, secure_port, "securePort", "secure-port", "10257", "HTTPS port (health, metrics)"),
         BOOL(C, permit_port_sharing, "permitPortSharing", "permit-port-sharing", NULL,
@@ -451,6 +473,7 @@ const Field kube_scheduler_config_fields[] = {
              "/var/lib/kube-scheduler/kubeconfig", "kubeconfig for TokenReview"),
         PATH(S, authorization_kubeconfig, "authorizationKubeconfig", "authorization-kubeconfig",
              "/var/lib/kube-scheduler/kubeconfig", "kubeconfig for SubjectAccessReview"),
+        DELEGATED_AUTHENTICATION(S),
         STR(S, bind_address, "bindAddress", "bind-address", "127.0.0.1", "address of the HTTPS endpoint"),
         PORT(S, secure_port, "securePort", "secure-port", "10259", "HTTPS port (health, metrics)"),
         BOOL(S, permit_port_sharing, "permitPortSharing", "permit-port-sharing", NULL,

@@ -79,6 +79,20 @@ typedef struct KubeAPIServerConfig {
         OptEnum endpoint_reconciler_type;
 } KubeAPIServerConfig;
 
+/* The delegated authentication of kube-controller-manager and kube-scheduler (k8s.io/apiserver's
+ * DelegatingAuthenticationOptions). With both CA files set a component never reads the
+ * extension-apiserver-authentication ConfigMap, so it starts before the apiserver's authorizer has synced:
+ * without them kube-controller-manager exits on the ConfigMap's "forbidden" and its kubelet backs off for
+ * a minute after every master lost power (docs/components.md). The lists default to kubeAPIServer's. */
+typedef struct DelegatedAuthentication {
+        char *client_ca_file;
+        char *requestheader_client_ca_file;
+        char **requestheader_allowed_names;
+        char **requestheader_username_headers;
+        char **requestheader_group_headers;
+        char **requestheader_extra_headers_prefix;
+} DelegatedAuthentication;
+
 typedef struct KubeControllerManagerConfig {
         char *image;
         char *cpu_request;
@@ -87,6 +101,7 @@ typedef struct KubeControllerManagerConfig {
         char *kubeconfig;
         char *authentication_kubeconfig;
         char *authorization_kubeconfig;
+        DelegatedAuthentication delegated_authentication;
         char *bind_address;
         OptInt secure_port;
         OptBool permit_port_sharing; /* SO_REUSEPORT; true with selfHosted (docs/pivot.md) */
@@ -128,6 +143,7 @@ typedef struct KubeSchedulerConfig {
         char *kubeconfig;
         char *authentication_kubeconfig;
         char *authorization_kubeconfig;
+        DelegatedAuthentication delegated_authentication;
         char *bind_address;
         OptInt secure_port;
         OptBool permit_port_sharing; /* SO_REUSEPORT; true with selfHosted (docs/pivot.md) */

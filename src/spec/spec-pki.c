@@ -201,10 +201,16 @@ static const PkiDefault apiserver_defaults[] = {
         {},
 };
 
+/* A component that delegates authentication to the apiserver: its kubeconfig for the reviews, and the two
+ * CAs in its own directory, so that it never needs the extension-apiserver-authentication ConfigMap
+ * (component-config.h, DelegatedAuthentication). */
+#define DELEGATING_DEFAULTS                                                                                 \
+        IN_DIR("kubeconfig", PKI_KUBECONFIG_FILE), IN_DIR("authenticationKubeconfig", PKI_KUBECONFIG_FILE), \
+            IN_DIR("authorizationKubeconfig", PKI_KUBECONFIG_FILE), IN_DIR("clientCAFile", PKI_CA_FILE),    \
+            IN_DIR("requestheaderClientCAFile", PKI_FRONT_PROXY_CA_FILE)
+
 static const PkiDefault controller_manager_defaults[] = {
-        IN_DIR("kubeconfig", PKI_KUBECONFIG_FILE),
-        IN_DIR("authenticationKubeconfig", PKI_KUBECONFIG_FILE),
-        IN_DIR("authorizationKubeconfig", PKI_KUBECONFIG_FILE),
+        DELEGATING_DEFAULTS,
         IN_DIR("rootCAFile", PKI_CA_FILE),
         IN_DIR("serviceAccountPrivateKeyFile", PKI_SA_KEY_FILE),
         /* The layout puts no CA key on the node, and kube-controller-manager exits when a signing file it
@@ -214,10 +220,8 @@ static const PkiDefault controller_manager_defaults[] = {
         {},
 };
 
-static const PkiDefault kubeconfig_defaults[] = {
-        IN_DIR("kubeconfig", PKI_KUBECONFIG_FILE),
-        IN_DIR("authenticationKubeconfig", PKI_KUBECONFIG_FILE),
-        IN_DIR("authorizationKubeconfig", PKI_KUBECONFIG_FILE),
+static const PkiDefault scheduler_defaults[] = {
+        DELEGATING_DEFAULTS,
         {},
 };
 
@@ -246,7 +250,7 @@ static const PkiSection pki_sections[] = {
         SECTION("kubeControllerManager", kube_controller_manager, kube_controller_manager_config_fields,
                 PKI_CONTROLLER_MANAGER_DIR, controller_manager_defaults),
         SECTION("kubeScheduler", kube_scheduler, kube_scheduler_config_fields, PKI_SCHEDULER_DIR,
-                kubeconfig_defaults),
+                scheduler_defaults),
         SECTION("kubeProxy", kube_proxy, kube_proxy_config_fields, PKI_PROXY_DIR, proxy_defaults),
         SECTION("kubelet", kubelet, kubelet_config_fields, PKI_KUBELET_DIR, kubelet_defaults),
 };

@@ -24,7 +24,8 @@ RESTARTING_PAIRS = [
     ("kube-proxy", "client", "system:kube-proxy", 0x1007),
 ]
 CA_FILES = {"kube-apiserver": ["ca.crt", "etcd-ca.crt", "front-proxy-ca.crt"],
-            "kube-controller-manager": ["ca.crt"], "kube-scheduler": ["ca.crt"], "kube-proxy": ["ca.crt"]}
+            "kube-controller-manager": ["ca.crt", "front-proxy-ca.crt"],
+            "kube-scheduler": ["ca.crt", "front-proxy-ca.crt"], "kube-proxy": ["ca.crt"]}
 KUBECONFIG_DIRS = ["kube-controller-manager", "kube-scheduler", "kube-proxy"]
 
 

@@ -136,6 +136,9 @@ def test_pass_issues_every_certificate(cenv):
     verify(os.path.join(e, "ca.crt"), os.path.join(a, "etcd-client.crt"))  # what etcd checks clients with
     verify(os.path.join(a, "ca.crt"), os.path.join(a, "kubelet-client.crt"))
     verify(os.path.join(a, "front-proxy-ca.crt"), os.path.join(a, "front-proxy-client.crt"))
+    # the components that delegate authentication trust the same front proxy, from their own directory
+    for comp in ("kube-controller-manager", "kube-scheduler"):
+        verify(os.path.join(k, comp, "front-proxy-ca.crt"), os.path.join(a, "front-proxy-client.crt"))
     for comp in ("kube-controller-manager", "kube-scheduler", "kube-proxy", "admin", "protokube"):
         d = os.path.join(k, comp)
         verify(os.path.join(d, "ca.crt"), os.path.join(d, "client.crt"))

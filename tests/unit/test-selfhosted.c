@@ -219,8 +219,10 @@ static void test_secrets_hold_the_node_files(void **state) {
                     "front-proxy-client.key", "kubelet-client.crt", "kubelet-client.key",
                     "service-account.key", "service-account.pub" } },
                 { "kube-controller-manager",
-                  { "ca.crt", "client.crt", "client.key", "kubeconfig", "service-account.key" } },
-                { "kube-scheduler", { "ca.crt", "client.crt", "client.key", "kubeconfig" } },
+                  { "ca.crt", "client.crt", "client.key", "front-proxy-ca.crt", "kubeconfig",
+                    "service-account.key" } },
+                { "kube-scheduler",
+                  { "ca.crt", "client.crt", "client.key", "front-proxy-ca.crt", "kubeconfig" } },
                 { "kube-proxy", { "ca.crt", "client.crt", "client.key", "kubeconfig" } },
         };
         for (size_t i = 0; i < ELEMENTSOF(want); i++) {
