@@ -96,7 +96,4 @@ def run_all(wd, double):
 
 
 if __name__ == "__main__":
-    r, note = measure()
-    for row in r:
-        print(" | ".join(row))
-    print(note)
+    common.figure_main(measure)

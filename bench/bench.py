@@ -21,7 +21,7 @@ FIGURES = [("1", "converge"), ("2", "failover"), ("3", "dns_publish"), ("4", "fo
            ("6", "aws_failover"), ("7", "etcd_lifecycle"), ("8", "control_plane"), ("9", "certs"),
            ("10", "idle_requests"), ("11", "pivot"), ("12", "cold_start"),
            ("13", "worker_join"), ("14", "power_cut"),
-           ("15", "upgrades")]
+           ("15", "upgrades"), ("16", "kubelet_upgrade")]
 
 
 def table(rows):

@@ -190,7 +190,4 @@ def measure():
 
 
 if __name__ == "__main__":
-    r, note = measure()
-    for row in r:
-        print(" | ".join(row))
-    print(note)
+    common.figure_main(measure)

@@ -48,6 +48,19 @@ def spread(vals, fmt):
     return f"{fmt(median(vals))} ({fmt(min(vals))}-{fmt(max(vals))})"
 
 
+def probe_rows(runs):
+    """The rows of the two /readyz probe clients (tests/e2e/apiprobe.py: the client of the first address and
+    the one that moves on after 250 ms), from runs [{"first": {...}, "any": {...}}] each with "longest gap"
+    (seconds), "failed" and "probes": the gap median (min-max), and the medians of failed / probes."""
+    rows = []
+    for client, label in (("first", "a client of the first address"), ("any", "a client moving on after 250 ms")):
+        rs = [r[client] for r in runs]
+        rows += [(f"   {label}: longest gap", spread([r["longest gap"] for r in rs], fmt_ms), "", ""),
+                 (f"   {label}: failed / probes",
+                  f"{median([r['failed'] for r in rs]):.0f} / {median([r['probes'] for r in rs]):.0f}", "", "")]
+    return rows
+
+
 def repeat_runs(n, one_run):
     """one_run() n times; a failed run is reported, not fatal: the others still count. Returns (results,
     errors); raises only when every run failed."""
@@ -287,7 +300,8 @@ def keep_console(console, prefix):
 @contextlib.contextmanager
 def scenario_kept_on_failure(s, console, prefix):
     """Around one run of a tests/e2e scenario s writing to the StringIO console: a failure keeps the console in a
-    file and the work directory (both named in the error); a success removes the work directory."""
+    file and the work directory (both named in the error); a success removes the work directory, unless
+    BENCH_KEEP_WORKDIR=1 (then its path is printed on stderr: the components' logs, for a breakdown)."""
     ok = False
     try:
         yield
@@ -296,21 +310,26 @@ def scenario_kept_on_failure(s, console, prefix):
         path = keep_console(console, prefix)
         raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
     finally:
-        s.c.close(keep=not ok)
-        if ok and not mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
+        keep = not ok or os.environ.get("BENCH_KEEP_WORKDIR") == "1"
+        s.c.close(keep=keep)
+        if keep:
+            print(f"bench: work directory kept: {s.c.workdir}", file=sys.stderr)
+        elif not mounts_under(s.c.workdir) and os.path.isdir(s.c.workdir):
             detach_loops_under(s.c.workdir)
             shutil.rmtree(s.c.workdir, ignore_errors=True)
 
 
 class AwsDouble:
-    """An AWS double (its script started with --port-file) on loopback: started, asked, stopped. The figures
-    subclass it for what they configure and read."""
+    """An AWS double (its script started with --port-file, and args) on loopback: started, asked, stopped. The
+    figures subclass it for what they configure and read; one serving HTTPS sets scheme and ssl_context."""
     post_timeout = 120
+    scheme = "http"
+    ssl_context = None
 
-    def __init__(self, wd, script, log):
-        port_file = os.path.join(wd, "port")
+    def __init__(self, wd, script, log, args=(), port_file="port"):
+        port_file = os.path.join(wd, port_file)
         self.log_file = open(log, "w")
-        self.proc = subprocess.Popen(["/usr/bin/python3", script, "--port-file", port_file],
+        self.proc = subprocess.Popen(["/usr/bin/python3", script, "--port-file", port_file, *args],
                                      stdout=subprocess.DEVNULL, stderr=self.log_file)
         deadline = time.monotonic() + 15
         while not os.path.exists(port_file):
@@ -319,18 +338,33 @@ class AwsDouble:
                 raise RuntimeError("the AWS double did not start")
             time.sleep(0.05)
         with open(port_file) as f:
-            self.url = "http://127.0.0.1:" + f.read().strip()
+            self.port = int(f.read().strip())
+        self.url = f"{self.scheme}://127.0.0.1:{self.port}"
 
     def post(self, path, body):
         req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST")
-        with urllib.request.urlopen(req, timeout=self.post_timeout) as r:
+        with urllib.request.urlopen(req, timeout=self.post_timeout, context=self.ssl_context) as r:
             return r.read()
 
     def get_json(self, path, timeout=30):
-        with urllib.request.urlopen(self.url + path, timeout=timeout) as r:
+        with urllib.request.urlopen(self.url + path, timeout=timeout, context=self.ssl_context) as r:
             return json.load(r)
 
     def stop(self):
         stop_pid(self.proc, grace=15)
         self.log_file.close()
 
+
+def figure_main(measure, children=None):
+    """A figure's module run alone (`/usr/bin/python3 bench/MODULE.py`): its rows and note printed. With the
+    arguments of one of its children ({("--run",): fn}), that child instead: fn() in this process, on the
+    real masters' test network, its result printed as the one JSON line child_json() reads."""
+    child = (children or {}).get(tuple(sys.argv[1:]))
+    if child:
+        prepare_real_masters()
+        print(json.dumps(child()))
+        return
+    rows, note = measure()
+    for row in rows:
+        print(" | ".join(row))
+    print(note)

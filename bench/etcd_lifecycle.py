@@ -225,7 +225,4 @@ def measure():
 
 
 if __name__ == "__main__":
-    rows, note = measure()
-    for r in rows:
-        print(" | ".join(r))
-    print(note)
+    common.figure_main(measure)

@@ -31,6 +31,7 @@ CUTS = common.env_int("BENCH_POWER_CUTS", 3)
 KINDS = ("static", "self-hosted", "kubeadm")
 TIMEOUT = 900  # each wait after a cut: the slowest cut seen brought every pod back in under 120 s
 MASTERS = ("a", "b", "c")
+PODS_OF = "pods Ready: "  # the stage of one component's pods, Ready on every master
 # per kind: the control-plane components, each (name of its pods before the node's name or a hash, how the
 # pod must be made: by the kubelet from a manifest (a mirror pod) or by a controller)
 COMPONENTS = {
@@ -59,8 +60,8 @@ def component_of(pod, components):
 
 
 def fresh_ready(pods, components, nodes, since):
-    """Every (component, node) has a pod made the component's way, Ready, every container running since
-    `since` (seconds since the epoch; the API's times have whole seconds: one second of slack)."""
+    """The (component, node) pairs that have a pod made the component's way, Ready, every container running
+    since `since` (seconds since the epoch; the API's times have whole seconds: one second of slack)."""
     have = set()
     for pod in pods:
         md, st, node = pod["metadata"], pod.get("status", {}), pod["spec"].get("nodeName")
@@ -78,7 +79,21 @@ def fresh_ready(pods, components, nodes, since):
             "startedAt", "1970-01-01T00:00:00Z")) >= since - 1 for c in cs)
         if ready and fresh:
             have.add((comp, node))
-    return have >= {(comp, n) for comp, _ in components for n in nodes}
+    return have
+
+
+def pods_ready_watch(kubectl, components, since, t0):
+    """The predicate "every control-plane pod Ready since the cut", and {(component, node): seconds from t0
+    when it was first seen so} that it fills in: which component came last, and when."""
+    want, seen = {(comp, n) for comp, _ in components for n in MASTERS}, {}
+
+    def check():
+        have = fresh_ready(pods_of(kubectl), components, MASTERS, since)
+        now = time.monotonic() - t0
+        for pair in have:
+            seen.setdefault(pair, now)
+        return have >= want
+    return check, seen
 
 
 def pods_of(kubectl):
@@ -97,11 +112,11 @@ def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
     for i in range(CUTS):
         since, t = time.time(), time.monotonic()
         cut()
+        pods_ready, seen = pods_ready_watch(kubectl, COMPONENTS[kind], since, t)
         watches = [Watch("etcd healthy", etcd_ok, 0.2, TIMEOUT),
                    Watch("API answers", lambda: kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 0.5,
                          TIMEOUT),
-                   Watch("control-plane pods Ready",
-                         lambda: fresh_ready(pods_of(kubectl), COMPONENTS[kind], MASTERS, since), 0.5, TIMEOUT)]
+                   Watch("control-plane pods Ready", pods_ready, 0.5, TIMEOUT)]
         res = {}
 
         def act():
@@ -112,6 +127,8 @@ def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
         except RuntimeError as e:
             raise RuntimeError(f"cut {i + 1}: {e}") from e
         res.update(log_stages(since))
+        for comp, _ in COMPONENTS[kind]:  # each component's last master
+            res[f"{PODS_OF}{comp}"] = max(seen[(comp, n)] for n in MASTERS)
         out.append(res)
     return out
 
@@ -205,6 +222,10 @@ def measure():
             if kind in res and any(stage in r for r in res[kind]):
                 rows.append((f"14. power cut of every master -> {stage}: {kind}", spread(res[kind], stage),
                              "", ""))
+    for kind in KINDS:
+        for comp, _ in COMPONENTS.get(kind, []):
+            if kind in res and all(PODS_OF + comp in r for r in res[kind]):
+                rows.append((f"   {kind}: {comp} Ready on every master", spread(res[kind], PODS_OF + comp), "", ""))
     if "static" in res and "self-hosted" in res:
         for stage in ("API answers", "control-plane pods Ready"):
             a = common.median([r[stage] for r in res["self-hosted"]])
@@ -218,13 +239,10 @@ def measure():
     return rows, note
 
 
+def one_kind(kind):
+    """A child's cuts (`power_cut.py --run KIND`)."""
+    return kubeadm_cuts() if kind == "kubeadm" else protokube_cuts(kind)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--run" and sys.argv[2] in KINDS:
-        common.prepare_real_masters()
-        kind = sys.argv[2]
-        print(json.dumps(kubeadm_cuts() if kind == "kubeadm" else protokube_cuts(kind)))
-        sys.exit(0)
-    r, note = measure()
-    for row in r:
-        print(" | ".join(row))
-    print(note)
+    common.figure_main(measure, {("--run", kind): lambda kind=kind: one_kind(kind) for kind in KINDS})

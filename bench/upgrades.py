@@ -9,9 +9,7 @@ of both clusters runs 3.5.16 healthy). BENCH_UPGRADE_RUNS (3) runs, each a proce
 (`upgrades.py --run`: the scenario moves the test network at import). Run alone: /usr/bin/python3
 bench/upgrades.py"""
 import io
-import json
 import os
-import sys
 
 import common
 
@@ -38,22 +36,10 @@ def measure():
     spread = common.spread
     rows = [("15. etcd 3.4 -> 3.5 (main and events, 6 members) under the probe: duration",
              spread([r["took"] for r in runs], lambda v: f"{v:.0f} s"), "report", "")]
-    for client, label in (("first", "a client of the first address"), ("any", "a client moving on after 250 ms")):
-        rs = [r[client] for r in runs]
-        rows += [(f"   {label}: longest gap", spread([r["longest gap"] for r in rs], common.fmt_ms), "", ""),
-                 (f"   {label}: failed / probes",
-                  f"{common.median([r['failed'] for r in rs]):.0f} / {common.median([r['probes'] for r in rs]):.0f}",
-                  "", "")]
+    rows += common.probe_rows(runs)
     note = f"{len(runs)} of {RUNS} runs" + (f"; failed: {'; '.join(errors)}" if errors else "")
     return rows, note
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--run"]:
-        common.prepare_real_masters()
-        print(json.dumps(one_run()))
-        sys.exit(0)
-    r, note = measure()
-    for row in r:
-        print(" | ".join(row))
-    print(note)
+    common.figure_main(measure, {("--run",): one_run})

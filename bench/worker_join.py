@@ -9,10 +9,8 @@ pin. End: the worker's Node Ready (`kubectl get node`, every 0.5 s). BENCH_JOIN_
 which goes first. Each protokube run is a process of its own (`worker_join.py --protokube-run`), since
 scenario_workers.py moves the test network at import. Run alone: /usr/bin/python3 bench/worker_join.py"""
 import io
-import json
 import os
 import re
-import sys
 import time
 
 import common
@@ -100,11 +98,4 @@ def measure():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--protokube-run"]:
-        common.prepare_real_masters()
-        print(json.dumps(protokube_run()))
-        sys.exit(0)
-    r, note = measure()
-    for row in r:
-        print(" | ".join(row))
-    print(note)
+    common.figure_main(measure, {("--protokube-run",): protokube_run})

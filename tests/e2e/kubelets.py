@@ -41,11 +41,12 @@ WORKLOAD = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "
 class ReadyWatch:
     """Every node's Ready condition sampled once a second in a thread of its own (bounded): the longest time
     each node was not Ready while it ran, from its first NotReady sample to its last one of a row, plus the
-    sampling's second (a node seen NotReady once counts 1 s)."""
+    sampling's second (a node seen NotReady once counts 1 s); every sample is kept, (time.monotonic(), Ready)
+    by node in samples (the bench reads a node's NotReady around a moment of its own: bench/kubelet_upgrade.py)."""
 
     def __init__(self, sc, max_seconds=1800):
         self.sc, self.max_seconds = sc, max_seconds
-        self.longest, self.down_since = {}, {}
+        self.longest, self.down_since, self.samples = {}, {}, {}
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
@@ -61,6 +62,7 @@ class ReadyWatch:
                 name = n["metadata"]["name"]
                 ready = any(c["type"] == "Ready" and c["status"] == "True"
                             for c in n.get("status", {}).get("conditions", []))
+                self.samples.setdefault(name, []).append((now, ready))
                 if ready:
                     self.down_since.pop(name, None)
                     continue
@@ -147,8 +149,9 @@ class KubeletSteps:
         return len(after)
 
     # --- the steps
-    def step_workers_join(self):
-        self.say("\n2b. Workers w1 and w2 join; every node handed to its managed kubelet; a workload on each")
+    def step_workers_join(self, names=("w1", "w2")):
+        self.say(f"\n2b. Workers {' and '.join(names)} join; every node handed to its managed kubelet; a workload "
+                 "on each")
         m = self.c.masters["a"]
         p = self.master_pk("token", "create", "--ttl", "2h", "--description", "make demo-selfhosted",
                            "--kubeconfig", m.at(os.path.join(m.pki, "protokube", "kubeconfig")))
@@ -157,11 +160,12 @@ class KubeletSteps:
         token = re.search(r"^token: ([a-z0-9]{6}\.[a-z0-9]{16})$", p.stdout, re.M).group(1)
         pin = re.search(r"^ca-pin: (sha256:[0-9a-f]{64})$", p.stdout, re.M).group(1)
         t = time.monotonic()
-        for name in ("w1", "w2"):
+        for name in names:
             w = scenario_workers.Worker(self.c, name, token, pin)
             self.workers[name] = w
             w.start()
-        self.tl.mark("w1, w2 started (protokube run --role worker, then containerd and the bootstrap kubelet)")
+        self.tl.mark(f"{', '.join(names)} started (protokube run --role worker, then containerd and the bootstrap "
+                     "kubelet)")
         every = sorted(self.nodes())
         wait_for("every node handed to its managed kubelet", self.alive(lambda: self.handed_off(every)), 900, 2)
         self.tl.mark(f"{', '.join(every)}: each held by its managed kubelet (a process of the DaemonSet's pod holds "

@@ -23,13 +23,16 @@ name; uid and resourceVersion filled in when absent), POST /_fake/pods (generate
 "namespace", "name"}), POST /_fake/config (faults, merged: {"expire_continue": true} once; {"down": true}
 answers /readyz 500; {"rotate": "NS/NAME"}: each GET of that Secret has a new key "serial"), GET
 /_fake/requests (every API request so far: method, path, query), POST /_fake/requests/clear. Run: server.py
---port-file F [--listen ADDR]."""
+--port-file F [--listen ADDR] [--tls-cert FILE --tls-key FILE] (HTTPS with that certificate, for a client that
+authenticates the API by its name, as a worker's protokube does: the controls too are then over HTTPS; no
+client certificate is asked for)."""
 import argparse
 import base64
 import json
 import os
 import re
 import signal
+import ssl
 import threading
 import time
 import urllib.parse
@@ -350,9 +353,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--listen", default="127.0.0.1")
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
     args = ap.parse_args()
     srv = ThreadingHTTPServer((args.listen, 0), Handler)
     srv.daemon_threads = True
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        # the handshake in the request's thread (its first read), not in accept(): a slow client holds no other
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
 
     def stop(*_):
         threading.Thread(target=srv.shutdown, daemon=True).start()
