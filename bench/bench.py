@@ -49,6 +49,24 @@ def machine():
             f"{os.getloadavg()[0]:.1f}")
 
 
+def report(ver, where, rows, notes, seconds, left):
+    """The table with its header and notes; left: the figures not measured yet (None: the run is complete)."""
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = (f"protokube benchmarks, {when}, {ver or 'protokube'} ({os.environ['PROTOKUBE_BIN']}), "
+              f"{platform.node()}, {os.cpu_count()} CPUs, {seconds:.0f} s")
+    if left:
+        header += f"\n\n**Incomplete: the run had not measured figures {', '.join(left)} yet.**"
+    return header + "\n\nMachine: " + where + "\n\n" + table(rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+
+
+def write_results(text):
+    """bench/results.md, replaced whole (a reader never sees half a file)."""
+    path = os.path.join(common.HERE, "results.md")
+    with open(path + ".tmp", "w") as f:
+        f.write("# Benchmark results\n\nHow to read each figure: [README.md](README.md).\n\n" + text)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binary", nargs="?", default=common.protokube_bin())
@@ -62,9 +80,10 @@ def main():
     rows, notes = [], []
     where = machine()
     t_all = time.monotonic()
-    for num, mod in FIGURES:
-        if only and num not in only:
-            continue
+    ver = subprocess.run([os.environ["PROTOKUBE_BIN"], "version"], capture_output=True, text=True).stdout.strip()
+    todo = [(num, mod) for num, mod in FIGURES if not only or num in only]
+    text = report(ver, where, rows, notes, 0, None)
+    for i, (num, mod) in enumerate(todo):
         t0 = time.monotonic()
         print(f"bench: figure {num} ({mod}) ...", file=sys.stderr, flush=True)
         try:
@@ -76,17 +95,13 @@ def main():
             traceback.print_exc(file=sys.stderr)
             rows.append((f"{num}. {mod}", "ERROR", "", f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"))
             notes.append(f"{num}: error: {e}")
-    ver = subprocess.run([os.environ["PROTOKUBE_BIN"], "version"], capture_output=True, text=True).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    header = (f"protokube benchmarks, {when}, {ver or 'protokube'} ({os.environ['PROTOKUBE_BIN']}), "
-              f"{platform.node()}, {os.cpu_count()} CPUs, {time.monotonic() - t_all:.0f} s")
-    text = header + "\n\nMachine: " + where + "\n\n" + table(rows) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+        text = report(ver, where, rows, notes, time.monotonic() - t_all,
+                      None if i + 1 == len(todo) else [n for n, _ in todo[i + 1:]])
+        if args.results:  # after every figure: a run cut short still leaves what it measured, marked so
+            write_results(text)
     print(text)
     if args.results:
-        path = os.path.join(common.HERE, "results.md")
-        with open(path, "w") as f:
-            f.write("# Benchmark results\n\nHow to read each figure: [README.md](README.md).\n\n" + text)
-        print(f"bench: wrote {path}", file=sys.stderr)
+        print(f"bench: wrote {os.path.join(common.HERE, 'results.md')}", file=sys.stderr)
     return 0
 
 
