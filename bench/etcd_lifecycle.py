@@ -140,11 +140,22 @@ def snapshot_pair(env, work, i):
     return a, b, size
 
 
+# Where a whole-cluster restore's time goes: protokube's (the request, the masters' passes: each downloads and
+# checks the snapshot, stops its member, then starts it restored) and the harness's (the kubelet stand-in: the
+# init container, etcd's own `etcdctl snapshot restore`, and each etcd's stop and start; the check of the keys
+# on every member; the 50 ms between rounds).
+RESTORE_PARTS = {"request": "protokube: the restore request (`etcd restore --force`)",
+                 "passes": "protokube: the three masters' passes, all rounds",
+                 "kubelet": "kubelet stand-in: init container (etcdctl snapshot restore), etcd stop / start",
+                 "check": "harness: the check of every member's keys",
+                 "poll": "harness: 50 ms between rounds"}
+
+
 def restore_pair(env, etcds, work, timestamp, i):
     """One whole-cluster restore of the backup `timestamp` (request -> every member done and healthy, the
     benchmark playing kubelet: it runs the manifest's init container, etcd's own `etcdctl snapshot restore`,
     with Debian's etcdctl) and one `etcdctl snapshot restore` of the same snapshot into a fresh directory.
-    Returns (protokube seconds, etcdctl seconds)."""
+    Returns (protokube seconds, etcdctl seconds, {part: seconds} of the first: RESTORE_PARTS)."""
     node, ip = NODES["a"]
     snap = os.path.join(work, f"snap-{i}.db")
     common.run([env.bin, "-c", env.node_spec(node), "etcd", "download", "main", timestamp, "--out", snap])
@@ -159,20 +170,31 @@ def restore_pair(env, etcds, work, timestamp, i):
     os.unlink(snap)
 
     kubelet = Kubelet(env, etcds)
+    parts = dict.fromkeys(RESTORE_PARTS, 0.0)
+
+    def timed(part, fn):
+        t = time.monotonic()
+        try:
+            return fn()
+        finally:
+            parts[part] += time.monotonic() - t
+    def restored():
+        return all(etcdctl(env, m, "get", "/before", "--print-value-only").stdout.strip() == "kept"
+                   for m in NODES) and all("initContainers" not in (env.manifest(m) or "initContainers")
+                                           for m in NODES)
     t0 = time.monotonic()
-    common.run([env.bin, "-c", env.node_spec(node), "etcd", "restore", "main", timestamp, "--force"])
+    timed("request", lambda: common.run([env.bin, "-c", env.node_spec(node), "etcd", "restore", "main", timestamp,
+                                         "--force"]))
     deadline = t0 + 600
     while time.monotonic() < deadline:
         for m in NODES:
-            p = env.once(m, timeout=600)
+            p = timed("passes", lambda: env.once(m, timeout=600))
             if p.returncode not in (0, 3):
                 raise RuntimeError(f"pass of {m} exited {p.returncode}: {p.stderr[-2000:]}")
-            kubelet.sync(m)
-        if all(etcdctl(env, m, "get", "/before", "--print-value-only").stdout.strip() == "kept"
-               for m in NODES) and all("initContainers" not in (env.manifest(m) or "initContainers")
-                                       for m in NODES):
-            return time.monotonic() - t0, theirs
-        time.sleep(0.05)
+            timed("kubelet", lambda: kubelet.sync(m))
+        if timed("check", restored):
+            return time.monotonic() - t0, theirs, parts
+        timed("poll", lambda: time.sleep(0.05))
     raise RuntimeError("the restore did not finish within 600 s")
 
 
@@ -206,8 +228,8 @@ def measure():
     ours = common.median([size / a / MIB for a, *_ in snaps])
     theirs = common.median([size / b / MIB for _, b, *_ in snaps])
     ratio = common.median([a / b for a, b, *_ in snaps])  # time ratio: < 1 is protokube faster
-    whole = common.median([a for a, _ in restores])
-    one = common.median([b for _, b in restores])
+    whole = common.median([a for a, *_ in restores])
+    one = common.median([b for _, b, _ in restores])
     rows = [
         ("7. blank etcd member replaced (destroyed -> 3 healthy voting members)",
          f"{common.median(replaced):.1f} s", "report", f"runs {', '.join(f'{r:.1f}' for r in replaced)} s"),
@@ -218,6 +240,8 @@ def measure():
          "report", f"{whole:.1f} s request -> 3 members serving it; etcdctl snapshot restore of one member "
          f"{size / one / MIB:.0f} MiB/s ({one:.1f} s)"),
     ]
+    rows += [(f"   {label}", common.spread([p[key] for *_, p in restores], lambda v: f"{v:.1f} s"), "", "")
+             for key, label in RESTORE_PARTS.items()]
     note = (f"{runs} runs, keyspace {mib} MiB in {VALUE_BYTES // 1024} KiB random values written in "
             f"{fill_s:.1f} s; protokube's backup also checks the snapshot (bbolt magic, SHA-256 trailer) and "
             f"writes it to the file:// store in 8 MiB pieces")
