@@ -25,7 +25,7 @@ def one_run(selfhosted):
         s.step_pivot()
         s.step_configmap()  # the power cut's check reads it back
         s.step_power_cuts(times=1)
-        back, settled = s.reboots[0]
+        back, settled, _ = s.reboots[0]  # (API back, self-hosted pods back, every node managed again)
         any_client = s.pivot["any"]
         turns = s.pivot.get("turns")
         if turns is None:
