@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 
 import common
@@ -87,13 +88,13 @@ def fresh_ready(pods, components, nodes, since, checkpoint_counts=False):
     return have
 
 
-def pods_ready_watch(kubectl, components, since, t0, checkpoint_counts=False):
+def pods_ready_watch(pods, components, since, t0, checkpoint_counts=False):
     """The predicate "every control-plane pod Ready since the cut", and {(component, node): seconds from t0
     when it was first seen so} that it fills in: which component came last, and when."""
     want, seen = {(comp, n) for comp, _ in components for n in MASTERS}, {}
 
     def check():
-        have = fresh_ready(pods_of(kubectl), components, MASTERS, since, checkpoint_counts)
+        have = fresh_ready(pods(), components, MASTERS, since, checkpoint_counts)
         now = time.monotonic() - t0
         for pair in have:
             seen.setdefault(pair, now)
@@ -104,6 +105,20 @@ def pods_ready_watch(kubectl, components, since, t0, checkpoint_counts=False):
 def pods_of(kubectl):
     p = kubectl("get", "pods", "-n", "kube-system", "-o", "json")
     return json.loads(p.stdout)["items"] if p.returncode == 0 else []
+
+
+def shared_listing(fetch, max_age=0.25):
+    """fetch(), at most once per max_age seconds: the watches that poll together (in threads of their own)
+    read one listing instead of one each."""
+    lock, last = threading.Lock(), {"at": None, "value": None}
+
+    def get():
+        with lock:
+            now = time.monotonic()
+            if last["at"] is None or now - last["at"] >= max_age:
+                last.update(at=now, value=fetch())
+            return last["value"]
+    return get
 
 
 def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
@@ -117,13 +132,14 @@ def timed_cuts(kind, cut, start, kubectl, etcd_ok, log_stages=lambda since: {}):
     for i in range(CUTS):
         since, t = time.time(), time.monotonic()
         cut()
-        pods_ready, seen = pods_ready_watch(kubectl, COMPONENTS[kind], since, t)
+        pods = shared_listing(lambda: pods_of(kubectl))
+        pods_ready, seen = pods_ready_watch(pods, COMPONENTS[kind], since, t)
         watches = [Watch("etcd healthy", etcd_ok, 0.2, TIMEOUT),
                    Watch("API answers", lambda: kubectl("get", "--raw", "/readyz").stdout.strip() == "ok", 0.5,
                          TIMEOUT),
                    Watch("control-plane pods Ready", pods_ready, 0.5, TIMEOUT)]
         if kind == "self-hosted":
-            serving, _ = pods_ready_watch(kubectl, COMPONENTS[kind], since, t, checkpoint_counts=True)
+            serving, _ = pods_ready_watch(pods, COMPONENTS[kind], since, t, checkpoint_counts=True)
             watches.append(Watch(SERVING, serving, 0.5, TIMEOUT))
         res = {}
 
