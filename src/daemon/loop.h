@@ -20,7 +20,7 @@ typedef struct DaemonConfig {
         usec_t interval;    /* between quiet passes */
         usec_t backoff_min; /* first retry after an error (default 1s) */
         usec_t backoff_max; /* cap (default: interval) */
-        usec_t debounce;    /* events within this window coalesce into one pass (default 20ms) */
+        usec_t debounce;    /* events within this window coalesce into one pass (default 5ms) */
         const char *listen; /* health/metrics; NULL or "none" disables */
         char *const *watch; /* directories whose changes wake the loop; may be NULL */
 } DaemonConfig;
