@@ -306,9 +306,11 @@ def scenario_kept_on_failure(s, console, prefix):
     try:
         yield
         ok = True
-    except Exception:
+    except Exception as e:
+        # the error first: the figure keeps only the end of a child's stderr, and the console ends before it
+        console.write(f"\n{type(e).__name__}: {e}\n")
         path = keep_console(console, prefix)
-        raise RuntimeError(f"scenario failed (console: {path}, work directory {s.c.workdir})")
+        raise RuntimeError(f"scenario failed: {str(e)[:300]} (console: {path}, work directory {s.c.workdir})")
     finally:
         keep = not ok or os.environ.get("BENCH_KEEP_WORKDIR") == "1"
         s.c.close(keep=keep)
