@@ -342,7 +342,7 @@ int daemon_run(const DaemonConfig *cfg, const DaemonCallbacks *cb, void *userdat
                 c.backoff_max = MAX(c.interval, c.backoff_min);
         /* A burst (a release writing both volumes' records, udev making a disk's nodes) is a few ms; a
          * change that lands after the pass began wakes one more pass (wake_pending). The window is failover
-         * latency: 20 ms of the 100 ms from a release to etcd started on the standby (bench/README.md, 2). */
+         * latency: 20 ms was a fifth of a release to etcd started on the standby (bench/README.md, 2). */
         if (c.debounce == 0)
                 c.debounce = 5 * USEC_PER_MSEC;
         /* One malloc arena for every thread. A pass runs on a worker thread of its own (and glibc's
