@@ -167,10 +167,8 @@ int static_pod_set_health_probes(PodContainer *c, const char *scheme, int port, 
                 return r;
         c->liveness_probe.period_seconds = 10;
         c->liveness_probe.failure_threshold = 8;
-        /* A slow first start (etcd still electing) must not be killed by the liveness probe: 250 s, as
-         * kubeadm's 10 s + 24 x 10 s. Checked every second from the start, not every 10 s after 10 s: the
-         * pod is Ready only once this probe passed, and after a reboot every component waited up to 20 s
-         * for it beyond serving (bench/README.md, figure 14). A GET of the health path on loopback. */
+        /* A slow first start (etcd still electing) gets 250 s, as kubeadm's 10 s + 24 x 10 s; checked every
+         * second, since the pod is Ready only once it passed (docs/components.md, the probes' timing). */
         r = pod_probe_http(&c->startup_probe, scheme, HEALTH_PROBE_HOST, live_path, port, 0, 15);
         if (r < 0)
                 return r;
